@@ -1,0 +1,124 @@
+"""Input checks shared by every module: one clear ``ValueError`` instead of a silent wrong number.
+
+Conventions (see ``docs/conventions.md``):
+
+- masks are boolean, ``True`` = keep (attend), broadcastable to the scores;
+- maps are ``[..., query, key]``; per-key vectors are ``[..., key, d]``;
+- the normalised axis is ``dim`` (default ``-1``), as in ``torch.softmax``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "check_finite",
+    "check_in_range",
+    "check_mask",
+    "check_positive",
+    "check_same_shape",
+    "check_top_n",
+    "key_counts",
+    "normalize_dim",
+]
+
+
+def normalize_dim(dim: int, ndim: int) -> int:
+    """Return ``dim`` as a non-negative axis index for a tensor of ``ndim`` dimensions."""
+    if ndim == 0:
+        raise ValueError("expected a tensor with at least one dimension, got a scalar")
+    if not -ndim <= dim < ndim:
+        raise ValueError(f"dim={dim} is out of range for a tensor with {ndim} dimensions")
+    return dim % ndim
+
+
+def check_finite(x: Tensor, name: str = "scores", *, allow_neg_inf: bool = True) -> Tensor:
+    """Raise ``ValueError`` if ``x`` holds NaN (or +inf, or -inf when not allowed).
+
+    ``-inf`` is allowed by default because it is the usual way to pad logits.
+    """
+    if not torch.is_floating_point(x):
+        raise ValueError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+    if torch.isnan(x).any():
+        raise ValueError(f"{name} contains NaN")
+    if torch.isposinf(x).any():
+        raise ValueError(f"{name} contains +inf")
+    if not allow_neg_inf and torch.isneginf(x).any():
+        raise ValueError(f"{name} contains -inf")
+    return x
+
+
+def check_mask(mask: Tensor | None, like: Tensor, name: str = "mask") -> Tensor | None:
+    """Validate a boolean keep-mask and broadcast it to ``like``'s shape.
+
+    Returns ``None`` when ``mask`` is ``None``. A non-boolean mask is rejected rather than
+    guessed at: additive float masks and "True = masked out" conventions both exist, and
+    confusing them gives plausible but wrong numbers.
+    """
+    if mask is None:
+        return None
+    if mask.dtype != torch.bool:
+        raise ValueError(f"{name} must be a boolean tensor (True = keep), got dtype {mask.dtype}")
+    try:
+        return mask.expand_as(like) if mask.shape != like.shape else mask
+    except RuntimeError as err:
+        raise ValueError(
+            f"{name} of shape {tuple(mask.shape)} does not broadcast to {tuple(like.shape)}"
+        ) from err
+
+
+def check_positive(value: float | Tensor, name: str) -> None:
+    """Raise ``ValueError`` unless ``value`` (a number or every entry of a tensor) is > 0 and finite."""
+    if isinstance(value, Tensor):
+        ok = bool(torch.isfinite(value).all() and (value > 0).all())
+    else:
+        ok = math.isfinite(value) and value > 0
+    if not ok:
+        raise ValueError(f"{name} must be positive and finite, got {value}")
+
+
+def check_in_range(
+    value: float, name: str, low: float, high: float, *, closed: tuple[bool, bool] = (True, True)
+) -> None:
+    """Raise ``ValueError`` unless ``low <= value <= high`` (ends open where ``closed`` says)."""
+    lo_ok = value >= low if closed[0] else value > low
+    hi_ok = value <= high if closed[1] else value < high
+    if not (math.isfinite(value) and lo_ok and hi_ok):
+        lb = "[" if closed[0] else "("
+        rb = "]" if closed[1] else ")"
+        raise ValueError(f"{name} must lie in {lb}{low}, {high}{rb}, got {value}")
+
+
+def check_top_n(n: int, num_keys: int, name: str = "N") -> None:
+    """Raise ``ValueError`` unless ``1 <= n < num_keys`` (top-N needs a key left outside)."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ValueError(f"{name} must be an int, got {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"{name} must be >= 1, got {n}")
+    if n >= num_keys:
+        raise ValueError(f"{name}={n} must be smaller than the number of keys ({num_keys})")
+
+
+def check_same_shape(shapes: Sequence[tuple[str, Sequence[int]]]) -> None:
+    """Raise ``ValueError`` listing every shape when the named shapes differ."""
+    first = tuple(shapes[0][1])
+    if any(tuple(s) != first for _, s in shapes[1:]):
+        listed = ", ".join(f"{n}={tuple(s)}" for n, s in shapes)
+        raise ValueError(f"shape mismatch: {listed}")
+
+
+def key_counts(mask: Tensor | None, like: Tensor, dim: int = -1) -> Tensor:
+    """Number of kept keys along ``dim`` (kept dimension), as ``like``'s dtype.
+
+    Without a mask every row has ``like.shape[dim]`` keys.
+    """
+    dim = normalize_dim(dim, like.ndim)
+    if mask is None:
+        shape = list(like.shape)
+        shape[dim] = 1
+        return torch.full(shape, like.shape[dim], dtype=like.dtype, device=like.device)
+    return check_mask(mask, like).sum(dim=dim, keepdim=True).to(like.dtype)  # type: ignore[union-attr]

@@ -1,0 +1,1 @@
+"""attnlimits.metrics (being written)."""

@@ -1,0 +1,38 @@
+"""Row bookkeeping shared by the metrics: rows that cannot be scored are excluded *and counted*.
+
+Every per-row metric returns its values with ``NaN`` in rows it cannot score (for example
+fewer than ``N + 1`` kept keys for a top-N metric) together with a boolean ``valid`` tensor.
+:func:`row_mean` then averages only valid rows and reports how many it left out, so an
+excluded row is never silently averaged in as a zero.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+__all__ = ["RowMean", "row_mean"]
+
+
+class RowMean(NamedTuple):
+    """Mean over the valid rows along one axis, with the counts behind it."""
+
+    mean: Tensor  # NaN where no row was valid
+    n_rows: Tensor  # rows averaged
+    n_excluded: Tensor  # rows left out
+
+
+def row_mean(values: Tensor, valid: Tensor, dim: int = -1) -> RowMean:
+    """Average ``values`` over ``dim`` using only entries where ``valid`` is True.
+
+    >>> v = torch.tensor([1.0, float("nan"), 3.0]); ok = torch.tensor([True, False, True])
+    >>> row_mean(v, ok)
+    RowMean(mean=tensor(2.), n_rows=tensor(2), n_excluded=tensor(1))
+    """
+    valid = valid.expand_as(values)
+    n = valid.sum(dim=dim)
+    total = torch.where(valid, values, torch.zeros_like(values)).sum(dim=dim)
+    mean = total / n.to(values.dtype)  # 0/0 -> NaN where no row was valid
+    return RowMean(mean=mean, n_rows=n, n_excluded=valid.shape[dim] - n)

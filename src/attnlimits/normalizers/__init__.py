@@ -1,0 +1,1 @@
+"""attnlimits.normalizers (being written)."""

@@ -1,0 +1,1 @@
+"""attnlimits.theory (being written)."""

@@ -1,0 +1,38 @@
+"""Shared test fixtures: seeded generators, the book's location, hypothesis profiles."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_TEXT = REPO.parent / "shared" / "data" / "war_and_peace.txt"
+
+
+@pytest.fixture
+def gen() -> torch.Generator:
+    """A seeded CPU generator: every random test input is reproducible."""
+    return torch.Generator().manual_seed(0)
+
+
+@pytest.fixture(scope="session")
+def book_path() -> Path:
+    """War and Peace from ../shared/data (or $ATTNLIMITS_TEXT); skip where neither exists."""
+    env = os.environ.get("ATTNLIMITS_TEXT")
+    path = Path(env) if env else SHARED_TEXT
+    if not path.is_file():
+        pytest.skip(f"book text not found at {path}")
+    return path
