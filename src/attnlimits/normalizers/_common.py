@@ -1,0 +1,76 @@
+"""Plumbing shared by every normaliser: input checks, the working dtype, masked softmax.
+
+Every normaliser follows the same four steps:
+
+1. :func:`prepare` checks the scores (NaN or +inf raise ``ValueError``), validates the boolean
+   keep-mask, folds ``-inf`` scores into it, upcasts half types to float32 and replaces
+   every dropped score by 0, so that no later arithmetic touches an infinity;
+2. the normaliser computes on the kept entries;
+3. :func:`finish` writes exact zeros at the dropped entries and casts back to the input dtype.
+
+Replacing dropped scores by a finite value *before* any arithmetic is what keeps gradients
+finite: ``torch.where`` routes a zero gradient to the unselected branch, but ``0 * inf`` in
+that branch's backward would still give NaN.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from attnlimits._checks import check_finite, check_mask, normalize_dim
+
+__all__ = ["check_int_at_least", "finish", "masked_max", "masked_softmax", "prepare"]
+
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def prepare(scores: Tensor, mask: Tensor | None, dim: int) -> tuple[Tensor, Tensor, int]:
+    """Check the inputs; return ``(x, keep, dim)``.
+
+    ``keep`` is ``mask & (scores != -inf)`` broadcast to ``scores``' shape; ``x`` is the scores
+    in the working dtype (float32 for half types, else unchanged) with dropped entries set to 0;
+    ``dim`` is non-negative.
+    """
+    check_finite(scores, "scores")
+    dim = normalize_dim(dim, scores.ndim)
+    keep = ~torch.isneginf(scores)
+    checked = check_mask(mask, scores)
+    if checked is not None:
+        keep = keep & checked
+    work = torch.float32 if scores.dtype in _HALF else scores.dtype
+    x = torch.where(keep, scores.to(work), 0.0)
+    return x, keep, dim
+
+
+def finish(out: Tensor, keep: Tensor, like: Tensor) -> Tensor:
+    """Exact zeros at dropped entries, cast to ``like``'s dtype."""
+    return torch.where(keep, out, 0.0).to(like.dtype)
+
+
+def masked_max(x: Tensor, keep: Tensor, dim: int) -> Tensor:
+    """Row maximum over kept entries (kept dimension), detached; 0 for an all-dropped row."""
+    m = torch.where(keep, x, -math.inf).amax(dim=dim, keepdim=True).detach()
+    return torch.where(torch.isfinite(m), m, 0.0)
+
+
+def masked_softmax(x: Tensor, keep: Tensor, dim: int) -> Tensor:
+    """softmax(x) over the kept entries of each row; dropped entries and all-dropped rows give 0.
+
+    The row maximum is subtracted first (softmax is shift-invariant), so the denominator is
+    at least 1 in any row with a kept entry and exactly 0 in an all-dropped row.
+    """
+    z = torch.where(keep, x - masked_max(x, keep, dim), -math.inf)
+    e = z.exp()
+    s = e.sum(dim=dim, keepdim=True)
+    return e / torch.where(s > 0, s, 1.0)
+
+
+def check_int_at_least(value: int, name: str, low: int) -> None:
+    """Raise ``ValueError`` unless ``value`` is an int (not a bool) and ``>= low``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an int, got {type(value).__name__}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
