@@ -1,0 +1,1 @@
+"""Experiments: one module per algorithm or figure; config dataclass -> table -> figure."""

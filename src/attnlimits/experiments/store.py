@@ -1,0 +1,195 @@
+"""A results folder that survives interruption: atomic files, resumable parts, run metadata.
+
+Every file is written to a temporary name in the same folder and renamed into place, so a run
+killed half-way never leaves a half-written file. Long computations save one *part* per unit of
+work (for example one model layer) under ``parts/<stage>/``; a rerun with the same parameters
+loads the parts it finds and computes only the rest. Parameters are hashed into the part
+folder's name, so a rerun with other parameters never mixes in stale parts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, is_dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = [
+    "ResultStore",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "file_sha256",
+    "package_versions",
+    "params_hash",
+]
+
+_VERSIONED = ("attnlimits", "torch", "transformers", "numpy", "scipy", "pandas", "matplotlib")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary file in the same folder and an atomic rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """:func:`atomic_write_bytes` for UTF-8 text."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+@contextmanager
+def _atomic_target(path: Path) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it into place if the block succeeds.
+
+    For writers (pandas, matplotlib) that want a file name rather than bytes.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
+    """SHA-256 of a file's bytes, read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _jsonable(obj: Any) -> Any:
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return _jsonable(asdict(obj))
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (str, int, float, bool)) or obj is None:
+        return obj
+    return repr(obj)
+
+
+def params_hash(params: Any) -> str:
+    """A short stable hash of parameters (dataclass, mapping, or JSON-able value)."""
+    blob = json.dumps(_jsonable(params), sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:12]
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of Python and the packages whose behaviour the numbers depend on."""
+    out = {"python": platform.python_version()}
+    for name in _VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+class ResultStore:
+    """One results folder: tables, figures, resumable parts and a ``run.json`` of metadata.
+
+    Parameters
+    ----------
+    root : Path
+        The output folder; created if missing. An unwritable folder raises ``ValueError``.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            probe = self.root / ".write-test"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as err:
+            raise ValueError(f"output folder {self.root} is not writable: {err}") from err
+        self._meta_path = self.root / "run.json"
+        self.meta: dict[str, Any] = (
+            json.loads(self._meta_path.read_text()) if self._meta_path.exists() else {}
+        )
+
+    # ---- metadata -------------------------------------------------------------------------
+    def update_meta(self, **fields: Any) -> None:
+        """Merge ``fields`` into ``run.json`` (nested mappings merge one level deep)."""
+        for key, value in _jsonable(fields).items():
+            if isinstance(value, dict) and isinstance(self.meta.get(key), dict):
+                self.meta[key].update(value)
+            else:
+                self.meta[key] = value
+        self.meta.setdefault("versions", package_versions())
+        atomic_write_text(self._meta_path, json.dumps(self.meta, indent=2, sort_keys=True))
+
+    @contextmanager
+    def timed(self, stage: str) -> Iterator[None]:
+        """Record the wall time of ``stage`` (seconds) under ``wall_time_s`` in ``run.json``."""
+        start = time.perf_counter()
+        yield
+        self.update_meta(wall_time_s={stage: round(time.perf_counter() - start, 3)})
+
+    # ---- tables and figures ---------------------------------------------------------------
+    def write_table(self, df: pd.DataFrame, name: str) -> Path:
+        """Save ``df`` as ``tables/<name>.parquet`` and ``tables/<name>.csv``; return the parquet."""
+        path = self.root / "tables" / f"{name}.parquet"
+        with _atomic_target(path) as tmp:
+            df.to_parquet(tmp, index=False)
+        atomic_write_text(path.with_suffix(".csv"), df.to_csv(index=False))
+        return path
+
+    def read_table(self, name: str) -> pd.DataFrame:
+        return pd.read_parquet(self.root / "tables" / f"{name}.parquet")
+
+    def save_figure(self, fig: Any, name: str) -> list[Path]:
+        """Save a matplotlib figure as ``figures/<name>.png`` and ``.svg``."""
+        paths = []
+        for ext in ("png", "svg"):
+            path = self.root / "figures" / f"{name}.{ext}"
+            with _atomic_target(path) as tmp:
+                fig.savefig(tmp, format=ext, dpi=150, bbox_inches="tight")
+            paths.append(path)
+        return paths
+
+    # ---- resumable parts ------------------------------------------------------------------
+    def parts_dir(self, stage: str, params: Any) -> Path:
+        return self.root / "parts" / f"{stage}-{params_hash(params)}"
+
+    def part(
+        self, stage: str, params: Any, key: str, compute: Callable[[], pd.DataFrame]
+    ) -> pd.DataFrame:
+        """Load part ``key`` of ``stage`` if a previous run saved it, else compute and save it."""
+        path = self.parts_dir(stage, params) / f"{key}.parquet"
+        if path.exists():
+            return pd.read_parquet(path)
+        df = compute()
+        with _atomic_target(path) as tmp:
+            df.to_parquet(tmp, index=False)
+        return df
+
+    def has_part(self, stage: str, params: Any, key: str) -> bool:
+        return (self.parts_dir(stage, params) / f"{key}.parquet").exists()

@@ -1,0 +1,74 @@
+"""The results folder: atomic files, resumable parts, metadata."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from attnlimits.experiments.store import ResultStore, atomic_write_text, params_hash
+
+
+def test_atomic_write_leaves_old_file_when_interrupted(tmp_path: Path, monkeypatch) -> None:
+    target = tmp_path / "a.txt"
+    atomic_write_text(target, "old")
+
+    def boom(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write_text(target, "new")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.txt"]  # no temporary left behind
+
+
+def test_parts_resume_without_recomputing(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    calls: list[int] = []
+
+    def compute() -> pd.DataFrame:
+        calls.append(1)
+        return pd.DataFrame({"x": [1, 2]})
+
+    params = {"L": 32, "N": 5}
+    first = store.part("alg1", params, "layer0", compute)
+    again = ResultStore(tmp_path).part("alg1", params, "layer0", compute)
+    pd.testing.assert_frame_equal(first, again)
+    assert len(calls) == 1
+    ResultStore(tmp_path).part("alg1", {"L": 64, "N": 5}, "layer0", compute)
+    assert len(calls) == 2  # other parameters never reuse stale parts
+
+
+def test_meta_merges_and_records_versions(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    store.update_meta(params={"a": 1}, wall_time_s={"alg1": 1.0})
+    with store.timed("alg2"):
+        pass
+    meta = json.loads((tmp_path / "run.json").read_text())
+    assert meta["params"] == {"a": 1}
+    assert set(meta["wall_time_s"]) == {"alg1", "alg2"}
+    assert "torch" in meta["versions"]
+
+
+def test_tables_round_trip(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    df = pd.DataFrame({"layer": [0, 1], "d": [0.5, 1.5]})
+    store.write_table(df, "alg1")
+    pd.testing.assert_frame_equal(store.read_table("alg1"), df)
+    assert (tmp_path / "tables" / "alg1.csv").exists()
+
+
+def test_unwritable_folder_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(ValueError, match="not writable"):
+        ResultStore(blocker / "sub")
+
+
+def test_params_hash_is_order_independent() -> None:
+    assert params_hash({"a": 1, "b": 2}) == params_hash({"b": 2, "a": 1})
+    assert params_hash({"a": 1}) != params_hash({"a": 2})
