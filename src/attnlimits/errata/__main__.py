@@ -11,7 +11,9 @@ import attnlimits.errata as package
 
 def available() -> list[str]:
     """Names of the errata modules (each has a ``main()``)."""
-    return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_"))
+    return sorted(
+        m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -155,7 +155,7 @@ class ResultStore:
 
     # ---- tables and figures ---------------------------------------------------------------
     def write_table(self, df: pd.DataFrame, name: str) -> Path:
-        """Save ``df`` as ``tables/<name>.parquet`` and ``tables/<name>.csv``; return the parquet."""
+        """Save ``df`` as ``tables/<name>.parquet`` and ``.csv``; return the parquet path."""
         path = self.root / "tables" / f"{name}.parquet"
         with _atomic_target(path) as tmp:
             df.to_parquet(tmp, index=False)
