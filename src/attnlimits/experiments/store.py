@@ -179,17 +179,26 @@ class ResultStore:
     def parts_dir(self, stage: str, params: Any) -> Path:
         return self.root / "parts" / f"{stage}-{params_hash(params)}"
 
+    def _part_path(self, stage: str, params: Any, key: str) -> Path:
+        return self.parts_dir(stage, params) / f"{key}.parquet"
+
+    def save_part(self, stage: str, params: Any, key: str, df: pd.DataFrame) -> None:
+        """Save one unit of work atomically under ``parts/<stage>-<hash>/<key>.parquet``."""
+        with _atomic_target(self._part_path(stage, params, key)) as tmp:
+            df.to_parquet(tmp, index=False)
+
+    def load_part(self, stage: str, params: Any, key: str) -> pd.DataFrame:
+        return pd.read_parquet(self._part_path(stage, params, key))
+
+    def has_part(self, stage: str, params: Any, key: str) -> bool:
+        return self._part_path(stage, params, key).exists()
+
     def part(
         self, stage: str, params: Any, key: str, compute: Callable[[], pd.DataFrame]
     ) -> pd.DataFrame:
         """Load part ``key`` of ``stage`` if a previous run saved it, else compute and save it."""
-        path = self.parts_dir(stage, params) / f"{key}.parquet"
-        if path.exists():
-            return pd.read_parquet(path)
+        if self.has_part(stage, params, key):
+            return self.load_part(stage, params, key)
         df = compute()
-        with _atomic_target(path) as tmp:
-            df.to_parquet(tmp, index=False)
+        self.save_part(stage, params, key, df)
         return df
-
-    def has_part(self, stage: str, params: Any, key: str) -> bool:
-        return (self.parts_dir(stage, params) / f"{key}.parquet").exists()

@@ -1,0 +1,27 @@
+"""attnlimits.kernels: streaming (blockwise, O(L·d) memory) attention for long contexts.
+
+- :func:`streaming_attention`: ``softmax(c·l) @ v`` with ``c`` = 1/T (``"softmax"``), s·log n
+  (``"ssmax"``) or paper B's adaptive β(H) (``"adaptive"``), over key blocks; GQA, causal with
+  a decode offset, boolean keep-masks; :class:`AttentionStats` on request.
+- :func:`naive_attention`: the same definition over materialised scores (tests, benchmarks).
+- transformers: importing this package registers ``attn_implementation`` names
+  ``attnlimits_softmax_t``, ``attnlimits_ssmax``, ``attnlimits_adaptive``; :func:`patch`
+  switches a loaded model inside a ``with`` block. See ``docs/kernels.md``.
+"""
+
+from attnlimits.kernels.hf import CONFIG_ATTR, HF_NAMES, patch, register, register_defaults
+from attnlimits.kernels.reference import naive_attention
+from attnlimits.kernels.streaming import NORMALIZERS, AttentionStats, streaming_attention
+
+register_defaults()
+
+__all__ = [
+    "CONFIG_ATTR",
+    "HF_NAMES",
+    "NORMALIZERS",
+    "AttentionStats",
+    "naive_attention",
+    "patch",
+    "register",
+    "streaming_attention",
+]

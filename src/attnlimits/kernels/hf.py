@@ -1,0 +1,183 @@
+"""Hugging Face transformers integration: the streaming kernels as ``attn_implementation`` names.
+
+Importing :mod:`attnlimits.kernels` registers (idempotently) three names with transformers'
+``AttentionInterface`` and, for their masks, with ``ALL_MASK_ATTENTION_FUNCTIONS``:
+
+=========================  ============  ==============================================
+name                       normaliser    parameters (``config.attnlimits_params``)
+=========================  ============  ==============================================
+``attnlimits_softmax_t``   ``softmax``   ``temperature`` (default 1)
+``attnlimits_ssmax``       ``ssmax``     ``s`` (default 0.43, as ``normalizers.ssmax``)
+``attnlimits_adaptive``    ``adaptive``  ``coeffs``, ``threshold`` (paper B's listing)
+=========================  ============  ==============================================
+
+Parameters reach the kernel through the model, not through module-level state: each attention
+call reads the dict ``module.config.attnlimits_params`` (missing = defaults; the key
+``block_size`` is accepted too). :func:`patch` sets and restores it; :func:`register` instead
+freezes parameters into a closure under a new name, which then ignores the config.
+
+Masks: the names use transformers' ``sdpa_mask``, a boolean ``[B, 1, Lq, Lk]`` keep-mask, or
+``None`` when the pattern is plain causal (``Lq == Lk``, or an empty static cache) or a
+single-token decode step; then the kernel follows ``sdpa_attention_forward``: causal when
+``Lq > 1``, top-left aligned (keys past ``Lq`` are dropped, as sdpa does for a static cache).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+from transformers.modeling_utils import AttentionInterface
+
+from attnlimits.kernels.reference import naive_attention
+from attnlimits.kernels.streaming import _params, streaming_attention
+
+__all__ = ["CONFIG_ATTR", "HF_NAMES", "make_attention_function", "patch", "register"]
+
+#: Registered implementation name -> normaliser of :func:`streaming_attention`.
+HF_NAMES: dict[str, str] = {
+    "attnlimits_softmax_t": "softmax",
+    "attnlimits_ssmax": "ssmax",
+    "attnlimits_adaptive": "adaptive",
+}
+#: Config attribute holding the kernel parameters of the built-in names.
+CONFIG_ATTR = "attnlimits_params"
+_DEFAULT_BLOCK = 256
+
+
+def _keep_mask(mask: Tensor) -> Tensor:
+    """A transformers mask as a boolean keep-mask: bool as is; additive float 0 / very negative."""
+    if mask.dtype == torch.bool:
+        return mask
+    keep = mask == 0
+    dropped = mask[~keep]
+    if dropped.numel() and bool((dropped > torch.finfo(mask.dtype).min / 2).any()):
+        raise ValueError("additive float masks with biases other than 0 / -inf are not supported")
+    return keep
+
+
+def make_attention_function(
+    normalizer: str, *, frozen: dict[str, Any] | None = None, naive: bool = False
+) -> Callable[..., tuple[Tensor, None]]:
+    """An ``AttentionInterface`` function running :func:`streaming_attention` with ``normalizer``.
+
+    Parameters
+    ----------
+    normalizer : {"softmax", "ssmax", "adaptive"}
+    frozen : dict, optional
+        Fixed kernel parameters; when None they are read per call from
+        ``module.config.attnlimits_params``.
+    naive : bool
+        Use :func:`~attnlimits.kernels.naive_attention` (materialised scores, O(L²) memory) in
+        the input dtype instead of the streaming kernel: a reference for tests.
+
+    Returns
+    -------
+    Callable
+        ``f(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs)`` with
+        q ``[B, Hq, Lq, d]``, k/v ``[B, Hkv, Lk, d]``, returning ``(out [B, Lq, Hq, dv], None)``.
+    """
+
+    def attention(
+        module: nn.Module,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        attention_mask: Tensor | None,
+        scaling: float | None = None,
+        dropout: float = 0.0,
+        **kwargs: Any,
+    ) -> tuple[Tensor, None]:
+        if dropout:
+            raise ValueError(
+                f"attnlimits kernels have no attention dropout (got {dropout}); call model.eval()"
+            )
+        if frozen is not None:
+            params = dict(frozen)
+        else:
+            params = dict(getattr(getattr(module, "config", None), CONFIG_ATTR, None) or {})
+        block = int(params.pop("block_size", _DEFAULT_BLOCK))
+        Lq = query.shape[2]
+        causal = False
+        mask = None
+        if attention_mask is not None:
+            mask = _keep_mask(attention_mask)[..., : key.shape[2]]
+        else:
+            is_causal = kwargs.get("is_causal")
+            is_causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
+            causal = bool(is_causal) and Lq > 1
+            if causal and key.shape[2] > Lq:  # empty static cache: sdpa's top-left alignment
+                key, value = key[:, :, :Lq], value[:, :, :Lq]
+        if naive:
+            out = naive_attention(
+                query, key, value, normalizer, mask=mask, causal=causal, scale=scaling, **params
+            )
+        else:
+            out = streaming_attention(
+                query, key, value, normalizer, mask=mask, causal=causal, scale=scaling,
+                block_size=block, **params,
+            )  # fmt: skip
+        return out.transpose(1, 2).contiguous(), None  # (B, Lq, Hq, dv)
+
+    attention.__name__ = f"attnlimits_{normalizer}_attention"
+    return attention
+
+
+def register(name: str, normalizer: str, *, naive: bool = False, **params: Any) -> str:
+    """Register ``normalizer`` with fixed ``params`` as ``attn_implementation=name``.
+
+    ``naive=True`` registers the materialised reference instead (O(L²) memory; for tests).
+    Returns ``name``; re-registering a name replaces it. Parameters are checked now, not at the
+    first forward. Example: ``register("ssmax_s04", "ssmax", s=0.4)``.
+    """
+    _params(normalizer, {k: v for k, v in params.items() if k != "block_size"})
+    fn = make_attention_function(normalizer, frozen=params, naive=naive)
+    AttentionInterface.register(name, fn)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(name, sdpa_mask)
+    return name
+
+
+def register_defaults() -> None:
+    """Register the built-in names of :data:`HF_NAMES` (idempotent; run on import)."""
+    for name, normalizer in HF_NAMES.items():
+        AttentionInterface.register(name, make_attention_function(normalizer))
+        ALL_MASK_ATTENTION_FUNCTIONS.register(name, sdpa_mask)
+
+
+_INVERSE = {v: k for k, v in HF_NAMES.items()}
+
+
+@contextmanager
+def patch(model: Any, normalizer: str = "adaptive", **params: Any) -> Iterator[Any]:
+    """Run an already loaded model with a streaming kernel inside a ``with`` block.
+
+    Sets ``model.set_attn_implementation(name)`` and ``model.config.attnlimits_params = params``
+    and restores both on exit (also on error). ``normalizer`` is ``"softmax"``, ``"ssmax"``,
+    ``"adaptive"`` or an ``attnlimits_*`` name; ``params`` are that normaliser's parameters plus
+    an optional ``block_size``.
+
+    Examples
+    --------
+    >>> with patch(model, "softmax", temperature=2.0):  # doctest: +SKIP
+    ...     logits = model(ids).logits
+    """
+    name = _INVERSE.get(normalizer, normalizer)
+    if name not in HF_NAMES:
+        raise ValueError(f"unknown normalizer {normalizer!r}; choose one of {sorted(_INVERSE)}")
+    config = model.config
+    old_impl = config._attn_implementation
+    had, old_params = hasattr(config, CONFIG_ATTR), getattr(config, CONFIG_ATTR, None)
+    try:
+        setattr(config, CONFIG_ATTR, dict(params))
+        model.set_attn_implementation(name)
+        yield model
+    finally:
+        model.set_attn_implementation(old_impl)
+        if had:
+            setattr(config, CONFIG_ATTR, old_params)
+        else:
+            delattr(config, CONFIG_ATTR)

