@@ -19,15 +19,6 @@ import attnlimits.kernels as K
 VOCAB = 97
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Block loops launch many tiny ops; on a shared, loaded CPU two threads wait on each other."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def tiny_gpt2() -> GPT2LMHeadModel:
     torch.manual_seed(0)
     cfg = GPT2Config(n_layer=2, n_head=4, n_embd=32, vocab_size=VOCAB, n_positions=64)

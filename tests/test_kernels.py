@@ -11,16 +11,6 @@ from hypothesis import strategies as st
 from attnlimits.kernels import AttentionStats, naive_attention, streaming_attention
 from attnlimits.normalizers.adaptive import ENTROPY_EPS
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Block loops launch many tiny ops; on a shared, loaded CPU two threads wait on each other."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 PARAMS = {"softmax": {"temperature": 0.7}, "ssmax": {"s": 0.8}, "adaptive": {}}
 
 
