@@ -1,0 +1,269 @@
+"""Distance between the top-N context vector and the rest, per attention row (Mudarisov et al.,
+NeurIPS 2025, Section 2.1, Eqs. 6–8, Theorem 1; Algorithms 1–3).
+
+For each row α of a map and its kept keys: I_N = the N largest weights among kept keys,
+s = Σ_{i∈I_N} α_i x_i (Eq. 6), the true distance d̃ = Σ_{i kept, i∉I_N} ||α_i x_i − s||
+(Eq. 7), the Theorem 1.1 bound and the Theorem 1.2 expectation E over a uniformly random I_N.
+L is the row's number of kept keys (under a causal mask, query position + 1); rows with fewer
+than N + 1 kept keys are NaN with ``valid`` False (see :func:`attnlimits.metrics.row_mean`).
+
+Norms come from ||α_i x_i − s||² = α_i²||x_i||² − 2α_i⟨x_i, s⟩ + ||s||², i.e. one [Q, d]×[d, K]
+product per head; d_1 needs the [K, K] pairwise distances of the head and a loop over the N
+selected keys (never over tokens). fp16/bf16 inputs are computed in float32.
+
+Shapes: ``attn [..., Q, K]``, ``x [..., K, d]`` (leading dimensions broadcast, e.g.
+``[B, H, Q, K]`` with ``[B, H, K, d]``), ``mask`` boolean broadcastable to ``attn``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from attnlimits._checks import check_finite, check_mask, check_positive, check_top_n
+from attnlimits.theory.distance import (
+    ExpectedForm,
+    GapForm,
+    expected_distance_from_products,
+    fixed_selection_bound,
+    jensen_gap_bound_from_products,
+)
+
+__all__ = [
+    "DistanceMetrics",
+    "distance_metrics",
+    "expected_distance_exact",
+    "expected_distance_monte_carlo",
+]
+
+
+#: Elements per temporary in the d_1 pass (16 MiB in float64): bounds memory, not results.
+_CHUNK = 2**21
+
+
+class DistanceMetrics(NamedTuple):
+    """Per-row results of :func:`distance_metrics`, each of shape ``attn.shape[:-1]``."""
+
+    distance: Tensor  # d̃, Eq. 7
+    bound: Tensor  # Theorem 1.1 upper bound on d̃
+    expected: Tensor  # E, Theorem 1.2 (first-order value)
+    gap_bound: Tensor  # bound on E_exact − E (Theorem 1.2's ε)
+    selected_mass: Tensor  # ᾱ_N
+    num_keys: Tensor  # L (kept keys)
+    valid: Tensor  # L ≥ N + 1
+
+
+class _Rows(NamedTuple):
+    attn: Tensor  # masked entries set to 0
+    x: Tensor
+    sq: Tensor  # ||x_i||², (..., 1, K)
+    keep: Tensor  # (..., Q, K)
+    num_keys: Tensor  # (..., Q), float
+    valid: Tensor  # (..., Q)
+
+
+def _rows(attn: Tensor, x: Tensor, n: int, mask: Tensor | None) -> _Rows:
+    """Validate and bring ``attn``/``x`` to one float dtype; zero masked weights."""
+    check_finite(attn, "attn", allow_neg_inf=False)
+    check_finite(x, "x", allow_neg_inf=False)
+    if attn.ndim < 2 or x.ndim < 2 or x.shape[-2] != attn.shape[-1]:
+        raise ValueError(
+            f"attn [..., Q, K] and x [..., K, d] disagree: {tuple(attn.shape)}, {tuple(x.shape)}"
+        )
+    check_top_n(n, attn.shape[-1])
+    dtype = torch.promote_types(attn.dtype, x.dtype)
+    if dtype in (torch.float16, torch.bfloat16):
+        dtype = torch.float32
+    attn, x = attn.to(dtype), x.to(dtype)
+    keep = check_mask(mask, attn)
+    keep = torch.ones_like(attn, dtype=torch.bool) if keep is None else keep
+    attn = torch.where(keep, attn, torch.zeros_like(attn))
+    num_keys = keep.sum(-1).to(dtype)
+    sq = (x * x).sum(-1).unsqueeze(-2)
+    return _Rows(attn, x, sq, keep, num_keys, num_keys >= n + 1)
+
+
+def _top_n(attn: Tensor, keep: Tensor, n: int) -> tuple[Tensor, Tensor]:
+    """Indices [..., Q, N] of the N largest kept weights and the selection mask [..., Q, K]."""
+    idx = attn.masked_fill(~keep, -math.inf).topk(n, dim=-1).indices
+    sel = (
+        torch.zeros(attn.shape, dtype=torch.bool, device=attn.device).scatter_(-1, idx, True) & keep
+    )
+    return idx, sel
+
+
+def _context(attn: Tensor, x: Tensor, sel: Tensor) -> tuple[Tensor, Tensor]:
+    """⟨x_i, s⟩ [..., Q, K] and ||s||² [..., Q, 1] for s = Σ_{i∈sel} α_i x_i (Eq. 6)."""
+    s = torch.where(sel, attn, torch.zeros_like(attn)) @ x  # (..., Q, d)
+    return s @ x.mT, (s * s).sum(-1, keepdim=True)
+
+
+def _distance(r: _Rows, sel: Tensor) -> Tensor:
+    """d̃ = Σ_{kept i ∉ sel} ||α_i x_i − s|| (Eq. 7); ``sel`` may carry extra leading dims."""
+    inner, s_sq = _context(r.attn, r.x, sel)
+    a = r.attn
+    terms = (a * a * r.sq - 2 * a * inner + s_sq).clamp_min(0).sqrt()
+    return torch.where(r.keep & ~sel, terms, torch.zeros_like(terms)).sum(-1)
+
+
+def _d1(r: _Rows, idx: Tensor, sel: Tensor) -> Tensor:
+    """d_1 = max_{kept i ∉ I_N, j ∈ I_N} ||x_i − x_j||, looping over the N selected keys."""
+    gram = r.x @ r.x.mT  # (..., K, K)
+    dist = (r.sq.mT + r.sq - 2 * gram).clamp_min(0).sqrt()
+    batch = torch.broadcast_shapes(dist.shape[:-2], idx.shape[:-2])
+    k, (q, n) = dist.shape[-1], idx.shape[-2:]
+    dist = dist.expand(*batch, k, k).reshape(-1, k)  # (B·K, K)
+    # row of dist for (batch b, selected key j): b·K + j
+    offset = (torch.arange(dist.shape[0] // k, device=dist.device) * k).view(-1, 1, 1)
+    flat_idx = (idx.expand(*batch, q, n).reshape(-1, q, n) + offset).reshape(-1, n)  # (B·Q, N)
+    blocked = ~(r.keep & ~sel).expand(*batch, q, k).reshape(-1, k)  # (B·Q, K)
+    rows_total = flat_idx.shape[0]
+    d1 = torch.full((rows_total,), -math.inf, dtype=dist.dtype, device=dist.device)
+    step = max(1, _CHUNK // max(1, rows_total * k))  # selected keys per pass
+    for t in range(0, n, step):
+        j = flat_idx[:, t : t + step]  # (B·Q, c)
+        rows = dist.index_select(0, j.reshape(-1)).view(rows_total, j.shape[1], k)
+        rows.masked_fill_(blocked.unsqueeze(1), -math.inf)  # ||x_j − x_i||, i kept and ∉ I_N
+        d1 = torch.maximum(d1, rows.amax((-2, -1)))
+    return d1.view(*batch, q)
+
+
+def distance_metrics(
+    attn: Tensor,
+    x: Tensor,
+    n: int,
+    *,
+    mask: Tensor | None = None,
+    form: ExpectedForm = "derived",
+    gap_form: GapForm = "main_text",
+    with_bound: bool = True,
+) -> DistanceMetrics:
+    """d̃ (Eq. 7), the Theorem 1.1 bound and the Theorem 1.2 expectation for every row.
+
+    Per row, with I_N the top-N kept keys and L the kept count:
+
+    - d̃ = Σ_{i∉I_N} ||α_i x_i − s||, s = Σ_{i∈I_N} α_i x_i;
+    - bound = (1 − ᾱ_N) d_1 + max_{j∈I_N}||x_j|| [ᾱ_N (L − N) − (1 − ᾱ_N)] (Theorem 1.1);
+    - expected = ((L−N)/L) Σ_i ||α_i (1 + N/(L−1)) x_i − (N/(L−1)) x̄|| (Theorem 1.2,
+      derived form; ``form="main_text"`` for the paper's printed summand, see
+      :func:`attnlimits.theory.distance.expected_distance`);
+    - gap_bound: bound on E_exact − expected (:func:`~attnlimits.theory.distance.jensen_gap_bound`).
+
+    Parameters
+    ----------
+    attn : Tensor
+        Attention maps ``[..., Q, K]``.
+    x : Tensor
+        Per-key vectors ``[..., K, d]``; leading dims broadcast with ``attn``'s.
+    n : int
+        N, 1 ≤ N < K.
+    mask : Tensor, optional
+        Boolean keep-mask broadcastable to ``attn`` (True = keep), e.g. causal.
+    form, gap_form : str
+        Forms of E and of its gap bound, passed to :mod:`attnlimits.theory.distance`.
+    with_bound : bool
+        Compute the Theorem 1.1 bound (the costly part: d_1 loops over the N selected keys);
+        when False, ``bound`` is NaN.
+
+    Returns
+    -------
+    DistanceMetrics
+        Per-row tensors of shape ``attn.shape[:-1]``; NaN where ``valid`` is False.
+    """
+    r = _rows(attn, x, n, mask)
+    idx, sel = _top_n(r.attn, r.keep, n)
+    distance = _distance(r, sel)
+    mass = torch.where(sel, r.attn, torch.zeros_like(r.attn)).sum(-1)
+    norms = r.sq.sqrt().expand(*r.attn.shape)
+    if with_bound:
+        max_norm = norms.gather(-1, idx).amax(-1)
+        bound = fixed_selection_bound(mass, _d1(r, idx, sel), max_norm, r.num_keys, n)
+    else:
+        bound = torch.full_like(distance, math.nan)
+
+    xbar = r.attn @ r.x  # (..., Q, d)
+    inner, xbar_sq = xbar @ r.x.mT, (xbar * xbar).sum(-1)
+    args = (r.attn, r.sq, inner, xbar_sq, n, r.num_keys, r.keep)
+    expected = expected_distance_from_products(*args, form=form)
+    gap = jensen_gap_bound_from_products(*args, form=gap_form)
+
+    nan = torch.tensor(math.nan, dtype=distance.dtype, device=distance.device)
+    out = [torch.where(r.valid, v, nan) for v in (distance, bound, expected, gap, mass)]
+    return DistanceMetrics(out[0], out[1], out[2], out[3], out[4], r.num_keys, r.valid)
+
+
+def expected_distance_exact(
+    attn: Tensor, x: Tensor, n: int, *, mask: Tensor | None = None, max_subsets: int = 200_000
+) -> Tensor:
+    """Exact E = E_{I_N}[d̃] over I_N uniform among the C(L, N) subsets of kept keys (Eq. 8).
+
+    Brute force reference: enumerates every N-subset of the K keys (a row averages those that
+    lie within its kept keys), so it is for small K only; raises ``ValueError`` when
+    C(K, N) > ``max_subsets``. Shapes as :func:`distance_metrics`; returns ``[..., Q]``,
+    NaN for rows with fewer than N + 1 kept keys.
+    """
+    r = _rows(attn, x, n, mask)
+    k = attn.shape[-1]
+    if math.comb(k, n) > max_subsets:
+        raise ValueError(
+            f"C({k}, {n}) = {math.comb(k, n)} subsets exceed max_subsets={max_subsets}"
+        )
+    subsets = torch.tensor(list(itertools.combinations(range(k), n)), device=attn.device)
+    all_sel = torch.zeros(subsets.shape[0], k, dtype=torch.bool, device=attn.device)
+    all_sel.scatter_(1, subsets, True)  # (S, K)
+    extra = (1,) * (r.attn.ndim - 1)
+    total = torch.zeros(r.attn.shape[:-1], dtype=torch.float64, device=attn.device)
+    count = torch.zeros_like(total)
+    chunk = max(1, 2**21 // max(1, r.attn.numel()))
+    for start in range(0, all_sel.shape[0], chunk):
+        sel = all_sel[start : start + chunk].reshape(-1, *extra, k)  # (S, 1.., K)
+        inside = ~(sel & ~r.keep).any(-1)  # subset within the row's kept keys
+        d = _distance(r, sel & r.keep)
+        total += torch.where(inside, d, torch.zeros_like(d)).sum(0).double()
+        count += inside.sum(0).double()
+    mean = (total / count).to(r.attn.dtype)
+    return torch.where(r.valid, mean, torch.full_like(mean, math.nan))
+
+
+def expected_distance_monte_carlo(
+    attn: Tensor,
+    x: Tensor,
+    n: int,
+    *,
+    mask: Tensor | None = None,
+    samples: int = 1000,
+    generator: torch.Generator | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Monte Carlo estimate of E = E_{I_N}[d̃] (Eq. 8) and its standard error.
+
+    Each sample draws, per row, I_N uniformly among the N-subsets of the row's kept keys (the
+    N smallest of i.i.d. uniforms) and evaluates d̃; returns ``(mean, stderr)`` with
+    stderr = sample std / √samples, each ``[..., Q]`` and NaN for invalid rows.
+    Draws samples in chunks; pass a seeded ``generator`` for reproducible numbers.
+    """
+    check_positive(samples, "samples")
+    r = _rows(attn, x, n, mask)
+    total = torch.zeros(r.attn.shape[:-1], dtype=torch.float64, device=attn.device)
+    total_sq = torch.zeros_like(total)
+    chunk = max(1, 2**20 // r.attn.numel())  # samples drawn at once
+    for start in range(0, int(samples), chunk):
+        c = min(chunk, int(samples) - start)
+        u = torch.rand(
+            (c, *r.attn.shape), generator=generator, dtype=r.attn.dtype, device=attn.device
+        )
+        _, sel = _top_n(u, r.keep, n)  # (c, ..., Q, K)
+        d = _distance(r, sel).double()
+        total += d.sum(0)
+        total_sq += (d * d).sum(0)
+    mean = total / samples
+    var = (total_sq / samples - mean * mean).clamp_min(0) * samples / max(samples - 1, 1)
+    stderr = (var / samples).sqrt()
+    nan = torch.tensor(math.nan, dtype=r.attn.dtype, device=attn.device)
+    return (
+        torch.where(r.valid, mean.to(r.attn.dtype), nan),
+        torch.where(r.valid, stderr.to(r.attn.dtype), nan),
+    )

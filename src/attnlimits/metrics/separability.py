@@ -1,0 +1,166 @@
+"""Separability of the top-N tokens, per attention row (Mudarisov et al., NeurIPS 2025,
+Section 2.2, Eqs. 10–12, Theorem 2; Algorithm 4).
+
+Per row, with I_N the top-N kept keys and s = Σ_{i∈I_N} α_i x_i:
+
+- r = min_{kept j ∉ I_N} ||s − α_j x_j||, so every non-selected scaled token lies outside the
+  ball B_r(s) (the experiments' choice);
+- N_s/N = #{i ∈ I_N : ||s − α_i x_i|| ≤ r} / N by direct count (Eq. 10);
+- the two sides of Eq. 11 with ξ_i of Eq. 12 (:mod:`attnlimits.theory.geometry`).
+
+The "expectation" E[N_s] of Theorem 2 is never specified (the tokens are fixed); the direct
+count is one realisation and the row mean over a head is its empirical analogue. The lower
+bound holds for every row's direct count (x on the sphere, pairwise distances ≥ δ); the
+upper bound does not (it fails whenever N = 1). See ``docs/errata.md`` (theorem2_bounds).
+
+Shapes: ``attn [..., Q, K]``, ``x [..., K, d]`` (leading dims broadcast), ``mask`` boolean
+broadcastable to ``attn``; outputs ``attn.shape[:-1]``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from attnlimits._checks import check_finite, check_mask, check_positive
+from attnlimits.metrics.distance import _context, _rows, _top_n
+from attnlimits.theory.geometry import _bounds, _check_geometry
+
+__all__ = [
+    "SeparabilityMetrics",
+    "min_pairwise_distance",
+    "normalize_to_sphere",
+    "separability_metrics",
+]
+
+
+class SeparabilityMetrics(NamedTuple):
+    """Per-row results of :func:`separability_metrics`, each ``attn.shape[:-1]``."""
+
+    ratio: Tensor  # N_s / N by direct count, Eq. 10
+    lower: Tensor  # Eq. 11 left side (valid bound)
+    upper: Tensor  # Eq. 11 right side (not a valid bound, see errata)
+    r: Tensor  # ball radius min_{j∉I_N} ||s − α_j x_j||
+    valid: Tensor  # L ≥ N + 1
+
+
+def normalize_to_sphere(x: Tensor, radius: float = 1.0, *, dim: int = -1) -> Tensor:
+    """Project every vector onto the sphere of radius M (Assumption 1): M · x / ||x||.
+
+    Raises ``ValueError`` for a zero vector, which has no direction to keep.
+    """
+    check_finite(x, "x", allow_neg_inf=False)
+    check_positive(radius, "radius")
+    norms = torch.linalg.vector_norm(x, dim=dim, keepdim=True)
+    if bool((norms == 0).any()):
+        raise ValueError("x holds a zero vector, which cannot be put on the sphere")
+    return x * (radius / norms)
+
+
+def min_pairwise_distance(x: Tensor, mask: Tensor | None = None) -> Tensor:
+    """δ = min_{i≠j} ||x_i − x_j|| over kept keys (Assumption 2), per head.
+
+    Parameters
+    ----------
+    x : Tensor
+        ``[..., K, d]``.
+    mask : Tensor, optional
+        Boolean keep-mask over keys, broadcastable to ``[..., K]``.
+
+    Returns
+    -------
+    Tensor
+        δ ``[...]`` (computed without the Gram-matrix shortcut, so near-duplicates are exact);
+        NaN where fewer than two keys are kept. Repeated tokens give δ = 0.
+    """
+    check_finite(x, "x", allow_neg_inf=False)
+    if x.ndim < 2:
+        raise ValueError(f"x must be [..., K, d], got shape {tuple(x.shape)}")
+    dist = torch.cdist(x, x, compute_mode="donot_use_mm_for_euclid_dist")  # (..., K, K)
+    k = x.shape[-2]
+    pair = ~torch.eye(k, dtype=torch.bool, device=x.device)
+    keep = check_mask(mask, x[..., 0])
+    if keep is not None:
+        pair = pair & keep.unsqueeze(-1) & keep.unsqueeze(-2)
+    delta = dist.masked_fill(~pair, math.inf).amin((-2, -1))
+    return torch.where(torch.isinf(delta), torch.full_like(delta, math.nan), delta)
+
+
+def _sphere_radius(x: Tensor, key_keep: Tensor, radius: float | None, rtol: float) -> Tensor:
+    """M per head [...] (inferred or given), after checking Assumption 1 on kept keys."""
+    norms = torch.linalg.vector_norm(x, dim=-1).expand(key_keep.shape)  # (..., K)
+    hi = norms.masked_fill(~key_keep, -math.inf).amax(-1)
+    lo = norms.masked_fill(~key_keep, math.inf).amin(-1)
+    m = hi if radius is None else torch.full_like(hi, float(radius))
+    if bool(((hi - m).abs() > rtol * m).any() or ((lo - m).abs() > rtol * m).any()):
+        raise ValueError(
+            "x is not on a sphere (Assumption 1): kept norms range over "
+            f"[{float(lo.min()):.4g}, {float(hi.max()):.4g}]; use normalize_to_sphere first"
+        )
+    return m
+
+
+def separability_metrics(
+    attn: Tensor,
+    x: Tensor,
+    n: int,
+    *,
+    mask: Tensor | None = None,
+    radius: float | None = None,
+    delta: float | Tensor | None = None,
+    rtol: float = 1e-3,
+) -> SeparabilityMetrics:
+    """N_s/N by direct count (Eq. 10) and the Theorem 2 bounds (Eq. 11) for every row.
+
+    Parameters
+    ----------
+    attn : Tensor
+        Attention maps ``[..., Q, K]``.
+    x : Tensor
+        Per-key vectors on a sphere ``[..., K, d]`` (see :func:`normalize_to_sphere`).
+    n : int
+        N, 1 ≤ N < K.
+    mask : Tensor, optional
+        Boolean keep-mask broadcastable to ``attn``.
+    radius : float, optional
+        M; inferred per head from the kept norms when omitted. Either way every kept norm must
+        equal M within ``rtol`` (else ``ValueError``).
+    delta : float or Tensor, optional
+        δ; by default :func:`min_pairwise_distance` per head over keys kept by some row.
+
+    Returns
+    -------
+    SeparabilityMetrics
+        Per-row tensors; NaN where ``valid`` (L ≥ N + 1) is False.
+    """
+    r = _rows(attn, x, n, mask)
+    batch = torch.broadcast_shapes(r.keep.shape[:-2], r.x.shape[:-2])
+    key_keep = r.keep.any(-2).expand(*batch, r.x.shape[-2])  # (..., K)
+    x_all = r.x.expand(*batch, *r.x.shape[-2:])
+    m = _sphere_radius(x_all, key_keep, radius, rtol)
+    if delta is None:
+        delta = min_pairwise_distance(x_all, key_keep).nan_to_num(0.0)
+    delta = torch.as_tensor(delta, dtype=r.attn.dtype, device=attn.device)
+    _check_geometry(m, delta)
+    m, delta = m.unsqueeze(-1), delta.unsqueeze(-1) if delta.ndim > 0 else delta  # per row
+
+    idx, sel = _top_n(r.attn, r.keep, n)
+    inner, s_sq = _context(r.attn, r.x, sel)
+    a = r.attn
+    outside = ((a * a * r.sq - 2 * a * inner + s_sq).clamp_min(0)).sqrt()
+    ball = outside.masked_fill(~(r.keep & ~sel), math.inf).amin(-1)  # r, (..., Q)
+
+    # X_i = ||s − α_i x_i|| for i ∈ I_N from the vectors themselves (no cancellation at N = 1)
+    alpha_sel = a.gather(-1, idx)  # (..., Q, N)
+    x_sel = torch.take_along_dim(r.x.unsqueeze(-3), idx.unsqueeze(-1), dim=-2)  # (..., Q, N, d)
+    s = (alpha_sel.unsqueeze(-2) @ x_sel).squeeze(-2)  # (..., Q, d)
+    inside = torch.linalg.vector_norm(s.unsqueeze(-2) - alpha_sel.unsqueeze(-1) * x_sel, dim=-1)
+    ratio = (inside <= ball.unsqueeze(-1)).sum(-1).to(a.dtype) / n
+
+    lower, upper = _bounds(alpha_sel, ball, m, delta)
+    nan = torch.tensor(math.nan, dtype=a.dtype, device=a.device)
+    ratio, lower, upper, ball = (torch.where(r.valid, v, nan) for v in (ratio, lower, upper, ball))
+    return SeparabilityMetrics(ratio, lower, upper, ball, r.valid)

@@ -1,0 +1,117 @@
+"""Theorem 2: separability of the selected tokens (Mudarisov et al., *Limitations of
+Normalization in Attention Mechanism*, NeurIPS 2025, Section 2.2, Eqs. 10–12).
+
+Setting: α_i for i ∈ I_N (|I_N| = N), tokens on the sphere of radius M (Assumption 1) with
+pairwise distances ≥ δ (Assumption 2), s = Σ_{i∈I_N} α_i x_i, and
+X_i = ||s − α_i x_i|| = ||Σ_{j∈I_N, j≠i} α_j x_j||. N_s = #{i ∈ I_N : X_i ≤ r} (Eq. 10).
+
+What the bounds are worth (``docs/errata.md``, theorem2_bounds):
+
+- ξ_i ≥ X_i holds *deterministically*, since ⟨x_j, x_k⟩ = M² − ||x_j − x_k||²/2 ≤ M² − δ²/2
+  and α ≥ 0. Hence the lower bound holds for the direct count of every single row, not only
+  for an expectation: 1{X_i ≤ r} ≥ 1 − X_i/r ≥ 1 − ξ_i/r.
+- The upper bound does not hold. Its Hoeffding step needs r below E[X_i] and then replaces
+  E[X_i] by ξ_i, an *upper* bound on X_i, which goes the wrong way. Counterexample: N = 1,
+  where X_1 = ξ_1 = 0, so N_s/N = 1 for every r > 0 while the bound is exp(−r²/(16M²)) < 1.
+  The paper never says what E[N_s] averages over (the tokens are fixed); no distribution
+  rescues N = 1.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from attnlimits._checks import check_finite, check_positive
+
+__all__ = ["separability_bounds", "xi"]
+
+
+def _check_geometry(radius: float | Tensor, delta: float | Tensor) -> None:
+    check_positive(radius, "radius M")
+    d = delta if isinstance(delta, Tensor) else torch.tensor(float(delta))
+    m = radius if isinstance(radius, Tensor) else torch.tensor(float(radius))
+    if not bool(torch.isfinite(d).all() and (d >= 0).all()):
+        raise ValueError(f"delta must be finite and >= 0, got {delta}")
+    if bool((d > 2 * m * (1 + 1e-6)).any()):
+        raise ValueError(
+            f"delta={delta} exceeds 2M={2 * m}: no two points of the sphere are that far"
+        )
+
+
+def _lift(v: float | Tensor) -> float | Tensor:
+    """Per-row value [...] -> [..., 1], to broadcast against per-selected-key values [..., N]."""
+    return v.unsqueeze(-1) if isinstance(v, Tensor) and v.ndim > 0 else v
+
+
+def _xi(alpha: Tensor, radius: float | Tensor, delta: float | Tensor) -> Tensor:
+    m2, d2 = _lift(radius) ** 2, _lift(delta) ** 2
+    a = alpha.sum(-1, keepdim=True) - alpha  # Σ_{j≠i} α_j
+    b = (alpha * alpha).sum(-1, keepdim=True) - alpha * alpha  # Σ_{j≠i} α_j²
+    # Σ_{j≠k; j,k≠i} α_j α_k = a² − b
+    return (m2 * b + (m2 - d2 / 2) * (a * a - b)).clamp_min(0).sqrt()
+
+
+def xi(alpha: Tensor, radius: float | Tensor, delta: float | Tensor) -> Tensor:
+    """ξ_i of Eq. 12, the bound X_i = ||Σ_{j∈I_N, j≠i} α_j x_j|| ≤ ξ_i.
+
+    ξ_i² = M² Σ_{j∈I_N, j≠i} α_j² + (M² − δ²/2) Σ_{j,k∈I_N; j≠k; j,k≠i} α_j α_k.
+
+    Parameters
+    ----------
+    alpha : Tensor
+        Weights over I_N, ``[..., N]`` (non-negative).
+    radius : float or Tensor
+        M > 0 (Assumption 1); a tensor broadcasts against ``alpha.shape[:-1]``.
+    delta : float or Tensor
+        δ with 0 ≤ δ ≤ 2M (Assumption 2; δ = 0 is allowed and gives ξ_i = M Σ_{j≠i} α_j).
+
+    Returns
+    -------
+    Tensor
+        ξ ``[..., N]``, ≥ 0 (clamped at 0 against rounding).
+    """
+    check_finite(alpha, "alpha", allow_neg_inf=False)
+    if bool((alpha < 0).any()):
+        raise ValueError("alpha must be non-negative")
+    _check_geometry(radius, delta)
+    return _xi(alpha, radius, delta)
+
+
+def _bounds(
+    alpha: Tensor, r: Tensor | float, radius: float | Tensor, delta: float | Tensor
+) -> tuple[Tensor, Tensor]:
+    x = _xi(alpha, radius, delta)
+    lower = 1 - x.sum(-1) / (alpha.shape[-1] * r)
+    upper = torch.exp(-((_lift(r) - x) ** 2) / (16 * _lift(radius) ** 2)).mean(-1)
+    return lower, upper
+
+
+def separability_bounds(
+    alpha: Tensor, r: float | Tensor, radius: float | Tensor, delta: float | Tensor
+) -> tuple[Tensor, Tensor]:
+    """Both sides of Theorem 2 (Eq. 11) on N_s/N, with ξ_i from :func:`xi`.
+
+    lower = 1 − (1/(rN)) Σ_{i∈I_N} ξ_i,   upper = (1/N) Σ_{i∈I_N} exp(−(r − ξ_i)²/(16M²)).
+
+    ``lower`` is a valid bound on the direct count N_s/N (Eq. 10) of each row whose selected
+    tokens satisfy Assumptions 1–2; ``upper`` is *not* a valid bound (it fails at N = 1 for
+    every r > 0; see the module docstring and ``docs/errata.md``, theorem2_bounds).
+
+    Parameters
+    ----------
+    alpha : Tensor
+        Weights over I_N, ``[..., N]``.
+    r : float or Tensor
+        Ball radius r > 0, one per row (``[...]``).
+    radius, delta : float or Tensor
+        M and δ as in :func:`xi`.
+
+    Returns
+    -------
+    (lower, upper) : tuple of Tensor
+        Each ``alpha.shape[:-1]``.
+    """
+    check_positive(r, "r")
+    xi(alpha, radius, delta)  # validation
+    return _bounds(alpha, r, radius, delta)
