@@ -1,0 +1,138 @@
+"""Dispersion of softmax: Lemma 2.1, Propositions 3.1 and 3.2 of paper B (Veličković et al.).
+
+- Lemma 2.1: logits e_1..e_n in [m, M], spread Δ = M − m, temperature θ > 0 ⇒
+  1/(1 + (n−1)·e^{Δ/θ}) ≤ α_k ≤ 1/(1 + (n−1)·e^{−Δ/θ}) for every k, so α_k → 0 as n → ∞.
+- Proposition 3.1: for e_i = (Q q)ᵀ(K x_i) the spread is at most
+  2·σ_max(Q)·σ_max(K)·||q||·max_i ||x_i||.
+- Proposition 3.2: for p ∝ exp(β e), dH/dβ = −β·Var_p(e) (entropy H in nats).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from attnlimits._checks import check_finite, check_mask, check_positive, normalize_dim
+from attnlimits.theory.vanishing import Number, _check_length, _check_nonnegative, _exp
+
+__all__ = ["dispersion_bounds", "entropy_beta_derivative", "projected_spread_bound"]
+
+
+def dispersion_bounds(
+    length: Number, spread: Number, temperature: Number = 1.0
+) -> tuple[Number, Number]:
+    """Paper B, Lemma 2.1: 1/(1 + (n−1)e^{Δ/θ}) ≤ α_k ≤ 1/(1 + (n−1)e^{−Δ/θ}).
+
+    For softmax(e/θ) over n kept logits with max − min ≤ Δ. The upper bound is attained by the
+    top logit when the other n − 1 sit at the bottom, the lower bound by the bottom logit when
+    the others sit at the top. With spread ≤ 2Δ_A (Δ_A = ||q||·max||k||) this implies paper
+    A's Corollary 1.
+
+    Parameters
+    ----------
+    length : float or Tensor
+        n ≥ 1, the number of kept keys.
+    spread : float or Tensor
+        Δ ≥ 0, a bound on max_k e_k − min_k e_k (raw logits, before dividing by θ).
+    temperature : float or Tensor
+        θ > 0.
+
+    Returns
+    -------
+    (lower, upper)
+    """
+    _check_length(length)
+    _check_nonnegative(spread, "spread")
+    check_positive(temperature, "temperature")
+    g = _exp(spread / temperature)
+    return 1 / (1 + (length - 1) * g), 1 / (1 + (length - 1) / g)
+
+
+def projected_spread_bound(w_query: Tensor, w_key: Tensor, query: Tensor, items: Tensor) -> Tensor:
+    """Paper B, Proposition 3.1: max_i e_i − min_i e_i ≤ 2·σ_max(Q)·σ_max(K)·||q||·max_i ||x_i||.
+
+    For logits e_i = (Q q)ᵀ(K x_i): |e_i| ≤ ||Q q||·||K x_i|| ≤ σ_max(Q)||q||·σ_max(K)||x_i||,
+    and the spread is at most twice the largest |e_i|. Sharp attention over many items thus
+    needs large weights (σ_max) or large inputs.
+
+    Parameters
+    ----------
+    w_query, w_key : Tensor
+        Q and K, ``[..., d_out, d]`` (same ``d_out``).
+    query : Tensor
+        q, ``[..., d]``.
+    items : Tensor
+        x_i, ``[..., n, d]``.
+
+    Returns
+    -------
+    Tensor
+        The bound, shape ``[...]`` (the broadcast of the leading shapes).
+    """
+    if w_query.ndim < 2 or w_key.ndim < 2 or items.ndim < 2:
+        raise ValueError("w_query and w_key must be matrices [..., d_out, d]; items [..., n, d]")
+    d = query.shape[-1]
+    if w_query.shape[-1] != d or w_key.shape[-1] != d or items.shape[-1] != d:
+        raise ValueError(
+            f"feature axes differ: w_query {tuple(w_query.shape)}, w_key {tuple(w_key.shape)}, "
+            f"query {tuple(query.shape)}, items {tuple(items.shape)}"
+        )
+    if w_query.shape[-2] != w_key.shape[-2]:
+        raise ValueError(
+            f"w_query and w_key must map to the same space, got {tuple(w_query.shape)} "
+            f"and {tuple(w_key.shape)}"
+        )
+    for name, t in (("w_query", w_query), ("w_key", w_key), ("query", query), ("items", items)):
+        check_finite(t, name, allow_neg_inf=False)
+    s_q = torch.linalg.matrix_norm(w_query, ord=2)
+    s_k = torch.linalg.matrix_norm(w_key, ord=2)
+    q_norm = torch.linalg.vector_norm(query, dim=-1)
+    x_max = torch.linalg.vector_norm(items, dim=-1).amax(dim=-1)
+    return 2 * s_q * s_k * q_norm * x_max
+
+
+def entropy_beta_derivative(
+    logits: Tensor, beta: float | Tensor = 1.0, *, dim: int = -1, mask: Tensor | None = None
+) -> Tensor:
+    """Paper B, Proposition 3.2: dH/dβ = −β·Var_p(e) for the Boltzmann distribution p ∝ exp(β e).
+
+    H(β) = log Z − β·E_p[e] with Z = Σ_j exp(β e_j), so dH/dβ = E_p[e] − E_p[e] − β Var_p(e).
+    The entropy therefore falls monotonically as |β| grows (the temperature 1/β falls).
+
+    Parameters
+    ----------
+    logits : Tensor
+        e, ``[..., key]`` (any axis via ``dim``); ``-inf`` entries are dropped.
+    beta : float or Tensor
+        Inverse temperature; a tensor broadcasts against the per-row output.
+    dim : int
+        The key axis.
+    mask : Tensor, optional
+        Boolean keep-mask broadcastable to ``logits`` (True = keep).
+
+    Returns
+    -------
+    Tensor
+        dH/dβ per row (``dim`` removed); NaN for a row with no kept key.
+    """
+    check_finite(logits, "logits")
+    if not isinstance(beta, Tensor) and not math.isfinite(beta):
+        raise ValueError(f"beta must be finite, got {beta}")
+    if isinstance(beta, Tensor):
+        check_finite(beta, "beta", allow_neg_inf=False)
+    dim = normalize_dim(dim, logits.ndim)
+    keep = ~torch.isneginf(logits)
+    checked = check_mask(mask, logits)
+    if checked is not None:
+        keep = keep & checked
+    e = torch.where(keep, logits, 0.0).movedim(dim, -1)
+    keep = keep.movedim(dim, -1)
+    b = beta.unsqueeze(-1) if isinstance(beta, Tensor) else beta
+    z = torch.where(keep, b * e, -math.inf)
+    p = torch.softmax(z, dim=-1).nan_to_num(0.0)
+    mean = (p * e).sum(-1, keepdim=True)
+    var = (p * (e - mean) ** 2).sum(-1)
+    out = -(b.squeeze(-1) if isinstance(b, Tensor) else b) * var
+    return torch.where(keep.any(-1), out, math.nan)
