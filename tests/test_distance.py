@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from attnlimits.metrics._rows import row_mean
 from attnlimits.metrics.distance import (
+    distance_curve,
     distance_metrics,
     expected_distance_exact,
     expected_distance_monte_carlo,
@@ -96,6 +97,35 @@ def test_metric_matches_naive_loop(gen, kind, n):
             got = (m.distance, m.bound, m.expected, main, m.selected_mass, m.num_keys)
             for g, r in zip(got, ref, strict=True):
                 assert float(g[b, row]) == pytest.approx(r, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("kind", MASKS)
+def test_curve_matches_naive_loop_for_every_n(gen, kind):
+    q, k, ns = 7, 9, (1, 2, 4, 7)
+    mask = _mask(kind, q, k, gen)
+    attn, x = _inputs(gen, (2,), q, k, mask=mask)
+    curve = distance_curve(attn, x, ns, mask=mask, forms=("derived", "main_text"), bound_ns=(2,))
+    assert curve.distance.shape == (2, len(ns), q) and curve.n_values == ns
+    assert curve.bound[:, [0, 2, 3]].isnan().all()  # the bound only where asked
+    keep = torch.ones(q, k, dtype=torch.bool) if mask is None else mask
+    for b, (j, n), row in itertools.product(range(2), enumerate(ns), range(q)):
+        ref = _naive_row(attn[b, row], x[b], n, keep[row])
+        if ref is None:
+            assert not curve.valid[b, j, row] and math.isnan(curve.distance[b, j, row])
+            continue
+        got = (curve.distance, curve.expected["derived"], curve.expected["main_text"])
+        for g, r in zip(got, (ref[0], ref[2], ref[3]), strict=True):
+            assert float(g[b, j, row]) == pytest.approx(r, rel=1e-9, abs=1e-12)
+        if n == 2:
+            assert float(curve.bound[b, j, row]) == pytest.approx(ref[1], rel=1e-9, abs=1e-12)
+
+
+def test_curve_rejects_n_not_below_keys(gen):
+    attn, x = _inputs(gen, (), 4, 5)
+    with pytest.raises(ValueError, match="smaller than the number of keys"):
+        distance_curve(attn, x, (1, 5))
+    with pytest.raises(ValueError, match="at least one"):
+        distance_curve(attn, x, ())
 
 
 def test_leading_dims_broadcast(gen):

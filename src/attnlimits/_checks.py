@@ -72,7 +72,7 @@ def check_mask(mask: Tensor | None, like: Tensor, name: str = "mask") -> Tensor 
 
 
 def check_positive(value: float | Tensor, name: str) -> None:
-    """Raise ``ValueError`` unless ``value`` (a number or every entry of a tensor) is > 0 and finite."""
+    """Raise ``ValueError`` unless ``value`` (number or tensor) is finite and > 0 throughout."""
     if isinstance(value, Tensor):
         ok = bool(torch.isfinite(value).all() and (value > 0).all())
     else:

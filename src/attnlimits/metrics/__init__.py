@@ -13,7 +13,9 @@ Per-row metrics return NaN where a row cannot be scored, with a ``valid`` flag b
 from attnlimits.metrics._rows import RowMean, row_mean
 from attnlimits.metrics.criticality import CriticalN, critical_n
 from attnlimits.metrics.distance import (
+    DistanceCurve,
     DistanceMetrics,
+    distance_curve,
     distance_metrics,
     expected_distance_exact,
     expected_distance_monte_carlo,
@@ -42,12 +44,14 @@ from attnlimits.metrics.separability import (
 
 __all__ = [
     "CriticalN",
+    "DistanceCurve",
     "DistanceMetrics",
     "RowMean",
     "RowValues",
     "SeparabilityMetrics",
     "attention_entropy",
     "critical_n",
+    "distance_curve",
     "distance_metrics",
     "effective_support",
     "entropy_from_scores",
