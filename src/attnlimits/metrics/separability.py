@@ -26,7 +26,7 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import check_finite, check_mask, check_positive
-from attnlimits.metrics.distance import _context, _rows, _top_n
+from attnlimits.metrics.distance import _context, _query_blocks, _Rows, _rows, _top_n
 from attnlimits.theory.geometry import _bounds, _check_geometry
 
 __all__ = [
@@ -146,7 +146,12 @@ def separability_metrics(
     delta = torch.as_tensor(delta, dtype=r.attn.dtype, device=attn.device)
     _check_geometry(m, delta)
     m, delta = m.unsqueeze(-1), delta.unsqueeze(-1) if delta.ndim > 0 else delta  # per row
+    parts = [_block(_rows(a, x, n, k), n, m, delta) for a, k in _query_blocks(attn, mask)]
+    return SeparabilityMetrics(*(torch.cat(f, -1) for f in zip(*parts, strict=True)))
 
+
+def _block(r: _Rows, n: int, m: Tensor, delta: Tensor) -> SeparabilityMetrics:
+    """The per-row part of :func:`separability_metrics` on one block of query rows."""
     idx, sel = _top_n(r.attn, r.keep, n)
     inner, s_sq = _context(r.attn, r.x, sel)
     a = r.attn

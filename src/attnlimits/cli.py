@@ -1,0 +1,76 @@
+"""Command line: ``attnlimits reproduce limitations`` and friends.
+
+Heavy imports (torch, transformers) happen inside the commands, so ``--help`` is instant. Bad
+input of any kind ends in one clear line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    help="Measure where softmax attention runs out of resolution.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+reproduce = typer.Typer(help="Reproduce a paper's experiments end to end.", no_args_is_help=True)
+app.add_typer(reproduce, name="reproduce")
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=2)
+
+
+Model = Annotated[
+    str,
+    typer.Option(help="Named model (smollm2-135m, gpt2, minilm-l6), hub id, or local folder."),
+]
+Text = Annotated[
+    Path | None,
+    typer.Option(help="Plain-text book; default: War and Peace ($ATTNLIMITS_TEXT, or cached)."),
+]
+Device = Annotated[str, typer.Option(help="cpu or cuda.")]
+Quick = Annotated[bool, typer.Option(help="Few windows and small grids (CI smoke run).")]
+
+
+@reproduce.command("limitations")
+def reproduce_limitations(
+    model: Model = "smollm2-135m",
+    text: Text = None,
+    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results/limitations"),
+    device: Device = "cpu",
+    quick: Quick = False,
+    windows: Annotated[int | None, typer.Option(help="Token windows of the book.")] = None,
+    x_source: Annotated[
+        list[str] | None,
+        typer.Option(help="Vectors playing x_i (repeatable): values, keys, hidden."),
+    ] = None,
+) -> None:
+    """Mudarisov et al. (2025): Algorithms 1–5, Figures 2a–c, 3, 4, and a claims report."""
+    from attnlimits.experiments import limitations
+
+    try:
+        config = limitations.LimitationsConfig.preset(
+            quick=quick,
+            model=model,
+            text=text,
+            device=device,
+            windows=windows,
+            x_sources=tuple(x_source) if x_source else None,
+        )
+        report = limitations.run(config, out)
+    except (ValueError, OSError) as err:  # bad input, unreachable model or text
+        _fail(str(err))
+    typer.echo(f"report: {report}")
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

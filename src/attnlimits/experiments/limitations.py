@@ -1,0 +1,400 @@
+"""Algorithms 1–5 of *Limitations of Normalization in Attention* (Mudarisov et al., NeurIPS 2025).
+
+One capture pass per token window serves all five algorithms: under a causal mask the attention
+of the first L tokens of a window is exactly the top-left L×L block of the window's map (a
+causal token never sees later ones), so L ∈ {32, …, 1024} needs one forward pass, not six.
+Bidirectional encoders get one pass per L. Each layer is reduced to per-head row means as soon
+as it is captured, so memory holds one layer's maps at a time.
+
+Tables (one row per window/layer/head/L/N/T/ε), see :func:`run`:
+
+- ``distance_grid``: d̃ (Eq. 7), E (Thm 1.2, derived form), and the Thm 1.1 bound where asked;
+  Alg. 1 is its N = 5 slice, Alg. 2 its L = L_max slice, Alg. 3 runs the KS test over it;
+- ``alg4``: N_s/N and the Theorem 2 bounds, x on the unit sphere (Assumptions 1–2);
+- ``alg5``: finite-difference sensitivity g(T, ε) and the exact Jacobian norm.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from attnlimits.capture import LayerCapture, capture, load_model
+from attnlimits.corpus import load_text, text_sha256, token_windows
+from attnlimits.experiments.store import ResultStore
+from attnlimits.metrics import (
+    critical_n,
+    distance_curve,
+    finite_difference_sensitivity,
+    min_pairwise_distance,
+    normalize_to_sphere,
+    row_mean,
+    separability_metrics,
+    softmax_jacobian_norm,
+)
+from attnlimits.theory.distance import ExpectedForm
+
+__all__ = ["LimitationsConfig", "compute_layer", "critical_n_table", "run"]
+
+XSource = Literal["values", "keys", "hidden"]
+#: Grid column -> form of E (Theorem 1.2; docs/errata.md, theorem1_expectation).
+E_FORMS: dict[str, ExpectedForm] = {
+    "expectation": "derived",
+    "expectation_main_text": "main_text",
+    "expectation_rms": "rms",
+}
+LogitSource = Literal["raw", "scaled"]
+
+
+@dataclass(frozen=True)
+class LimitationsConfig:
+    """Parameters of the five algorithms; defaults as in paper A (REFERENCE.md, Experiments)."""
+
+    model: str = "smollm2-135m"
+    text: Path | None = None
+    device: str = "cpu"
+    windows: int = 2
+    lengths: tuple[int, ...] = (32, 64, 128, 256, 512, 1024)  # Alg. 1 and 3
+    n_alg1: int = 5
+    ns_alg2: tuple[int, ...] = (1, 5, 10, 20, 100)
+    ns_alg3: tuple[int, ...] = (
+        1,
+        2,
+        3,
+        4,
+        5,
+        6,
+        8,
+        10,
+        12,
+        16,
+        20,
+        24,
+        32,
+        40,
+        48,
+        64,
+        80,
+        96,
+        128,
+    )
+    ks_alpha: float = 0.01  # the text's level; the pseudocode says 0.05
+    ns_alg4: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+    temperatures: tuple[float, ...] = tuple(float(t) for t in np.logspace(-3, 2, 11))
+    epsilons: tuple[float, ...] = (1e-3, 1e-1, 10.0)
+    alg5_rows: int = 128  # rows per head for Alg. 5, evenly spaced over the window
+    x_sources: tuple[XSource, ...] = ("values",)  # the first one drives the figures
+    e_forms: tuple[ExpectedForm, ...] = ("derived", "main_text")  # "rms" too: ~2x the E cost
+    logits: LogitSource = "raw"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.windows < 1:
+            raise ValueError(f"windows must be >= 1, got {self.windows}")
+        bad = [x for x in self.x_sources if x not in ("values", "keys", "hidden")]
+        if bad or not self.x_sources:
+            raise ValueError(f"x_sources must be among values, keys, hidden; got {self.x_sources}")
+        if self.logits not in ("raw", "scaled"):
+            raise ValueError(f"logits must be raw or scaled, got {self.logits!r}")
+        if any(t <= 0 for t in self.temperatures):
+            raise ValueError(f"every temperature T must be > 0, got {self.temperatures}")
+        if any(e <= 0 for e in self.epsilons):
+            raise ValueError(f"every ε must be > 0, got {self.epsilons}")
+        if not 0 < self.ks_alpha < 1:
+            raise ValueError(f"ks_alpha must lie in (0, 1), got {self.ks_alpha}")
+        if "derived" not in self.e_forms or not set(self.e_forms) <= set(E_FORMS.values()):
+            raise ValueError(f"e_forms must include 'derived', among {list(E_FORMS.values())}")
+        for name in ("lengths", "ns_alg2", "ns_alg3", "ns_alg4"):
+            values = getattr(self, name)
+            if not values or min(values) < 1:
+                raise ValueError(f"{name} must be positive integers, got {values}")
+        if self.n_alg1 >= min(self.lengths):
+            raise ValueError(f"N = {self.n_alg1} must be smaller than every L {self.lengths}")
+        if max(self.ns_alg2) >= max(self.lengths):
+            raise ValueError(
+                f"N = {max(self.ns_alg2)} must be smaller than L = {max(self.lengths)}"
+            )
+
+    @property
+    def max_length(self) -> int:
+        return max(self.lengths)
+
+    @classmethod
+    def preset(cls, *, quick: bool = False, windows: int | None = None, **fields: object):
+        """The paper's defaults, or ``quick``: one window, L ≤ 128, small grids (CI smoke run)."""
+        fields = {k: v for k, v in fields.items() if v is not None}
+        if quick:
+            fields = {
+                "windows": 1,
+                "lengths": (32, 64, 128),
+                "ns_alg2": (1, 5, 10, 20, 64),
+                "ns_alg3": (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32),
+                "ns_alg4": (1, 2, 4, 8, 16),
+                "temperatures": (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0),
+                "alg5_rows": 32,
+                **fields,
+            }
+        if windows is not None:
+            fields["windows"] = windows
+        return cls(**fields)  # type: ignore[arg-type]
+
+    def cache_params(self, model_id: str, text_sha: str) -> dict[str, object]:
+        """What the per-layer results depend on (device and window count do not)."""
+        params = asdict(self)
+        for key in ("device", "windows", "text", "model"):
+            params.pop(key)
+        return {**params, "model_id": model_id, "text_sha256": text_sha}
+
+
+# ---- per layer ---------------------------------------------------------------------------------
+
+
+def _per_key_vectors(cap: LayerCapture, source: XSource) -> Tensor:
+    """x_i per query head: ``[head, pos, d]`` (values/keys mapped through GQA) or hidden states."""
+    if source == "hidden":
+        return cap.hidden_in[0].unsqueeze(0).float()  # (1, pos, d_model), shared by every head
+    kv = cap.v if source == "values" else cap.k
+    return kv[0, cap.kv_head_of].float()  # (head, pos, d)
+
+
+def _head_rows(values: Tensor, valid: Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row means per head (last axis = rows), with the rows averaged and excluded."""
+    rm = row_mean(values, valid)
+    return rm.mean.cpu().numpy(), rm.n_rows.cpu().numpy(), rm.n_excluded.cpu().numpy()
+
+
+def _distance_rows(
+    attn: Tensor,
+    x: Tensor,
+    mask: Tensor,
+    length: int,
+    ns: Iterable[int],
+    bound_ns: set[int],
+    forms: tuple[ExpectedForm, ...],
+) -> list[dict[str, object]]:
+    """Row-mean d̃, E (each form) and, for N in ``bound_ns``, the Thm 1.1 bound, per head."""
+    a, m, xs = attn[:, :length, :length], mask[:, :length, :length], x[:, :length]
+    curve = distance_curve(a, xs, sorted(ns), mask=m, forms=forms, bound_ns=sorted(bound_ns))
+    rows: list[dict[str, object]] = []
+    for j, n in enumerate(curve.n_values):
+        valid = curve.valid[:, j]
+        cols = {"distance": curve.distance[:, j], "bound": curve.bound[:, j]}
+        cols |= {c: curve.expected[f][:, j] for c, f in E_FORMS.items() if f in forms}
+        means = {k: _head_rows(v, valid) for k, v in cols.items()}
+        _, n_rows, n_excl = means["distance"]
+        for h in range(a.shape[0]):
+            row: dict[str, object] = {"L": length, "N": n, "head": h}
+            row |= {"n_rows": int(n_rows[h]), "n_excluded": int(n_excl[h])}
+            rows.append(row | {k: float(v[0][h]) for k, v in means.items()})
+    return rows
+
+
+def compute_layer(
+    cap: LayerCapture, cfg: LimitationsConfig, lengths: Iterable[int]
+) -> dict[str, pd.DataFrame]:
+    """Reduce one captured layer to the rows of the three tables (per head, row-averaged)."""
+    attn = cap.weights[0].float()  # (head, Q, K)
+    mask = cap.mask[0].expand_as(attn)  # (head, Q, K), True = attend
+    top = attn.shape[-1]
+
+    grid: list[dict[str, object]] = []
+    sep: list[dict[str, object]] = []
+    for source in cfg.x_sources:
+        x = _per_key_vectors(cap, source)
+        tag = {"x_source": source}
+        for length in lengths:
+            ns = {cfg.n_alg1, *(n for n in cfg.ns_alg3 if n < length)}
+            bound_ns = {cfg.n_alg1}
+            if length == top:
+                ns |= {n for n in cfg.ns_alg2 if n < length}
+                bound_ns |= set(cfg.ns_alg2)
+            grid += [
+                tag | r
+                for r in _distance_rows(attn, x, mask, length, sorted(ns), bound_ns, cfg.e_forms)
+            ]
+
+        x_sphere = normalize_to_sphere(x, 1.0)
+        delta = min_pairwise_distance(x_sphere)  # δ per head (Assumption 2), the same for every N
+        for n in (n for n in cfg.ns_alg4 if n < top):
+            sm = separability_metrics(attn, x_sphere, n, mask=mask, radius=1.0, delta=delta)
+            keys = ("ratio", "lower", "upper")
+            means = {k: _head_rows(getattr(sm, k), sm.valid)[0] for k in keys}
+            for h in range(attn.shape[0]):
+                sep.append(
+                    tag | {"L": top, "N": n, "head": h} | {k: float(v[h]) for k, v in means.items()}
+                )
+
+    sens = _sensitivity_rows(cap, cfg, mask)
+    return {k: pd.DataFrame(v) for k, v in (("distance_grid", grid), ("alg4", sep), ("alg5", sens))}
+
+
+def _sensitivity_rows(
+    cap: LayerCapture, cfg: LimitationsConfig, mask: Tensor
+) -> list[dict[str, object]]:
+    """Alg. 5 on ``alg5_rows`` evenly spaced rows per head: g(T, ε) and the exact ‖J‖₂."""
+    scores = cap.scores[0].float()  # (head, Q, K): the model's q·kᵀ·scaling
+    logits = scores / cap.scaling if cfg.logits == "raw" else scores
+    q = logits.shape[-2]
+    rows_idx = torch.linspace(1, q - 1, min(cfg.alg5_rows, q - 1)).round().long().unique()
+    logits, mask = logits[:, rows_idx], mask[:, rows_idx]
+    gen = torch.Generator(device=logits.device).manual_seed(cfg.seed + 7919 * cap.layer)
+    fd = finite_difference_sensitivity(
+        logits, cfg.temperatures, cfg.epsilons, mask=mask, generator=gen
+    )  # values: (head, rows, n_T, n_eps)
+    out: list[dict[str, object]] = []
+    for ti, t in enumerate(cfg.temperatures):
+        jac = softmax_jacobian_norm(logits, t, mask=mask)
+        jac_mean, _, _ = _head_rows(jac.values, jac.valid)
+        jac_max = torch.where(jac.valid, jac.values, torch.zeros_like(jac.values)).amax(-1)
+        for ei, eps in enumerate(cfg.epsilons):
+            g, n_rows, _ = _head_rows(fd.values[..., ti, ei], fd.valid)
+            for h in range(logits.shape[0]):
+                out.append(
+                    {
+                        "T": t,
+                        "eps": eps,
+                        "head": h,
+                        "sensitivity": float(g[h]),
+                        "jacobian_norm": float(jac_mean[h]),
+                        "jacobian_norm_max": float(jac_max[h]),
+                        "n_rows": int(n_rows[h]),
+                    }
+                )
+    return out
+
+
+# ---- Alg. 3 ------------------------------------------------------------------------------------
+
+
+def critical_n_table(
+    grid: pd.DataFrame, ns: Iterable[int], alpha: float
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Alg. 3: per L, the first N at which KS no longer separates per-head d̄ from Ē.
+
+    ``grid`` holds one x source. Per-head means are taken over rows and windows. The test is run
+    against each form of E in the grid (column ``e_form``); ``derived`` is the headline.
+    Returns (one row per L and form, one row per L, form and N).
+    """
+    e_cols = [c for c in E_FORMS if c in grid]
+    per_head = grid.groupby(["L", "N", "layer", "head"])[["distance", *e_cols]].mean()
+    summary, tests = [], []
+    for (length, col), sub in (
+        ((length, col), sub) for length, sub in per_head.groupby(level="L") for col in e_cols
+    ):
+        present = set(sub.index.get_level_values("N"))
+        n_values = [n for n in ns if n < length and n in present]
+        d = np.stack([sub.xs(n, level="N")["distance"].to_numpy() for n in n_values])
+        e = np.stack([sub.xs(n, level="N")[col].to_numpy() for n in n_values])
+        res = critical_n(n_values, d, e, alpha=alpha)
+        form = E_FORMS[col]
+        crit = res.critical_n
+        summary.append(
+            {
+                "L": length,
+                "e_form": form,
+                "critical_n": crit,
+                "alpha": alpha,
+                "critical_n_over_L": crit / length if crit > 0 else math.nan,
+                "heads": int(d.shape[1]),
+            }
+        )
+        tests += [
+            {
+                "L": length,
+                "e_form": form,
+                "N": int(n),
+                "ks_statistic": float(st),
+                "p_value": float(p),
+                "rejected": bool(r),
+            }
+            for n, st, p, r in zip(
+                res.n_values, res.statistics, res.p_values, res.rejected, strict=True
+            )
+        ]
+    return pd.DataFrame(summary), pd.DataFrame(tests)
+
+
+# ---- the run -----------------------------------------------------------------------------------
+
+
+def run(cfg: LimitationsConfig, out: Path, *, progress: bool = True) -> Path:
+    """Run Algorithms 1–5 into ``out``; returns the report's path. Resumes an interrupted run."""
+    from attnlimits.experiments.limitations_report import write_report
+
+    store = ResultStore(out)
+    loaded = load_model(cfg.model, device=cfg.device)
+    info = loaded.info
+    if info.max_context is not None and cfg.max_length > info.max_context:
+        raise ValueError(
+            f"L = {cfg.max_length} exceeds {cfg.model}'s context of {info.max_context} tokens"
+        )
+    text = load_text(cfg.text)
+    sha = text_sha256(text)
+    ids = token_windows(loaded.tokenizer, text, cfg.max_length, cfg.windows)  # (W, L_max)
+    params = cfg.cache_params(cfg.model, sha)
+    store.update_meta(
+        params=replace(cfg, text=None) if cfg.text is None else cfg,
+        model={"id": cfg.model, **asdict(info)},
+        text={"sha256": sha, "source": str(cfg.text or "War and Peace (default)")},
+    )
+    # one forward per window for causal models (prefix blocks), one per L otherwise
+    passes = [(w, cfg.max_length, tuple(cfg.lengths)) for w in range(cfg.windows)]
+    if not info.causal:
+        passes = [(w, length, (length,)) for w in range(cfg.windows) for length in cfg.lengths]
+    tables: dict[str, list[pd.DataFrame]] = {"distance_grid": [], "alg4": [], "alg5": []}
+    bar = tqdm(total=len(passes) * info.n_layers, desc="layers", disable=not progress, unit="layer")
+    with store.timed("capture_and_metrics"):
+        for w, length, served in passes:
+            key = f"w{w}-L{length}"
+            todo = [
+                i for i in range(info.n_layers) if not store.has_part("alg5", params, f"{key}-l{i}")
+            ]
+
+            def on_layer(
+                cap: LayerCapture, w: int = w, served: tuple[int, ...] = served, key: str = key
+            ) -> None:
+                for name, df in compute_layer(cap, cfg, served).items():
+                    df.insert(0, "layer", cap.layer)
+                    df.insert(0, "window", w)
+                    store.save_part(name, params, f"{key}-l{cap.layer}", df)
+                bar.update(1)
+
+            bar.update(info.n_layers - len(todo))
+            if todo:
+                capture(loaded, ids[w : w + 1, :length], on_layer=on_layer, layers=todo)
+            for name in tables:
+                tables[name] += [
+                    store.load_part(name, params, f"{key}-l{i}") for i in range(info.n_layers)
+                ]
+    bar.close()
+    grid = pd.concat(tables["distance_grid"], ignore_index=True)
+    results = {
+        "distance_grid": grid,
+        "alg1": grid[grid["N"] == cfg.n_alg1].reset_index(drop=True),
+        "alg2": grid[(grid["L"] == cfg.max_length) & grid["N"].isin(cfg.ns_alg2)].reset_index(
+            drop=True
+        ),
+        "alg4": pd.concat(tables["alg4"], ignore_index=True),
+        "alg5": pd.concat(tables["alg5"], ignore_index=True),
+    }
+    with store.timed("critical_n"):
+        alg3 = {
+            s: critical_n_table(g, cfg.ns_alg3, cfg.ks_alpha) for s, g in grid.groupby("x_source")
+        }
+        for i, name in enumerate(("alg3", "alg3_tests")):
+            results[name] = pd.concat(
+                [t[i].assign(x_source=s) for s, t in alg3.items()], ignore_index=True
+            )
+    for name, df in results.items():
+        df.insert(0, "model", cfg.model)
+        store.write_table(df, name)
+    return write_report(store, results, cfg)

@@ -1,0 +1,211 @@
+"""End-to-end: Algorithms 1–5 on tiny local models, resume, the prefix shortcut, and the CLI."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from attnlimits.capture import capture, load_model
+from attnlimits.cli import app
+from attnlimits.corpus import load_text, token_windows
+from attnlimits.experiments import limitations
+from attnlimits.experiments.limitations import LimitationsConfig, compute_layer
+from tiny_models import tiny_model_dir
+
+SMALL = {
+    "windows": 1,
+    "lengths": (16, 32),
+    "ns_alg2": (1, 5, 10),
+    "ns_alg3": (1, 2, 4, 8),
+    "ns_alg4": (1, 2, 4),
+    "temperatures": (0.01, 1.0, 10.0),
+    "alg5_rows": 8,
+    "x_sources": ("values", "hidden"),
+}
+
+
+@pytest.fixture(scope="module")
+def book(book_path: Path) -> str:
+    return load_text(book_path)
+
+
+@pytest.fixture(scope="module")
+def tiny_dirs(tmp_path_factory: pytest.TempPathFactory, book: str) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("models")
+    return {f: tiny_model_dir(root, f, book) for f in ("llama", "gpt2", "bert")}
+
+
+def _cfg(model: Path, book_path: Path, **kw: object) -> LimitationsConfig:
+    return LimitationsConfig(model=str(model), text=book_path, **(SMALL | kw))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("family", ["llama", "bert"])
+def test_run_writes_every_output(tmp_path, tiny_dirs, book_path, family):
+    cfg = _cfg(tiny_dirs[family], book_path)
+    report = limitations.run(cfg, tmp_path, progress=False)
+    text = report.read_text()
+    assert "## Claims" in text and "How much the choice of x_i matters" in text
+    for fig in ("fig2a", "fig2b", "fig2c", "fig3", "fig4"):
+        assert (tmp_path / "figures" / f"{fig}.png").stat().st_size > 0
+        assert (tmp_path / "figures" / f"{fig}.svg").exists()
+    heads, layers, sources = 4, 2, 2
+    alg1 = pd.read_parquet(tmp_path / "tables" / "alg1.parquet")
+    assert len(alg1) == sources * layers * heads * len(cfg.lengths)
+    assert (alg1["bound"] >= alg1["distance"] * (1 - 1e-6)).all()  # Theorem 1.1 on real maps
+    alg2 = pd.read_parquet(tmp_path / "tables" / "alg2.parquet")
+    assert sorted(alg2["N"].unique()) == [1, 5, 10] and (alg2["L"] == 32).all()
+    alg3 = pd.read_parquet(tmp_path / "tables" / "alg3.parquet")
+    assert set(alg3["e_form"]) == {"derived", "main_text"} and set(alg3["L"]) == {16, 32}
+    alg5 = pd.read_parquet(tmp_path / "tables" / "alg5.parquet")
+    assert (alg5["jacobian_norm_max"] * alg5["T"] <= 0.5 + 1e-9).all()  # corrected Corollary 3
+    claims = pd.read_parquet(tmp_path / "tables" / "claims.parquet")
+    assert len(claims) == 6 * sources
+    assert set(claims["verdict"]) <= {"reproduced", "partly", "not reproduced"}
+    meta = json.loads((tmp_path / "run.json").read_text())
+    assert meta["text"]["sha256"] and meta["versions"]["torch"] == torch.__version__
+    assert {"capture_and_metrics", "critical_n"} <= set(meta["wall_time_s"])
+    assert not list(tmp_path.rglob("*.tmp"))  # nothing half-written
+
+
+def test_rerun_resumes_without_capturing(tmp_path, tiny_dirs, book_path, monkeypatch):
+    cfg = _cfg(tiny_dirs["llama"], book_path)
+    limitations.run(cfg, tmp_path, progress=False)
+    first = pd.read_parquet(tmp_path / "tables" / "distance_grid.parquet")
+
+    def no_capture(*_a, **_k):
+        raise AssertionError("a complete run must not capture again")
+
+    monkeypatch.setattr(limitations, "capture", no_capture)
+    limitations.run(cfg, tmp_path, progress=False)
+    pd.testing.assert_frame_equal(
+        first, pd.read_parquet(tmp_path / "tables" / "distance_grid.parquet")
+    )
+
+
+def test_interrupted_run_computes_only_missing_layers(tmp_path, tiny_dirs, book_path, monkeypatch):
+    cfg = _cfg(tiny_dirs["llama"], book_path)
+    limitations.run(cfg, tmp_path, progress=False)
+    params_dirs = list((tmp_path / "parts").glob("alg5-*"))
+    (next(iter(params_dirs)) / "w0-L32-l1.parquet").unlink()  # as if killed in layer 1
+    seen: list[list[int]] = []
+    real = limitations.capture
+
+    def spy(*args, layers=None, **kw):
+        seen.append(list(layers))
+        return real(*args, layers=layers, **kw)
+
+    monkeypatch.setattr(limitations, "capture", spy)
+    limitations.run(cfg, tmp_path, progress=False)
+    assert seen == [[1]]
+
+
+def test_prefix_block_equals_shorter_window(tiny_dirs, book):
+    """Causal attention over the first L tokens is the L×L block of a longer window's map."""
+    loaded = load_model(str(tiny_dirs["llama"]))
+    cfg = LimitationsConfig(**SMALL)  # type: ignore[arg-type]
+    ids = token_windows(loaded.tokenizer, book, 32, 1)
+    long = capture(loaded, ids, on_layer=lambda c: compute_layer(c, cfg, (16,)), layers=[1])
+    short = capture(
+        loaded, ids[:, :16], on_layer=lambda c: compute_layer(c, cfg, (16,)), layers=[1]
+    )
+    keys = ["x_source", "L", "N", "head"]
+    cols = ["distance", "expectation", "expectation_main_text", "n_rows"]
+    both = long[1]["distance_grid"].merge(short[1]["distance_grid"], on=keys)
+    assert len(both) == len(long[1]["distance_grid"]) > 0
+    for c in cols:
+        torch.testing.assert_close(
+            torch.tensor(both[f"{c}_x"].to_numpy()),
+            torch.tensor(both[f"{c}_y"].to_numpy()),
+            rtol=1e-4,
+            atol=1e-6,
+        )
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"temperatures": (0.0, 1.0)}, "temperature"),
+        ({"epsilons": (-1.0,)}, "ε"),
+        ({"n_alg1": 16}, "smaller than every L"),
+        ({"ns_alg2": (1, 32)}, "smaller than L"),
+        ({"windows": 0}, "windows"),
+        ({"x_sources": ("queries",)}, "x_sources"),
+        ({"e_forms": ("main_text",)}, "derived"),
+        ({"ks_alpha": 1.5}, "ks_alpha"),
+    ],
+)
+def test_bad_config_is_a_clear_error(change, match):
+    with pytest.raises(ValueError, match=match):
+        replace(LimitationsConfig(**SMALL), **change)  # type: ignore[arg-type]
+
+
+def test_quick_preset_is_small():
+    quick = LimitationsConfig.preset(quick=True)
+    assert quick.max_length <= 128 and quick.windows == 1
+    assert LimitationsConfig.preset().lengths == (32, 64, 128, 256, 512, 1024)
+
+
+# ---- command line ------------------------------------------------------------------------------
+
+runner = CliRunner()
+
+
+def _cli(*args: str):
+    return runner.invoke(app, ["reproduce", "limitations", *args])
+
+
+def test_cli_rejects_l_beyond_context(tmp_path, tiny_dirs, book_path):
+    res = _cli("--model", str(tiny_dirs["gpt2"]), "--text", str(book_path), "--out", str(tmp_path))
+    assert res.exit_code == 2
+    assert "exceeds" in res.output and "context of 256" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_cli_rejects_too_short_text(tmp_path, tiny_dirs):
+    short = tmp_path / "short.txt"
+    short.write_text("BOOK ONE: 1805\n\n" + "the war " * 20)
+    res = _cli(
+        "--model",
+        str(tiny_dirs["llama"]),
+        "--text",
+        str(short),
+        "--quick",
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert res.exit_code == 2 and "too short" in res.output
+
+
+def test_cli_rejects_unknown_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import huggingface_hub.constants as hf
+
+    monkeypatch.setattr(hf, "HF_HUB_OFFLINE", True)
+    res = _cli("--model", "no-such-org/no-such-model", "--quick", "--out", str(tmp_path))
+    assert res.exit_code == 2 and "smollm2-135m" in res.output
+
+
+def test_cli_rejects_unwritable_output(tmp_path, tiny_dirs, book_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    res = _cli("--model", str(tiny_dirs["llama"]), "--quick", "--out", str(blocker / "sub"))
+    assert res.exit_code == 2 and "not writable" in res.output
+
+
+@pytest.mark.real_model
+def test_quick_reproduction_on_smollm2(tmp_path, book_path):
+    """The README's main command in --quick form, on the real pretrained model and the book."""
+    res = _cli("--quick", "--text", str(book_path), "--out", str(tmp_path))
+    assert res.exit_code == 0, res.output
+    claims = pd.read_parquet(tmp_path / "tables" / "claims.parquet")
+    assert len(claims) == 6
+    # On every real head the corrected bound holds and the printed Corollary 3 does not.
+    alg5 = pd.read_parquet(tmp_path / "tables" / "alg5.parquet")
+    assert (alg5["jacobian_norm_max"] * alg5["T"] <= 0.5 + 1e-9).all()
+    assert (alg5["jacobian_norm_max"] * alg5["T"] > 0.25).any()
