@@ -167,6 +167,24 @@ def test_cli_rejects_l_beyond_context(tmp_path, tiny_dirs, book_path):
     assert "Traceback" not in res.output
 
 
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["--n", "64", "--lengths", "32,64"], "smaller than every L"),
+        (["--temperatures", "0,1"], "temperature"),
+        (["--lengths", "a,b"], "comma-separated numbers"),
+    ],
+)
+def test_cli_rejects_bad_grids(tmp_path, args, match):
+    res = _cli(*args, "--out", str(tmp_path))
+    assert res.exit_code == 2 and match in res.output and "Traceback" not in res.output
+
+
+def test_preset_keeps_alg2_n_below_the_longest_l():
+    cfg = LimitationsConfig.preset(lengths=(16, 32))
+    assert cfg.ns_alg2 == (1, 5, 10, 20)
+
+
 def test_cli_rejects_too_short_text(tmp_path, tiny_dirs):
     short = tmp_path / "short.txt"
     short.write_text("BOOK ONE: 1805\n\n" + "the war " * 20)

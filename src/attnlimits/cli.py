@@ -25,6 +25,17 @@ def _fail(message: str) -> None:
     raise typer.Exit(code=2)
 
 
+def _numbers(text: str | None, kind: type, name: str) -> tuple | None:
+    """Parse a comma-separated list option such as ``--lengths 32,64,128``."""
+    if text is None:
+        return None
+    try:
+        return tuple(kind(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        _fail(f"--{name} takes comma-separated numbers, got {text!r}")
+    return None
+
+
 Model = Annotated[
     str,
     typer.Option(help="Named model (smollm2-135m, gpt2, minilm-l6), hub id, or local folder."),
@@ -49,6 +60,13 @@ def reproduce_limitations(
         list[str] | None,
         typer.Option(help="Vectors playing x_i (repeatable): values, keys, hidden."),
     ] = None,
+    lengths: Annotated[
+        str | None, typer.Option(help="Sequence lengths L, e.g. 32,64,128 (Alg. 1, 3).")
+    ] = None,
+    n: Annotated[int | None, typer.Option(help="N of Alg. 1 (paper: 5).")] = None,
+    temperatures: Annotated[
+        str | None, typer.Option(help="Temperatures T of Alg. 5, e.g. 0.01,0.1,1.")
+    ] = None,
 ) -> None:
     """Mudarisov et al. (2025): Algorithms 1–5, Figures 2a–c, 3, 4, and a claims report."""
     from attnlimits.experiments import limitations
@@ -61,6 +79,9 @@ def reproduce_limitations(
             device=device,
             windows=windows,
             x_sources=tuple(x_source) if x_source else None,
+            lengths=_numbers(lengths, int, "lengths"),
+            n_alg1=n,
+            temperatures=_numbers(temperatures, float, "temperatures"),
         )
         report = limitations.run(config, out)
     except (ValueError, OSError) as err:  # bad input, unreachable model or text

@@ -145,6 +145,10 @@ class LimitationsConfig:
             }
         if windows is not None:
             fields["windows"] = windows
+        lengths = fields.get("lengths")
+        if lengths and "ns_alg2" not in fields:  # Alg. 2 runs at L_max: keep the N that fit
+            top = max(lengths)  # type: ignore[call-overload]
+            fields["ns_alg2"] = tuple(n for n in cls.ns_alg2 if n < top) or (1,)
         return cls(**fields)  # type: ignore[arg-type]
 
     def cache_params(self, model_id: str, text_sha: str) -> dict[str, object]:
