@@ -1,0 +1,73 @@
+"""Max retrieval runners: tables, figures and resumption in a ResultStore (tiny configs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnlimits.experiments.max_retrieval import EvalConfig, ModelConfig
+from attnlimits.experiments.max_retrieval_run import (
+    CrossConfig,
+    MaxRetrievalConfig,
+    run_cross_normalizers,
+    run_max_retrieval,
+)
+from attnlimits.experiments.max_retrieval_train import TrainConfig
+from attnlimits.experiments.store import ResultStore
+
+
+def tiny(**kw) -> MaxRetrievalConfig:  # type: ignore[no-untyped-def]
+    kw = {"seeds": (0, 1), **kw}
+    return MaxRetrievalConfig(
+        model=ModelConfig(width=16),
+        train=TrainConfig(steps=12, batch=8, log_every=4, ckpt_every=6, max_size=4),
+        eval=EvalConfig(sizes=(4, 8), n_sets=40),
+        profile_sizes=(4, 8),
+        **kw,
+    )
+
+
+def test_run_max_retrieval_writes_everything(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = ResultStore(tmp_path)
+    out = run_max_retrieval(tiny(), store)
+    acc = out["accuracy"]
+    assert set(acc["norm"]) == {"softmax", "adaptive"} and set(acc["seed"]) == {0, 1}
+    assert list(out["paired"]["model"]) == ["softmax", "adaptive", "p-value"]
+    assert list(out["paired"].columns) == ["model", "4 (ID)", "8"]
+    for name in ("accuracy", "summary", "paired", "training_log", "attention_profile"):
+        assert (tmp_path / "tables" / f"{name}.parquet").exists()
+        assert (tmp_path / "tables" / f"{name}.csv").exists()
+    for name in ("accuracy", "attention_profile", "logit_spread"):
+        assert (tmp_path / "figures" / f"{name}.png").exists()
+    assert "max_retrieval.train_eval" in store.meta["wall_time_s"]
+    assert len(list((tmp_path / "checkpoints").glob("*.pt"))) == 2
+    # a rerun loads checkpoints and parts and gives the same table
+    again = run_max_retrieval(tiny(), ResultStore(tmp_path))
+    assert again["accuracy"]["correct"].tolist() == acc["correct"].tolist()
+
+
+def test_run_cross_normalizers(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    cfg = CrossConfig(
+        base=tiny(),
+        trained={"softmax": ("softmax", {}), "sparsemax": ("sparsemax", {})},
+        swaps={"adaptive": ("adaptive", {}), "topk": ("topk", {"k": 1})},
+    )
+    out = run_cross_normalizers(cfg, ResultStore(tmp_path))
+    acc = out["cross_accuracy"]
+    assert set(zip(acc["norm"], acc["mode"], strict=True)) == {
+        ("softmax", "train"), ("sparsemax", "train"),
+        ("adaptive", "inference-swap"), ("topk", "inference-swap"),
+    }  # fmt: skip
+    s = out["cross_summary"]
+    assert {"norm", "mode", "size", "mean", "std", "p_value"} <= set(s.columns)
+    assert (tmp_path / "figures" / "cross_accuracy.svg").exists()
+
+
+@pytest.mark.parametrize("kw", [{"seeds": ()}, {"seeds": (1, 1)}, {"workers": 0}])
+def test_bad_run_config(kw) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError):
+        tiny(**kw)
+
+
+def test_cross_needs_softmax() -> None:
+    with pytest.raises(ValueError):
+        CrossConfig(trained={"sparsemax": ("sparsemax", {})})
