@@ -89,6 +89,38 @@ def reproduce_limitations(
     typer.echo(f"report: {report}")
 
 
+@reproduce.command("softmax-not-enough")
+def reproduce_softmax_not_enough(
+    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results/softmax_not_enough"),
+    seeds: Annotated[int | None, typer.Option(help="Seeds (default 10; 2 with --quick).")] = None,
+    normalizers: Annotated[
+        str | None,
+        typer.Option(help="Cross-normaliser table, e.g. softmax,adaptive,ssmax (with softmax)."),
+    ] = None,
+    device: Device = "cpu",
+    quick: Quick = False,
+    temperature_fit: Annotated[
+        bool, typer.Option(help="Refit the adaptive-temperature polynomial (App. F).")
+    ] = True,
+) -> None:
+    """Veličković et al. (2025): max retrieval, adaptive temperature, dispersion, claims report."""
+    from attnlimits.experiments import softmax_not_enough as sne
+
+    try:
+        names = tuple(v.strip() for v in normalizers.split(",") if v.strip()) if normalizers else ()
+        config = sne.SoftmaxNotEnoughConfig(
+            quick=quick,
+            seeds=seeds if seeds is not None else (2 if quick else 10),
+            normalizers=names,
+            device=device,
+            temperature_fit=temperature_fit,
+        )
+        report = sne.run(config, out)
+    except (ValueError, OSError) as err:
+        _fail(str(err))
+    typer.echo(f"report: {report}")
+
+
 def main() -> None:  # pragma: no cover - console entry point
     app()
 
