@@ -110,14 +110,15 @@ def test_prefix_block_equals_shorter_window(tiny_dirs, book):
     loaded = load_model(str(tiny_dirs["llama"]))
     cfg = LimitationsConfig(**SMALL)  # type: ignore[arg-type]
     ids = token_windows(loaded.tokenizer, book, 32, 1)
-    long = capture(loaded, ids, on_layer=lambda c: compute_layer(c, cfg, (16,)), layers=[1])
+    long = capture(loaded, ids, on_layer=lambda c: compute_layer(c, cfg, (16, 32)), layers=[1])
     short = capture(
         loaded, ids[:, :16], on_layer=lambda c: compute_layer(c, cfg, (16,)), layers=[1]
     )
     keys = ["x_source", "L", "N", "head"]
     cols = ["distance", "expectation", "expectation_main_text", "n_rows"]
-    both = long[1]["distance_grid"].merge(short[1]["distance_grid"], on=keys)
-    assert len(both) == len(long[1]["distance_grid"]) > 0
+    prefix = long[1]["distance_grid"].query("L == 16")
+    both = prefix.merge(short[1]["distance_grid"], on=keys)
+    assert len(both) == len(prefix) > 0
     for c in cols:
         torch.testing.assert_close(
             torch.tensor(both[f"{c}_x"].to_numpy()),
@@ -125,6 +126,14 @@ def test_prefix_block_equals_shorter_window(tiny_dirs, book):
             rtol=1e-4,
             atol=1e-6,
         )
+
+
+def test_several_lengths_need_a_causal_capture(tiny_dirs, book):
+    loaded = load_model(str(tiny_dirs["bert"]))
+    ids = token_windows(loaded.tokenizer, book, 32, 1)
+    cfg = LimitationsConfig(**SMALL)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="causal"):
+        capture(loaded, ids, on_layer=lambda c: compute_layer(c, cfg, (16, 32)), layers=[0])
 
 
 @pytest.mark.parametrize(

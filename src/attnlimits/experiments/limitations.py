@@ -180,25 +180,32 @@ def _distance_rows(
     attn: Tensor,
     x: Tensor,
     mask: Tensor,
-    length: int,
-    ns: Iterable[int],
+    plan: dict[int, set[int]],
     bound_ns: set[int],
     forms: tuple[ExpectedForm, ...],
 ) -> list[dict[str, object]]:
-    """Row-mean d̃, E (each form) and, for N in ``bound_ns``, the Thm 1.1 bound, per head."""
-    a, m, xs = attn[:, :length, :length], mask[:, :length, :length], x[:, :length]
-    curve = distance_curve(a, xs, sorted(ns), mask=m, forms=forms, bound_ns=sorted(bound_ns))
+    """Row-mean d̃, E (each form) and, for N in ``bound_ns``, the Thm 1.1 bound, per head.
+
+    ``plan`` maps each L to its N values. The grid is computed once over all rows; the row
+    means at L average the first L rows, which is exact under a causal mask: row t's weights
+    and keys are the same in every window longer than t (``compute_layer`` checks causality).
+    """
+    all_ns = sorted(set().union(*plan.values()))
+    curve = distance_curve(attn, x, all_ns, mask=mask, forms=forms, bound_ns=sorted(bound_ns))
     rows: list[dict[str, object]] = []
-    for j, n in enumerate(curve.n_values):
-        valid = curve.valid[:, j]
-        cols = {"distance": curve.distance[:, j], "bound": curve.bound[:, j]}
-        cols |= {c: curve.expected[f][:, j] for c, f in E_FORMS.items() if f in forms}
-        means = {k: _head_rows(v, valid) for k, v in cols.items()}
-        _, n_rows, n_excl = means["distance"]
-        for h in range(a.shape[0]):
-            row: dict[str, object] = {"L": length, "N": n, "head": h}
-            row |= {"n_rows": int(n_rows[h]), "n_excluded": int(n_excl[h])}
-            rows.append(row | {k: float(v[0][h]) for k, v in means.items()})
+    for length, ns in plan.items():
+        for j, n in enumerate(curve.n_values):
+            if n not in ns:
+                continue
+            cols = {"distance": curve.distance, "bound": curve.bound}
+            cols |= {c: curve.expected[f] for c, f in E_FORMS.items() if f in forms}
+            valid = curve.valid[:, j, :length]
+            means = {k: _head_rows(v[:, j, :length], valid) for k, v in cols.items()}
+            _, n_rows, n_excl = means["distance"]
+            for h in range(attn.shape[0]):
+                row: dict[str, object] = {"L": length, "N": n, "head": h}
+                row |= {"n_rows": int(n_rows[h]), "n_excluded": int(n_excl[h])}
+                rows.append(row | {k: float(v[0][h]) for k, v in means.items()})
     return rows
 
 
@@ -209,22 +216,22 @@ def compute_layer(
     attn = cap.weights[0].float()  # (head, Q, K)
     mask = cap.mask[0].expand_as(attn)  # (head, Q, K), True = attend
     top = attn.shape[-1]
+    lengths = sorted(lengths)
+    if lengths[-1] != top or (len(lengths) > 1 and not cap.causal):
+        raise ValueError(
+            f"lengths {lengths} need a window of the longest L (got {top}) and, for more than "
+            "one L, a causal model (prefix rows); run bidirectional models once per L"
+        )
+    plan = {length: {cfg.n_alg1, *(n for n in cfg.ns_alg3 if n < length)} for length in lengths}
+    plan[top] |= {n for n in cfg.ns_alg2 if n < top}
+    bound_ns = {cfg.n_alg1} | {n for n in cfg.ns_alg2 if n < top}
 
     grid: list[dict[str, object]] = []
     sep: list[dict[str, object]] = []
     for source in cfg.x_sources:
         x = _per_key_vectors(cap, source)
         tag = {"x_source": source}
-        for length in lengths:
-            ns = {cfg.n_alg1, *(n for n in cfg.ns_alg3 if n < length)}
-            bound_ns = {cfg.n_alg1}
-            if length == top:
-                ns |= {n for n in cfg.ns_alg2 if n < length}
-                bound_ns |= set(cfg.ns_alg2)
-            grid += [
-                tag | r
-                for r in _distance_rows(attn, x, mask, length, sorted(ns), bound_ns, cfg.e_forms)
-            ]
+        grid += [tag | r for r in _distance_rows(attn, x, mask, plan, bound_ns, cfg.e_forms)]
 
         x_sphere = normalize_to_sphere(x, 1.0)
         delta = min_pairwise_distance(x_sphere)  # δ per head (Assumption 2), the same for every N
