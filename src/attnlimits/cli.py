@@ -18,6 +18,8 @@ app = typer.Typer(
 )
 reproduce = typer.Typer(help="Reproduce a paper's experiments end to end.", no_args_is_help=True)
 app.add_typer(reproduce, name="reproduce")
+demo = typer.Typer(help="Demonstrations on real models.", no_args_is_help=True)
+app.add_typer(demo, name="demo")
 
 
 def _fail(message: str) -> None:
@@ -116,6 +118,28 @@ def reproduce_softmax_not_enough(
             temperature_fit=temperature_fit,
         )
         report = sne.run(config, out)
+    except (ValueError, OSError) as err:
+        _fail(str(err))
+    typer.echo(f"report: {report}")
+
+
+@demo.command("long-context")
+def demo_long_context(
+    model: Model = "smollm2-135m",
+    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results/long_context"),
+    device: Device = "cpu",
+    quick: Quick = False,
+    prompts: Annotated[int | None, typer.Option(help="Prompts per list length.")] = None,
+) -> None:
+    """Max-finding prompts of growing length: softmax vs adaptive temperature (inference only)."""
+    from attnlimits.experiments import long_context as lc
+
+    try:
+        fields: dict[str, object] = {"model": model, "device": device}
+        if prompts is not None:
+            fields["prompts"] = prompts
+        config = lc.LongContextConfig.quick(**fields) if quick else lc.LongContextConfig(**fields)  # type: ignore[arg-type]
+        report = lc.run_long_context(config, out)
     except (ValueError, OSError) as err:
         _fail(str(err))
     typer.echo(f"report: {report}")
