@@ -48,9 +48,12 @@ def test_meta_merges_and_records_versions(tmp_path: Path) -> None:
     store.update_meta(params={"a": 1}, wall_time_s={"alg1": 1.0})
     with store.timed("alg2"):
         pass
+    with ResultStore(tmp_path).timed("alg2"):  # a resumed invocation adds to the total
+        pass
     meta = json.loads((tmp_path / "run.json").read_text())
     assert meta["params"] == {"a": 1}
     assert set(meta["wall_time_s"]) == {"alg1", "alg2"}
+    assert meta["wall_time_total_s"]["alg2"] >= meta["wall_time_s"]["alg2"]
     assert "torch" in meta["versions"]
 
 

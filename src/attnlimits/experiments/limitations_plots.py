@@ -72,13 +72,21 @@ def fig2b(alg2: pd.DataFrame) -> Figure:
 
 
 def fig2c(alg3: pd.DataFrame) -> Figure:
-    """Fig. 2c: critical N against L, with the paper's 0.06·L line."""
+    """Fig. 2c: critical N against L (one line per form of E), with the paper's 0.06·L line."""
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    found = alg3[alg3["critical_n"] > 0]
-    ax.plot(found["L"], found["critical_n"], "o-", label="critical N (KS test)")
-    missing = alg3[alg3["critical_n"] <= 0]
-    if len(missing):
-        ax.plot(missing["L"], np.ones(len(missing)), "x", color="C3", label="no critical N found")
+    for i, (form, sub) in enumerate(alg3.groupby("e_form")):
+        sub = sub.sort_values("L")
+        found = sub[sub["critical_n"] > 0]
+        ax.plot(found["L"], found["critical_n"], "o-", color=f"C{i}", label=f"critical N, E {form}")
+        missing = sub[sub["critical_n"] <= 0]
+        if len(missing):
+            ax.plot(
+                missing["L"],
+                np.ones(len(missing)),
+                "x",
+                color=f"C{i}",
+                label=f"none found (E {form}), drawn at 1",
+            )
     ls = np.asarray(sorted(alg3["L"].unique()), dtype=float)
     ax.plot(ls, 0.06 * ls, "--", color="gray", label="0.06·L (paper)")
     ax.set_xscale("log", base=2)
@@ -87,7 +95,7 @@ def fig2c(alg3: pd.DataFrame) -> Figure:
     ax.set_ylabel("critical N")
     alpha = alg3["alpha"].iloc[0]
     ax.set_title(f"Fig. 2c: critical N vs L (KS, α = {alpha})")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     return fig

@@ -148,10 +148,16 @@ class ResultStore:
 
     @contextmanager
     def timed(self, stage: str) -> Iterator[None]:
-        """Record the wall time of ``stage`` (seconds) under ``wall_time_s`` in ``run.json``."""
+        """Record the wall time of ``stage`` in ``run.json``, in seconds.
+
+        ``wall_time_s`` holds this invocation's time; ``wall_time_total_s`` adds up every
+        invocation, so a run resumed after an interruption still reports its whole cost.
+        """
         start = time.perf_counter()
         yield
-        self.update_meta(wall_time_s={stage: round(time.perf_counter() - start, 3)})
+        took = round(time.perf_counter() - start, 3)
+        total = self.meta.get("wall_time_total_s", {}).get(stage, 0.0) + took
+        self.update_meta(wall_time_s={stage: took}, wall_time_total_s={stage: round(total, 3)})
 
     # ---- tables and figures ---------------------------------------------------------------
     def write_table(self, df: pd.DataFrame, name: str) -> Path:
