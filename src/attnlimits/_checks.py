@@ -22,6 +22,7 @@ __all__ = [
     "check_positive",
     "check_same_shape",
     "check_top_n",
+    "keep_mask",
     "key_counts",
     "normalize_dim",
 ]
@@ -122,3 +123,13 @@ def key_counts(mask: Tensor | None, like: Tensor, dim: int = -1) -> Tensor:
         shape[dim] = 1
         return torch.full(shape, like.shape[dim], dtype=like.dtype, device=like.device)
     return check_mask(mask, like).sum(dim=dim, keepdim=True).to(like.dtype)  # type: ignore[union-attr]
+
+
+def keep_mask(scores: Tensor, mask: Tensor | None) -> Tensor:
+    """Entries that count: ``mask`` (validated, True = keep) and not ``-inf`` in ``scores``.
+
+    ``-inf`` is the usual padding of logits, so it is treated exactly like a masked entry.
+    """
+    keep = ~torch.isneginf(scores)
+    checked = check_mask(mask, scores)
+    return keep if checked is None else keep & checked

@@ -17,7 +17,7 @@ import math
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_finite, check_mask, check_positive, normalize_dim
+from attnlimits._checks import check_finite, check_mask, check_positive, keep_mask, normalize_dim
 
 __all__ = [
     "attention_entropy",
@@ -109,10 +109,7 @@ def logit_spread(scores: Tensor, *, dim: int = -1, mask: Tensor | None = None) -
     """
     check_finite(scores, "scores")
     dim = normalize_dim(dim, scores.ndim)
-    keep = ~torch.isneginf(scores)
-    checked = check_mask(mask, scores)
-    if checked is not None:
-        keep = keep & checked
+    keep = keep_mask(scores, mask)
     hi = torch.where(keep, scores, -math.inf).amax(dim=dim)
     lo = torch.where(keep, scores, math.inf).amin(dim=dim)
     return torch.where(keep.any(dim=dim), hi - lo, math.nan)
@@ -150,10 +147,7 @@ def entropy_from_scores(
     check_finite(scores, "scores")
     check_positive(temperature, "temperature")
     dim = normalize_dim(dim, scores.ndim)
-    keep = ~torch.isneginf(scores)
-    checked = check_mask(mask, scores)
-    if checked is not None:
-        keep = keep & checked
+    keep = keep_mask(scores, mask)
     x = torch.where(keep, scores, 0.0) / temperature  # finite everywhere: no inf in backward
     z = torch.where(keep, x, -math.inf)
     any_kept = keep.any(dim=dim, keepdim=True)

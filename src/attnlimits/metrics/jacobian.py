@@ -20,7 +20,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_finite, check_mask, check_positive, normalize_dim
+from attnlimits._checks import check_finite, check_mask, check_positive, keep_mask, normalize_dim
 
 __all__ = [
     "RowValues",
@@ -39,12 +39,6 @@ class RowValues(NamedTuple):
 
     values: Tensor
     valid: Tensor
-
-
-def _keep(scores: Tensor, mask: Tensor | None) -> Tensor:
-    keep = ~torch.isneginf(scores)
-    checked = check_mask(mask, scores)
-    return keep if checked is None else keep & checked
 
 
 def _softmax_rows(x: Tensor, keep: Tensor) -> Tensor:
@@ -150,7 +144,7 @@ def softmax_jacobian_norm(
     check_finite(scores, "scores")
     check_positive(temperature, "temperature")
     dim = normalize_dim(dim, scores.ndim)
-    keep = _keep(scores, mask).movedim(dim, -1)
+    keep = keep_mask(scores, mask).movedim(dim, -1)
     x = scores.detach().to(torch.float64).movedim(dim, -1) / temperature
     alpha = _softmax_rows(x, keep)
     lam, valid = jacobian_top_eigenvalue(alpha, mask=keep)
@@ -210,7 +204,7 @@ def finite_difference_sensitivity(
     t = _as_grid(temperatures, "temperatures").to(scores.device)
     eps = _as_grid(epsilons, "epsilons").to(scores.device)
     dim = normalize_dim(dim, scores.ndim)
-    keep = _keep(scores, mask).movedim(dim, -1)  # [...rows, L]
+    keep = keep_mask(scores, mask).movedim(dim, -1)  # [...rows, L]
     l = torch.where(keep, scores.detach().to(torch.float64).movedim(dim, -1), 0.0)
     v = torch.randn(l.shape, generator=generator, dtype=torch.float64, device=l.device)
     v = torch.where(keep, v, 0.0)
