@@ -3,13 +3,9 @@ tests of code that loads models by path. Nothing is downloaded."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import torch
-from tokenizers import Tokenizer
-from tokenizers.models import WordLevel
-from tokenizers.pre_tokenizers import Whitespace
 from transformers import (
     BertConfig,
     BertModel,
@@ -17,27 +13,15 @@ from transformers import (
     GPT2LMHeadModel,
     LlamaConfig,
     LlamaForCausalLM,
-    PreTrainedTokenizerFast,
 )
 
-WORDS = re.findall(r"\w+|[^\w\s]", "the of and to a in he that was it his is with had for as on")
-
-
-def _tokenizer(text: str, size: int = 400) -> PreTrainedTokenizerFast:
-    words: dict[str, int] = {}
-    for w in re.findall(r"\w+|[^\w\s]", text[:200_000]):
-        words[w] = words.get(w, 0) + 1
-    top = sorted(words, key=lambda w: -words[w])[: size - 2]
-    vocab = {"[UNK]": 0, "[PAD]": 1} | {w: i + 2 for i, w in enumerate(top)}
-    tok = Tokenizer(WordLevel(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]")
+from attnlimits.corpus import word_tokenizer
 
 
 def tiny_model_dir(root: Path, family: str, text: str, *, max_positions: int = 256) -> Path:
     """Save a tiny random ``family`` model ("llama" with GQA, "gpt2", "bert") under ``root``."""
     torch.manual_seed(0)
-    tok = _tokenizer(text)
+    tok = word_tokenizer(text)
     vocab = len(tok)
     if family == "llama":
         cfg = LlamaConfig(

@@ -15,7 +15,7 @@ from attnlimits.corpus.text import (
     strip_gutenberg,
     text_sha256,
 )
-from attnlimits.corpus.windows import encode, token_windows
+from attnlimits.corpus.windows import encode, token_windows, word_tokenizer
 
 __all__ = [
     "BOOK_START",
@@ -28,4 +28,5 @@ __all__ = [
     "strip_gutenberg",
     "text_sha256",
     "token_windows",
+    "word_tokenizer",
 ]

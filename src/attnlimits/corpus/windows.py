@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from typing import Any
 
 import torch
@@ -69,3 +71,23 @@ def token_windows(tokenizer: Any, text: str, L: int, n_windows: int) -> Tensor:
             )
         n_chars *= 2
     return torch.tensor(ids[:need], dtype=torch.long).view(n_windows, L)  # [n_windows, L]
+
+
+def word_tokenizer(text: str, size: int = 400) -> Any:
+    """An offline word-level tokenizer over the ``size`` most frequent words of ``text``.
+
+    For randomly initialised models (tests, benchmarks) where no pretrained tokenizer can be
+    downloaded: words and punctuation split by ``tokenizers``' Whitespace pre-tokenizer, the
+    rest mapped to ``[UNK]``; ``[PAD]`` is id 1. Returns a ``PreTrainedTokenizerFast``.
+    """
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+    from transformers import PreTrainedTokenizerFast
+
+    counts = Counter(re.findall(r"\w+|[^\w\s]", text[:200_000]))
+    top = [w for w, _ in counts.most_common(size - 2)]
+    vocab = {"[UNK]": 0, "[PAD]": 1} | {w: i + 2 for i, w in enumerate(top)}
+    tok = Tokenizer(WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]")
