@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from attnlimits.experiments import limitations_plots as plots
+from attnlimits.experiments.report import markdown_table, verdict
 from attnlimits.experiments.store import ResultStore, atomic_write_text
 
 if TYPE_CHECKING:
@@ -25,12 +26,6 @@ if TYPE_CHECKING:
 __all__ = ["claims", "write_report"]
 
 Claim = dict[str, str]
-
-
-def _verdict(checks: list[bool]) -> str:
-    if all(checks):
-        return "reproduced"
-    return "partly" if any(checks) else "not reproduced"
 
 
 def _loglog_slope(x: pd.Series | np.ndarray, y: pd.Series | np.ndarray) -> float:
@@ -58,7 +53,7 @@ def claim_i(alg1: pd.DataFrame) -> Claim:
         "measured": f"log-log slope of d̃ vs L {slope_d:.2f}, of E {slope_e:.2f}; bound ≥ d̃ in "
         f"{safe:.1%} of heads; median bound / d̃ = {loose:.1f}",
         "rule": "slopes in [0.7, 1.3] and bound ≥ d̃ in every head",
-        "verdict": _verdict([linear, safe == 1.0]),
+        "verdict": verdict([linear, safe == 1.0]),
     }
 
 
@@ -76,7 +71,7 @@ def claim_ii(alg2: pd.DataFrame) -> Claim:
         "measured": f"d̃ changes {change:+.1%} from N = {plateau_from} to N = {n_hi}; bound / d̃ "
         f"goes {ratio.iloc[0]:.1f} (N = {int(ns[0])}) → {ratio.iloc[-1]:.1f} (N = {n_hi})",
         "rule": "|change| < 25% and bound / d̃ smaller at the largest N than at the smallest",
-        "verdict": _verdict([abs(change) < 0.25, tightens]),
+        "verdict": verdict([abs(change) < 0.25, tightens]),
     }
 
 
@@ -109,7 +104,7 @@ def claim_iii(alg3: pd.DataFrame) -> Claim:
         "measured": f"{measured}; critical N / L at L = {int(last['L'])} is {frac:.3f}; "
         f"log-log slope {slope:.2f}",
         "rule": rule,
-        "verdict": _verdict([0.03 <= frac <= 0.12, bool(slope < 1)]),
+        "verdict": verdict([0.03 <= frac <= 0.12, bool(slope < 1)]),
     }
 
 
@@ -133,7 +128,7 @@ def claim_iv(alg4: pd.DataFrame) -> Claim:
         f"lower bound ≤ 0 in {lower_loose:.0%} of heads",
         "rule": "median falls to N = 16, stays in [0.70, 0.85] from N = 16 on, "
         "upper ≥ max at every N",
-        "verdict": _verdict([falls, band, tracks == 1.0]),
+        "verdict": verdict([falls, band, tracks == 1.0]),
     }
 
 
@@ -158,7 +153,7 @@ def claim_v(alg5: pd.DataFrame) -> Claim:
         + f"; max over heads at T = {t_lo.max() if len(t_lo) else math.nan:g} over "
         f"T = {t_hi.min() if len(t_hi) else math.nan:g}: {drop:.1f}×",
         "rule": "slopes in [−1.2, −0.8], smallest ε ≥ largest ε at every T, drop ≥ 10×",
-        "verdict": _verdict([follows, smaller_larger, bool(drop >= 10)]),
+        "verdict": verdict([follows, smaller_larger, bool(drop >= 10)]),
     }
 
 
@@ -194,17 +189,6 @@ def claims(results: dict[str, pd.DataFrame], x_source: str) -> pd.DataFrame:
     return pd.DataFrame(rows).assign(x_source=x_source)
 
 
-def _md_table(df: pd.DataFrame) -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    cells = (str(v).replace("|", "\\|") for row in df.itertuples(index=False) for v in row)
-    flat = list(cells)
-    width = len(cols)
-    rows = [flat[i : i + width] for i in range(0, len(flat), width)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def write_report(
     store: ResultStore, results: dict[str, pd.DataFrame], cfg: LimitationsConfig
 ) -> Path:
@@ -235,7 +219,7 @@ def write_report(
         "",
         "## Claims",
         "",
-        _md_table(table[["x_source", "claim", "measured", "rule", "verdict"]]),
+        markdown_table(table[["x_source", "claim", "measured", "rule", "verdict"]]),
         "",
     ]
     if len(cfg.x_sources) > 1:
@@ -247,7 +231,7 @@ def write_report(
             f"{same} of {len(pivot)} verdicts agree across x sources "
             f"({', '.join(cfg.x_sources)}). Alg. 5 and Corollary 3 use logits only.",
             "",
-            _md_table(pivot.reset_index()),
+            markdown_table(pivot.reset_index()),
             "",
         ]
     lines += ["## Figures", ""]

@@ -33,6 +33,7 @@ from attnlimits.experiments.max_retrieval_run import (
     run_max_retrieval,
 )
 from attnlimits.experiments.max_retrieval_train import checkpoint_path, train
+from attnlimits.experiments.report import markdown_table, verdict
 from attnlimits.experiments.store import ResultStore, atomic_write_text
 from attnlimits.experiments.temperature_fit import TemperatureFitConfig, run_temperature_fit
 from attnlimits.metrics import entropy_from_scores
@@ -104,10 +105,6 @@ def plot_entropy_vs_temperature(df: pd.DataFrame, n: int) -> Figure:
 # ---- claims --------------------------------------------------------------------------------------
 
 
-def _verdict(ok: list[bool]) -> str:
-    return "reproduced" if all(ok) else ("partly" if any(ok) else "not reproduced")
-
-
 def claims(tables: dict[str, pd.DataFrame], id_size: int) -> pd.DataFrame:
     """The issue's four claims, judged on the measured tables."""
     rows = []
@@ -119,7 +116,7 @@ def claims(tables: dict[str, pd.DataFrame], id_size: int) -> pd.DataFrame:
             "measured": "mean top coefficient: "
             + ", ".join(f"n={s}: {v:.3f}" for s, v in top.items()),
             "rule": "the top coefficient falls at every larger size",
-            "verdict": _verdict([bool((np.diff(top.to_numpy()) < 0).all())]),
+            "verdict": verdict([bool((np.diff(top.to_numpy()) < 0).all())]),
         }
     )
     summ = tables["summary"]
@@ -137,7 +134,7 @@ def claims(tables: dict[str, pd.DataFrame], id_size: int) -> pd.DataFrame:
                 for s, m, p in ood[["size", "mean", "p_value"]].itertuples(index=False)
             ),
             "rule": "adaptive mean > softmax mean with p < 0.05 at every OOD size",
-            "verdict": _verdict([bool(better.all()), bool(better.any())])
+            "verdict": verdict([bool(better.all()), bool(better.any())])
             if len(better)
             else "not reproduced",
         }
@@ -173,19 +170,6 @@ def claims(tables: dict[str, pd.DataFrame], id_size: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _md(df: pd.DataFrame) -> str:
-    cols = [str(c) for c in df.columns]
-    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for row in df.itertuples(index=False):
-        out.append("| " + " | ".join(_cell(v) for v in row) + " |")
-    return "\n".join(out)
-
-
-def _cell(v: object) -> str:
-    text = f"{v:.4g}" if isinstance(v, float) else str(v)
-    return text.replace("|", "\\|")
-
-
 # ---- the run -------------------------------------------------------------------------------------
 
 
@@ -217,17 +201,17 @@ def run(cfg: SoftmaxNotEnoughConfig, out: Path) -> Path:
         sections += [
             "## Adaptive temperature refit (App. F), seed-0 model",
             "",
-            _md(fits),
+            markdown_table(fits),
             "",
             "Accuracy with each polynomial:",
             "",
-            _md((100 * acc).round(1).reset_index()),
+            markdown_table((100 * acc).round(1).reset_index()),
             "",
         ]
     if cfg.normalizers:
         trained = {n: TRAINED[n] for n in cfg.normalizers}
         cross = run_cross_normalizers(CrossConfig(base=bench, trained=trained), store)
-        sections += ["## Across normalisers", "", _md(cross["cross_summary"]), ""]
+        sections += ["## Across normalisers", "", markdown_table(cross["cross_summary"]), ""]
 
     table = claims(tables, id_size=bench.train.max_size)
     store.write_table(table, "claims")
@@ -242,11 +226,11 @@ def run(cfg: SoftmaxNotEnoughConfig, out: Path) -> Path:
         "",
         "## Claims",
         "",
-        _md(table),
+        markdown_table(table),
         "",
         "## Max retrieval: accuracy (%) by set size, mean ± std over seeds",
         "",
-        _md(tables["paired"]),
+        markdown_table(tables["paired"]),
         "",
         *sections,
         "## Figures",
