@@ -34,11 +34,13 @@ from attnlimits.metrics.jacobian import (
     jacobian_top_eigenvalue,
     softmax_jacobian_matrix,
     softmax_jacobian_norm,
+    softmax_jacobian_norms,
 )
 from attnlimits.metrics.separability import (
     SeparabilityMetrics,
     min_pairwise_distance,
     normalize_to_sphere,
+    separability_curve,
     separability_metrics,
 )
 
@@ -64,8 +66,10 @@ __all__ = [
     "min_pairwise_distance",
     "normalize_to_sphere",
     "row_mean",
+    "separability_curve",
     "separability_metrics",
     "softmax_jacobian_matrix",
     "softmax_jacobian_norm",
+    "softmax_jacobian_norms",
     "support_size",
 ]

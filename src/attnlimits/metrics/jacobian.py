@@ -6,7 +6,8 @@ per-row numbers (``dim`` removed) with NaN where a row cannot be scored (no kept
 ``valid`` flag beside them, ready for :func:`attnlimits.metrics.row_mean`.
 
 - :func:`softmax_jacobian_norm`: ||J||₂ of J = (diag(α) − ααᵀ)/T, α = softmax(l/T), from the
-  secular equation of a diagonal-minus-rank-one matrix (no L×L eigendecomposition).
+  secular equation of a diagonal-minus-rank-one matrix (no L×L eigendecomposition);
+  :func:`softmax_jacobian_norms` for a grid of temperatures.
 - :func:`finite_difference_sensitivity`: paper A, Alg. 5,
   δ = ||softmax((l + εv)/T) − softmax(l/T)||₂ / ε with a random unit direction v per row.
 """
@@ -28,10 +29,17 @@ __all__ = [
     "jacobian_top_eigenvalue",
     "softmax_jacobian_matrix",
     "softmax_jacobian_norm",
+    "softmax_jacobian_norms",
 ]
 
-#: Bisection steps: the bracket [α_(2), α_(1)] shrinks by 2^-64, below float64 resolution.
-BISECTION_STEPS = 64
+#: Newton steps at most; from the two-term start they converge in about 5 (monotone, quadratic).
+NEWTON_MAX_STEPS = 60
+#: Stop once every row's step is below this fraction of its μ = λ − α_(2).
+NEWTON_RTOL = 4e-16
+#: G is at rounding level once |G| is below this fraction of its terms' sum.
+_G_RTOL = 8e-16
+#: Second weights below this are treated in closed form (their squares underflow).
+_TINY = 1e-100
 
 
 class RowValues(NamedTuple):
@@ -60,15 +68,14 @@ def jacobian_top_eigenvalue(
     """Largest eigenvalue of A = diag(α) − ααᵀ per row, via its secular equation (float64).
 
     A is positive semi-definite (uᵀAu = Var_{i∼α}(u_i)), so this is ||A||₂. Its eigenvalues
-    interlace the sorted weights, and the largest, λ, lies in [α_(2), α_(1)] (the two largest
-    weights). Where α_(1) > α_(2), λ is the unique root in that interval of
+    interlace the sorted weights α_(1) ≥ α_(2) ≥ …, and the largest, λ, lies in
+    [α_(2), α_(1)]. Where α_(1) > α_(2) > 0, λ is the unique root there of
 
-        f(λ) = 1 − Σ_i α_i² / (α_i − λ),
+        f(λ) = 1 − Σ_i α_i² / (α_i − λ);
 
-    which decreases strictly there (from +∞ to −∞); where α_(1) = α_(2), λ = α_(1) (e₁ − e₂ is
-    then an eigenvector); where α_(2) = 0, λ = α_(1)(1 − α_(1)) (0 for a one-key row). The
-    root is found by :data:`BISECTION_STEPS` vectorised bisection steps over all rows at once;
-    cost O(rows·L) per step, no L×L matrix.
+    where α_(1) = α_(2), λ = α_(1) (e₁ − e₂ is then an eigenvector); where α_(2) = 0,
+    λ = α_(1)(1 − α_(1)) (0 for a one-key row). See :func:`_secular_root` for the solver:
+    Newton's method on a concave form of f, O(rows·L) per step, no L×L matrix.
 
     Parameters
     ----------
@@ -96,20 +103,56 @@ def jacobian_top_eigenvalue(
     valid = keep.movedim(dim, -1).any(-1)
     if w.shape[-1] == 1:
         return RowValues(torch.where(valid, 0.0, math.nan).to(torch.float64), valid)
-    top2 = w.topk(2, dim=-1).values
-    lo, hi = top2[..., 1:2], top2[..., 0:1]
-    w_sq = w * w
-    positive = w > 0
-    for _ in range(BISECTION_STEPS):
-        mid = 0.5 * (lo + hi)
-        ratio = torch.where(positive, w_sq / (w - mid), 0.0)
-        right = (1.0 - ratio.sum(-1, keepdim=True)) > 0  # f(mid) > 0: the root lies right of mid
-        lo = torch.where(right, mid, lo)
-        hi = torch.where(right, hi, mid)
-    a1, a2 = top2[..., 0:1], top2[..., 1:2]
-    lam = torch.where(a1 == a2, a1, 0.5 * (lo + hi))
-    lam = torch.where(a2 == 0, a1 * (1 - a1), lam)  # one positive weight: f has the root a1 − a1²
-    return RowValues(torch.where(valid, lam.squeeze(-1), math.nan), valid)
+    lam = _secular_root(w.sort(dim=-1, descending=True).values)
+    return RowValues(torch.where(valid, lam, math.nan), valid)
+
+
+def _secular_root(a: Tensor) -> Tensor:
+    """λ_max of diag(a) − aaᵀ for rows ``a`` [..., W] sorted in descending order (≥ 2 columns).
+
+    With μ = λ − a_2 ∈ (0, D], D = a_1 − a_2, the root of f solves G(μ) = 0 for
+
+        G(μ) = 1 / (1 + ψ(μ)) − (D − μ) / a_1²,   ψ(μ) = Σ_{i≥2} a_i² / (a_2 − a_i + μ).
+
+    G increases, and 1/(1 + ψ) is concave (by Cauchy–Schwarz 2ψ'² ≤ (1 + ψ)ψ''), so Newton's
+    method from a point left of the root climbs to it monotonically and converges
+    quadratically. The start is the root of the two-term problem (a_1 and a_2 only), left of
+    the root because every further term raises ψ; iterates are kept in [start, D]. Offsets
+    a_2 − a_i are exact for close weights, so λ is found to about 1e-16 absolute and 1e-13
+    relative (rounding in G limits rows with a_2 < 1e-16 to the absolute figure, as it limits
+    ``eigvalsh``). Rows with a_2 < 1e-100, where a_i² underflows, get max(a_1(1 − a_1), a_2):
+    for weights summing to 1, λ ≤ tr A ≤ a_1(1 − a_1) + (L − 1)a_2, so the error is below
+    L·1e-100. Trailing zero columns do not change the result and may be cut by the caller.
+    """
+    a1, a2 = a[..., 0], a[..., 1]
+    rest = a[..., 1:]
+    offset = a2.unsqueeze(-1) - rest  # a_2 − a_i ≥ 0
+    w = rest * rest
+    gap = a1 - a2
+    special = (a2 < _TINY) | (gap == 0)  # closed forms below; keep the iteration finite there
+    b = gap - a1 * a1 - a2 * a2
+    disc = (b * b + 4 * a2 * a2 * gap).sqrt()
+    start = torch.where(b >= 0, 0.5 * (b + disc), 2 * a2 * a2 * gap / (disc - b))
+    gap = torch.where(special, 1.0, gap)
+    start = torch.where(special, 0.5, start.clamp(max=gap))
+    a1_sq = torch.where(special, 1.0, a1 * a1)
+    mu = start
+    for _ in range(NEWTON_MAX_STEPS):
+        inv = (offset + mu.unsqueeze(-1)).reciprocal()
+        t = w * inv  # a_i² / (λ − a_i)
+        psi = t.sum(-1)
+        dpsi = (t * inv).sum(-1)  # −ψ'(μ)
+        h = (1 + psi).reciprocal()
+        line = (gap - mu) / a1_sq
+        new = mu - (h - line) / (dpsi * h * h + 1 / a1_sq)
+        new = torch.minimum(torch.maximum(new, start), gap)
+        # converged: the step is at μ's resolution, or G is at the rounding of its two terms
+        moved = ((new - mu).abs() > NEWTON_RTOL * new) & ((h - line).abs() > _G_RTOL * (h + line))
+        mu = new
+        if not bool(moved.any()):
+            break
+    lam = torch.where(a1 == a2, a1, a2 + mu)  # tied top two: e_1 − e_2 is an eigenvector
+    return torch.where(a2 < _TINY, torch.maximum(a1 * (1 - a1), a2), lam)
 
 
 def softmax_jacobian_norm(
@@ -123,7 +166,8 @@ def softmax_jacobian_norm(
 
     Always ≤ 1/(2T) (:func:`attnlimits.theory.softmax_jacobian_norm_bound`), with equality at
     two tied top logits and the rest negligible; paper A's Corollary 3 (1/(4T)) is violated
-    there (``docs/errata.md``). Computed by :func:`jacobian_top_eigenvalue` in float64.
+    there (``docs/errata.md``). Computed by :func:`jacobian_top_eigenvalue`'s solver in float64;
+    for several temperatures use :func:`softmax_jacobian_norms` (one sort for all of them).
 
     Parameters
     ----------
@@ -141,14 +185,70 @@ def softmax_jacobian_norm(
     RowValues
         Float64 norms ``[..., query]``; NaN and ``valid = False`` where no key is kept.
     """
-    check_finite(scores, "scores")
     check_positive(temperature, "temperature")
+    values, valid = softmax_jacobian_norms(scores, [temperature], dim=dim, mask=mask)
+    return RowValues(values[..., 0], valid)
+
+
+def softmax_jacobian_norms(
+    scores: Tensor,
+    temperatures: float | Sequence[float] | Tensor,
+    *,
+    dim: int = -1,
+    mask: Tensor | None = None,
+) -> RowValues:
+    """:func:`softmax_jacobian_norm` over a grid of temperatures: values ``[...rows, n_T]``.
+
+    Softmax keeps the order of the logits, so each row is sorted once for every T; at each T
+    the columns whose weight underflows to 0 in every row are cut (at T = 1e-3 on SmolLM2's
+    raw logits, 4 of 1024 remain) before the secular equation is solved (:func:`_secular_root`).
+    ``valid`` (``[...rows]``) is False where no key is kept; values are NaN there.
+    """
+    check_finite(scores, "scores")
+    t = _as_grid(temperatures, "temperatures")
     dim = normalize_dim(dim, scores.ndim)
     keep = keep_mask(scores, mask).movedim(dim, -1)
-    x = scores.detach().to(torch.float64).movedim(dim, -1) / temperature
-    alpha = _softmax_rows(x, keep)
-    lam, valid = jacobian_top_eigenvalue(alpha, mask=keep)
-    return RowValues(lam / temperature, valid)
+    x = torch.where(keep, scores.detach().to(torch.float64).movedim(dim, -1), -math.inf)
+    x = x.sort(dim=-1, descending=True).values  # dropped keys last
+    valid = keep.any(-1)
+    out = torch.zeros((*x.shape[:-1], t.numel()), dtype=torch.float64, device=x.device)
+    if x.shape[-1] > 1:
+        for i, temp in enumerate(t.tolist()):
+            alpha = torch.softmax(x / temp, dim=-1).nan_to_num(0.0)
+            width = max(2, int((alpha > 0).sum(-1).max()))  # trailing zeros change nothing
+            out[..., i] = _secular_root(alpha[..., :width]) / temp
+    out = torch.where(valid.unsqueeze(-1), out, math.nan)
+    return RowValues(out, valid)
+
+
+#: Elements per [rows, n_T, n_ε, keys] temporary of :func:`finite_difference_sensitivity`.
+_FD_BLOCK = 2**22
+
+
+def _perturbed_distance(l: Tensor, v: Tensor, keep: Tensor, t: Tensor, eps: Tensor) -> Tensor:
+    """||softmax((l + εv)/T) − softmax(l/T)||₂ / ε for rows [...rows, L]: [...rows, n_T, n_ε].
+
+    Rows are taken in order of their kept-key count, in blocks of about :data:`_FD_BLOCK`
+    elements, and each block keeps only the columns some of its rows keep (dropped keys weigh
+    0 in both distributions): under a causal mask this skips about half the work.
+    """
+    flat_l, flat_v, flat_keep = (a.reshape(-1, a.shape[-1]) for a in (l, v, keep))
+    out = torch.empty((flat_l.shape[0], t.numel(), eps.numel()), dtype=l.dtype, device=l.device)
+    order = flat_keep.sum(-1).argsort()
+    step = max(1, _FD_BLOCK // (t.numel() * eps.numel() * max(1, l.shape[-1])))
+    t_ = t.view(-1, 1, 1)  # (n_T, 1, 1): broadcasts against (rows, n_T, n_ε, L)
+    e_ = eps.view(1, -1, 1)  # (1, n_ε, 1)
+    for i in range(0, order.numel(), step):
+        rows = order[i : i + step]
+        cols = flat_keep[rows].any(0).nonzero().squeeze(-1)
+        if cols.numel() == 0:  # no kept key: δ = 0 here, NaN set by the caller
+            out[rows] = 0.0
+            continue
+        lb, vb, kb = (a[rows][:, cols][:, None, None, :] for a in (flat_l, flat_v, flat_keep))
+        base = _softmax_rows(lb / t_, kb)  # (rows, n_T, 1, L')
+        moved = _softmax_rows((lb + e_ * vb) / t_, kb)  # (rows, n_T, n_ε, L')
+        out[rows] = torch.linalg.vector_norm(moved - base, dim=-1) / eps
+    return out.view(*l.shape[:-1], t.numel(), eps.numel())
 
 
 def softmax_jacobian_matrix(weights: Tensor, temperature: float = 1.0) -> Tensor:
@@ -209,11 +309,6 @@ def finite_difference_sensitivity(
     v = torch.randn(l.shape, generator=generator, dtype=torch.float64, device=l.device)
     v = torch.where(keep, v, 0.0)
     v = v / torch.linalg.vector_norm(v, dim=-1, keepdim=True).clamp_min(1e-300)
-    t_ = t.view(-1, 1, 1)  # (n_T, 1, 1): broadcasts against (...rows, n_T, n_ε, L)
-    e_ = eps.view(1, -1, 1)  # (1, n_ε, 1)
-    l_, v_, keep_ = l[..., None, None, :], v[..., None, None, :], keep[..., None, None, :]
-    base = _softmax_rows(l_ / t_, keep_)  # (...rows, n_T, 1, L)
-    moved = _softmax_rows((l_ + e_ * v_) / t_, keep_)  # (...rows, n_T, n_ε, L)
-    delta = torch.linalg.vector_norm(moved - base, dim=-1) / eps  # (...rows, n_T, n_ε)
+    delta = _perturbed_distance(l, v, keep, t, eps)
     valid = keep.any(-1)
     return RowValues(torch.where(valid[..., None, None], delta, math.nan), valid)
