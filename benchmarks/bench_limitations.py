@@ -8,8 +8,8 @@ once, then per algorithm and layer:
 
 (a) times the library's computation at the paper's default grid, with the calls
     :func:`attnlimits.experiments.limitations.compute_layer` makes for that algorithm
-    (``distance_curve`` per L, ``separability_metrics`` per N, ``finite_difference_sensitivity``
-    and ``softmax_jacobian_norm``) plus the row means; Alg. 3 adds the KS test over heads;
+    (``distance_curve`` per L, ``separability_curve``, ``finite_difference_sensitivity``
+    and ``softmax_jacobian_norms``) plus the row means; Alg. 3 adds the KS test over heads;
 (b) runs ``benchmarks/naive_limitations.py`` (a Python loop over heads and rows, NumPy per row)
     on ``--rows`` evenly spaced rows per head and L (``--rows-alg5`` for Alg. 5, whose naive
     Jacobian is an L×L eigendecomposition per row and temperature), extrapolates its time per
@@ -60,8 +60,8 @@ from attnlimits.metrics import (
     min_pairwise_distance,
     normalize_to_sphere,
     row_mean,
-    separability_metrics,
-    softmax_jacobian_norm,
+    separability_curve,
+    softmax_jacobian_norms,
 )
 
 ALGORITHMS = ("alg1", "alg2", "alg3", "alg4", "alg5")
@@ -171,11 +171,12 @@ def lib_alg4(layer: Layer, cfg: LimitationsConfig) -> dict[int, dict]:
     x_sphere = normalize_to_sphere(layer.x, 1.0)
     delta = min_pairwise_distance(x_sphere)
     out: dict[tuple[str, int], Tensor] = {}
-    for n in (n for n in cfg.ns_alg4 if n < top):
-        sm = separability_metrics(layer.attn, x_sphere, n, mask=layer.mask, radius=1.0, delta=delta)
+    ns = sorted({n for n in cfg.ns_alg4 if n < top})
+    sc = separability_curve(layer.attn, x_sphere, ns, mask=layer.mask, radius=1.0, delta=delta)
+    for j, n in enumerate(ns):
         for key in ("ratio", "lower", "upper"):
-            _means(getattr(sm, key), sm.valid)
-            out[key, n] = getattr(sm, key)
+            _means(getattr(sc, key)[:, j], sc.valid[:, j])
+            out[key, n] = getattr(sc, key)[:, j]
     return {top: out}
 
 
@@ -196,13 +197,13 @@ def lib_alg5(layer: Layer, cfg: LimitationsConfig) -> dict[int, dict]:
         logits, cfg.temperatures, cfg.epsilons, mask=mask, generator=alg5_generator(layer, cfg)
     )
     out: dict[tuple[str, float, float], Tensor] = {}
-    t_jac = 0.0
+    t1 = time.perf_counter()
+    jac = softmax_jacobian_norms(logits, cfg.temperatures, mask=mask)
+    for ti in range(len(cfg.temperatures)):
+        _means(jac.values[..., ti], jac.valid)
+    t_jac = time.perf_counter() - t1
     for ti, t in enumerate(cfg.temperatures):
-        t1 = time.perf_counter()
-        jac = softmax_jacobian_norm(logits, t, mask=mask)
-        _means(jac.values, jac.valid)
-        t_jac += time.perf_counter() - t1
-        out["jacobian_norm", t, 0.0] = jac.values
+        out["jacobian_norm", t, 0.0] = jac.values[..., ti]
         for ei, eps in enumerate(cfg.epsilons):
             _means(fd.values[..., ti, ei], fd.valid)
             out["sensitivity", t, eps] = fd.values[..., ti, ei]

@@ -100,10 +100,11 @@ def test_metric_matches_naive_loop(gen, kind, n):
 
 
 @pytest.mark.parametrize("kind", MASKS)
-def test_curve_matches_naive_loop_for_every_n(gen, kind):
+@pytest.mark.parametrize("d", [5, 40])  # d = 40 > K: s_N is built over several gathers
+def test_curve_matches_naive_loop_for_every_n(gen, kind, d):
     q, k, ns = 7, 9, (1, 2, 4, 7)
     mask = _mask(kind, q, k, gen)
-    attn, x = _inputs(gen, (2,), q, k, mask=mask)
+    attn, x = _inputs(gen, (2,), q, k, d=d, mask=mask)
     curve = distance_curve(attn, x, ns, mask=mask, forms=("derived", "main_text"), bound_ns=(2,))
     assert curve.distance.shape == (2, len(ns), q) and curve.n_values == ns
     assert curve.bound[:, [0, 2, 3]].isnan().all()  # the bound only where asked
@@ -322,3 +323,38 @@ def test_without_bound_skips_only_the_bound(gen):
     assert torch.isnan(light.bound).all()
     torch.testing.assert_close(light.distance, full.distance)
     torch.testing.assert_close(light.expected, full.expected)
+
+
+@pytest.mark.parametrize("shared_x", [False, True])
+@pytest.mark.parametrize("kind", ["none", "causal", "random"])
+def test_d1_running_max_path_matches_full_loop(gen, monkeypatch, shared_x, kind):
+    """d_1 from the running maximum (prefix rows) equals the loop over all selected keys."""
+    from attnlimits.metrics import distance as dm
+
+    q = k = 40
+    mask = _mask(kind, q, k, gen)
+    attn, _ = _inputs(gen, (3,), q, k, mask=mask)
+    x = torch.randn(1 if shared_x else 3, k, 4, generator=gen, dtype=F64)
+    looped: list[int] = []
+    loop = dm._d1_loop
+
+    def counting_loop(dist, table, idx, blocked):
+        looped.append(idx.shape[0])
+        return loop(dist, table, idx, blocked)
+
+    monkeypatch.setattr(dm, "_d1_loop", counting_loop)
+    for n in (1, 3, 10):
+        r = dm._rows(attn, x, n, mask)
+        pair = dm._pairwise(r)
+        idx, sel = dm._top_n(r.attn, r.keep, n)
+        got = dm._d1(r, idx, sel, pair)
+        table = torch.arange(x.shape[0]).repeat_interleave(q).repeat(3 // x.shape[0])
+        blocked = ~(r.keep & ~sel).expand(3, q, k).reshape(-1, k)
+        ref = loop(pair.dist, table, idx.reshape(-1, n), blocked).view(3, q)
+        ok = r.valid
+        torch.testing.assert_close(got[ok], ref[ok], rtol=0, atol=0)
+    rows = sum(looped)
+    if kind == "random":  # not prefix-shaped: every scorable row loops
+        assert rows > 0
+    else:  # both paths taken: most rows from the running maximum, a few by the loop
+        assert 0 < rows < 3 * q * 3 // 2

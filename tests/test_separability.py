@@ -13,6 +13,7 @@ from attnlimits.metrics._rows import row_mean
 from attnlimits.metrics.separability import (
     min_pairwise_distance,
     normalize_to_sphere,
+    separability_curve,
     separability_metrics,
 )
 from attnlimits.theory.geometry import separability_bounds, xi
@@ -200,3 +201,26 @@ def test_fp16_input_gives_finite_values(gen):
     m = separability_metrics(attn.half(), x.half(), 3, mask=mask, rtol=2e-3)
     for v in m[:4]:
         assert v.dtype == torch.float32 and torch.isfinite(v[m.valid]).all()
+
+
+@pytest.mark.parametrize("d", [3, 40])  # d = 40 > K: s_N is built over several gathers
+@pytest.mark.parametrize("shared_x", [False, True])
+def test_curve_matches_naive_loop_for_every_n(gen, d, shared_x):
+    """The grid (nested s_N, Gram-block inside distances) agrees with the row loop at every N."""
+    q, k, ns = 10, 12, (1, 2, 3, 5, 9)
+    mask = torch.ones(q, k, dtype=torch.bool).tril(k - q)
+    attn, _ = _sphere_inputs(gen, q, k, mask=mask, lead=(3,))
+    x = normalize_to_sphere(torch.randn(1 if shared_x else 3, k, d, generator=gen, dtype=F64))
+    curve = separability_curve(attn, x, ns, mask=mask)
+    assert curve.ratio.shape == (3, len(ns), q)
+    for b, (j, n) in ((b, jn) for b in range(3) for jn in enumerate(ns)):
+        xb = x[0 if shared_x else b]
+        delta = _naive_delta(xb, mask.any(0))
+        for row in range(q):
+            ref = _naive_row(attn[b, row], xb, n, mask[row], 1.0, delta)
+            if ref is None:
+                assert not curve.valid[b, j, row] and math.isnan(curve.ratio[b, j, row])
+                continue
+            got = (curve.ratio, curve.lower, curve.upper, curve.r)
+            for g, r in zip(got, ref, strict=True):
+                assert float(g[b, j, row]) == pytest.approx(r, rel=1e-9, abs=1e-12)

@@ -38,8 +38,8 @@ from attnlimits.metrics import (
     min_pairwise_distance,
     normalize_to_sphere,
     row_mean,
-    separability_metrics,
-    softmax_jacobian_norm,
+    separability_curve,
+    softmax_jacobian_norms,
 )
 from attnlimits.theory.distance import ExpectedForm
 
@@ -235,10 +235,11 @@ def compute_layer(
 
         x_sphere = normalize_to_sphere(x, 1.0)
         delta = min_pairwise_distance(x_sphere)  # δ per head (Assumption 2), the same for every N
-        for n in (n for n in cfg.ns_alg4 if n < top):
-            sm = separability_metrics(attn, x_sphere, n, mask=mask, radius=1.0, delta=delta)
+        ns4 = [n for n in cfg.ns_alg4 if n < top]
+        sc = separability_curve(attn, x_sphere, ns4, mask=mask, radius=1.0, delta=delta)
+        for j, n in enumerate(sorted(set(ns4))):
             keys = ("ratio", "lower", "upper")
-            means = {k: _head_rows(getattr(sm, k), sm.valid)[0] for k in keys}
+            means = {k: _head_rows(getattr(sc, k)[:, j], sc.valid[:, j])[0] for k in keys}
             for h in range(attn.shape[0]):
                 sep.append(
                     tag | {"L": top, "N": n, "head": h} | {k: float(v[h]) for k, v in means.items()}
@@ -261,11 +262,12 @@ def _sensitivity_rows(
     fd = finite_difference_sensitivity(
         logits, cfg.temperatures, cfg.epsilons, mask=mask, generator=gen
     )  # values: (head, rows, n_T, n_eps)
+    jac = softmax_jacobian_norms(logits, cfg.temperatures, mask=mask)  # (head, rows, n_T)
     out: list[dict[str, object]] = []
     for ti, t in enumerate(cfg.temperatures):
-        jac = softmax_jacobian_norm(logits, t, mask=mask)
-        jac_mean, _, _ = _head_rows(jac.values, jac.valid)
-        jac_max = torch.where(jac.valid, jac.values, torch.zeros_like(jac.values)).amax(-1)
+        norms = jac.values[..., ti]
+        jac_mean, _, _ = _head_rows(norms, jac.valid)
+        jac_max = torch.where(jac.valid, norms, torch.zeros_like(norms)).amax(-1)
         for ei, eps in enumerate(cfg.epsilons):
             g, n_rows, _ = _head_rows(fd.values[..., ti, ei], fd.valid)
             for h in range(logits.shape[0]):

@@ -20,19 +20,21 @@ broadcastable to ``attn``; outputs ``attn.shape[:-1]``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
 from attnlimits._checks import check_finite, check_mask, check_positive
-from attnlimits.metrics.distance import _context, _query_blocks, _Rows, _rows, _top_n
+from attnlimits.metrics.distance import _nested_sums, _query_blocks, _ranks, _Rows, _rows
 from attnlimits.theory.geometry import _bounds, _check_geometry
 
 __all__ = [
     "SeparabilityMetrics",
     "min_pairwise_distance",
     "normalize_to_sphere",
+    "separability_curve",
     "separability_metrics",
 ]
 
@@ -136,7 +138,33 @@ def separability_metrics(
     SeparabilityMetrics
         Per-row tensors; NaN where ``valid`` (L ≥ N + 1) is False.
     """
-    r = _rows(attn, x, n, mask)
+    curve = separability_curve(attn, x, [n], mask=mask, radius=radius, delta=delta, rtol=rtol)
+    return SeparabilityMetrics(*(f.squeeze(-2) for f in curve))
+
+
+def separability_curve(
+    attn: Tensor,
+    x: Tensor,
+    ns: Sequence[int],
+    *,
+    mask: Tensor | None = None,
+    radius: float | None = None,
+    delta: float | Tensor | None = None,
+    rtol: float = 1e-3,
+) -> SeparabilityMetrics:
+    """:func:`separability_metrics` for every N in ``ns`` (sorted, deduplicated).
+
+    Fields are ``[..., n_N, Q]`` (N on the second-last axis). The work N leaves alone is done
+    once: the checks, the rank of every key (the top-N sets are nested), s_N by row gathers
+    (:func:`~attnlimits.metrics.distance._nested_sums`) and the Gram matrix of x. Per N, the
+    ball radius needs ⟨x_j, s⟩ for every key (one [Q, d]×[d, K] product); the inside distances
+    ||s − α_i x_i||, i ∈ I_N, come in float64 from the Gram block of I_N,
+    ||s − α_i x_i||² = αᵀG α − 2α_i(Gα)_i + α_i²G_ii, which is exactly 0 at N = 1.
+    """
+    n_values = tuple(sorted({int(n) for n in ns}))
+    if not n_values:
+        raise ValueError("ns must hold at least one N")
+    r = _rows(attn, x, n_values[-1], mask)
     batch = torch.broadcast_shapes(r.keep.shape[:-2], r.x.shape[:-2])
     key_keep = r.keep.any(-2).expand(*batch, r.x.shape[-2])  # (..., K)
     x_all = r.x.expand(*batch, *r.x.shape[-2:])
@@ -146,26 +174,50 @@ def separability_metrics(
     delta = torch.as_tensor(delta, dtype=r.attn.dtype, device=attn.device)
     _check_geometry(m, delta)
     m, delta = m.unsqueeze(-1), delta.unsqueeze(-1) if delta.ndim > 0 else delta  # per row
-    parts = [_block(_rows(a, x, n, k), n, m, delta) for a, k in _query_blocks(attn, mask)]
+    x64 = r.x.double()
+    gram = x64 @ x64.mT  # (..., K, K), float64
+    parts = [
+        _block(_rows(a, x, n_values[0], k), n_values, m, delta, gram)
+        for a, k in _query_blocks(attn, mask)
+    ]
     return SeparabilityMetrics(*(torch.cat(f, -1) for f in zip(*parts, strict=True)))
 
 
-def _block(r: _Rows, n: int, m: Tensor, delta: Tensor) -> SeparabilityMetrics:
-    """The per-row part of :func:`separability_metrics` on one block of query rows."""
-    idx, sel = _top_n(r.attn, r.keep, n)
-    inner, s_sq = _context(r.attn, r.x, sel)
+def _inside(gram: Tensor, alpha_sel: Tensor, idx: Tensor) -> Tensor:
+    """||s − α_i x_i|| for i ∈ I_N (float64, [..., Q, N]) from the Gram block of I_N."""
+    k = gram.shape[-1]
+    batch = torch.broadcast_shapes(gram.shape[:-2], idx.shape[:-2])
+    tables = math.prod(gram.shape[:-2])
+    t = torch.arange(tables, device=idx.device).view(gram.shape[:-2])
+    t = t.reshape(*t.shape, 1, 1, 1).expand(*batch, 1, 1, 1)
+    idx = idx.expand(*batch, *idx.shape[-2:])
+    g = gram.reshape(-1, k, k)[t, idx.unsqueeze(-1), idx.unsqueeze(-2)]  # (..., Q, N, N)
+    a = alpha_sel.double()
+    t_i = a * (g @ a.unsqueeze(-1)).squeeze(-1)  # α_i (Gα)_i
+    u_i = a * (g.diagonal(dim1=-2, dim2=-1) * a)  # α_i² G_ii, rounded as t_i is at N = 1
+    return (t_i.sum(-1, keepdim=True) - 2 * t_i + u_i).clamp_min(0).sqrt()
+
+
+def _block(
+    r: _Rows, n_values: tuple[int, ...], m: Tensor, delta: Tensor, gram: Tensor
+) -> SeparabilityMetrics:
+    """The per-row part of :func:`separability_curve` on one block of query rows."""
+    order = _ranks(r)
     a = r.attn
-    outside = ((a * a * r.sq - 2 * a * inner + s_sq).clamp_min(0)).sqrt()
-    ball = outside.masked_fill(~(r.keep & ~sel), math.inf).amin(-1)  # r, (..., Q)
-
-    # X_i = ||s − α_i x_i|| for i ∈ I_N from the vectors themselves (no cancellation at N = 1)
-    alpha_sel = a.gather(-1, idx)  # (..., Q, N)
-    x_sel = torch.take_along_dim(r.x.unsqueeze(-3), idx.unsqueeze(-1), dim=-2)  # (..., Q, N, d)
-    s = (alpha_sel.unsqueeze(-2) @ x_sel).squeeze(-2)  # (..., Q, d)
-    inside = torch.linalg.vector_norm(s.unsqueeze(-2) - alpha_sel.unsqueeze(-1) * x_sel, dim=-1)
-    ratio = (inside <= ball.unsqueeze(-1)).sum(-1).to(a.dtype) / n
-
-    lower, upper = _bounds(alpha_sel, ball, m, delta)
     nan = torch.tensor(math.nan, dtype=a.dtype, device=a.device)
-    ratio, lower, upper, ball = (torch.where(r.valid, v, nan) for v in (ratio, lower, upper, ball))
-    return SeparabilityMetrics(ratio, lower, upper, ball, r.valid)
+    fields: list[list[Tensor]] = [[], [], [], [], []]
+    for n, s in _nested_sums(r, order, n_values):
+        idx = order[..., :n]
+        sel = torch.zeros_like(r.keep).scatter_(-1, idx, True) & r.keep
+        inner, s_sq = s @ r.x.mT, (s * s).sum(-1, keepdim=True)
+        outside = ((a * a * r.sq - 2 * a * inner + s_sq).clamp_min(0)).sqrt()
+        ball = outside.masked_fill(~(r.keep & ~sel), math.inf).amin(-1)  # r, (..., Q)
+        alpha_sel = a.gather(-1, idx)  # (..., Q, N)
+        inside = _inside(gram, alpha_sel, idx)
+        ratio = (inside <= ball.double().unsqueeze(-1)).sum(-1).to(a.dtype) / n
+        lower, upper = _bounds(alpha_sel, ball, m, delta)
+        ok = r.num_keys >= n + 1
+        for dst, v in zip(fields, (ratio, lower, upper, ball), strict=False):
+            dst.append(torch.where(ok, v, nan))
+        fields[4].append(ok)
+    return SeparabilityMetrics(*(torch.stack(f, -2) for f in fields))

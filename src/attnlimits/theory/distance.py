@@ -17,6 +17,7 @@ boolean, True = keep. Results have ``alpha``'s shape without the key axis.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import torch
@@ -28,6 +29,7 @@ __all__ = [
     "ExpectedForm",
     "GapForm",
     "expected_distance",
+    "expected_distance_curve_from_products",
     "expected_distance_from_products",
     "fixed_selection_bound",
     "full_selection_limit",
@@ -152,20 +154,58 @@ def expected_distance_from_products(
     broadcast to [..., K]; ``xbar_sq`` (||x̄||²) and ``num_keys`` (L) have shape [...]. Used by
     :func:`attnlimits.metrics.distance.distance_metrics` to share one matrix product per head.
     """
-    big_l = num_keys.unsqueeze(-1)
-    c = n / (big_l - 1)  # N/(L−1)
-    xbar_sq = xbar_sq.unsqueeze(-1)
-    if form == "derived":  # ||α_i (1 + N/(L−1)) x_i − (N/(L−1)) x̄||
-        terms = _norm(alpha * (1 + c), c, sq_norms, inner, xbar_sq)
-    elif form == "main_text":  # ||(α_i + N/(L−1)) x_i − x̄||
-        terms = _norm(alpha + c, torch.ones_like(c), sq_norms, inner, xbar_sq)
-    elif form == "rms":  # √E[||α_i x_i − s||² | i ∉ I_N]
-        mean, var, _ = _conditional_moments(alpha, sq_norms, inner, xbar_sq, n, big_l)
-        terms = (mean * mean + var).sqrt()
+    args = (alpha, sq_norms, inner, xbar_sq, (n,), num_keys, keep)
+    return expected_distance_curve_from_products(*args, form=form).squeeze(-1)
+
+
+def expected_distance_curve_from_products(
+    alpha: Tensor,
+    sq_norms: Tensor,
+    inner: Tensor,
+    xbar_sq: Tensor,
+    ns: Sequence[int],
+    num_keys: Tensor,
+    keep: Tensor,
+    form: ExpectedForm = "derived",
+) -> Tensor:
+    """:func:`expected_distance_from_products` for every N in ``ns``: shape [..., len(ns)].
+
+    With c = N/(L−1), each summand of the derived and main-text forms is the square root of a
+    quadratic in c whose coefficients do not depend on N:
+
+    - derived, ||α_i (1 + c) x_i − c x̄||² = A + c·2(A − B) + c²(A − 2B + ||x̄||²);
+    - main text, ||(α_i + c) x_i − x̄||² = (A − 2B + ||x̄||²) + c·2(α_i||x_i||² − ⟨x_i, x̄⟩)
+      + c²||x_i||²,
+
+    with A = α_i²||x_i||² and B = α_i⟨x_i, x̄⟩. The coefficients are formed once (0 on masked
+    keys) and each N costs two fused multiply-adds, a square root and a sum.
+    """
+    if form == "rms":  # √E[||α_i x_i − s||² | i ∉ I_N]
+        big_l = num_keys.unsqueeze(-1)
+        out = []
+        for n in ns:
+            mean, var, _ = _conditional_moments(
+                alpha, sq_norms, inner, xbar_sq.unsqueeze(-1), n, big_l
+            )
+            terms = torch.where(keep, (mean * mean + var).sqrt(), 0.0).sum(-1)
+            out.append((num_keys - n) / num_keys * terms)
+        return torch.stack(out, -1)
+    a_sq = alpha * alpha * sq_norms
+    a_in = alpha * inner
+    rest = a_sq - 2 * a_in + xbar_sq.unsqueeze(-1)  # ||α_i x_i − x̄||²
+    if form == "derived":
+        coef = (a_sq, 2 * (a_sq - a_in), rest)
+    elif form == "main_text":
+        coef = (rest, 2 * (alpha * sq_norms - inner), sq_norms.expand_as(rest))
     else:
         raise ValueError(f"form must be 'derived', 'main_text' or 'rms', got {form!r}")
-    terms = torch.where(keep, terms, torch.zeros_like(terms))
-    return (num_keys - n) / num_keys * terms.sum(-1)
+    c0, c1, c2 = (torch.where(keep, t, 0.0) for t in coef)
+    out = []
+    for n in ns:
+        c = (n / (num_keys - 1)).unsqueeze(-1)  # N/(L−1), per row
+        terms = torch.addcmul(c0, c, torch.addcmul(c1, c, c2)).clamp_min_(0).sqrt_()
+        out.append((num_keys - n) / num_keys * terms.sum(-1))
+    return torch.stack(out, -1)
 
 
 def expected_distance(
