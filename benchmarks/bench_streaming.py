@@ -6,7 +6,9 @@ its peak memory can be read: on CPU the rise of the child's ``ru_maxrss`` (resou
 over its level after building the inputs; on CUDA ``torch.cuda.max_memory_allocated`` minus
 the inputs. The materialised baseline is skipped, with the memory it would need, when that
 exceeds ``--max-gib``. SDPA computes plain softmax only (no entropy, no β); it is the speed
-and memory floor that PyTorch ships, not the same computation.
+and memory floor that PyTorch ships, not the same computation. On CUDA, "streaming" is the
+fused Triton kernel (``--backend auto``) unless ``--backend torch``; for its throughput against
+SDPA in half precision see ``benchmarks/bench_triton.py``.
 
 Usage::
 
@@ -48,8 +50,9 @@ def _child(args: dict[str, Any], method: str, L: int, queue: Any) -> None:
     def run() -> Any:
         if method == "streaming":
             return streaming_attention(
-                q, k, v, norm, causal=True, block_size=args["block"], **params
-            )
+                q, k, v, norm, causal=True, block_size=args["block"], backend=args["backend"],
+                **params,
+            )  # fmt: skip
         if method == "naive":
             return naive_attention(q, k, v, norm, causal=True, **params)
         kk, vv = k.expand(1, G, L, d), v.expand(1, G, L, d)  # (B, Hq, L, d) views
@@ -97,6 +100,7 @@ def main() -> None:
     ap.add_argument("--block", type=int, default=512, help="streaming block size")
     ap.add_argument("--normalizer", default="adaptive", choices=["softmax", "ssmax", "adaptive"])
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    ap.add_argument("--backend", default="auto", choices=["auto", "torch", "triton"])
     ap.add_argument("--repeats", type=int, default=3, help="timed calls (best is reported)")
     ap.add_argument("--budget-s", type=float, default=5.0, help="stop repeating after this long")
     ap.add_argument("--max-gib", type=float, default=4.0, help="skip naive above this estimate")
@@ -105,11 +109,12 @@ def main() -> None:
     args = {
         "device": a.device, "d": a.d, "group": a.group, "block": a.block,
         "normalizer": a.normalizer, "threads": a.threads, "repeats": a.repeats,
-        "budget_s": a.budget_s,
+        "budget_s": a.budget_s, "backend": a.backend,
     }  # fmt: skip
     print(
         f"# {platform.processor() or platform.machine()}, {a.device}, threads={a.threads}, "
-        f"d={a.d}, group={a.group}, block={a.block}, normalizer={a.normalizer}, causal, float32"
+        f"d={a.d}, group={a.group}, block={a.block}, normalizer={a.normalizer}, "
+        f"backend={a.backend}, causal, float32"
     )
     print("| L | method | time (s) | queries/s | peak extra memory (GiB) |")
     print("|---:|---|---:|---:|---:|")

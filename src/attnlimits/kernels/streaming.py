@@ -16,6 +16,9 @@ Pass 1 (:func:`_stats_pass`) streams the keys keeping per row the running maximu
 rescaled flash-style: ``Z ← e^{m−m'} Z``, ``U ← e^{m−m'} (U + (m − m')·Z)``. At the end
 ``H = log Z − U/Z`` is exactly ``−Σ p log p`` with ``p = softmax(l)``. Pass 2
 (:func:`_output_pass`) is the online softmax of ``c·l`` applied to ``v``.
+
+On CUDA, calls without a mask run the fused Triton kernel of
+:mod:`attnlimits.kernels.triton_attention` instead (``backend="auto"``).
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ from attnlimits.normalizers.adaptive import (
 from attnlimits.normalizers.base import softmax
 from attnlimits.normalizers.scalable import ssmax
 
-__all__ = ["NORMALIZERS", "AttentionStats", "streaming_attention"]
+__all__ = ["NORMALIZERS", "AttentionStats", "Backend", "streaming_attention"]
+
+Backend = Literal["auto", "torch", "triton"]
 
 
 def _default(fn: Callable[..., Any], name: str) -> Any:
@@ -241,17 +246,31 @@ def _params(normalizer: str, params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _use_triton(backend: str, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> bool:
+    """Whether this call runs the Triton kernel; "auto" never imports triton for CPU inputs."""
+    if backend == "torch" or (backend == "auto" and q.device.type != "cuda"):
+        return False
+    if backend not in ("auto", "triton"):
+        raise ValueError(f"backend must be 'auto', 'torch' or 'triton', got {backend!r}")
+    from attnlimits.kernels.triton_attention import unsupported
+
+    reason = unsupported(q, k, v, mask)
+    if reason is not None and backend == "triton":
+        raise ValueError(f"backend='triton' cannot run this call: {reason}")
+    return reason is None
+
+
 @overload
 def streaming_attention(
     q: Tensor, k: Tensor, v: Tensor, normalizer: str = ..., *, mask: Tensor | None = ...,
     causal: bool = ..., scale: float | None = ..., block_size: int = ...,
-    return_stats: Literal[False] = ..., **params: Any,
+    return_stats: Literal[False] = ..., backend: Backend = ..., **params: Any,
 ) -> Tensor: ...  # fmt: skip
 @overload
 def streaming_attention(
     q: Tensor, k: Tensor, v: Tensor, normalizer: str = ..., *, mask: Tensor | None = ...,
     causal: bool = ..., scale: float | None = ..., block_size: int = ...,
-    return_stats: Literal[True], **params: Any,
+    return_stats: Literal[True], backend: Backend = ..., **params: Any,
 ) -> AttentionStats: ...  # fmt: skip
 def streaming_attention(
     q: Tensor,
@@ -264,6 +283,7 @@ def streaming_attention(
     scale: float | None = None,
     block_size: int = 256,
     return_stats: bool = False,
+    backend: Backend = "auto",
     **params: Any,
 ) -> Tensor | AttentionStats:
     r"""Attention ``softmax(c·l) @ v`` streamed over key blocks, with ``l = scale·q·kᵀ``.
@@ -294,9 +314,15 @@ def streaming_attention(
     scale : float, optional
         Logit scale, default ``1/√d``.
     block_size : int
-        Rows and columns per block; need not divide ``Lq`` or ``Lk``.
+        Rows and columns per block of the PyTorch path; need not divide ``Lq`` or ``Lk``. The
+        Triton kernel picks its own tiles (autotuned; see ``docs/kernels.md``).
     return_stats : bool
         Return an :class:`AttentionStats` (output, entropy, beta, out_entropy, n_keys).
+    backend : {"auto", "torch", "triton"}
+        ``"auto"``: the fused Triton kernel (:mod:`attnlimits.kernels.triton_attention`) for CUDA
+        inputs it supports (no mask; fp32/fp16/bf16; no grad required), else this PyTorch path.
+        ``"triton"`` raises ``ValueError`` where the kernel cannot run (CPU tensors only under
+        ``TRITON_INTERPRET=1``, for tests); ``"torch"`` always takes the PyTorch path.
 
     Returns
     -------
@@ -313,6 +339,12 @@ def streaming_attention(
     """
     opts = _params(normalizer, params)
     scale, mask = _validate(q, k, v, mask, scale, block_size)
+    if _use_triton(backend, q, k, v, mask):
+        from attnlimits.kernels import triton_attention
+
+        return triton_attention._forward(
+            q, k, v, normalizer, opts, causal=causal, scale=scale, return_stats=return_stats
+        )
     B, Hq, Lq, _ = q.shape
     Hkv, Lk, dv = k.shape[1], k.shape[2], v.shape[-1]
     G = Hq // Hkv
