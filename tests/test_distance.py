@@ -358,3 +358,30 @@ def test_d1_running_max_path_matches_full_loop(gen, monkeypatch, shared_x, kind)
         assert rows > 0
     else:  # both paths taken: most rows from the running maximum, a few by the loop
         assert 0 < rows < 3 * q * 3 // 2
+
+
+@pytest.mark.parametrize("gram_route", [False, True])
+def test_curve_with_x_shared_by_heads_matches_naive_loop(gen, monkeypatch, gram_route):
+    """One x for every head (hidden states): dense and sparse-Gram routes both match the loop."""
+    from attnlimits.metrics import distance as dm
+
+    monkeypatch.setattr(dm, "_GRAM_FACTOR", 0 if gram_route else 10**9)
+    calls: list[int] = []
+    sparse = dm._gram_products
+    monkeypatch.setattr(dm, "_gram_products", lambda *a: calls.append(1) or sparse(*a))
+    q, k, ns = 10, 12, (1, 3, 4, 9)
+    mask = _mask("causal", q, k, gen)
+    attn, _ = _inputs(gen, (3,), q, k, mask=mask)
+    x = torch.randn(1, k, 6, generator=gen, dtype=F64)
+    curve = distance_curve(attn, x, ns, mask=mask, forms=("derived", "main_text"), bound_ns=(3,))
+    assert bool(calls) == gram_route
+    for b, (j, n), row in itertools.product(range(3), enumerate(ns), range(q)):
+        ref = _naive_row(attn[b, row], x[0], n, mask[row])
+        if ref is None:
+            assert not curve.valid[b, j, row]
+            continue
+        got = (curve.distance, curve.expected["derived"], curve.expected["main_text"])
+        for g, r in zip(got, (ref[0], ref[2], ref[3]), strict=True):
+            assert float(g[b, j, row]) == pytest.approx(r, rel=1e-9, abs=1e-12)
+        if n == 3:
+            assert float(curve.bound[b, j, row]) == pytest.approx(ref[1], rel=1e-9, abs=1e-12)

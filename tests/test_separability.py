@@ -205,8 +205,12 @@ def test_fp16_input_gives_finite_values(gen):
 
 @pytest.mark.parametrize("d", [3, 40])  # d = 40 > K: s_N is built over several gathers
 @pytest.mark.parametrize("shared_x", [False, True])
-def test_curve_matches_naive_loop_for_every_n(gen, d, shared_x):
+@pytest.mark.parametrize("gram_route", [False, True])
+def test_curve_matches_naive_loop_for_every_n(gen, monkeypatch, d, shared_x, gram_route):
     """The grid (nested s_N, Gram-block inside distances) agrees with the row loop at every N."""
+    from attnlimits.metrics import distance
+
+    monkeypatch.setattr(distance, "_GRAM_FACTOR", 0 if gram_route else 10**9)
     q, k, ns = 10, 12, (1, 2, 3, 5, 9)
     mask = torch.ones(q, k, dtype=torch.bool).tril(k - q)
     attn, _ = _sphere_inputs(gen, q, k, mask=mask, lead=(3,))

@@ -27,7 +27,14 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import check_finite, check_mask, check_positive
-from attnlimits.metrics.distance import _nested_sums, _query_blocks, _ranks, _Rows, _rows
+from attnlimits.metrics.distance import (
+    _gram_pays,
+    _nested_products,
+    _query_blocks,
+    _ranks,
+    _Rows,
+    _rows,
+)
 from attnlimits.theory.geometry import _bounds, _check_geometry
 
 __all__ = [
@@ -156,8 +163,9 @@ def separability_curve(
 
     Fields are ``[..., n_N, Q]`` (N on the second-last axis). The work N leaves alone is done
     once: the checks, the rank of every key (the top-N sets are nested), s_N by row gathers
-    (:func:`~attnlimits.metrics.distance._nested_sums`) and the Gram matrix of x. Per N, the
-    ball radius needs ⟨x_j, s⟩ for every key (one [Q, d]×[d, K] product); the inside distances
+    (:func:`~attnlimits.metrics.distance._nested_products`) and the Gram matrix of x. Per N,
+    the ball radius needs ⟨x_j, s⟩ for every key (one [Q, d]×[d, K] product, or the Gram route
+    when x is shared by every head); the inside distances
     ||s − α_i x_i||, i ∈ I_N, come in float64 from the Gram block of I_N,
     ||s − α_i x_i||² = αᵀG α − 2α_i(Gα)_i + α_i²G_ii, which is exactly 0 at N = 1.
     """
@@ -176,8 +184,9 @@ def separability_curve(
     m, delta = m.unsqueeze(-1), delta.unsqueeze(-1) if delta.ndim > 0 else delta  # per row
     x64 = r.x.double()
     gram = x64 @ x64.mT  # (..., K, K), float64
+    shared = gram.reshape(gram.shape[-2:]).to(r.x.dtype) if _gram_pays(r.x, n_values) else None
     parts = [
-        _block(_rows(a, x, n_values[0], k), n_values, m, delta, gram)
+        _block(_rows(a, x, n_values[0], k), n_values, m, delta, gram, shared)
         for a, k in _query_blocks(attn, mask)
     ]
     return SeparabilityMetrics(*(torch.cat(f, -1) for f in zip(*parts, strict=True)))
@@ -199,17 +208,21 @@ def _inside(gram: Tensor, alpha_sel: Tensor, idx: Tensor) -> Tensor:
 
 
 def _block(
-    r: _Rows, n_values: tuple[int, ...], m: Tensor, delta: Tensor, gram: Tensor
+    r: _Rows,
+    n_values: tuple[int, ...],
+    m: Tensor,
+    delta: Tensor,
+    gram: Tensor,
+    shared: Tensor | None,
 ) -> SeparabilityMetrics:
     """The per-row part of :func:`separability_curve` on one block of query rows."""
     order = _ranks(r)
     a = r.attn
     nan = torch.tensor(math.nan, dtype=a.dtype, device=a.device)
     fields: list[list[Tensor]] = [[], [], [], [], []]
-    for n, s in _nested_sums(r, order, n_values):
+    for n, inner, s_sq in _nested_products(r, order, n_values, shared):
         idx = order[..., :n]
         sel = torch.zeros_like(r.keep).scatter_(-1, idx, True) & r.keep
-        inner, s_sq = s @ r.x.mT, (s * s).sum(-1, keepdim=True)
         outside = ((a * a * r.sq - 2 * a * inner + s_sq).clamp_min(0)).sqrt()
         ball = outside.masked_fill(~(r.keep & ~sel), math.inf).amin(-1)  # r, (..., Q)
         alpha_sel = a.gather(-1, idx)  # (..., Q, N)
