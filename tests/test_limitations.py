@@ -51,6 +51,7 @@ def test_run_writes_every_output(tmp_path, tiny_dirs, book_path, family):
     report = limitations.run(cfg, tmp_path, progress=False)
     text = report.read_text()
     assert "## Claims" in text and "How much the choice of x_i matters" in text
+    assert "| quantity | values | hidden | spearman |" in text
     for fig in ("fig2a", "fig2b", "fig2c", "fig3", "fig4"):
         assert (tmp_path / "figures" / f"{fig}.png").stat().st_size > 0
         assert (tmp_path / "figures" / f"{fig}.svg").exists()
@@ -231,8 +232,26 @@ def test_quick_reproduction_on_smollm2(tmp_path, book_path):
     res = _cli("--quick", "--text", str(book_path), "--out", str(tmp_path))
     assert res.exit_code == 0, res.output
     claims = pd.read_parquet(tmp_path / "tables" / "claims.parquet")
-    assert len(claims) == 6
+    assert len(claims) == 6 * 2 and set(claims["x_source"]) == {"values", "hidden"}  # defaults
     # On every real head the corrected bound holds and the printed Corollary 3 does not.
     alg5 = pd.read_parquet(tmp_path / "tables" / "alg5.parquet")
     assert (alg5["jacobian_norm_max"] * alg5["T"] <= 0.5 + 1e-9).all()
     assert (alg5["jacobian_norm_max"] * alg5["T"] > 0.25).any()
+
+
+def test_x_source_comparison_of_a_source_with_itself(tmp_path, tiny_dirs, book_path):
+    """A copy of the values tables under another name: equal numbers, rank correlation 1."""
+    from attnlimits.experiments.limitations_report import x_source_comparison
+
+    limitations.run(_cfg(tiny_dirs["llama"], book_path, x_sources=("values",)), tmp_path)
+    tables = {
+        k: pd.read_parquet(tmp_path / "tables" / f"{k}.parquet")
+        for k in ("alg1", "alg2", "alg3", "alg4")
+    }
+    both = {k: pd.concat([v, v.assign(x_source="copy")]) for k, v in tables.items()}
+    cmp = x_source_comparison(both, ["values", "copy"]).set_index("quantity")
+    assert len(cmp) == 8
+    pd.testing.assert_series_equal(cmp["values"], cmp["copy"], check_names=False)
+    d_row = next(q for q in cmp.index if q.startswith("d̃ per head"))
+    assert cmp.loc[d_row, "spearman"] == pytest.approx(1.0)
+    assert cmp["spearman"].iloc[:4].isna().all()  # whole-model numbers have no per-head pairs

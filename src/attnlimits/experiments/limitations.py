@@ -92,7 +92,7 @@ class LimitationsConfig:
     temperatures: tuple[float, ...] = tuple(float(t) for t in np.logspace(-3, 2, 11))
     epsilons: tuple[float, ...] = (1e-3, 1e-1, 10.0)
     alg5_rows: int = 128  # rows per head for Alg. 5, evenly spaced over the window
-    x_sources: tuple[XSource, ...] = ("values",)  # the first one drives the figures
+    x_sources: tuple[XSource, ...] = ("values", "hidden")  # the first drives the figures
     e_forms: tuple[ExpectedForm, ...] = ("derived", "main_text")  # "rms" too: ~2x the E cost
     logits: LogitSource = "raw"
     seed: int = 0

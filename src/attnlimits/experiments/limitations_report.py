@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from attnlimits.experiments.limitations import LimitationsConfig
 
-__all__ = ["claims", "write_report"]
+__all__ = ["claims", "write_report", "x_source_comparison"]
 
 Claim = dict[str, str]
 
@@ -34,6 +34,17 @@ def _loglog_slope(x: pd.Series | np.ndarray, y: pd.Series | np.ndarray) -> float
     if ok.sum() < 2:
         return math.nan
     return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
+
+
+def _fmt(df: pd.DataFrame) -> pd.DataFrame:
+    """Numbers to 3 significant digits (integers as integers) for the Markdown tables."""
+
+    def one(v: object) -> object:
+        if isinstance(v, float):
+            return "—" if math.isnan(v) else f"{v:.3g}"
+        return v
+
+    return df.map(one)
 
 
 def _per_head(df: pd.DataFrame, by: str, cols: list[str]) -> pd.DataFrame:
@@ -189,6 +200,63 @@ def claims(results: dict[str, pd.DataFrame], x_source: str) -> pd.DataFrame:
     return pd.DataFrame(rows).assign(x_source=x_source)
 
 
+def x_source_comparison(results: dict[str, pd.DataFrame], sources: list[str]) -> pd.DataFrame:
+    """Headline numbers per x source, and how alike the per-head values are across sources.
+
+    One row per quantity; a column per x source, then ``spearman``: the rank correlation over
+    heads between the first two sources (the same (layer, head) in each), where it applies.
+    """
+    from scipy.stats import spearmanr
+
+    alg1, alg2, alg3, alg4 = (results[k] for k in ("alg1", "alg2", "alg3", "alg4"))
+    top = int(alg2["L"].max())
+    n4 = sorted(alg4["N"].unique())
+    n_mid = 16 if 16 in n4 else n4[len(n4) // 2]
+
+    def heads(df: pd.DataFrame, source: str, col: str, **where: int) -> pd.Series:
+        sub = df[df["x_source"] == source]
+        for k, v in where.items():
+            sub = sub[sub[k] == v]
+        return sub.groupby(["layer", "head"])[col].mean()
+
+    def crit(source: str, form: str) -> float:
+        sub = alg3[(alg3["x_source"] == source) & (alg3["e_form"] == form) & (alg3["L"] == top)]
+        return float(sub["critical_n"].iloc[0]) if len(sub) else math.nan
+
+    def slope(source: str) -> float:
+        m = alg1[alg1["x_source"] == source].groupby("L")["distance"].mean()
+        return _loglog_slope(m.index, m.to_numpy())
+
+    def plateau(source: str) -> float:
+        m = alg2[alg2["x_source"] == source].groupby("N")["distance"].mean()
+        return 100 * float(m.iloc[-1] / m.get(20, m.iloc[0]) - 1)
+
+    alg1 = alg1.assign(ratio_bound=alg1["bound"] / alg1["distance"])
+    per_head = {
+        f"d̃ per head (L = {top}, N = 5)": (alg1, "distance", {"L": top}),
+        f"bound / d̃ per head (L = {top}, N = 5)": (alg1, "ratio_bound", {"L": top}),
+        f"N_s/N per head (N = {n_mid})": (alg4, "ratio", {"N": n_mid}),
+        f"N_s/N per head (N = {n4[-1]})": (alg4, "ratio", {"N": int(n4[-1])}),
+    }
+    rows: list[dict[str, object]] = []
+    scalars = {
+        "log-log slope of d̃ vs L (N = 5)": slope,
+        f"change of d̃ from N = 20 to N = {int(alg2['N'].max())} at L = {top} (%)": plateau,
+        f"critical N at L = {top}, derived E (−1: none)": lambda s: crit(s, "derived"),
+        f"critical N at L = {top}, printed E (−1: none)": lambda s: crit(s, "main_text"),
+    }
+    for name, fn in scalars.items():
+        rows.append({"quantity": name, **{s: fn(s) for s in sources}, "spearman": math.nan})
+    for name, (df, col, where) in per_head.items():
+        vals = {s: heads(df, s, col, **where) for s in sources}
+        a, b = vals[sources[0]], vals[sources[1]]
+        joined = pd.concat([a, b], axis=1, join="inner").dropna()
+        rho = float(spearmanr(joined.iloc[:, 0], joined.iloc[:, 1]).statistic)
+        medians = {s: float(v.median()) for s, v in vals.items()}
+        rows.append({"quantity": name + ", median", **medians, "spearman": rho})
+    return pd.DataFrame(rows)
+
+
 def write_report(
     store: ResultStore, results: dict[str, pd.DataFrame], cfg: LimitationsConfig
 ) -> Path:
@@ -232,6 +300,12 @@ def write_report(
             f"({', '.join(cfg.x_sources)}). Alg. 5 and Corollary 3 use logits only.",
             "",
             markdown_table(pivot.reset_index()),
+            "",
+            "The numbers behind the verdicts, per x source; `spearman` is the rank correlation "
+            f"over heads between {cfg.x_sources[0]} and {cfg.x_sources[1]} (1: the same heads "
+            "stand out whichever vectors play x_i).",
+            "",
+            markdown_table(_fmt(x_source_comparison(results, list(cfg.x_sources)))),
             "",
         ]
     lines += ["## Figures", ""]
