@@ -44,12 +44,20 @@ def _lift(v: float | Tensor) -> float | Tensor:
     return v.unsqueeze(-1) if isinstance(v, Tensor) and v.ndim > 0 else v
 
 
+def _sum_others(v: Tensor) -> Tensor:
+    """Σ_{j≠i} v_j for every i (last axis), as prefix + suffix sums: no cancellation against v_i."""
+    zero = torch.zeros_like(v[..., :1])
+    prefix = torch.cat([zero, v.cumsum(-1)[..., :-1]], -1)
+    suffix = torch.cat([v.flip(-1).cumsum(-1).flip(-1)[..., 1:], zero], -1)
+    return prefix + suffix
+
+
 def _xi(alpha: Tensor, radius: float | Tensor, delta: float | Tensor) -> Tensor:
     m2, d2 = _lift(radius) ** 2, _lift(delta) ** 2
-    a = alpha.sum(-1, keepdim=True) - alpha  # Σ_{j≠i} α_j
-    b = (alpha * alpha).sum(-1, keepdim=True) - alpha * alpha  # Σ_{j≠i} α_j²
-    # Σ_{j≠k; j,k≠i} α_j α_k = a² − b
-    return (m2 * b + (m2 - d2 / 2) * (a * a - b)).clamp_min(0).sqrt()
+    a = _sum_others(alpha)  # Σ_{j≠i} α_j
+    b = _sum_others(alpha * alpha)  # Σ_{j≠i} α_j²
+    # Σ_{j≠k; j,k≠i} α_j α_k = a² − b, so ξ² = M² b + (M² − δ²/2)(a² − b) = M² a² − (δ²/2)(a² − b)
+    return (m2 * a * a - d2 / 2 * (a * a - b)).clamp_min(0).sqrt()
 
 
 def xi(alpha: Tensor, radius: float | Tensor, delta: float | Tensor) -> Tensor:
