@@ -43,7 +43,7 @@ from torch import Tensor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import attnlimits.metrics.distance as distance_module
+import attnlimits.metrics._topn as topn_module
 import naive_limitations as naive
 from attnlimits.capture import LayerCapture, capture, load_model
 from attnlimits.corpus import load_text, token_windows
@@ -608,12 +608,12 @@ def query_block_check(layer: Layer, cfg: LimitationsConfig) -> dict[str, float]:
         return distance_curve(layer.attn, layer.x, ns, mask=layer.mask, forms=cfg.e_forms)
 
     _, blocked = timed(curve)
-    saved = distance_module._QUERY_BLOCK
-    distance_module._QUERY_BLOCK = 1 << 62
+    saved = topn_module._QUERY_BLOCK
+    topn_module._QUERY_BLOCK = 1 << 62
     try:
         _, whole = timed(curve)
     finally:
-        distance_module._QUERY_BLOCK = saved
+        topn_module._QUERY_BLOCK = saved
     return {"blocked_s": blocked, "unblocked_s": whole, "ratio": whole / blocked}
 
 

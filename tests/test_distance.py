@@ -363,12 +363,12 @@ def test_d1_running_max_path_matches_full_loop(gen, monkeypatch, shared_x, kind)
 @pytest.mark.parametrize("gram_route", [False, True])
 def test_curve_with_x_shared_by_heads_matches_naive_loop(gen, monkeypatch, gram_route):
     """One x for every head (hidden states): dense and sparse-Gram routes both match the loop."""
-    from attnlimits.metrics import distance as dm
+    from attnlimits.metrics import _topn
 
-    monkeypatch.setattr(dm, "_GRAM_FACTOR", 0 if gram_route else 10**9)
+    monkeypatch.setattr(_topn, "_GRAM_FACTOR", 0 if gram_route else 10**9)
     calls: list[int] = []
-    sparse = dm._gram_products
-    monkeypatch.setattr(dm, "_gram_products", lambda *a: calls.append(1) or sparse(*a))
+    sparse = _topn._gram_products
+    monkeypatch.setattr(_topn, "_gram_products", lambda *a: calls.append(1) or sparse(*a))
     q, k, ns = 10, 12, (1, 3, 4, 9)
     mask = _mask("causal", q, k, gen)
     attn, _ = _inputs(gen, (3,), q, k, mask=mask)

@@ -20,14 +20,23 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_finite, check_mask, check_positive, check_top_n
+from attnlimits._checks import check_positive, check_top_n
+from attnlimits.metrics._topn import (
+    _context,
+    _nested_products,
+    _query_blocks,
+    _ranks,
+    _Rows,
+    _rows,
+    _shared_gram,
+    _top_n,
+)
 from attnlimits.theory.distance import (
     ExpectedForm,
     GapForm,
@@ -49,10 +58,6 @@ __all__ = [
 
 #: Elements per temporary in the d_1 pass (16 MiB in float64): bounds memory, not results.
 _CHUNK = 2**21
-#: d·n_N must exceed this times N_max for the Gram route (:func:`_gram_pays`).
-_GRAM_FACTOR = 32
-#: Elements per block of query rows ([..., rows, K]): keeps elementwise temporaries in cache.
-_QUERY_BLOCK = 2**20
 
 
 class DistanceMetrics(NamedTuple):
@@ -67,142 +72,9 @@ class DistanceMetrics(NamedTuple):
     valid: Tensor  # L ≥ N + 1
 
 
-class _Rows(NamedTuple):
-    attn: Tensor  # masked entries set to 0
-    x: Tensor
-    sq: Tensor  # ||x_i||², (..., 1, K)
-    keep: Tensor  # (..., Q, K)
-    num_keys: Tensor  # (..., Q), float
-    valid: Tensor  # (..., Q)
-
-
-def _rows(attn: Tensor, x: Tensor, n: int, mask: Tensor | None) -> _Rows:
-    """Validate and bring ``attn``/``x`` to one float dtype; zero masked weights."""
-    check_finite(attn, "attn", allow_neg_inf=False)
-    check_finite(x, "x", allow_neg_inf=False)
-    if attn.ndim < 2 or x.ndim < 2 or x.shape[-2] != attn.shape[-1]:
-        raise ValueError(
-            f"attn [..., Q, K] and x [..., K, d] disagree: {tuple(attn.shape)}, {tuple(x.shape)}"
-        )
-    check_top_n(n, attn.shape[-1])
-    dtype = torch.promote_types(attn.dtype, x.dtype)
-    if dtype in (torch.float16, torch.bfloat16):
-        dtype = torch.float32
-    attn, x = attn.to(dtype), x.to(dtype)
-    keep = check_mask(mask, attn)
-    keep = torch.ones_like(attn, dtype=torch.bool) if keep is None else keep
-    attn = torch.where(keep, attn, torch.zeros_like(attn))
-    num_keys = keep.sum(-1).to(dtype)
-    sq = (x * x).sum(-1).unsqueeze(-2)
-    return _Rows(attn, x, sq, keep, num_keys, num_keys >= n + 1)
-
-
-def _top_n(attn: Tensor, keep: Tensor, n: int) -> tuple[Tensor, Tensor]:
-    """Indices [..., Q, N] of the N largest kept weights and the selection mask [..., Q, K]."""
-    idx = attn.masked_fill(~keep, -math.inf).topk(n, dim=-1).indices
-    sel = (
-        torch.zeros(attn.shape, dtype=torch.bool, device=attn.device).scatter_(-1, idx, True) & keep
-    )
-    return idx, sel
-
-
-def _context(attn: Tensor, x: Tensor, sel: Tensor) -> tuple[Tensor, Tensor]:
-    """⟨x_i, s⟩ [..., Q, K] and ||s||² [..., Q, 1] for s = Σ_{i∈sel} α_i x_i (Eq. 6)."""
-    s = torch.where(sel, attn, torch.zeros_like(attn)) @ x  # (..., Q, d)
-    return s @ x.mT, (s * s).sum(-1, keepdim=True)
-
-
 def _distance(r: _Rows, sel: Tensor) -> Tensor:
     """d̃ = Σ_{kept i ∉ sel} ||α_i x_i − s|| (Eq. 7); ``sel`` may carry extra leading dims."""
     return _distance_from(r, sel, *_context(r.attn, r.x, sel))
-
-
-def _ranks(r: _Rows) -> Tensor:
-    """Keys by descending kept weight, [..., Q, K] (stable: ties keep key order; dropped last)."""
-    return r.attn.masked_fill(~r.keep, -math.inf).argsort(dim=-1, descending=True, stable=True)
-
-
-def _gram_pays(x: Tensor, ns: Sequence[int]) -> bool:
-    """Whether one x serves every head and the Gram route of :func:`_nested_products` is cheaper.
-
-    ⟨x_i, s_N⟩ for every key costs 2·d·K per row and N by a dense product, against 2·N_max·K
-    for the whole grid by sparse rows of the Gram matrix; the sparse product runs about 30x
-    fewer flops per second on CPU (measured), hence :data:`_GRAM_FACTOR`.
-    """
-    return math.prod(x.shape[:-2]) == 1 and x.shape[-1] * len(ns) > _GRAM_FACTOR * max(ns)
-
-
-def _shared_gram(x: Tensor, ns: Sequence[int]) -> Tensor | None:
-    """x xᵀ [K, K] when :func:`_gram_pays`, else None."""
-    if not _gram_pays(x, ns):
-        return None
-    x2 = x.reshape(x.shape[-2:])
-    return x2 @ x2.mT
-
-
-def _nested_products(
-    r: _Rows, order: Tensor, ns: Sequence[int], gram: Tensor | None = None
-) -> Iterator[tuple[int, Tensor, Tensor]]:
-    """Yield (N, ⟨x_i, s_N⟩ [..., Q, K], ||s_N||² [..., Q, 1]) for ascending ``ns`` (Eq. 6).
-
-    s_N = Σ_{rank < N} α_i x_i. The top-N sets are nested, so s_N adds only the keys ranked
-    N' ≤ rank < N to s_{N'}: row gathers of x, O(Q·N·d) per head for the whole grid, then one
-    [Q, d]×[d, K] product per N for the inner products. With ``gram`` (x shared by every
-    head, :func:`_shared_gram`) the inner products themselves are accumulated instead,
-    ⟨x_i, s_N⟩ = ⟨x_i, s_{N'}⟩ + Σ_{new j} α_j G_ji, as a sparse-rows × Gram product, and
-    ||s_N||² = Σ_{rank < N} α_j ⟨x_j, s_N⟩. Dropped keys have α = 0 and add nothing.
-    """
-    k, d = r.x.shape[-2:]
-    batch = torch.broadcast_shapes(order.shape[:-2], r.x.shape[:-2])
-    q = order.shape[-2]
-    attn = r.attn.expand(*batch, q, k)
-    if gram is not None:
-        yield from _gram_products(attn, order.expand(*batch, q, k), ns, gram)
-        return
-    tables = math.prod(r.x.shape[:-2])
-    base = torch.arange(tables, device=order.device).view(r.x.shape[:-2]) * k
-    base = base.reshape(*base.shape, 1, 1)  # (..., 1, 1): row offset of each x table
-    x_flat = r.x.reshape(-1, d)
-    s = torch.zeros((*batch, q, d), dtype=r.x.dtype, device=r.x.device)
-    chunk = max(1, 4 * k // d)  # ranks per gather: temporaries of about 4 [Q, K] blocks
-    prev = 0
-    for n in ns:
-        for lo in range(prev, n, chunk):
-            idx = order[..., lo : min(n, lo + chunk)].expand(*batch, q, -1)  # (..., Q, c)
-            rows = x_flat.index_select(0, (idx + base).reshape(-1)).view(*idx.shape, d)
-            s = s + (attn.gather(-1, idx).unsqueeze(-2) @ rows).squeeze(-2)
-        prev = n
-        yield n, s @ r.x.mT, (s * s).sum(-1, keepdim=True)
-
-
-def _gram_products(
-    attn: Tensor, order: Tensor, ns: Sequence[int], gram: Tensor
-) -> Iterator[tuple[int, Tensor, Tensor]]:
-    """:func:`_nested_products` through the Gram matrix ``gram`` [K, K] (x shared)."""
-    k = attn.shape[-1]
-    rows = attn.numel() // k
-    flat_attn, flat_order = attn.reshape(rows, k), order.reshape(rows, k)
-    inner = torch.zeros((rows, k), dtype=attn.dtype, device=attn.device)
-    prev = 0
-    for n in ns:
-        if n > prev:
-            idx = flat_order[:, prev:n]
-            c = n - prev
-            crow = torch.arange(0, rows * c + 1, c, device=attn.device)
-            with warnings.catch_warnings():  # CSR support is marked beta; this use is basic
-                warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
-                sel = torch.sparse_csr_tensor(
-                    crow,
-                    idx.reshape(-1),
-                    flat_attn.gather(-1, idx).reshape(-1),
-                    size=(rows, k),
-                    check_invariants=False,
-                )
-                inner = inner + sel @ gram
-        prev = n
-        top = flat_order[:, :n]
-        s_sq = (flat_attn.gather(-1, top) * inner.gather(-1, top)).sum(-1, keepdim=True)
-        yield n, inner.view(attn.shape), s_sq.view(*attn.shape[:-1], 1)
 
 
 def _distance_from(
@@ -292,23 +164,6 @@ def _bound(r: _Rows, idx: Tensor, sel: Tensor, pair: _Pairwise) -> Tensor:
     return fixed_selection_bound(
         _mass(r, sel), _d1(r, idx, sel, pair), max_norm, r.num_keys, idx.shape[-1]
     )
-
-
-def _query_blocks(attn: Tensor, mask: Tensor | None) -> list[tuple[Tensor, Tensor | None]]:
-    """Split rows (the query axis) into blocks of about ``_QUERY_BLOCK`` elements.
-
-    Each metric is a handful of elementwise passes over [..., Q, K] temporaries; at L = 1024
-    those are tens of MB and every pass goes to main memory. Blocks of rows keep them in cache
-    (measured 5x faster for :func:`distance_curve` at 9 heads x 1024², see docs/benchmarks.md).
-    """
-    keep = check_mask(mask, attn)
-    per_row = max(1, attn[..., 0, :].numel())
-    step = max(1, _QUERY_BLOCK // per_row)
-    q = attn.shape[-2]
-    return [
-        (attn[..., i : i + step, :], None if keep is None else keep[..., i : i + step, :])
-        for i in range(0, q, step)
-    ]
 
 
 def distance_metrics(

@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import check_finite, check_mask, check_positive
-from attnlimits.metrics.distance import (
+from attnlimits.metrics._topn import (
     _gram_pays,
     _nested_products,
     _query_blocks,
@@ -163,7 +163,7 @@ def separability_curve(
 
     Fields are ``[..., n_N, Q]`` (N on the second-last axis). The work N leaves alone is done
     once: the checks, the rank of every key (the top-N sets are nested), s_N by row gathers
-    (:func:`~attnlimits.metrics.distance._nested_products`) and the Gram matrix of x. Per N,
+    (:func:`~attnlimits.metrics._topn._nested_products`) and the Gram matrix of x. Per N,
     the ball radius needs ⟨x_j, s⟩ for every key (one [Q, d]×[d, K] product, or the Gram route
     when x is shared by every head); the inside distances
     ||s − α_i x_i||, i ∈ I_N, come in float64 from the Gram block of I_N,
