@@ -201,7 +201,7 @@ def softmax_jacobian_norms(
 
     Softmax keeps the order of the logits, so each row is sorted once for every T; at each T
     the columns whose weight underflows to 0 in every row are cut (at T = 1e-3 on SmolLM2's
-    raw logits, 4 of 1024 remain) before the secular equation is solved (:func:`_secular_root`).
+    raw logits, 3 of 1024 remain) before the secular equation is solved (:func:`_secular_root`).
     ``valid`` (``[...rows]``) is False where no key is kept; values are NaN there.
     """
     check_finite(scores, "scores")
