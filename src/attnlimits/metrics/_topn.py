@@ -72,6 +72,15 @@ def _context(attn: Tensor, x: Tensor, sel: Tensor) -> tuple[Tensor, Tensor]:
     return s @ x.mT, (s * s).sum(-1, keepdim=True)
 
 
+def _table_index(tables: Tensor, extra: int) -> Tensor:
+    """Flat index of each [K, ·] table of ``tables`` (its leading dims), with ``extra`` trailing
+    singleton dims: lets a gather read per-head tables (or one shared table) broadcast against
+    other batch dims without expanding the tables themselves."""
+    lead = tables.shape[:-2]
+    index = torch.arange(math.prod(lead), device=tables.device).view(lead)
+    return index.reshape(*lead, *(1,) * extra)
+
+
 def _ranks(r: _Rows) -> Tensor:
     """Keys by descending kept weight, [..., Q, K] (stable: ties keep key order; dropped last)."""
     return r.attn.masked_fill(~r.keep, -math.inf).argsort(dim=-1, descending=True, stable=True)
@@ -114,9 +123,7 @@ def _nested_products(
     if gram is not None:
         yield from _gram_products(attn, order.expand(*batch, q, k), ns, gram)
         return
-    tables = math.prod(r.x.shape[:-2])
-    base = torch.arange(tables, device=order.device).view(r.x.shape[:-2]) * k
-    base = base.reshape(*base.shape, 1, 1)  # (..., 1, 1): row offset of each x table
+    base = _table_index(r.x, 2) * k  # (..., 1, 1): row offset of each x table
     x_flat = r.x.reshape(-1, d)
     s = torch.zeros((*batch, q, d), dtype=r.x.dtype, device=r.x.device)
     chunk = max(1, 4 * k // d)  # ranks per gather: temporaries of about 4 [Q, K] blocks

@@ -35,6 +35,7 @@ from attnlimits.metrics._topn import (
     _Rows,
     _rows,
     _shared_gram,
+    _table_index,
     _top_n,
 )
 from attnlimits.theory.distance import (
@@ -115,10 +116,7 @@ def _d1(r: _Rows, idx: Tensor, sel: Tensor, pair: _Pairwise) -> Tensor:
     """
     k, (q, n) = pair.dist.shape[-1], idx.shape[-2:]
     batch = torch.broadcast_shapes(pair.dist.shape[:-2], idx.shape[:-2], r.keep.shape[:-2])
-    # dist batch of every row, without expanding the [K, K] tables
-    n_tables = math.prod(pair.dist.shape[:-2])
-    table = torch.arange(n_tables, device=idx.device).view(pair.dist.shape[:-2])
-    table = table.reshape(*table.shape, 1).expand(*batch, q).reshape(-1)  # (R,)
+    table = _table_index(pair.dist, 1).expand(*batch, q).reshape(-1)  # (R,): dist table of a row
     flat_idx = idx.expand(*batch, q, n).reshape(-1, n)  # (R, N)
     sel_f = sel.expand(*batch, q, k).reshape(-1, k)
     keep_f = r.keep.expand(*batch, q, k).reshape(-1, k)

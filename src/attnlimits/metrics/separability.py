@@ -34,6 +34,7 @@ from attnlimits.metrics._topn import (
     _ranks,
     _Rows,
     _rows,
+    _table_index,
 )
 from attnlimits.theory.geometry import _bounds, _check_geometry
 
@@ -196,9 +197,7 @@ def _inside(gram: Tensor, alpha_sel: Tensor, idx: Tensor) -> Tensor:
     """||s − α_i x_i|| for i ∈ I_N (float64, [..., Q, N]) from the Gram block of I_N."""
     k = gram.shape[-1]
     batch = torch.broadcast_shapes(gram.shape[:-2], idx.shape[:-2])
-    tables = math.prod(gram.shape[:-2])
-    t = torch.arange(tables, device=idx.device).view(gram.shape[:-2])
-    t = t.reshape(*t.shape, 1, 1, 1).expand(*batch, 1, 1, 1)
+    t = _table_index(gram, 3).expand(*batch, 1, 1, 1)
     idx = idx.expand(*batch, *idx.shape[-2:])
     g = gram.reshape(-1, k, k)[t, idx.unsqueeze(-1), idx.unsqueeze(-2)]  # (..., Q, N, N)
     a = alpha_sel.double()
