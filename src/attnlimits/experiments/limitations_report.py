@@ -51,11 +51,27 @@ def _per_head(df: pd.DataFrame, by: str, cols: list[str]) -> pd.DataFrame:
     return df.groupby([by, "layer", "head"])[cols].mean().reset_index()
 
 
-def claim_i(alg1: pd.DataFrame) -> Claim:
+def _slopes_in_l(alg1: pd.DataFrame) -> tuple[float, float, pd.DataFrame]:
+    """Log-log slopes of mean d̃ and mean E against L (per-head means first), and those means."""
     ph = _per_head(alg1, "L", ["distance", "expectation", "bound"])
     mean = ph.groupby("L")[["distance", "expectation", "bound"]].mean()
     slope_d = _loglog_slope(mean.index, mean["distance"])
-    slope_e = _loglog_slope(mean.index, mean["expectation"])
+    return slope_d, _loglog_slope(mean.index, mean["expectation"]), ph
+
+
+def _plateau(alg2: pd.DataFrame) -> tuple[float, int, int, pd.DataFrame]:
+    """Relative change of mean d̃ from N = 20 (else the middle N) to the largest N, the two N,
+    and the per-N means of d̃ and the bound."""
+    mean = _per_head(alg2, "N", ["distance", "bound"]).groupby("N")[["distance", "bound"]].mean()
+    ns = mean.index.to_numpy()
+    n_hi = int(ns.max())
+    n_from = 20 if 20 in ns else int(ns[len(ns) // 2])
+    change = float(mean.loc[n_hi, "distance"] / mean.loc[n_from, "distance"] - 1)
+    return change, n_from, n_hi, mean
+
+
+def claim_i(alg1: pd.DataFrame) -> Claim:
+    slope_d, slope_e, ph = _slopes_in_l(alg1)
     safe = float((ph["bound"] >= ph["distance"] * (1 - 1e-6)).mean())
     loose = float((ph["bound"] / ph["distance"]).median())
     linear = all(0.7 <= s <= 1.3 for s in (slope_d, slope_e))
@@ -69,12 +85,8 @@ def claim_i(alg1: pd.DataFrame) -> Claim:
 
 
 def claim_ii(alg2: pd.DataFrame) -> Claim:
-    ph = _per_head(alg2, "N", ["distance", "bound"])
-    mean = ph.groupby("N")[["distance", "bound"]].mean()
+    change, plateau_from, n_hi, mean = _plateau(alg2)
     ns = mean.index.to_numpy()
-    n_hi = int(ns.max())
-    plateau_from = 20 if 20 in ns else int(ns[len(ns) // 2])
-    change = float(mean.loc[n_hi, "distance"] / mean.loc[plateau_from, "distance"] - 1)
     ratio = mean["bound"] / mean["distance"]
     tightens = bool(ratio.iloc[-1] < ratio.iloc[0])
     return {
@@ -224,12 +236,12 @@ def x_source_comparison(results: dict[str, pd.DataFrame], sources: list[str]) ->
         return float(sub["critical_n"].iloc[0]) if len(sub) else math.nan
 
     def slope(source: str) -> float:
-        m = alg1[alg1["x_source"] == source].groupby("L")["distance"].mean()
-        return _loglog_slope(m.index, m.to_numpy())
+        return _slopes_in_l(alg1[alg1["x_source"] == source])[0]
 
     def plateau(source: str) -> float:
-        m = alg2[alg2["x_source"] == source].groupby("N")["distance"].mean()
-        return 100 * float(m.iloc[-1] / m.get(20, m.iloc[0]) - 1)
+        return 100 * _plateau(alg2[alg2["x_source"] == source])[0]
+
+    _, n_from, n_hi, _ = _plateau(alg2[alg2["x_source"] == sources[0]])
 
     alg1 = alg1.assign(ratio_bound=alg1["bound"] / alg1["distance"])
     per_head = {
@@ -241,7 +253,7 @@ def x_source_comparison(results: dict[str, pd.DataFrame], sources: list[str]) ->
     rows: list[dict[str, object]] = []
     scalars = {
         "log-log slope of d̃ vs L (N = 5)": slope,
-        f"change of d̃ from N = 20 to N = {int(alg2['N'].max())} at L = {top} (%)": plateau,
+        f"change of d̃ from N = {n_from} to N = {n_hi} at L = {top} (%)": plateau,
         f"critical N at L = {top}, derived E (−1: none)": lambda s: crit(s, "derived"),
         f"critical N at L = {top}, printed E (−1: none)": lambda s: crit(s, "main_text"),
     }
