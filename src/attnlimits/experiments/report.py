@@ -1,10 +1,15 @@
-"""Pieces shared by the experiments' Markdown reports: verdicts and tables."""
+"""The Markdown report every experiment writes, and the pieces its claims use."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 import pandas as pd
 
-__all__ = ["markdown_table", "verdict"]
+from attnlimits.experiments.store import ResultStore, atomic_write_text
+
+__all__ = ["markdown_table", "verdict", "write_report"]
 
 
 def verdict(checks: list[bool]) -> str:
@@ -26,3 +31,50 @@ def markdown_table(df: pd.DataFrame) -> str:
 def _cell(v: object) -> str:
     text = f"{v:.4g}" if isinstance(v, float) else str(v)
     return text.replace("|", "\\|")
+
+
+def _run_facts(store: ResultStore) -> list[str]:
+    meta = store.meta
+    machine = meta.get("machine", {})
+    versions = meta.get("versions", {})
+    total = meta.get("wall_time_total_s", {})
+    return [
+        "## Run",
+        "",
+        f"- machine: {machine.get('cpu', '?')}, {machine.get('cores', '?')} cores, torch "
+        f"threads {machine.get('torch_threads', '?')}"
+        + (f", GPU {machine['cuda']}" if machine.get("cuda") else ""),
+        "- versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
+        "- wall time (s), this invocation (all invocations of a resumed run): "
+        + ", ".join(f"{k} {v} ({total.get(k, v)})" for k, v in meta.get("wall_time_s", {}).items()),
+        "- parameters and input hashes: `run.json`",
+    ]
+
+
+def write_report(
+    store: ResultStore,
+    title: str,
+    claims: pd.DataFrame,
+    figures: Sequence[str],
+    sections: Sequence[str] = (),
+) -> Path:
+    """``report.md``: title, claims table, the experiment's own sections, figures, run facts."""
+    lines = [
+        f"# {title}",
+        "",
+        "## Claims",
+        "",
+        markdown_table(claims),
+        "",
+        *sections,
+        "",
+        "## Figures",
+        "",
+        *[f"![{name}](figures/{name}.png)" for name in figures],
+        "",
+        *_run_facts(store),
+        "",
+    ]
+    path = store.root / "report.md"
+    atomic_write_text(path, "\n".join(lines))
+    return path

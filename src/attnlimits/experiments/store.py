@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import platform
+import socket
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -22,13 +23,17 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import filelock
 import pandas as pd
 
 __all__ = [
+    "FolderBusyError",
     "ResultStore",
     "atomic_write_bytes",
     "atomic_write_text",
     "file_sha256",
+    "jsonable",
+    "machine_info",
     "package_versions",
     "params_hash",
 ]
@@ -36,40 +41,53 @@ __all__ = [
 _VERSIONED = ("attnlimits", "torch", "transformers", "numpy", "scipy", "pandas", "matplotlib")
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and an atomic rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+#: Every temporary file of this module ends so; :meth:`ResultStore.open` removes stale ones.
+TMP_SUFFIX = ".attnlimits-tmp"
+_LOCK_NAME = ".attnlimits.lock"
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """:func:`atomic_write_bytes` for UTF-8 text."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+class FolderBusyError(ValueError):
+    """Another process holds the results folder (its lock names the process)."""
+
+
+def _file_mode() -> int:
+    """0666 less the process umask: what ``open(path, "w")`` would give (0644 under 022)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 @contextmanager
 def _atomic_target(path: Path) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it into place if the block succeeds.
 
-    For writers (pandas, matplotlib) that want a file name rather than bytes.
+    The temporary is hidden, ends in :data:`TMP_SUFFIX` (so a later run can remove what a killed
+    one left) and gets the mode an ordinary file would get under the user's umask, not
+    ``mkstemp``'s 0600. For writers (pandas, matplotlib) that want a file name rather than bytes.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TMP_SUFFIX)
     os.close(fd)
+    os.chmod(tmp, _file_mode())
     try:
         yield Path(tmp)
         os.replace(tmp, path)
     finally:
         Path(tmp).unlink(missing_ok=True)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary file in the same folder and an atomic rename."""
+    with _atomic_target(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """:func:`atomic_write_bytes` for UTF-8 text."""
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
@@ -81,13 +99,14 @@ def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any) -> Any:
+    """``obj`` as JSON-able values: dataclasses and mappings as dicts, paths as strings."""
     if is_dataclass(obj) and not isinstance(obj, type):
-        return _jsonable(asdict(obj))
+        return jsonable(asdict(obj))
     if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if isinstance(obj, Path):
         return str(obj)
     if isinstance(obj, (str, int, float, bool)) or obj is None:
@@ -97,7 +116,7 @@ def _jsonable(obj: Any) -> Any:
 
 def params_hash(params: Any) -> str:
     """A short stable hash of parameters (dataclass, mapping, or JSON-able value)."""
-    blob = json.dumps(_jsonable(params), sort_keys=True).encode()
+    blob = json.dumps(jsonable(params), sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:12]
 
 
@@ -110,6 +129,30 @@ def package_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             out[name] = "not installed"
     return out
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info() -> dict[str, Any]:
+    """What the numbers may depend on besides versions: CPU, cores, torch's thread counts."""
+    import torch
+
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch_interop_threads": torch.get_num_interop_threads(),
+        "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+        "platform": platform.platform(),
+    }
 
 
 class ResultStore:
@@ -135,10 +178,47 @@ class ResultStore:
             json.loads(self._meta_path.read_text()) if self._meta_path.exists() else {}
         )
 
+    # ---- exclusive use --------------------------------------------------------------------
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the folder for this process; a second process gets :class:`FolderBusyError`.
+
+        The lock is ``filelock``'s (released by the OS if the process dies); who holds it is
+        written beside it, so the error can name the running process. Holding it, stale
+        temporaries of a killed run are removed.
+        """
+        owner = self.root / f"{_LOCK_NAME}.owner"
+        lock = filelock.FileLock(self.root / _LOCK_NAME)
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            who = owner.read_text().strip() if owner.exists() else "another process"
+            raise FolderBusyError(
+                f"{self.root} is in use by {who}; wait for it, or pass another --out"
+            ) from None
+        try:
+            owner.write_text(f"pid {os.getpid()} on {socket.gethostname()}\n")
+            self.remove_temporaries()
+            yield
+        finally:
+            owner.unlink(missing_ok=True)
+            lock.release()  # the lock file stays: unlinking it would let two holders race
+
+    def remove_temporaries(self) -> list[Path]:
+        """Delete the temporary files a killed run left behind; returns their paths."""
+        stale = sorted(self.root.rglob(f".*{TMP_SUFFIX}"))
+        for path in stale:
+            path.unlink(missing_ok=True)
+        return stale
+
+    def n_parts(self) -> int:
+        """How many resumable parts the folder holds (what an interrupted run has saved)."""
+        return sum(1 for _ in (self.root / "parts").rglob("*.parquet"))
+
     # ---- metadata -------------------------------------------------------------------------
     def update_meta(self, **fields: Any) -> None:
         """Merge ``fields`` into ``run.json`` (nested mappings merge one level deep)."""
-        for key, value in _jsonable(fields).items():
+        for key, value in jsonable(fields).items():
             if isinstance(value, dict) and isinstance(self.meta.get(key), dict):
                 self.meta[key].update(value)
             else:

@@ -1,0 +1,209 @@
+"""The shape every experiment follows, and the one runner that drives it.
+
+An experiment is a subpackage of :mod:`attnlimits.experiments` with four modules and one object:
+
+- ``config.py``: a frozen ``@dataclass Config`` whose ``__post_init__`` checks every field (bad
+  input fails before any work) and a ``quick()`` classmethod: the preset is applied first and
+  the caller's explicit keyword arguments win;
+- ``compute.py``: ``compute(config, store, *, progress) -> tables``, resumable through the
+  store's parts (a rerun loads what a killed run saved); it may add to ``run.json`` with
+  ``store.update_meta`` (model facts, input hashes);
+- ``figures.py``: ``figures(tables, meta) -> {name: Figure}``;
+- ``claims.py``: ``claims(tables, meta) -> DataFrame`` with columns :data:`CLAIM_COLUMNS`
+  (and any grouping columns, e.g. ``x_source``), plus optional ``sections(tables, meta)``:
+  Markdown lines for the report after the claims;
+- ``__init__.py``: ``EXPERIMENT = Experiment(...)`` naming the pieces.
+
+Figures, claims and sections read *tables* and ``run.json``'s contents (``meta``), never a
+config or a model, so ``attnlimits report DIR`` redraws a report from a results folder
+(:func:`redraw`) and no report module imports its experiment's computation.
+
+:func:`run` owns everything around the experiment: the folder lock, the check that a resumed
+run has the settings of the stored one, ``run.json`` (parameters, versions, machine, wall
+times), tables (Parquet + CSV), figures (PNG + SVG), the claims table and ``report.md``, and
+removing what a run that failed before writing anything useful had created.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from attnlimits.experiments.report import write_report
+from attnlimits.experiments.store import ResultStore, jsonable, machine_info, package_versions
+
+__all__ = [
+    "CLAIM_COLUMNS",
+    "EXPERIMENTS",
+    "Experiment",
+    "Tables",
+    "get",
+    "redraw",
+    "run",
+    "settings_diff",
+]
+
+Tables = dict[str, pd.DataFrame]
+Meta = Mapping[str, Any]
+#: Columns every claims table has: the paper's statement, the paper's own number or wording,
+#: what was measured here, the rule that turns the measurement into the verdict, the verdict.
+CLAIM_COLUMNS = ("claim", "paper", "measured", "rule", "verdict")
+#: Experiment name -> the subpackage holding ``EXPERIMENT`` (imported only when asked for).
+EXPERIMENTS = {
+    "limitations": "attnlimits.experiments.limitations",
+    "softmax-not-enough": "attnlimits.experiments.softmax_not_enough",
+    "long-context": "attnlimits.experiments.long_context",
+}
+
+
+def _no_sections(tables: Tables, meta: Meta) -> list[str]:
+    return []
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """The pieces of one experiment (see the module docstring for each one's contract)."""
+
+    name: str  # the CLI's name and run.json's "experiment"; a key of EXPERIMENTS
+    title: str  # the report's heading
+    config: type  # the frozen Config dataclass
+    compute: Callable[..., Tables]
+    figures: Callable[[Tables, Meta], dict[str, Figure]]
+    claims: Callable[[Tables, Meta], pd.DataFrame]
+    sections: Callable[[Tables, Meta], list[str]] = _no_sections
+
+
+def get(name: str) -> Experiment:
+    """The experiment registered as ``name`` (a key of :data:`EXPERIMENTS`)."""
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
+    module = importlib.import_module(EXPERIMENTS[name])
+    return module.EXPERIMENT  # type: ignore[no-any-return]
+
+
+def settings_diff(stored: Mapping[str, Any], config: Any) -> list[str]:
+    """The settings in which ``config`` differs from a stored run's ``params`` (field names)."""
+    now = jsonable(config)
+    keys = sorted(set(stored) | set(now))
+    return [k for k in keys if stored.get(k) != now.get(k)]
+
+
+def _check_config(config: Any, experiment: Experiment) -> None:
+    if not (is_dataclass(config) and isinstance(config, experiment.config)):
+        raise TypeError(
+            f"{experiment.name} takes a {experiment.config.__name__}, got {type(config).__name__}"
+        )
+
+
+def _clear(store: ResultStore) -> None:
+    """Remove a previous run's results (``--fresh``): parts, tables, figures, report, run.json."""
+    for name in ("parts", "tables", "figures", "checkpoints"):
+        shutil.rmtree(store.root / name, ignore_errors=True)
+    for name in ("report.md", "run.json"):
+        (store.root / name).unlink(missing_ok=True)
+    store.meta = {}
+
+
+def _remove_if_useless(store: ResultStore, created: bool) -> None:
+    """After a failure: remove what this run created if nothing useful (no part) was saved."""
+    if store.n_parts() or (store.root / "tables").exists():
+        return
+    if created:
+        shutil.rmtree(store.root, ignore_errors=True)
+    else:
+        (store.root / "run.json").unlink(missing_ok=True)
+
+
+def run(
+    experiment: Experiment,
+    config: Any,
+    out: Path,
+    *,
+    progress: bool = True,
+    fresh: bool = False,
+) -> Path:
+    """Run ``experiment`` with ``config`` into the folder ``out``; return ``report.md``'s path.
+
+    Resumes an interrupted run with the same settings. A folder holding a run with other
+    settings is refused with a ``ValueError`` naming them, unless ``fresh`` (start afresh,
+    deleting that run's results). A folder in use by another process raises
+    :class:`~attnlimits.experiments.store.FolderBusyError`.
+    """
+    _check_config(config, experiment)
+    out = Path(out)
+    created = not out.exists()
+    store = ResultStore(out)
+    try:
+        with store.lock():
+            stored = store.meta.get("params")
+            if fresh:
+                _clear(store)
+            elif stored is not None:
+                differ = settings_diff(stored, config)
+                if store.meta.get("experiment") != experiment.name:
+                    differ = ["experiment", *differ]
+                if differ:
+                    raise ValueError(
+                        f"{out} holds a run with other settings ({', '.join(differ)}); "
+                        "pass --fresh to start afresh there, or another --out"
+                    )
+            store.update_meta(
+                experiment=experiment.name,
+                params=config,
+                versions=package_versions(),
+                machine=machine_info(),
+            )
+            with store.timed("compute"):
+                tables = experiment.compute(config, store, progress=progress)
+            for name, df in tables.items():
+                store.write_table(df, name)
+            return _report(experiment, store, tables)
+    except BaseException:
+        if not store.root.exists():
+            raise
+        if store.meta.get("experiment") == experiment.name:
+            _remove_if_useless(store, created)
+        raise
+
+
+def _report(experiment: Experiment, store: ResultStore, tables: Tables) -> Path:
+    meta = dict(store.meta)
+    with store.timed("report"):
+        figures = experiment.figures(tables, meta)
+        for name, fig in figures.items():
+            store.save_figure(fig, name)
+        claims = experiment.claims(tables, meta)
+        missing = [c for c in CLAIM_COLUMNS if c not in claims]
+        if missing:
+            raise AssertionError(f"{experiment.name}'s claims lack columns {missing}")
+        store.write_table(claims, "claims")
+        sections = experiment.sections(tables, meta)
+    return write_report(store, experiment.title, claims, list(figures), sections)
+
+
+def redraw(out: Path) -> Path:
+    """Redraw the figures, claims and ``report.md`` of a finished run from its saved tables."""
+    out = Path(out)
+    if not (out / "run.json").is_file() or not (out / "tables").is_dir():
+        raise ValueError(f"{out} holds no finished run (no run.json and tables/)")
+    store = ResultStore(out)
+    with store.lock():
+        experiment = get(str(store.meta.get("experiment")))
+        tables = {
+            p.stem: pd.read_parquet(p)
+            for p in sorted((out / "tables").glob("*.parquet"))
+            if p.stem != "claims"
+        }
+        return _report(experiment, store, tables)
+
+
+def config_fields(config_type: type) -> list[str]:
+    """The field names of a Config dataclass (what the CLI may set)."""
+    return [f.name for f in fields(config_type)]

@@ -1,0 +1,129 @@
+"""The one bridge to Hugging Face transformers' attention internals.
+
+Everything attnlimits needs from inside transformers goes through this module, so that a change
+in transformers (a renamed registry, a new mask convention) is mended in one place:
+
+- :func:`keep_mask`: a transformers attention mask as a boolean keep-mask, by one rule;
+- :func:`repeat_kv`: grouped-query attention's key/value heads repeated to the query heads;
+- :func:`register_attention` / :func:`attention_function`: the ``attn_implementation`` registry;
+- :func:`set_attn_implementation` / :func:`using_attention`: switch a loaded model's attention.
+
+Model loading uses transformers' public ``Auto*`` API only and lives in
+:mod:`attnlimits.capture.models`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Literal
+
+import torch
+from torch import Tensor
+from transformers import AttentionInterface
+from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+__all__ = [
+    "additive_bias",
+    "attention_function",
+    "get_attn_implementation",
+    "keep_mask",
+    "register_attention",
+    "repeat_kv",
+    "set_attn_implementation",
+    "using_attention",
+]
+
+MaskKind = Literal["sdpa", "materialized"]
+
+
+def keep_mask(attention_mask: Tensor | None) -> Tensor | None:
+    """A transformers attention mask as a boolean keep-mask (True = attend), or None.
+
+    The one rule: a boolean mask is returned as is; a float (additive) mask keeps the entries
+    that are not pushed down, i.e. greater than half the dtype's most negative value (transformers
+    writes ``torch.finfo(dtype).min`` or ``-inf`` for masked entries and 0 for kept ones). The
+    shape is kept: ``[batch, 1 | head, query, key]``.
+    """
+    if attention_mask is None:
+        return None
+    if attention_mask.dtype == torch.bool:
+        return attention_mask
+    return attention_mask > torch.finfo(attention_mask.dtype).min / 2
+
+
+def additive_bias(attention_mask: Tensor) -> Tensor | None:
+    """The finite additive biases of a float mask on its kept entries, or None where all are 0.
+
+    Kernels that take only a keep-mask call this to refuse masks that carry real biases (ALiBi,
+    relative positions) rather than silently dropping them.
+    """
+    if attention_mask.dtype == torch.bool:
+        return None
+    kept = attention_mask[keep_mask(attention_mask)]  # type: ignore[index]
+    return kept if bool((kept != 0).any()) else None
+
+
+def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
+    """``[batch, kv_head, pos, d] -> [batch, kv_head * n_rep, pos, d]``: head h reads kv h // n_rep.
+
+    A view-and-reshape, as transformers' own ``repeat_kv``; ``n_rep = 1`` returns ``x``.
+    """
+    if n_rep == 1:
+        return x
+    b, h_kv, n, d = x.shape
+    return x[:, :, None].expand(b, h_kv, n_rep, n, d).reshape(b, h_kv * n_rep, n, d)
+
+
+def _materialized_mask(*args: Any, **kwargs: Any) -> Tensor | None:
+    """transformers' boolean mask, never skipped (a capture records the mask as applied)."""
+    kwargs["allow_is_causal_skip"] = False
+    kwargs["allow_is_bidirectional_skip"] = False
+    return sdpa_mask(*args, **kwargs)
+
+
+def register_attention(name: str, fn: Callable[..., Any], *, mask: MaskKind = "sdpa") -> str:
+    """Register ``fn`` as ``attn_implementation=name`` (re-registering replaces); returns ``name``.
+
+    ``mask="sdpa"`` gives ``fn`` the masks SDPA gets (None where a plain causal or bidirectional
+    mask can be skipped); ``"materialized"`` always gives a boolean ``[b, 1, q, k]`` mask.
+    """
+    AttentionInterface.register(name, fn)
+    mask_fn = sdpa_mask if mask == "sdpa" else _materialized_mask
+    ALL_MASK_ATTENTION_FUNCTIONS.register(name, mask_fn)
+    return name
+
+
+def attention_function(name: str) -> Callable[..., Any]:
+    """The attention function registered under ``name`` (e.g. ``"sdpa"``; eager is per model)."""
+    try:
+        return ALL_ATTENTION_FUNCTIONS[name]
+    except KeyError:
+        known = ", ".join(sorted(ALL_ATTENTION_FUNCTIONS.keys()))
+        raise ValueError(f"no attention implementation {name!r}; registered: {known}") from None
+
+
+def get_attn_implementation(model: Any) -> str:
+    """The ``attn_implementation`` a loaded model runs ("eager" where none is recorded)."""
+    return getattr(model.config, "_attn_implementation", None) or "eager"
+
+
+def set_attn_implementation(model: Any, name: str) -> None:
+    """Switch a loaded model to ``attn_implementation=name`` (older models: set the config)."""
+    setter = getattr(model, "set_attn_implementation", None)
+    if setter is not None:
+        setter(name)
+    else:
+        model.config._attn_implementation = name
+
+
+@contextmanager
+def using_attention(model: Any, name: str) -> Iterator[Any]:
+    """Run ``model`` with ``attn_implementation=name`` inside the block; restore it on exit."""
+    previous = get_attn_implementation(model)
+    set_attn_implementation(model, name)
+    try:
+        yield model
+    finally:
+        set_attn_implementation(model, previous)
