@@ -4,6 +4,7 @@ Paper A (Mudarisov et al., 2025): :mod:`~attnlimits.theory.vanishing` (Lemma 1, 
 :mod:`~attnlimits.theory.distance` (Theorem 1, Corollary 2), :mod:`~attnlimits.theory.geometry`
 (Theorem 2), :mod:`~attnlimits.theory.sensitivity` (Lemma 2, Corollary 3),
 :mod:`~attnlimits.theory.coverage` (multi-head coverage, Discussion).
+Both: :mod:`~attnlimits.theory.estimation` (standard error of a measured accuracy).
 Paper B (Veličković et al., 2025): :mod:`~attnlimits.theory.dispersion` (Lemma 2.1,
 Propositions 3.1 and 3.2).
 
@@ -25,6 +26,7 @@ from attnlimits.theory.distance import (
     large_context_limit,
     prob_not_selected,
 )
+from attnlimits.theory.estimation import binomial_standard_error, sets_for_standard_error
 from attnlimits.theory.geometry import separability_bounds, xi
 from attnlimits.theory.sensitivity import (
     corollary3_bound_as_printed,
@@ -41,6 +43,7 @@ from attnlimits.theory.vanishing import (
 )
 
 __all__ = [
+    "binomial_standard_error",
     "corollary3_bound_as_printed",
     "dispersion_bounds",
     "entropy_beta_derivative",
@@ -59,6 +62,7 @@ __all__ = [
     "prob_not_selected",
     "projected_spread_bound",
     "separability_bounds",
+    "sets_for_standard_error",
     "softmax_jacobian_norm_bound",
     "softmax_perturbation_bound",
     "softmax_weight_bounds",
