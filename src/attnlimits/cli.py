@@ -1,13 +1,18 @@
 """Command line: ``attnlimits reproduce limitations`` and friends.
 
-Heavy imports (torch, transformers) happen inside the commands, so ``--help`` is instant. Bad
-input of any kind ends in one clear line on stderr and exit code 2, never a traceback.
+Every command follows one path: options are parsed and typed here, the experiment's ``Config``
+checks them (bad input ends before any folder, model or text is touched), the device is
+checked, then :func:`attnlimits.experiments.skeleton.run` does the work. Heavy imports (torch,
+transformers) happen inside the commands, so ``--help`` is instant. Bad input of any kind ends
+in one line on stderr and exit code 2, never a traceback; Ctrl-C ends with one line saying
+what was saved and how to resume (exit 130).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -22,41 +27,92 @@ demo = typer.Typer(help="Demonstrations on real models.", no_args_is_help=True)
 app.add_typer(demo, name="demo")
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 2) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=2)
+    raise typer.Exit(code=code)
 
 
 def _numbers(text: str | None, kind: type, name: str) -> tuple | None:
-    """Parse a comma-separated list option such as ``--lengths 32,64,128``."""
+    """Parse a comma-separated list option such as ``--lengths 32,64,128``: finite numbers only."""
     if text is None:
         return None
     try:
-        return tuple(kind(v) for v in text.split(",") if v.strip())
+        values = tuple(kind(v) for v in text.split(",") if v.strip())
     except ValueError:
         _fail(f"--{name} takes comma-separated numbers, got {text!r}")
-    return None
+    if not values:
+        _fail(f"--{name} needs at least one number, got {text!r}")
+    if not all(math.isfinite(v) for v in values):
+        _fail(f"--{name} takes finite numbers, got {text!r}")
+    return values
+
+
+def _names(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    return tuple(v.strip() for v in text.split(",") if v.strip())
+
+
+def _config(config_type: Any, quick: bool, options: dict[str, Any]) -> Any:
+    """The experiment's Config: preset first (``--quick``), the user's explicit options win."""
+    given = {k: v for k, v in options.items() if v is not None}
+    try:
+        return config_type.quick(**given) if quick else config_type(**given)
+    except (ValueError, TypeError) as err:
+        _fail(str(err))
+
+
+def _run(name: str, options: dict[str, Any], *, quick: bool, out: Path, fresh: bool) -> None:
+    """Config, device check, then the skeleton's runner, with one-line errors and Ctrl-C."""
+    from attnlimits.experiments import skeleton
+
+    experiment = skeleton.get(name)
+    config = _config(experiment.config, quick, options)
+    device = getattr(config, "device", None)
+    if device is not None:
+        from attnlimits.capture import check_device
+
+        try:
+            check_device(device)
+        except ValueError as err:
+            _fail(str(err))
+    try:
+        report = skeleton.run(experiment, config, out, fresh=fresh)
+    except KeyboardInterrupt:
+        from attnlimits.experiments.store import ResultStore
+
+        saved = ResultStore(out).n_parts() if out.exists() else 0
+        if saved:
+            _fail(f"interrupted: {saved} part(s) saved in {out}; rerun the command to resume", 130)
+        _fail("interrupted before anything was saved", 130)
+    except (ValueError, OSError) as err:  # bad input, unreachable model or text, busy folder
+        _fail(str(err))
+    typer.echo(f"report: {report}")
 
 
 Model = Annotated[
-    str,
+    str | None,
     typer.Option(help="Named model (smollm2-135m, gpt2, minilm-l6), hub id, or local folder."),
 ]
 Text = Annotated[
     Path | None,
     typer.Option(help="Plain-text book; default: War and Peace ($ATTNLIMITS_TEXT, or cached)."),
 ]
-Device = Annotated[str, typer.Option(help="cpu or cuda.")]
-Quick = Annotated[bool, typer.Option(help="Few windows and small grids (CI smoke run).")]
+Device = Annotated[str | None, typer.Option(help="cpu, cuda or cuda:N (checked before loading).")]
+Quick = Annotated[bool, typer.Option(help="Small grids (smoke run); options you give still win.")]
+Fresh = Annotated[
+    bool, typer.Option(help="Delete a previous run in --out with other settings, start afresh.")
+]
 
 
 @reproduce.command("limitations")
 def reproduce_limitations(
-    model: Model = "smollm2-135m",
+    model: Model = None,
     text: Text = None,
     out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results/limitations"),
-    device: Device = "cpu",
+    device: Device = None,
     quick: Quick = False,
+    fresh: Fresh = False,
     windows: Annotated[int | None, typer.Option(help="Token windows of the book.")] = None,
     x_source: Annotated[
         list[str] | None,
@@ -71,24 +127,17 @@ def reproduce_limitations(
     ] = None,
 ) -> None:
     """Mudarisov et al. (2025): Algorithms 1–5, Figures 2a–c, 3, 4, and a claims report."""
-    from attnlimits.experiments import limitations
-
-    try:
-        config = limitations.LimitationsConfig.preset(
-            quick=quick,
-            model=model,
-            text=text,
-            device=device,
-            windows=windows,
-            x_sources=tuple(x_source) if x_source else None,
-            lengths=_numbers(lengths, int, "lengths"),
-            n_alg1=n,
-            temperatures=_numbers(temperatures, float, "temperatures"),
-        )
-        report = limitations.run(config, out)
-    except (ValueError, OSError) as err:  # bad input, unreachable model or text
-        _fail(str(err))
-    typer.echo(f"report: {report}")
+    options = {
+        "model": model,
+        "text": text,
+        "device": device,
+        "windows": windows,
+        "x_sources": tuple(x_source) if x_source else None,
+        "lengths": _numbers(lengths, int, "lengths"),
+        "n_alg1": n,
+        "temperatures": _numbers(temperatures, float, "temperatures"),
+    }
+    _run("limitations", options, quick=quick, out=out, fresh=fresh)
 
 
 @reproduce.command("softmax-not-enough")
@@ -99,50 +148,49 @@ def reproduce_softmax_not_enough(
         str | None,
         typer.Option(help="Cross-normaliser table, e.g. softmax,adaptive,ssmax (with softmax)."),
     ] = None,
-    device: Device = "cpu",
+    device: Device = None,
     quick: Quick = False,
+    fresh: Fresh = False,
     temperature_fit: Annotated[
-        bool, typer.Option(help="Refit the adaptive-temperature polynomial (App. F).")
-    ] = True,
+        bool | None, typer.Option(help="Refit the adaptive-temperature polynomial (App. F).")
+    ] = None,
 ) -> None:
     """Veličković et al. (2025): max retrieval, adaptive temperature, dispersion, claims report."""
-    from attnlimits.experiments import softmax_not_enough as sne
-
-    try:
-        names = tuple(v.strip() for v in normalizers.split(",") if v.strip()) if normalizers else ()
-        config = sne.SoftmaxNotEnoughConfig(
-            quick=quick,
-            seeds=seeds if seeds is not None else (2 if quick else 10),
-            normalizers=names,
-            device=device,
-            temperature_fit=temperature_fit,
-        )
-        report = sne.run(config, out)
-    except (ValueError, OSError) as err:
-        _fail(str(err))
-    typer.echo(f"report: {report}")
+    options = {
+        "seeds": seeds,
+        "normalizers": _names(normalizers),
+        "device": device,
+        "temperature_fit": temperature_fit,
+    }
+    _run("softmax-not-enough", options, quick=quick, out=out, fresh=fresh)
 
 
 @demo.command("long-context")
 def demo_long_context(
-    model: Model = "smollm2-135m",
+    model: Model = None,
     out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results/long_context"),
-    device: Device = "cpu",
+    device: Device = None,
     quick: Quick = False,
+    fresh: Fresh = False,
     prompts: Annotated[int | None, typer.Option(help="Prompts per list length.")] = None,
 ) -> None:
     """Max-finding prompts of growing length: softmax vs adaptive temperature (inference only)."""
-    from attnlimits.experiments import long_context as lc
+    options = {"model": model, "device": device, "prompts": prompts}
+    _run("long-context", options, quick=quick, out=out, fresh=fresh)
+
+
+@app.command("report")
+def report(
+    folder: Annotated[Path, typer.Argument(help="A results folder of a finished run.")],
+) -> None:
+    """Redraw a run's figures, claims and report.md from its saved tables."""
+    from attnlimits.experiments import skeleton
 
     try:
-        fields: dict[str, object] = {"model": model, "device": device}
-        if prompts is not None:
-            fields["prompts"] = prompts
-        config = lc.LongContextConfig.quick(**fields) if quick else lc.LongContextConfig(**fields)  # type: ignore[arg-type]
-        report = lc.run_long_context(config, out)
+        path = skeleton.redraw(folder)
     except (ValueError, OSError) as err:
         _fail(str(err))
-    typer.echo(f"report: {report}")
+    typer.echo(f"report: {path}")
 
 
 def main() -> None:  # pragma: no cover - console entry point

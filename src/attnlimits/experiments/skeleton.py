@@ -140,6 +140,7 @@ def run(
     out = Path(out)
     created = not out.exists()
     store = ResultStore(out)
+    started = False  # this run has written its run.json: on failure, clean up after it
     try:
         with store.lock():
             stored = store.meta.get("params")
@@ -160,16 +161,17 @@ def run(
                 versions=package_versions(),
                 machine=machine_info(),
             )
+            started = True
             with store.timed("compute"):
                 tables = experiment.compute(config, store, progress=progress)
             for name, df in tables.items():
                 store.write_table(df, name)
             return _report(experiment, store, tables)
     except BaseException:
-        if not store.root.exists():
-            raise
-        if store.meta.get("experiment") == experiment.name:
+        if started:
             _remove_if_useless(store, created)
+        elif created:
+            shutil.rmtree(out, ignore_errors=True)
         raise
 
 

@@ -1,0 +1,184 @@
+"""The experiment skeleton's runner: lock, settings check, resume, clean-up, redraw, file modes."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+from attnlimits.experiments import skeleton
+from attnlimits.experiments.store import TMP_SUFFIX, FolderBusyError, ResultStore
+
+
+@dataclass(frozen=True)
+class ToyConfig:
+    steps: int = 3
+    fail_at: int = -1  # raise after saving this many parts (-1: never)
+
+    def __post_init__(self) -> None:
+        if self.steps < 1:
+            raise ValueError(f"steps must be >= 1, got {self.steps}")
+
+    @classmethod
+    def quick(cls, **fields: int) -> ToyConfig:
+        return cls(**{"steps": 2, **fields})
+
+
+CALLS: list[int] = []
+
+
+def _compute(config: ToyConfig, store: ResultStore, *, progress: bool = True):
+    params = {"steps": config.steps}
+    parts = []
+    for i in range(config.steps):
+        if i == config.fail_at:
+            raise RuntimeError("boom")
+
+        def one(i: int = i) -> pd.DataFrame:
+            CALLS.append(i)
+            return pd.DataFrame({"step": [i], "value": [i * i]})
+
+        parts.append(store.part("toy", params, f"s{i}", one))
+    return {"values": pd.concat(parts, ignore_index=True)}
+
+
+def _figures(tables, meta):
+    fig = Figure()
+    fig.add_subplot().plot(tables["values"]["step"], tables["values"]["value"])
+    return {"values": fig}
+
+
+def _claims(tables, meta):
+    total = int(tables["values"]["value"].sum())
+    return pd.DataFrame(
+        [{"claim": "sum", "paper": "-", "measured": total, "rule": "-", "verdict": "n/a"}]
+    )
+
+
+TOY = skeleton.Experiment(
+    name="toy", title="Toy", config=ToyConfig, compute=_compute, figures=_figures, claims=_claims
+)
+
+
+@pytest.fixture(autouse=True)
+def _register_toy(monkeypatch):
+    monkeypatch.setitem(skeleton.EXPERIMENTS, "toy", __name__)
+    CALLS.clear()
+
+
+EXPERIMENT = TOY  # what skeleton.get("toy") finds in this module
+
+
+def test_run_writes_everything_and_resumes(tmp_path):
+    out = tmp_path / "run"
+    report = skeleton.run(TOY, ToyConfig(), out, progress=False)
+    assert report == out / "report.md" and "## Claims" in report.read_text()
+    for rel in ("tables/values.parquet", "tables/values.csv", "tables/claims.parquet"):
+        assert (out / rel).is_file(), rel
+    assert (out / "figures/values.png").is_file() and (out / "figures/values.svg").is_file()
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["experiment"] == "toy" and meta["params"] == {"steps": 3, "fail_at": -1}
+    assert meta["machine"]["torch_threads"] >= 1 and "torch" in meta["versions"]
+    assert CALLS == [0, 1, 2]
+    skeleton.run(TOY, ToyConfig(), out, progress=False)
+    assert CALLS == [0, 1, 2], "a rerun with the same settings recomputed saved parts"
+
+
+def test_other_settings_are_refused_by_name_then_fresh_starts_over(tmp_path):
+    out = tmp_path / "run"
+    skeleton.run(TOY, ToyConfig(), out, progress=False)
+    with pytest.raises(ValueError, match=r"other settings \(steps\).*--fresh"):
+        skeleton.run(TOY, ToyConfig(steps=4), out, progress=False)
+    CALLS.clear()
+    skeleton.run(TOY, ToyConfig(steps=4), out, progress=False, fresh=True)
+    assert CALLS == [0, 1, 2, 3]
+    assert len(pd.read_parquet(out / "tables/values.parquet")) == 4
+
+
+def _hold(root: str, ready, release) -> None:
+    with ResultStore(Path(root)).lock():
+        ready.set()
+        release.wait(30)
+
+
+def test_a_second_process_gets_a_clear_busy_error(tmp_path):
+    ctx = mp.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold, args=(str(tmp_path), ready, release))
+    holder.start()
+    try:
+        assert ready.wait(60)
+        with pytest.raises(FolderBusyError, match=rf"in use by pid {holder.pid} "):
+            skeleton.run(TOY, ToyConfig(), tmp_path, progress=False)
+    finally:
+        release.set()
+        holder.join(30)
+    skeleton.run(TOY, ToyConfig(), tmp_path, progress=False)  # free again
+
+
+def test_failure_before_any_part_removes_the_folder_it_created(tmp_path):
+    out = tmp_path / "new"
+    with pytest.raises(RuntimeError, match="boom"):
+        skeleton.run(TOY, ToyConfig(fail_at=0), out, progress=False)
+    assert not out.exists()
+
+
+def test_failure_after_a_part_keeps_it_for_resume(tmp_path):
+    out = tmp_path / "new"
+    with pytest.raises(RuntimeError, match="boom"):
+        skeleton.run(TOY, ToyConfig(fail_at=2), out, progress=False)
+    assert ResultStore(out).n_parts() == 2
+
+
+def test_failure_in_an_existing_folder_keeps_the_users_files(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(RuntimeError):
+        skeleton.run(TOY, ToyConfig(fail_at=0), tmp_path, progress=False)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    assert not (tmp_path / "run.json").exists()
+
+
+def test_files_get_the_umask_mode_and_stale_temporaries_go(tmp_path):
+    stale = tmp_path / "figures" / f".fig.png.abc{TMP_SUFFIX}"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"half")
+    old = os.umask(0o022)
+    try:
+        skeleton.run(TOY, ToyConfig(), tmp_path, progress=False)
+    finally:
+        os.umask(old)
+    assert not stale.exists()
+    for rel in ("run.json", "report.md", "tables/values.parquet", "figures/values.png"):
+        assert stat.S_IMODE((tmp_path / rel).stat().st_mode) == 0o644, rel
+    assert not list(tmp_path.rglob(f"*{TMP_SUFFIX}"))
+
+
+def test_redraw_rebuilds_the_report_from_tables(tmp_path):
+    skeleton.run(TOY, ToyConfig(), tmp_path, progress=False)
+    (tmp_path / "report.md").unlink()
+    (tmp_path / "figures/values.png").unlink()
+    assert skeleton.redraw(tmp_path) == tmp_path / "report.md"
+    assert (tmp_path / "figures/values.png").is_file()
+    assert "| sum |" in (tmp_path / "report.md").read_text()
+
+
+def test_redraw_of_a_folder_without_a_run_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="holds no finished run"):
+        skeleton.redraw(tmp_path)
+
+
+def test_a_config_of_another_type_is_refused(tmp_path):
+    with pytest.raises(TypeError, match="takes a ToyConfig"):
+        skeleton.run(TOY, {"steps": 3}, tmp_path)
+
+
+def test_unknown_experiment_name():
+    with pytest.raises(ValueError, match="unknown experiment 'nope'"):
+        skeleton.get("nope")
