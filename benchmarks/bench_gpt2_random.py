@@ -23,7 +23,8 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from attnlimits.corpus import load_text, word_tokenizer
-from attnlimits.experiments import limitations
+from attnlimits.experiments import skeleton
+from attnlimits.experiments.limitations import EXPERIMENT, Config
 
 
 def main() -> None:
@@ -39,14 +40,14 @@ def main() -> None:
         torch.manual_seed(0)
         GPT2LMHeadModel(GPT2Config()).save_pretrained(model_dir)
         word_tokenizer(load_text()).save_pretrained(model_dir)
-    cfg = limitations.LimitationsConfig.preset(
+    cfg = Config.preset(
         quick=args.quick,
         model=str(model_dir),
         windows=args.windows,
         x_sources=tuple(args.x_source or ["values"]),
     )
     start = time.perf_counter()
-    limitations.run(cfg, args.out / "run")
+    skeleton.run(EXPERIMENT, cfg, args.out / "run")
     wall = time.perf_counter() - start
     meta = json.loads((args.out / "run" / "run.json").read_text())
     print(

@@ -47,12 +47,9 @@ import attnlimits.metrics._topn as topn_module
 import naive_limitations as naive
 from attnlimits.capture import LayerCapture, capture, load_model
 from attnlimits.corpus import load_text, token_windows
-from attnlimits.experiments.limitations import (
-    E_FORMS,
-    LimitationsConfig,
-    _per_key_vectors,
-    compute_layer,
-)
+from attnlimits.experiments.limitations import E_FORMS, compute_layer
+from attnlimits.experiments.limitations import Config as LimitationsConfig
+from attnlimits.experiments.limitations.compute import per_key_vectors
 from attnlimits.metrics import (
     critical_n,
     distance_curve,
@@ -105,7 +102,7 @@ def make_layer(cap: LayerCapture, cfg: LimitationsConfig) -> Layer:
     attn = cap.weights[0].float()
     scores = cap.scores[0].float()
     logits = scores / cap.scaling if cfg.logits == "raw" else scores
-    x = _per_key_vectors(cap, cfg.x_sources[0]).contiguous()
+    x = per_key_vectors(cap, cfg.x_sources[0]).contiguous()
     return Layer(cap.layer, cap, attn, cap.mask[0].expand_as(attn), x, logits.contiguous())
 
 

@@ -117,4 +117,5 @@ def test_reliability_doc_is_current(env, tmp_path_factory, monkeypatch):
         _, _, tail = rest.partition(end)
         DOC.write_text(f"{head}{start}\n{table}\n{end}{tail}", encoding="utf-8")
         doc = DOC.read_text(encoding="utf-8")
-    assert table in doc, "docs/reliability.md is stale; rerun with ATTNLIMITS_WRITE_DOCS=1:\n" + table
+    stale = "docs/reliability.md is stale; rerun with ATTNLIMITS_WRITE_DOCS=1:\n"
+    assert table in doc, stale + table

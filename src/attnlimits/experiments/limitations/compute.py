@@ -6,7 +6,7 @@ causal token never sees later ones), so L ∈ {32, …, 1024} needs one forward 
 Bidirectional encoders get one pass per L. Each layer is reduced to per-head row means as soon
 as it is captured, so memory holds one layer's maps at a time.
 
-Tables (one row per window/layer/head/L/N/T/ε), see :func:`run`:
+Tables (one row per window/layer/head/L/N/T/ε), see :func:`compute`:
 
 - ``distance_grid``: d̃ (Eq. 7), E (Thm 1.2, derived form), and the Thm 1.1 bound where asked;
   Alg. 1 is its N = 5 slice, Alg. 2 its L = L_max slice, Alg. 3 runs the KS test over it;
@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, replace
-from pathlib import Path
-from typing import Literal
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
@@ -30,6 +28,7 @@ from tqdm.auto import tqdm
 
 from attnlimits.capture import LayerCapture, capture, load_model
 from attnlimits.corpus import load_text, text_sha256, token_windows
+from attnlimits.experiments.limitations.config import E_FORMS, Config, XSource
 from attnlimits.experiments.store import ResultStore
 from attnlimits.metrics import (
     critical_n,
@@ -43,126 +42,12 @@ from attnlimits.metrics import (
 )
 from attnlimits.theory.distance import ExpectedForm
 
-__all__ = ["LimitationsConfig", "compute_layer", "critical_n_table", "run"]
-
-XSource = Literal["values", "keys", "hidden"]
-#: Grid column -> form of E (Theorem 1.2; docs/errata.md, theorem1_expectation).
-E_FORMS: dict[str, ExpectedForm] = {
-    "expectation": "derived",
-    "expectation_main_text": "main_text",
-    "expectation_rms": "rms",
-}
-LogitSource = Literal["raw", "scaled"]
-
-
-@dataclass(frozen=True)
-class LimitationsConfig:
-    """Parameters of the five algorithms; defaults as in paper A (REFERENCE.md, Experiments)."""
-
-    model: str = "smollm2-135m"
-    text: Path | None = None
-    device: str = "cpu"
-    windows: int = 1  # the paper does not say; --windows for more
-    lengths: tuple[int, ...] = (32, 64, 128, 256, 512, 1024)  # Alg. 1 and 3
-    n_alg1: int = 5
-    ns_alg2: tuple[int, ...] = (1, 5, 10, 20, 100)
-    ns_alg3: tuple[int, ...] = (
-        1,
-        2,
-        3,
-        4,
-        5,
-        6,
-        8,
-        10,
-        12,
-        16,
-        20,
-        24,
-        32,
-        40,
-        48,
-        64,
-        80,
-        96,
-        128,
-    )
-    ks_alpha: float = 0.01  # the text's level; the pseudocode says 0.05
-    ns_alg4: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
-    temperatures: tuple[float, ...] = tuple(float(t) for t in np.logspace(-3, 2, 11))
-    epsilons: tuple[float, ...] = (1e-3, 1e-1, 10.0)
-    alg5_rows: int = 128  # rows per head for Alg. 5, evenly spaced over the window
-    x_sources: tuple[XSource, ...] = ("values", "hidden")  # the first drives the figures
-    e_forms: tuple[ExpectedForm, ...] = ("derived", "main_text")  # "rms" too: ~2x the E cost
-    logits: LogitSource = "raw"
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.windows < 1:
-            raise ValueError(f"windows must be >= 1, got {self.windows}")
-        bad = [x for x in self.x_sources if x not in ("values", "keys", "hidden")]
-        if bad or not self.x_sources:
-            raise ValueError(f"x_sources must be among values, keys, hidden; got {self.x_sources}")
-        if self.logits not in ("raw", "scaled"):
-            raise ValueError(f"logits must be raw or scaled, got {self.logits!r}")
-        if any(t <= 0 for t in self.temperatures):
-            raise ValueError(f"every temperature T must be > 0, got {self.temperatures}")
-        if any(e <= 0 for e in self.epsilons):
-            raise ValueError(f"every ε must be > 0, got {self.epsilons}")
-        if not 0 < self.ks_alpha < 1:
-            raise ValueError(f"ks_alpha must lie in (0, 1), got {self.ks_alpha}")
-        if "derived" not in self.e_forms or not set(self.e_forms) <= set(E_FORMS.values()):
-            raise ValueError(f"e_forms must include 'derived', among {list(E_FORMS.values())}")
-        for name in ("lengths", "ns_alg2", "ns_alg3", "ns_alg4"):
-            values = getattr(self, name)
-            if not values or min(values) < 1:
-                raise ValueError(f"{name} must be positive integers, got {values}")
-        if self.n_alg1 >= min(self.lengths):
-            raise ValueError(f"N = {self.n_alg1} must be smaller than every L {self.lengths}")
-        if max(self.ns_alg2) >= max(self.lengths):
-            raise ValueError(
-                f"N = {max(self.ns_alg2)} must be smaller than L = {max(self.lengths)}"
-            )
-
-    @property
-    def max_length(self) -> int:
-        return max(self.lengths)
-
-    @classmethod
-    def preset(cls, *, quick: bool = False, windows: int | None = None, **fields: object):
-        """The paper's defaults, or ``quick``: one window, L ≤ 128, small grids (CI smoke run)."""
-        fields = {k: v for k, v in fields.items() if v is not None}
-        if quick:
-            fields = {
-                "windows": 1,
-                "lengths": (32, 64, 128),
-                "ns_alg2": (1, 5, 10, 20, 64),
-                "ns_alg3": (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32),
-                "ns_alg4": (1, 2, 4, 8, 16),
-                "temperatures": (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0),
-                "alg5_rows": 32,
-                **fields,
-            }
-        if windows is not None:
-            fields["windows"] = windows
-        lengths = fields.get("lengths")
-        if lengths and "ns_alg2" not in fields:  # Alg. 2 runs at L_max: keep the N that fit
-            top = max(lengths)  # type: ignore[call-overload]
-            fields["ns_alg2"] = tuple(n for n in cls.ns_alg2 if n < top) or (1,)
-        return cls(**fields)  # type: ignore[arg-type]
-
-    def cache_params(self, model_id: str, text_sha: str) -> dict[str, object]:
-        """What the per-layer results depend on (device and window count do not)."""
-        params = asdict(self)
-        for key in ("device", "windows", "text", "model"):
-            params.pop(key)
-        return {**params, "model_id": model_id, "text_sha256": text_sha}
-
+__all__ = ["compute", "compute_layer", "critical_n_table", "per_key_vectors"]
 
 # ---- per layer ---------------------------------------------------------------------------------
 
 
-def _per_key_vectors(cap: LayerCapture, source: XSource) -> Tensor:
+def per_key_vectors(cap: LayerCapture, source: XSource) -> Tensor:
     """x_i per query head: ``[head, pos, d]`` (values/keys mapped through GQA) or hidden states."""
     if source == "hidden":
         return cap.hidden_in[0].unsqueeze(0).float()  # (1, pos, d_model), shared by every head
@@ -210,7 +95,7 @@ def _distance_rows(
 
 
 def compute_layer(
-    cap: LayerCapture, cfg: LimitationsConfig, lengths: Iterable[int]
+    cap: LayerCapture, cfg: Config, lengths: Iterable[int]
 ) -> dict[str, pd.DataFrame]:
     """Reduce one captured layer to the rows of the three tables (per head, row-averaged)."""
     attn = cap.weights[0].float()  # (head, Q, K)
@@ -229,7 +114,7 @@ def compute_layer(
     grid: list[dict[str, object]] = []
     sep: list[dict[str, object]] = []
     for source in cfg.x_sources:
-        x = _per_key_vectors(cap, source)
+        x = per_key_vectors(cap, source)
         tag = {"x_source": source}
         grid += [tag | r for r in _distance_rows(attn, x, mask, plan, bound_ns, cfg.e_forms)]
 
@@ -249,9 +134,7 @@ def compute_layer(
     return {k: pd.DataFrame(v) for k, v in (("distance_grid", grid), ("alg4", sep), ("alg5", sens))}
 
 
-def _sensitivity_rows(
-    cap: LayerCapture, cfg: LimitationsConfig, mask: Tensor
-) -> list[dict[str, object]]:
+def _sensitivity_rows(cap: LayerCapture, cfg: Config, mask: Tensor) -> list[dict[str, object]]:
     """Alg. 5 on ``alg5_rows`` evenly spaced rows per head: g(T, ε) and the exact ‖J‖₂."""
     scores = cap.scores[0].float()  # (head, Q, K): the model's q·kᵀ·scaling
     logits = scores / cap.scaling if cfg.logits == "raw" else scores
@@ -339,25 +222,22 @@ def critical_n_table(
 # ---- the run -----------------------------------------------------------------------------------
 
 
-def run(cfg: LimitationsConfig, out: Path, *, progress: bool = True) -> Path:
-    """Run Algorithms 1–5 into ``out``; returns the report's path. Resumes an interrupted run."""
-    from attnlimits.experiments.limitations_report import write_report
-
-    store = ResultStore(out)
+def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[str, pd.DataFrame]:
+    """Algorithms 1–5 over the run's windows; per-layer parts make an interrupted run resumable."""
+    text = load_text(cfg.text)  # a bad text fails before the model loads
+    sha = text_sha256(text)
+    source = str(cfg.text or "War and Peace")
     loaded = load_model(cfg.model, device=cfg.device)
     info = loaded.info
     if info.max_context is not None and cfg.max_length > info.max_context:
         raise ValueError(
             f"L = {cfg.max_length} exceeds {cfg.model}'s context of {info.max_context} tokens"
         )
-    text = load_text(cfg.text)
-    sha = text_sha256(text)
-    ids = token_windows(loaded.tokenizer, text, cfg.max_length, cfg.windows)  # (W, L_max)
+    ids = token_windows(loaded.tokenizer, text, cfg.max_length, cfg.windows, source=source)
     params = cfg.cache_params(cfg.model, sha)
     store.update_meta(
-        params=replace(cfg, text=None) if cfg.text is None else cfg,
         model={"id": cfg.model, **asdict(info)},
-        text={"sha256": sha, "source": str(cfg.text or "War and Peace (default)")},
+        text={"sha256": sha, "source": source},
     )
     # one forward per window for causal models (prefix blocks), one per L otherwise
     passes = [(w, cfg.max_length, tuple(cfg.lengths)) for w in range(cfg.windows)]
@@ -407,7 +287,6 @@ def run(cfg: LimitationsConfig, out: Path, *, progress: bool = True) -> Path:
             results[name] = pd.concat(
                 [t[i].assign(x_source=s) for s, t in alg3.items()], ignore_index=True
             )
-    for name, df in results.items():
+    for df in results.values():
         df.insert(0, "model", cfg.model)
-        store.write_table(df, name)
-    return write_report(store, results, cfg)
+    return results

@@ -1,29 +1,25 @@
-"""The Markdown report of a limitations run: figures, and a claims table with measured numbers.
+"""The claims of a limitations run: one row per finding of paper A, judged on the tables.
 
 Each of paper A's reported findings (REFERENCE.md, "Reported findings" i–v) and the Corollary 3
-counterexample becomes one row: the paper's claim, the number measured here, the rule used to
-judge it (stated in the report, so a reader can disagree), and the verdict.
+counterexample becomes one row: the paper's claim and number, the number measured here, the
+rule used to judge it (stated in the report, so a reader can disagree), and the verdict.
+:func:`sections` adds the run's description and the comparison across x sources.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import torch
 
-from attnlimits.experiments import limitations_plots as plots
+from attnlimits import theory
 from attnlimits.experiments.report import markdown_table, verdict
-from attnlimits.experiments.store import ResultStore, atomic_write_text
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from attnlimits.experiments.limitations import LimitationsConfig
-
-__all__ = ["claims", "write_report", "x_source_comparison"]
+__all__ = ["claims", "sections", "x_source_comparison"]
 
 Claim = dict[str, str]
 
@@ -77,6 +73,7 @@ def claim_i(alg1: pd.DataFrame) -> Claim:
     linear = all(0.7 <= s <= 1.3 for s in (slope_d, slope_e))
     return {
         "claim": "(i) N = 5: d̃ and E grow roughly linearly in L; the bound is safe but loose",
+        "paper": "linear growth in L; bound above d̃",
         "measured": f"log-log slope of d̃ vs L {slope_d:.2f}, of E {slope_e:.2f}; bound ≥ d̃ in "
         f"{safe:.1%} of heads; median bound / d̃ = {loose:.1f}",
         "rule": "slopes in [0.7, 1.3] and bound ≥ d̃ in every head",
@@ -91,6 +88,7 @@ def claim_ii(alg2: pd.DataFrame) -> Claim:
     tightens = bool(ratio.iloc[-1] < ratio.iloc[0])
     return {
         "claim": "(ii) L = L_max: d̃ plateaus beyond N ≈ 20 while the bound tightens",
+        "paper": "plateau beyond N ≈ 20",
         "measured": f"d̃ changes {change:+.1%} from N = {plateau_from} to N = {n_hi}; bound / d̃ "
         f"goes {ratio.iloc[0]:.1f} (N = {int(ns[0])}) → {ratio.iloc[-1]:.1f} (N = {n_hi})",
         "rule": "|change| < 25% and bound / d̃ smaller at the largest N than at the smallest",
@@ -101,6 +99,7 @@ def claim_ii(alg2: pd.DataFrame) -> Claim:
 def claim_iii(alg3: pd.DataFrame) -> Claim:
     """Judged with the derived E (the theorem's); the printed form's critical N is listed too."""
     claim = "(iii) the critical N grows sub-linearly, about 0.06·L"
+    paper = "critical N ≈ 0.06·L"
     rule = "a critical N at the largest L, with critical N / L in [0.03, 0.12], and slope < 1"
 
     def listed(form: str) -> str:
@@ -115,6 +114,7 @@ def claim_iii(alg3: pd.DataFrame) -> Claim:
     if found.empty or int(found.iloc[-1]["L"]) != int(derived["L"].max()):
         return {
             "claim": claim,
+            "paper": paper,
             "measured": measured + " (−1: KS rejects at every N tried)",
             "rule": rule,
             "verdict": "not reproduced",
@@ -124,6 +124,7 @@ def claim_iii(alg3: pd.DataFrame) -> Claim:
     frac = float(last["critical_n_over_L"])
     return {
         "claim": claim,
+        "paper": paper,
         "measured": f"{measured}; critical N / L at L = {int(last['L'])} is {frac:.3f}; "
         f"log-log slope {slope:.2f}",
         "rule": rule,
@@ -146,6 +147,7 @@ def claim_iv(alg4: pd.DataFrame) -> Claim:
     return {
         "claim": "(iv) N_s/N falls until N ≈ 16, then saturates in [0.70, 0.85]; upper bound "
         "tracks the maxima; lower bound loose",
+        "paper": "N_s/N ∈ [0.70, 0.85] from N ≈ 16",
         "measured": f"median over heads N={int(med.index[0])}: {med.iloc[0]:.2f}; {tail_txt}; "
         f"upper ≥ max over heads at {tracks:.0%} of N; "
         f"lower bound ≤ 0 in {lower_loose:.0%} of heads",
@@ -171,6 +173,7 @@ def claim_v(alg5: pd.DataFrame) -> Claim:
     return {
         "claim": "(v) for T < 0.1 the curves follow 1/T, smaller ε gives larger values; "
         "for T ≥ 1 they drop by about two orders of magnitude",
+        "paper": "slope −1 for T < 0.1; ~100× drop at T ≥ 1",
         "measured": "log-log slopes for T < 0.1: "
         + ", ".join(f"ε={e:g}: {s:.2f}" for e, s in zip(top.columns, slopes, strict=True))
         + f"; max over heads at T = {t_lo.max() if len(t_lo) else math.nan:g} over "
@@ -183,10 +186,12 @@ def claim_v(alg5: pd.DataFrame) -> Claim:
 def claim_corollary3(alg5: pd.DataFrame) -> Claim:
     by_t = alg5.groupby("T")["jacobian_norm_max"].max()
     t = by_t.index.to_numpy()
-    over_paper = float((by_t.to_numpy() > np.minimum(1 / (4 * t), math.sqrt(2))).mean())
+    printed = np.asarray(theory.corollary3_bound_as_printed(torch.tensor(t)))
+    over_paper = float((by_t.to_numpy() > printed).mean())
     worst = float((by_t * t).max())
     return {
         "claim": "Corollary 3: ‖∇α‖₂ ≤ min{1/(4T), √2} (docs/errata.md: the tight bound is 1/(2T))",
+        "paper": "T·‖J‖₂ ≤ 0.25",
         "measured": f"max over heads and rows of T·‖J‖₂ = {worst:.3f} (paper's bound: 0.25, "
         f"corrected: 0.5); the paper's bound is exceeded at {over_paper:.0%} of the T grid",
         "rule": "the paper's bound holds on every real head at every T",
@@ -194,7 +199,7 @@ def claim_corollary3(alg5: pd.DataFrame) -> Claim:
     }
 
 
-def claims(results: dict[str, pd.DataFrame], x_source: str) -> pd.DataFrame:
+def claims_for(results: Mapping[str, pd.DataFrame], x_source: str) -> pd.DataFrame:
     """The claims table for one x source (Alg. 5 does not depend on x)."""
 
     def pick(name: str) -> pd.DataFrame:
@@ -212,7 +217,7 @@ def claims(results: dict[str, pd.DataFrame], x_source: str) -> pd.DataFrame:
     return pd.DataFrame(rows).assign(x_source=x_source)
 
 
-def x_source_comparison(results: dict[str, pd.DataFrame], sources: list[str]) -> pd.DataFrame:
+def x_source_comparison(results: Mapping[str, pd.DataFrame], sources: list[str]) -> pd.DataFrame:
     """Headline numbers per x source, and how alike the per-head values are across sources.
 
     One row per quantity; a column per x source, then ``spearman``: the rank correlation over
@@ -269,64 +274,45 @@ def x_source_comparison(results: dict[str, pd.DataFrame], sources: list[str]) ->
     return pd.DataFrame(rows)
 
 
-def write_report(
-    store: ResultStore, results: dict[str, pd.DataFrame], cfg: LimitationsConfig
-) -> Path:
-    """Figures (PNG + SVG), the claims table, and ``report.md``; returns the report's path."""
-    head = cfg.x_sources[0]
-    figures = {
-        "fig2a": plots.fig2a(results["alg1"][results["alg1"]["x_source"] == head]),
-        "fig2b": plots.fig2b(results["alg2"][results["alg2"]["x_source"] == head]),
-        "fig2c": plots.fig2c(results["alg3"][results["alg3"]["x_source"] == head]),
-        "fig3": plots.fig3(results["alg4"][results["alg4"]["x_source"] == head]),
-        "fig4": plots.fig4(results["alg5"]),
-    }
-    for name, fig in figures.items():
-        store.save_figure(fig, name)
-        plt.close(fig)
-    table = pd.concat([claims(results, s) for s in cfg.x_sources], ignore_index=True)
-    store.write_table(table, "claims")
-    meta = store.meta
-    info = meta.get("model", {})
+def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.DataFrame:
+    """Every claim for every x source of the run (the first source first)."""
+    sources = meta["params"]["x_sources"]
+    table = pd.concat([claims_for(tables, s) for s in sources], ignore_index=True)
+    return table[["x_source", "claim", "paper", "measured", "rule", "verdict"]]
+
+
+def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> list[str]:
+    """What was run, and how much the choice of x_i matters (Markdown lines)."""
+    params, info = meta["params"], meta.get("model", {})
+    sources = list(params["x_sources"])
     lines = [
-        "# Limitations of Normalization in Attention: reproduction report",
+        "## Set-up",
         "",
-        f"Model **{cfg.model}** ({info.get('n_layers')} layers × {info.get('n_heads')} heads, "
-        f"{'causal' if info.get('causal') else 'bidirectional'}), text sha256 "
-        f"`{meta.get('text', {}).get('sha256', '?')[:16]}…`, {cfg.windows} window(s) of "
-        f"{cfg.max_length} tokens. Figures use x_i = **{head}**; the claims are judged for each "
-        f"x source ({', '.join(cfg.x_sources)}). Parameters, versions and wall times: `run.json`.",
-        "",
-        "## Claims",
-        "",
-        markdown_table(table[["x_source", "claim", "measured", "rule", "verdict"]]),
+        f"Model **{params['model']}** ({info.get('n_layers')} layers × {info.get('n_heads')} "
+        f"heads, {'causal' if info.get('causal') else 'bidirectional'}), text sha256 "
+        f"`{meta.get('text', {}).get('sha256', '?')[:16]}…`, {params['windows']} window(s) of "
+        f"{max(params['lengths'])} tokens. Figures use x_i = **{sources[0]}**; the claims are "
+        f"judged for each x source ({', '.join(sources)}).",
         "",
     ]
-    if len(cfg.x_sources) > 1:
-        pivot = table.pivot(index="claim", columns="x_source", values="verdict")
-        same = int((pivot.nunique(axis=1) == 1).sum())
-        lines += [
-            "## How much the choice of x_i matters",
-            "",
-            f"{same} of {len(pivot)} verdicts agree across x sources "
-            f"({', '.join(cfg.x_sources)}). Alg. 5 and Corollary 3 use logits only.",
-            "",
-            markdown_table(pivot.reset_index()),
-            "",
-            "The numbers behind the verdicts, per x source; `spearman` is the rank correlation "
-            f"over heads between {cfg.x_sources[0]} and {cfg.x_sources[1]} (1: the same heads "
-            "stand out whichever vectors play x_i).",
-            "",
-            markdown_table(_fmt(x_source_comparison(results, list(cfg.x_sources)))),
-            "",
-        ]
-    lines += ["## Figures", ""]
-    lines += [f"![{name}](figures/{name}.png)" for name in figures]
-    lines += ["", "## Wall time (s): this invocation, and all invocations of a resumed run", ""]
-    totals = meta.get("wall_time_total_s", {})
-    lines += [
-        f"- {k}: {v} (total {totals.get(k, v)})" for k, v in meta.get("wall_time_s", {}).items()
+    if len(sources) < 2:
+        return lines
+    table = claims(tables, meta)
+    pivot = table.pivot(index="claim", columns="x_source", values="verdict")
+    same = int((pivot.nunique(axis=1) == 1).sum())
+    return [
+        *lines,
+        "## How much the choice of x_i matters",
+        "",
+        f"{same} of {len(pivot)} verdicts agree across x sources "
+        f"({', '.join(sources)}). Alg. 5 and Corollary 3 use logits only.",
+        "",
+        markdown_table(pivot.reset_index()),
+        "",
+        "The numbers behind the verdicts, per x source; `spearman` is the rank correlation "
+        f"over heads between {sources[0]} and {sources[1]} (1: the same heads "
+        "stand out whichever vectors play x_i).",
+        "",
+        markdown_table(_fmt(x_source_comparison(tables, sources))),
+        "",
     ]
-    path = store.root / "report.md"
-    atomic_write_text(path, "\n".join(lines) + "\n")
-    return path

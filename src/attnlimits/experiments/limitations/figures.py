@@ -1,22 +1,23 @@
 """Figures 2a–c, 3 and 4 of *Limitations of Normalization in Attention* (Mudarisov et al., 2025).
 
-Each function takes the tidy table of its algorithm (see :mod:`attnlimits.experiments.limitations`)
-and returns a matplotlib Figure with the paper's axes and legend; nothing is computed here
-beyond the aggregation over heads that the figure shows.
+Each function takes the tidy table of its algorithm (see :mod:`.compute`) and returns a
+matplotlib Figure with the paper's axes and legend; nothing is computed here beyond the
+aggregation over heads that the figure shows. :func:`figures` draws all five from the tables.
 """
 
 from __future__ import annotations
 
-import matplotlib
+from collections.abc import Mapping
+from typing import Any
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import torch
 from matplotlib.figure import Figure
 
-__all__ = ["fig2a", "fig2b", "fig2c", "fig3", "fig4"]
+from attnlimits import theory
+
+__all__ = ["fig2a", "fig2b", "fig2c", "fig3", "fig4", "figures"]
 
 _SERIES = (
     ("distance", "true distance $\\tilde d$ (Eq. 7)", "C0", "-"),
@@ -41,7 +42,8 @@ def _head_means(df: pd.DataFrame, by: str) -> pd.DataFrame:
 
 def _distance_figure(df: pd.DataFrame, by: str, xlabel: str, title: str) -> Figure:
     stats = _head_means(df, by)
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    fig = Figure(figsize=(5.5, 4))
+    ax = fig.add_subplot()
     xs = stats.index.to_numpy()
     for col, label, color, style in _SERIES:
         ax.plot(xs, stats[("mean", col)], style, color=color, marker="o", ms=3, label=label)
@@ -73,7 +75,8 @@ def fig2b(alg2: pd.DataFrame) -> Figure:
 
 def fig2c(alg3: pd.DataFrame) -> Figure:
     """Fig. 2c: critical N against L (one line per form of E), with the paper's 0.06·L line."""
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    fig = Figure(figsize=(5.5, 4))
+    ax = fig.add_subplot()
     for i, (form, sub) in enumerate(alg3.groupby("e_form")):
         sub = sub.sort_values("L")
         found = sub[sub["critical_n"] > 0]
@@ -106,7 +109,8 @@ def fig3(alg4: pd.DataFrame) -> Figure:
     per_head = alg4.groupby(["N", "layer", "head"])[["ratio", "lower", "upper"]].mean()
     per_head = per_head.reset_index()
     ns = sorted(per_head["N"].unique())
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
     data = [per_head.loc[per_head["N"] == n, "ratio"].to_numpy() for n in ns]
     pos = np.arange(len(ns))
     ax.boxplot(data, positions=pos, widths=0.5, showfliers=False)
@@ -129,7 +133,8 @@ def fig3(alg4: pd.DataFrame) -> Figure:
 
 def fig4(alg5: pd.DataFrame) -> Figure:
     """Fig. 4: max over heads of the mean sensitivity against T, with both Jacobian bounds."""
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    fig = Figure(figsize=(5.5, 4))
+    ax = fig.add_subplot()
     per_head = alg5.groupby(["eps", "T", "layer", "head"])["sensitivity"].mean().reset_index()
     for i, (eps, sub) in enumerate(per_head.groupby("eps")):
         top = sub.groupby("T")["sensitivity"].max()
@@ -138,14 +143,11 @@ def fig4(alg5: pd.DataFrame) -> Figure:
         jac = alg5.groupby(["T", "layer", "head"])["jacobian_norm"].mean().groupby("T").max()
         ax.plot(jac.index, jac.to_numpy(), "k.", label="exact ‖J‖₂, max over heads")
     ts = np.logspace(np.log10(alg5["T"].min()), np.log10(alg5["T"].max()), 200)
-    ax.plot(
-        ts,
-        np.minimum(1 / (4 * ts), np.sqrt(2)),
-        "--",
-        color="gray",
-        label="min{1/(4T), √2} (paper)",
-    )
-    ax.plot(ts, 1 / (2 * ts), ":", color="C3", label="1/(2T) (corrected)")
+    t = torch.tensor(ts)
+    printed = theory.corollary3_bound_as_printed(t)
+    corrected = theory.softmax_jacobian_norm_bound(t)
+    ax.plot(ts, np.asarray(printed), "--", color="gray", label="min{1/(4T), √2} (paper)")
+    ax.plot(ts, np.asarray(corrected), ":", color="C3", label="1/(2T) (corrected)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("temperature T")
@@ -155,3 +157,20 @@ def fig4(alg5: pd.DataFrame) -> Figure:
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def figures(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> dict[str, Figure]:
+    """Figs. 2a–c, 3, 4 from a run's tables; x_i is the run's first x source."""
+    head = meta["params"]["x_sources"][0]
+
+    def pick(name: str) -> pd.DataFrame:
+        df = tables[name]
+        return df[df["x_source"] == head]
+
+    return {
+        "fig2a": fig2a(pick("alg1")),
+        "fig2b": fig2b(pick("alg2")),
+        "fig2c": fig2c(pick("alg3")),
+        "fig3": fig3(pick("alg4")),
+        "fig4": fig4(tables["alg5"]),
+    }

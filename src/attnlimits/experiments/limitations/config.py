@@ -1,0 +1,141 @@
+"""What a limitations run computes: the parameters of paper A's Algorithms 1–5."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from attnlimits.theory.distance import ExpectedForm
+
+__all__ = ["E_FORMS", "Config", "LimitationsConfig", "LogitSource", "XSource"]
+
+XSource = Literal["values", "keys", "hidden"]
+#: Grid column -> form of E (Theorem 1.2; docs/errata.md, theorem1_expectation).
+E_FORMS: dict[str, ExpectedForm] = {
+    "expectation": "derived",
+    "expectation_main_text": "main_text",
+    "expectation_rms": "rms",
+}
+LogitSource = Literal["raw", "scaled"]
+#: The N grids, and the lengths they must stay below (Alg. 2 and 4 run at the longest L).
+_N_GRIDS = ("ns_alg2", "ns_alg3", "ns_alg4")
+_NS_ALG3 = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128)
+_QUICK: dict[str, Any] = {
+    "windows": 1,
+    "lengths": (32, 64, 128),
+    "ns_alg2": (1, 5, 10, 20, 64),
+    "ns_alg3": (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32),
+    "ns_alg4": (1, 2, 4, 8, 16),
+    "temperatures": (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0),
+    "alg5_rows": 32,
+}
+
+
+def _positive_ints(name: str, values: tuple[int, ...]) -> None:
+    if not values or any(isinstance(v, bool) or int(v) != v or v < 1 for v in values):
+        raise ValueError(f"{name} must be positive integers, got {values}")
+
+
+def _positive_floats(name: str, values: tuple[float, ...]) -> None:
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise ValueError(f"every {name} must be a finite number > 0, got {values}")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Parameters of the five algorithms; defaults as in paper A (REFERENCE.md, Experiments)."""
+
+    model: str = "smollm2-135m"
+    text: Path | None = None
+    device: str = "cpu"
+    windows: int = 1  # the paper does not say; --windows for more
+    lengths: tuple[int, ...] = (32, 64, 128, 256, 512, 1024)  # Alg. 1 and 3
+    n_alg1: int = 5
+    ns_alg2: tuple[int, ...] = (1, 5, 10, 20, 100)
+    ns_alg3: tuple[int, ...] = _NS_ALG3
+    ks_alpha: float = 0.01  # the text's level; the pseudocode says 0.05
+    ns_alg4: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+    temperatures: tuple[float, ...] = tuple(float(t) for t in np.logspace(-3, 2, 11))
+    epsilons: tuple[float, ...] = (1e-3, 1e-1, 10.0)
+    alg5_rows: int = 128  # rows per head for Alg. 5, evenly spaced over the window
+    x_sources: tuple[XSource, ...] = ("values", "hidden")  # the first drives the figures
+    e_forms: tuple[ExpectedForm, ...] = ("derived", "main_text")  # "rms" too: ~2x the E cost
+    logits: LogitSource = "raw"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("lengths", "ns_alg2", "ns_alg3", "ns_alg4", "temperatures", "epsilons"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "x_sources", tuple(self.x_sources))
+        object.__setattr__(self, "e_forms", tuple(self.e_forms))
+        if self.text is not None:
+            object.__setattr__(self, "text", Path(self.text))
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ValueError(f"model must be a name, hub id or folder, got {self.model!r}")
+        for name in ("windows", "alg5_rows", "n_alg1"):
+            _positive_ints(name, (getattr(self, name),))
+        bad = [x for x in self.x_sources if x not in ("values", "keys", "hidden")]
+        if bad or not self.x_sources:
+            raise ValueError(f"x_sources must be among values, keys, hidden; got {self.x_sources}")
+        if self.logits not in ("raw", "scaled"):
+            raise ValueError(f"logits must be raw or scaled, got {self.logits!r}")
+        _positive_floats("temperature T", self.temperatures)
+        _positive_floats("ε", self.epsilons)
+        if not 0 < self.ks_alpha < 1:
+            raise ValueError(f"ks_alpha must lie in (0, 1), got {self.ks_alpha}")
+        if "derived" not in self.e_forms or not set(self.e_forms) <= set(E_FORMS.values()):
+            raise ValueError(f"e_forms must include 'derived', among {list(E_FORMS.values())}")
+        for name in ("lengths", *_N_GRIDS):
+            _positive_ints(name, getattr(self, name))
+        if min(self.lengths) < 2:
+            raise ValueError(f"every L must be >= 2, got lengths {self.lengths}")
+        if self.n_alg1 >= min(self.lengths):
+            raise ValueError(f"N = {self.n_alg1} must be smaller than every L {self.lengths}")
+        if max(self.ns_alg2) >= max(self.lengths):
+            raise ValueError(
+                f"N = {max(self.ns_alg2)} must be smaller than L = {max(self.lengths)}"
+            )
+
+    @property
+    def max_length(self) -> int:
+        return max(self.lengths)
+
+    @classmethod
+    def quick(cls, **given: Any) -> Config:
+        """One window, L ≤ 128, small grids (the CI smoke run); ``given`` values win."""
+        return cls.preset(quick=True, **given)
+
+    @classmethod
+    def preset(cls, *, quick: bool = False, **given: Any) -> Config:
+        """The paper's defaults or the quick preset, then the caller's values (None = not given).
+
+        N grids the caller did not give are cut to the N below the longest L (Alg. 2 and 4 run
+        there), so ``quick(lengths=(32, 64))`` works; N values the caller gave are checked as
+        given, and an error names the caller's own option.
+        """
+        given = {k: v for k, v in given.items() if v is not None}
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(given) - names)
+        if unknown:
+            raise TypeError(f"unknown limitations setting(s) {unknown}; known: {sorted(names)}")
+        values = {**(_QUICK if quick else {}), **given}
+        top = max(values.get("lengths", cls.lengths))
+        for name in _N_GRIDS:
+            if name not in given:
+                grid = values.get(name, getattr(cls, name))
+                values[name] = tuple(n for n in grid if n < top) or (1,)
+        return cls(**values)
+
+    def cache_params(self, model_id: str, text_sha: str) -> dict[str, object]:
+        """What the per-layer results depend on (device and window count do not)."""
+        params = asdict(self)
+        for key in ("device", "windows", "text", "model"):
+            params.pop(key)
+        return {**params, "model_id": model_id, "text_sha256": text_sha}
+
+
+LimitationsConfig = Config  # the name of releases before the experiment skeleton
