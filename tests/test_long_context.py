@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 from pathlib import Path
 
@@ -12,10 +13,13 @@ import torch
 
 from attnlimits.capture import capture_all, load_model
 from attnlimits.experiments import long_context as lc
-from attnlimits.experiments.long_context_report import summarize
+from attnlimits.experiments import skeleton
+from attnlimits.experiments.long_context import summarize
 from attnlimits.kernels import patch
 from attnlimits.metrics import attention_entropy
 from tiny_models import tiny_model_dir
+
+compute_module = importlib.import_module("attnlimits.experiments.long_context.compute")
 
 LOW, HIGH = 10, 40  # the tiny word-level tokenizer knows these numbers
 TEXT = " ".join([lc.QUESTION, lc.ANSWER_PREFIX] + [str(x) for x in range(LOW, HIGH + 1)] * 3)
@@ -140,16 +144,19 @@ def _check_tables(
 
 def test_pipeline_tiny_llama_end_to_end_and_resume(tiny, tmp_path, monkeypatch) -> None:
     cfg = _cfg()
-    monkeypatch.setattr(lc, "load_model", lambda *a, **k: tiny)
-    report = lc.run_long_context(cfg, tmp_path, progress=False)
+    monkeypatch.setattr(compute_module, "load_model", lambda *a, **k: tiny)
+    report = skeleton.run(lc.EXPERIMENT, cfg, tmp_path, progress=False)
     assert report == tmp_path / "report.md"
     _check_tables(tmp_path, cfg, n_layers=2, n_heads=4)
 
     def boom(*args, **kwargs):
         raise AssertionError("a saved cell was recomputed")
 
-    monkeypatch.setattr(lc, "_run_cell", boom)
-    lc.run_long_context(cfg, tmp_path, progress=False, figures=False)
+    monkeypatch.setattr(compute_module, "_run_cell", boom)
+    skeleton.run(lc.EXPERIMENT, cfg, tmp_path, progress=False)
+    claims = pd.read_parquet(tmp_path / "tables" / "claims.parquet")
+    assert list(claims.columns) == ["claim", "paper", "measured", "rule", "verdict"]
+    assert skeleton.redraw(tmp_path) == report  # the report redraws from the tables alone
 
 
 def test_summarize_counts_positions() -> None:
@@ -175,8 +182,8 @@ def test_summarize_counts_positions() -> None:
 @pytest.mark.real_model
 def test_smollm2_small_run(tmp_path: Path, book_path: Path) -> None:
     cfg = lc.LongContextConfig(ns=(4, 8), prompts=2, spread_length=64, text=book_path)
-    lc.run_long_context(cfg, tmp_path, progress=False, figures=False)
-    _check_tables(tmp_path, cfg, n_layers=30, n_heads=9, figures=False)
+    skeleton.run(lc.EXPERIMENT, cfg, tmp_path, progress=False)
+    _check_tables(tmp_path, cfg, n_layers=30, n_heads=9)
     spread = pd.read_parquet(tmp_path / "tables" / "spread.parquet")
     assert len(spread) == 30 * 9 and (spread["spread_max"] >= spread["spread_mean"]).all()
 
