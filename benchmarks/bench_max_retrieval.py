@@ -16,14 +16,15 @@ import time
 
 import torch
 
-from attnlimits.experiments.max_retrieval import (
+from attnlimits.experiments.softmax_not_enough import (
     EvalConfig,
     MaxRetrievalModel,
     ModelConfig,
+    TrainConfig,
     evaluate,
     make_batch,
+    train,
 )
-from attnlimits.experiments.max_retrieval_train import TrainConfig, train
 
 
 def main() -> None:

@@ -8,18 +8,19 @@ import pytest
 import torch
 from scipy.stats import ttest_rel
 
-from attnlimits.experiments.max_retrieval import (
+from attnlimits.experiments.softmax_not_enough import (
     EvalConfig,
     MaxRetrievalModel,
     ModelConfig,
-    accuracy_se,
+    TrainConfig,
+    checkpoint_path,
     evaluate,
     make_batch,
     paired_table,
-    required_sets,
     summary_table,
+    train,
 )
-from attnlimits.experiments.max_retrieval_train import TrainConfig, checkpoint_path, train
+from attnlimits.theory import binomial_standard_error as accuracy_se
 
 TRAINABLE = ("softmax", "adaptive", "ssmax", "sparsemax", "entmax15", "topk", "sigmoid",
              "stick_breaking")  # fmt: skip
@@ -139,15 +140,6 @@ def test_resume_gives_identical_weights(tmp_path) -> None:  # type: ignore[no-un
 
 
 # ---- evaluation and tables ---------------------------------------------------------------
-
-
-def test_standard_error() -> None:
-    assert accuracy_se(0.5, 10_000) == pytest.approx(0.005)
-    assert accuracy_se(1.0, 10) == 0.0
-    assert required_sets(0.005) == 10_000
-    assert required_sets(0.005, p=0.9) == 3600
-    with pytest.raises(ValueError):
-        required_sets(0.0)
 
 
 def test_evaluate_table(gen: torch.Generator) -> None:

@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from attnlimits.cli import app
+from attnlimits.experiments import skeleton
 from attnlimits.experiments.softmax_not_enough import (
     SoftmaxNotEnoughConfig,
     claims,
@@ -55,9 +56,10 @@ def _tables(adaptive_gain: float, spread_over: bool = False) -> dict[str, pd.Dat
 
 
 def test_claims_follow_the_numbers():
-    good = claims(_tables(0.1), id_size=16).set_index("claim")["verdict"]
+    meta = {"benchmark": {"train": {"max_size": 16}}}
+    good = claims(_tables(0.1), meta).set_index("claim")["verdict"]
     assert (good == "reproduced").all()
-    bad = claims(_tables(-0.1, spread_over=True), id_size=16)["verdict"].tolist()
+    bad = claims(_tables(-0.1, spread_over=True), meta)["verdict"].tolist()
     assert bad[1] == "not reproduced" and bad[3] == "not reproduced"
 
 
@@ -78,3 +80,12 @@ def test_quick_run_writes_the_report(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert "## Claims" in text and "Adaptive temperature refit" in text
     assert len(pd.read_parquet(tmp_path / "tables" / "claims.parquet")) == 4
+    redrawn = skeleton.redraw(tmp_path).read_text()  # attnlimits report DIR
+    assert redrawn.split("## Run")[0] == text.split("## Run")[0]
+
+
+def test_quick_lets_explicit_values_win():
+    cfg = SoftmaxNotEnoughConfig.quick(seeds=3)
+    assert cfg.preset == "quick" and cfg.seeds == 3
+    assert SoftmaxNotEnoughConfig.quick().seeds == 2 and SoftmaxNotEnoughConfig().seeds == 10
+    assert cfg.benchmark().train.steps < SoftmaxNotEnoughConfig().benchmark().train.steps

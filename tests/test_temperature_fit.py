@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from attnlimits.experiments.max_retrieval import EvalConfig, MaxRetrievalModel, ModelConfig
-from attnlimits.experiments.store import ResultStore
-from attnlimits.experiments.temperature_fit import (
+from attnlimits.experiments.softmax_not_enough import (
+    EvalConfig,
+    MaxRetrievalModel,
+    ModelConfig,
     TemperatureFitConfig,
     apply_rule,
     collect_points,
@@ -16,6 +17,8 @@ from attnlimits.experiments.temperature_fit import (
     fit_table,
     run_temperature_fit,
 )
+from attnlimits.experiments.softmax_not_enough.figures import plot_fit
+from attnlimits.experiments.store import ResultStore
 from attnlimits.normalizers import POLY_COEFFS, adaptive_beta
 
 
@@ -78,6 +81,8 @@ def test_collect_points_and_run(tmp_path) -> None:  # type: ignore[no-untyped-de
     assert list(fits["fit"]) == ["paper", "refit", "refit_inverse"]
     assert all(len(c) == 5 for c in fits["coeffs"])
     out = run_temperature_fit(model, cfg, EvalConfig(sizes=(8,), n_sets=50), ResultStore(tmp_path))
-    assert set(out["accuracy"]["norm"]) == {"softmax", "adaptive_paper", "adaptive_refit"}
-    assert (tmp_path / "figures" / "temperature_fit.png").exists()
-    assert (tmp_path / "tables" / "temperature_fit_coeffs.csv").exists()
+    norms = set(out["temperature_fit_accuracy"]["norm"])
+    assert norms == {"softmax", "adaptive_paper", "adaptive_refit"}
+    coeffs = out["temperature_fit_coeffs"]
+    assert all(len(c) == 5 for c in coeffs["coeffs"])
+    assert len(plot_fit(out["temperature_fit_points"], coeffs).axes) == 1

@@ -13,7 +13,7 @@ the same configuration resumes from the last checkpoint and ends with bit-identi
 from __future__ import annotations
 
 import io
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -22,47 +22,11 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from attnlimits.experiments.max_retrieval import MaxRetrievalModel, ModelConfig, make_batch
+from attnlimits.experiments.softmax_not_enough.config import ModelConfig, TrainConfig
+from attnlimits.experiments.softmax_not_enough.model import MaxRetrievalModel, make_batch
 from attnlimits.experiments.store import atomic_write_bytes, params_hash
 
-__all__ = ["TrainConfig", "checkpoint_path", "train"]
-
-
-@dataclass
-class TrainConfig:
-    """Optimisation settings; defaults from the measured plateau (docs/max_retrieval.md).
-
-    ``decoupled=True`` (default) is AdamW; ``False`` is Adam with the L2 term added to the
-    gradient, the literal reading of the paper's "cross-entropy plus L2 weight decay". With
-    coupled L2 at 1e-3 one seed in six sat near chance for 3,000 steps; with AdamW every seed
-    we tried left the plateau within 750 steps (docs/max_retrieval.md).
-    """
-
-    steps: int = 5000
-    batch: int = 128
-    lr: float = 1e-3
-    weight_decay: float = 1e-3
-    decoupled: bool = True
-    min_size: int = 1
-    max_size: int = 16
-    log_every: int = 100
-    ckpt_every: int = 1000
-    device: str = "cpu"
-
-    def __post_init__(self) -> None:
-        if self.steps < 0 or self.batch < 1 or self.log_every < 1 or self.ckpt_every < 1:
-            raise ValueError(
-                f"need steps >= 0 and batch, log_every, ckpt_every >= 1, got {self.steps}, "
-                f"{self.batch}, {self.log_every}, {self.ckpt_every}"
-            )
-        if not 1 <= self.min_size <= self.max_size:
-            raise ValueError(
-                f"need 1 <= min_size <= max_size, got {self.min_size}, {self.max_size}"
-            )
-        if self.lr <= 0 or self.weight_decay < 0:
-            raise ValueError(
-                f"need lr > 0 and weight_decay >= 0, got {self.lr}, {self.weight_decay}"
-            )
+__all__ = ["checkpoint_path", "train"]
 
 
 def checkpoint_path(

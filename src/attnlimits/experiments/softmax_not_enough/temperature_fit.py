@@ -19,70 +19,29 @@ does not), so its grid optimum would always sit at an end of the grid.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-from matplotlib.figure import Figure
 from torch import Tensor
 
-from attnlimits.experiments.max_retrieval import (
+from attnlimits.experiments.softmax_not_enough.config import (
     EvalConfig,
-    MaxRetrievalModel,
     NormSpec,
-    evaluate,
-    make_batch,
+    TemperatureFitConfig,
 )
+from attnlimits.experiments.softmax_not_enough.evaluate import evaluate
+from attnlimits.experiments.softmax_not_enough.model import MaxRetrievalModel, make_batch
 from attnlimits.experiments.store import ResultStore
 from attnlimits.normalizers.adaptive import ENTROPY_THRESHOLD, POLY_COEFFS, adaptive_beta
 
 __all__ = [
-    "TemperatureFitConfig",
     "apply_rule",
     "collect_points",
     "fit_polynomial",
     "fit_table",
-    "plot_fit",
     "run_temperature_fit",
 ]
-
-
-@dataclass
-class TemperatureFitConfig:
-    """Where to collect (H, β*) points and how to search β.
-
-    ``beta_grid()`` is geometric from ``beta_min`` to ``beta_max`` (default 1..50, 200 points,
-    about 2 % apart): β < 1 is never used by the rule, and the published polynomial stays
-    below 2.5, so 50 leaves ample head-room while keeping the relative resolution uniform.
-    """
-
-    sizes: tuple[int, ...] = (16, 32, 64, 128, 256, 512, 1024, 2048)
-    sets_per_size: int = 2000
-    beta_min: float = 1.0
-    beta_max: float = 50.0
-    n_beta: int = 200
-    degree: int = 4
-    threshold: float = ENTROPY_THRESHOLD
-    only_errors: bool = True
-    seed: int = 777
-    chunk_items: int = 1 << 15
-
-    def __post_init__(self) -> None:
-        self.sizes = tuple(int(s) for s in self.sizes)
-        if not self.sizes or min(self.sizes) < 2:
-            raise ValueError(f"sizes must be ints >= 2, got {self.sizes}")
-        if not 0 < self.beta_min < self.beta_max or self.n_beta < 2:
-            raise ValueError(
-                f"need 0 < beta_min < beta_max and n_beta >= 2, got "
-                f"{self.beta_min}, {self.beta_max}, {self.n_beta}"
-            )
-        if self.degree < 0 or self.sets_per_size < 1 or self.chunk_items < 1:
-            raise ValueError("degree must be >= 0, sets_per_size and chunk_items >= 1")
-
-    def beta_grid(self) -> np.ndarray:
-        return np.geomspace(self.beta_min, self.beta_max, self.n_beta)
 
 
 def _entropy(e: Tensor) -> Tensor:
@@ -189,37 +148,6 @@ def fit_table(points: pd.DataFrame, cfg: TemperatureFitConfig) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def plot_fit(
-    points: pd.DataFrame, fits: pd.DataFrame, threshold: float = ENTROPY_THRESHOLD
-) -> Figure:
-    """Fig. 6 analogue: the (H, β*) points and each polynomial, raw (dashed) and under the rule."""
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.scatter(
-        points["entropy"], points["beta_star"], s=4, alpha=0.3, color="0.4", label="β* (grid)"
-    )
-    H = np.linspace(0.0, max(float(points["entropy"].max()), 1.0) if len(points) else 6.0, 300)
-    for (_, row), color in zip(fits.iterrows(), ("C0", "C1", "C2"), strict=False):
-        c = np.asarray(row["coeffs"])
-        raw = np.polyval(c, H)
-        raw = 1.0 / np.where(raw > 0, raw, np.nan) if row["inverse"] else raw
-        ax.plot(H, raw, "--", color=color, lw=1)
-        ax.plot(
-            H,
-            apply_rule(H, c, threshold, inverse=row["inverse"]),
-            color=color,
-            label=f"{row['fit']} (RMSE {row['rmse_beta']:.2f})",
-        )
-    ax.axvline(threshold, color="0.7", lw=0.8)
-    ax.set(
-        xlabel="entropy H of softmax(e) (nats)",
-        ylabel="inverse temperature β",
-        yscale="log",
-        title="Adaptive temperature: β*(H) and degree-4 fits",
-    )
-    ax.legend(fontsize=8)
-    return fig
-
-
 def run_temperature_fit(
     model: MaxRetrievalModel,
     cfg: TemperatureFitConfig,
@@ -228,7 +156,8 @@ def run_temperature_fit(
     *,
     name: str = "temperature_fit",
 ) -> dict[str, pd.DataFrame]:
-    """Collect points, fit, evaluate accuracy with each polynomial; save tables and figure."""
+    """Collect points, fit, evaluate accuracy with each polynomial: tables ``{name}_points``,
+    ``{name}_coeffs`` (coefficients as text), ``{name}_accuracy``."""
     with store.timed(f"{name}.collect"):
         points = collect_points(model, cfg)
     fits = fit_table(points, cfg)
@@ -241,11 +170,8 @@ def run_temperature_fit(
             )
     with store.timed(f"{name}.evaluate"):
         acc = evaluate(model, eval_cfg, norms)
-    store.write_table(points, f"{name}_points")
-    store.write_table(fits.assign(coeffs=fits["coeffs"].map(str)), f"{name}_coeffs")
-    store.write_table(acc, f"{name}_accuracy")
-    fig = plot_fit(points, fits, cfg.threshold)
-    store.save_figure(fig, name)
-    plt.close(fig)
-    store.update_meta(**{name: {"config": cfg, "eval": eval_cfg}})
-    return {"points": points, "fits": fits, "accuracy": acc}
+    return {
+        f"{name}_points": points,
+        f"{name}_coeffs": fits.assign(coeffs=fits["coeffs"].map(lambda c: [float(v) for v in c])),
+        f"{name}_accuracy": acc,
+    }

@@ -1,0 +1,86 @@
+"""Paper B's reproduction: *Softmax is not Enough* (Veličković et al., 2025).
+
+``config`` → ``model`` (the Eqs. 9–14 max-retrieval model) → ``train`` → ``evaluate`` →
+``seeds`` (train and evaluate over seeds, the cross-normaliser table) and ``temperature_fit``
+(App. F) → ``compute`` (all tables) → ``figures`` and ``claims``. Run it with
+``attnlimits reproduce softmax-not-enough`` or ``skeleton.run(EXPERIMENT, Config(), out)``.
+"""
+
+from attnlimits.experiments.skeleton import Experiment
+from attnlimits.experiments.softmax_not_enough.claims import claims, sections
+from attnlimits.experiments.softmax_not_enough.compute import compute, entropy_vs_temperature
+from attnlimits.experiments.softmax_not_enough.config import (
+    SWAPS,
+    TRAINED,
+    Config,
+    CrossConfig,
+    EvalConfig,
+    MaxRetrievalConfig,
+    ModelConfig,
+    NormSpec,
+    SoftmaxNotEnoughConfig,
+    TemperatureFitConfig,
+    TrainConfig,
+)
+from attnlimits.experiments.softmax_not_enough.evaluate import (
+    attention_profile,
+    evaluate,
+    paired_table,
+    summary_table,
+)
+from attnlimits.experiments.softmax_not_enough.figures import figures
+from attnlimits.experiments.softmax_not_enough.model import MaxRetrievalModel, make_batch
+from attnlimits.experiments.softmax_not_enough.seeds import run_cross_normalizers, run_max_retrieval
+from attnlimits.experiments.softmax_not_enough.temperature_fit import (
+    apply_rule,
+    collect_points,
+    fit_polynomial,
+    fit_table,
+    run_temperature_fit,
+)
+from attnlimits.experiments.softmax_not_enough.train import checkpoint_path, train
+
+__all__ = [
+    "EXPERIMENT",
+    "SWAPS",
+    "TRAINED",
+    "Config",
+    "CrossConfig",
+    "EvalConfig",
+    "MaxRetrievalConfig",
+    "MaxRetrievalModel",
+    "ModelConfig",
+    "NormSpec",
+    "SoftmaxNotEnoughConfig",
+    "TemperatureFitConfig",
+    "TrainConfig",
+    "apply_rule",
+    "attention_profile",
+    "checkpoint_path",
+    "claims",
+    "collect_points",
+    "compute",
+    "entropy_vs_temperature",
+    "evaluate",
+    "figures",
+    "fit_polynomial",
+    "fit_table",
+    "make_batch",
+    "paired_table",
+    "run_cross_normalizers",
+    "run_max_retrieval",
+    "run_temperature_fit",
+    "sections",
+    "summary_table",
+    "train",
+]
+
+EXPERIMENT = Experiment(
+    name="softmax-not-enough",
+    title="Softmax is not Enough: reproduction report",
+    config=Config,
+    compute=compute,
+    figures=figures,
+    claims=claims,
+    sections=sections,
+)

@@ -1,0 +1,72 @@
+"""*Softmax is not Enough* (Veličković et al., 2025) end to end: one config, one results folder.
+
+Computes, resumable through one :class:`~attnlimits.experiments.store.ResultStore`:
+
+1. the max-retrieval benchmark, softmax vs adaptive temperature at inference only, over seeds
+   (:func:`.seeds.run_max_retrieval`; Figs. 2/7 and 9 analogues);
+2. the App. F refit of the adaptive-temperature polynomial on the seed-0 model (Fig. 6 analogue);
+3. optionally, the cross-normaliser table (every trainable registry normaliser);
+4. the Fig. 5 analogue: entropy against temperature for logit vectors of growing spread
+   (Proposition 3.2: dH/dβ = −β Var_p(e) ≤ 0, so entropy rises monotonically with T);
+
+Dispersion in a real LM is the separate experiment :mod:`attnlimits.experiments.long_context`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import torch
+
+from attnlimits.experiments.softmax_not_enough.config import (
+    TRAINED,
+    Config,
+    CrossConfig,
+    TemperatureFitConfig,
+)
+from attnlimits.experiments.softmax_not_enough.seeds import run_cross_normalizers, run_max_retrieval
+from attnlimits.experiments.softmax_not_enough.temperature_fit import run_temperature_fit
+from attnlimits.experiments.softmax_not_enough.train import checkpoint_path, train
+from attnlimits.experiments.store import ResultStore
+from attnlimits.metrics import entropy_from_scores
+
+__all__ = ["compute", "entropy_vs_temperature"]
+
+
+def entropy_vs_temperature(
+    spreads: tuple[float, ...], n: int = 64, temperatures: np.ndarray | None = None, seed: int = 0
+) -> pd.DataFrame:
+    """H(softmax(e/T)) over a T grid for n logits drawn uniformly in [0, spread] (Prop. 3.2)."""
+    temps = np.logspace(-2, 2, 41) if temperatures is None else temperatures
+    gen = torch.Generator().manual_seed(seed)
+    base = torch.rand(n, generator=gen, dtype=torch.float64)
+    rows = []
+    for spread in spreads:
+        logits = base * spread
+        ent = [float(entropy_from_scores(logits, float(t))) for t in temps]
+        rows += [
+            {"spread": spread, "T": float(t), "entropy": h} for t, h in zip(temps, ent, strict=True)
+        ]
+    return pd.DataFrame(rows)
+
+
+def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[str, pd.DataFrame]:
+    """Everything ``cfg`` asks for, as tables (resumable through checkpoints and parts)."""
+    bench = cfg.benchmark()
+    store.update_meta(benchmark=bench)
+    tables = run_max_retrieval(bench, store)
+    tables["entropy_vs_temperature"] = entropy_vs_temperature(cfg.spreads)
+    if cfg.temperature_fit:
+        model_cfg = replace(bench.model, normalizer="softmax", normalizer_params={})
+        ckpt = checkpoint_path(store.root / "checkpoints", model_cfg, bench.train, bench.seeds[0])
+        model, _ = train(model_cfg, bench.train, bench.seeds[0], ckpt=ckpt)
+        quick = cfg.preset == "quick"
+        fit_cfg = TemperatureFitConfig(sets_per_size=300) if quick else TemperatureFitConfig()
+        store.update_meta(temperature_fit=fit_cfg)
+        tables |= run_temperature_fit(model, fit_cfg, bench.eval, store)
+    if cfg.normalizers:
+        trained = {n: TRAINED[n] for n in cfg.normalizers}
+        tables |= run_cross_normalizers(CrossConfig(base=bench, trained=trained), store)
+    return tables
