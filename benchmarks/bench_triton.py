@@ -51,7 +51,7 @@ def make_inputs(a: argparse.Namespace, L: int) -> tuple[torch.Tensor, torch.Tens
 
 def runner(method: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Any:
     from attnlimits.kernels import triton_attention
-    from attnlimits.kernels.streaming import _params
+    from attnlimits.kernels.spec import resolve_params
 
     scale = q.shape[-1] ** -0.5
     if method == "sdpa":
@@ -59,7 +59,7 @@ def runner(method: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> An
         return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, **gqa)
     if method == "softmax+checks":
         return lambda: streaming_attention(q, k, v, "softmax", causal=True, backend="triton")
-    opts = _params(method, {})
+    opts = resolve_params(method, {})
     return lambda: triton_attention._forward(
         q, k, v, method, opts, causal=True, scale=scale, return_stats=False
     )

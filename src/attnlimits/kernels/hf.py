@@ -34,7 +34,8 @@ from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 from transformers.modeling_utils import AttentionInterface
 
 from attnlimits.kernels.reference import naive_attention
-from attnlimits.kernels.streaming import _params, streaming_attention
+from attnlimits.kernels.spec import resolve_params
+from attnlimits.kernels.streaming import streaming_attention
 
 __all__ = ["CONFIG_ATTR", "HF_NAMES", "make_attention_function", "patch", "register"]
 
@@ -134,7 +135,7 @@ def register(name: str, normalizer: str, *, naive: bool = False, **params: Any) 
     Returns ``name``; re-registering a name replaces it. Parameters are checked now, not at the
     first forward. Example: ``register("ssmax_s04", "ssmax", s=0.4)``.
     """
-    _params(normalizer, {k: v for k, v in params.items() if k != "block_size"})
+    resolve_params(normalizer, {k: v for k, v in params.items() if k != "block_size"})
     fn = make_attention_function(normalizer, frozen=params, naive=naive)
     AttentionInterface.register(name, fn)
     ALL_MASK_ATTENTION_FUNCTIONS.register(name, sdpa_mask)

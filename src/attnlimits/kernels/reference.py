@@ -11,20 +11,12 @@ from typing import Any, Literal, overload
 import torch
 from torch import Tensor
 
-from attnlimits.kernels.streaming import AttentionStats, _params, _validate
+from attnlimits.hf_bridge import repeat_kv
+from attnlimits.kernels.spec import AttentionStats, check_inputs, resolve_params
 from attnlimits.normalizers.adaptive import adaptive_beta
+from attnlimits.normalizers.base import softmax
 
-__all__ = ["masked_softmax", "naive_attention"]
-
-
-def masked_softmax(logits: Tensor, keep: Tensor) -> Tensor:
-    """softmax over the last axis restricted to ``keep``; masked entries 0, all-masked rows 0."""
-    x = logits.masked_fill(~keep, -torch.inf)
-    m = x.amax(-1, keepdim=True)
-    m = torch.where(torch.isinf(m), torch.zeros_like(m), m)
-    e = torch.exp(x - m)
-    Z = e.sum(-1, keepdim=True)
-    return e / torch.where(Z > 0, Z, torch.ones_like(Z))
+__all__ = ["naive_attention"]
 
 
 @overload
@@ -57,12 +49,12 @@ def naive_attention(
     in the input dtype (pass float64 for a reference). Key/value heads are repeated for
     grouped-query attention.
     """
-    opts = _params(normalizer, params)
-    scale, mask = _validate(q, k, v, mask, scale, block_size=1)
+    opts = resolve_params(normalizer, params)
+    scale, mask = check_inputs(q, k, v, mask, scale, block_size=1)
     B, Hq, Lq, _ = q.shape
     Hkv, Lk = k.shape[1], k.shape[2]
-    kr = k.repeat_interleave(Hq // Hkv, dim=1)  # (B, Hq, Lk, d)
-    vr = v.repeat_interleave(Hq // Hkv, dim=1)  # (B, Hq, Lk, dv)
+    kr = repeat_kv(k, Hq // Hkv)  # (B, Hq, Lk, d)
+    vr = repeat_kv(v, Hq // Hkv)  # (B, Hq, Lk, dv)
     logits = scale * (q @ kr.transpose(-1, -2))  # (B, Hq, Lq, Lk)
     keep = torch.ones((B, Hq, Lq, Lk), dtype=torch.bool, device=q.device)
     if causal:
@@ -71,7 +63,7 @@ def naive_attention(
     if mask is not None:
         keep = keep & mask
     n = keep.sum(-1)  # (B, Hq, Lq)
-    p = masked_softmax(logits, keep)
+    p = softmax(logits, mask=keep)
     H = -torch.special.xlogy(p, p).sum(-1)
     if normalizer == "softmax":
         c = torch.full_like(H, 1.0 / float(opts["temperature"]))
@@ -79,7 +71,7 @@ def naive_attention(
         c = float(opts["s"]) * torch.log(n.clamp_min(1).to(H.dtype))
     else:
         c = adaptive_beta(H, opts["coeffs"], opts["threshold"])
-    w = masked_softmax(c[..., None] * logits, keep)
+    w = softmax(c[..., None] * logits, mask=keep)
     out = w @ vr  # (B, Hq, Lq, dv)
     if not return_stats:
         return out

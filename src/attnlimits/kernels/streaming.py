@@ -23,55 +23,24 @@ On CUDA, calls without a mask run the fused Triton kernel of
 
 from __future__ import annotations
 
-import inspect
 import math
-from collections.abc import Callable
 from typing import Any, Literal, NamedTuple, overload
 
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_finite, check_mask, check_positive
-from attnlimits.normalizers.adaptive import (
-    ENTROPY_THRESHOLD,
-    POLY_COEFFS,
-    _check_params,
-    adaptive_beta,
-)
-from attnlimits.normalizers.base import softmax
-from attnlimits.normalizers.scalable import ssmax
+from attnlimits.kernels.spec import NORMALIZERS, AttentionStats, check_inputs, resolve_params
+from attnlimits.normalizers.adaptive import adaptive_beta
 
 __all__ = ["NORMALIZERS", "AttentionStats", "Backend", "streaming_attention"]
 
 Backend = Literal["auto", "torch", "triton"]
 
 
-def _default(fn: Callable[..., Any], name: str) -> Any:
-    return inspect.signature(fn).parameters[name].default
-
-
-#: Normaliser names and the keyword parameters each accepts, with the defaults of the
-#: materialised normalisers in :mod:`attnlimits.normalizers` (kept in one place: there).
-NORMALIZERS: dict[str, dict[str, Any]] = {
-    "softmax": {"temperature": _default(softmax, "temperature")},
-    "ssmax": {"s": _default(ssmax, "s")},
-    "adaptive": {"coeffs": POLY_COEFFS, "threshold": ENTROPY_THRESHOLD},
-}
-
 # exp(-1000) is exactly 0 in float32 and float64 (float64's smallest subnormal is e^-744.4):
 # clamping the shifted logits there turns −inf (masked) into a finite number of weight exactly 0,
 # so the entropy term 0·(l − m) is 0 rather than NaN.
 _NEG_CLAMP = -1000.0
-
-
-class AttentionStats(NamedTuple):
-    """:func:`streaming_attention`'s result with ``return_stats=True``; rows are ``[B, Hq, Lq]``."""
-
-    output: Tensor  #: [B, Hq, Lq, dv] in the input dtype
-    entropy: Tensor  #: H of softmax(l), l = scale·q·k (nats; 0 on all-masked rows)
-    beta: Tensor  #: inverse temperature c applied to l: 1/T, s·log n, or β(H)
-    out_entropy: Tensor  #: H of the weights actually applied, softmax(c·l)
-    n_keys: Tensor  #: kept keys per row (int64)
 
 
 class _Problem(NamedTuple):
@@ -202,50 +171,6 @@ def _analytic_counts(p: _Problem, i0: int, i1: int) -> Tensor:
     return n.expand(B, Hkv, G, i1 - i0).reshape(B, Hkv, G * (i1 - i0))  # (B, Hkv, G·bq)
 
 
-def _validate(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float | None, block_size: int
-) -> tuple[float, Tensor | None]:
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        if x.ndim != 4:
-            raise ValueError(f"{name} must be [batch, head, pos, d], got shape {tuple(x.shape)}")
-        check_finite(x, name, allow_neg_inf=False)
-    if not q.dtype == k.dtype == v.dtype:
-        raise ValueError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-    (B, Hq, Lq, d), (Bk, Hkv, Lk, dk) = q.shape, k.shape
-    if Bk != B or dk != d or v.shape[:3] != k.shape[:3]:
-        raise ValueError(
-            "shape mismatch: need q [B, Hq, Lq, d], k [B, Hkv, Lk, d], v [B, Hkv, Lk, dv]; "
-            f"got q={tuple(q.shape)}, k={tuple(k.shape)}, v={tuple(v.shape)}"
-        )
-    if Hkv == 0 or Hq % Hkv != 0:
-        raise ValueError(f"query heads ({Hq}) must be a multiple of key/value heads ({Hkv})")
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-        raise ValueError(f"block_size must be an int >= 1, got {block_size!r}")
-    scale = d**-0.5 if scale is None else float(scale)
-    check_positive(scale, "scale")
-    like = torch.empty((), device=q.device).expand(B, Hq, Lq, Lk)  # shape only, no storage
-    return scale, check_mask(mask, like)
-
-
-def _params(normalizer: str, params: dict[str, Any]) -> dict[str, Any]:
-    if normalizer not in NORMALIZERS:
-        raise ValueError(f"unknown normalizer {normalizer!r}; choose one of {sorted(NORMALIZERS)}")
-    allowed = NORMALIZERS[normalizer]
-    unknown = sorted(set(params) - set(allowed))
-    if unknown:
-        raise ValueError(
-            f"{normalizer!r} takes parameters {sorted(allowed)}, got unknown {unknown}"
-        )
-    out = {**allowed, **params}
-    if normalizer == "softmax":
-        check_positive(out["temperature"], "temperature")
-    elif normalizer == "ssmax":
-        check_positive(out["s"], "s")
-    else:
-        _check_params(out["coeffs"], out["threshold"])
-    return out
-
-
 def _use_triton(backend: str, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> bool:
     """Whether this call runs the Triton kernel; "auto" never imports triton for CPU inputs."""
     if backend == "torch" or (backend == "auto" and q.device.type != "cuda"):
@@ -337,8 +262,8 @@ def streaming_attention(
     and β(H) is continuous (β = 1 up to H ≈ 0.849, past the 0.5 threshold), so β moves by
     at most about :math:`3 n · 10^{-9}`.
     """
-    opts = _params(normalizer, params)
-    scale, mask = _validate(q, k, v, mask, scale, block_size)
+    opts = resolve_params(normalizer, params)
+    scale, mask = check_inputs(q, k, v, mask, scale, block_size)
     if _use_triton(backend, q, k, v, mask):
         from attnlimits.kernels import triton_attention
 

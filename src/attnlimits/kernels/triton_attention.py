@@ -43,7 +43,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attnlimits.kernels.streaming import AttentionStats
+from attnlimits.kernels.spec import AttentionStats, check_inputs, resolve_params
 from attnlimits.normalizers.adaptive import adaptive_beta
 
 try:
@@ -383,10 +383,8 @@ def triton_attention(
     ``tiles = (BLOCK_M, BLOCK_N)``, powers of two ≥ 16; None lets the kernel choose (autotuned
     on a GPU). Raises ``ValueError`` where :func:`unsupported` gives a reason.
     """
-    from attnlimits.kernels.streaming import _params, _validate
-
-    opts = _params(normalizer, params)
-    scale, _ = _validate(q, k, v, None, scale, 1)
+    opts = resolve_params(normalizer, params)
+    scale, _ = check_inputs(q, k, v, None, scale, 1)
     reason = unsupported(q, k, v)
     if reason is not None:
         raise ValueError(f"Triton kernel unavailable: {reason}")

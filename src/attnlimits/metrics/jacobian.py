@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import check_finite, check_mask, check_positive, keep_mask, normalize_dim
+from attnlimits.normalizers.base import softmax
 
 __all__ = [
     "RowValues",
@@ -47,11 +48,6 @@ class RowValues(NamedTuple):
 
     values: Tensor
     valid: Tensor
-
-
-def _softmax_rows(x: Tensor, keep: Tensor) -> Tensor:
-    """softmax over the last axis restricted to ``keep``; all-dropped rows give zeros."""
-    return torch.softmax(torch.where(keep, x, -math.inf), dim=-1).nan_to_num(0.0)
 
 
 def _as_grid(values: float | Sequence[float] | Tensor, name: str) -> Tensor:
@@ -245,8 +241,8 @@ def _perturbed_distance(l: Tensor, v: Tensor, keep: Tensor, t: Tensor, eps: Tens
             out[rows] = 0.0
             continue
         lb, vb, kb = (a[rows][:, cols][:, None, None, :] for a in (flat_l, flat_v, flat_keep))
-        base = _softmax_rows(lb / t_, kb)  # (rows, n_T, 1, L')
-        moved = _softmax_rows((lb + e_ * vb) / t_, kb)  # (rows, n_T, n_ε, L')
+        base = softmax(lb / t_, mask=kb)  # (rows, n_T, 1, L')
+        moved = softmax((lb + e_ * vb) / t_, mask=kb)  # (rows, n_T, n_ε, L')
         out[rows] = torch.linalg.vector_norm(moved - base, dim=-1) / eps
     return out.view(*l.shape[:-1], t.numel(), eps.numel())
 

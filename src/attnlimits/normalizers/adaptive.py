@@ -26,6 +26,7 @@ __all__ = [
     "adaptive_beta",
     "adaptive_softmax",
     "adaptive_stats",
+    "check_adaptive_params",
 ]
 
 #: Paper B's polynomial β(H), highest degree first (Figure 4 listing).
@@ -52,7 +53,8 @@ def adaptive_beta(
     return torch.where(entropy > threshold, poly.clamp_min(1.0), torch.ones_like(entropy))
 
 
-def _check_params(coeffs: Sequence[float], threshold: float) -> None:
+def check_adaptive_params(coeffs: Sequence[float], threshold: float) -> None:
+    """Raise ``ValueError`` unless ``coeffs`` are finite numbers and ``threshold`` is finite."""
     if isinstance(coeffs, (str, bytes)) or len(coeffs) == 0:
         raise ValueError("coeffs must be a non-empty sequence of numbers, highest degree first")
     if not all(isinstance(c, numbers.Real) and math.isfinite(c) for c in coeffs):
@@ -126,7 +128,7 @@ def adaptive_softmax(
     --------
     adaptive_stats : the per-row (H, β) behind this output.
     """
-    _check_params(coeffs, threshold)
+    check_adaptive_params(coeffs, threshold)
     x, keep, d = prepare(scores, mask, dim)
     _, beta = _entropy_beta(x, keep, d, coeffs, threshold)
     if detach_beta:
@@ -149,7 +151,7 @@ def adaptive_stats(
     ``scores``' shape without ``dim``, in float32 for half inputs (else ``scores``' dtype).
     An all-masked row has H = 0 and β = 1.
     """
-    _check_params(coeffs, threshold)
+    check_adaptive_params(coeffs, threshold)
     x, keep, d = prepare(scores, mask, dim)
     entropy, beta = _entropy_beta(x, keep, d, coeffs, threshold)
     return entropy.squeeze(d), beta.squeeze(d)

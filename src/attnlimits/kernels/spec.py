@@ -1,0 +1,97 @@
+"""The calling contract every attention kernel shares: normaliser names and their parameters,
+input checks, and the statistics a kernel returns.
+
+:mod:`.streaming` (PyTorch), :mod:`.triton_attention` (fused GPU kernel), :mod:`.reference`
+(materialised, O(L²)) and :mod:`.hf` (transformers' attention interface) all import from here,
+so none of them imports another for its checks.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import torch
+from torch import Tensor
+
+from attnlimits._checks import check_finite, check_mask, check_positive
+from attnlimits.normalizers.adaptive import (
+    ENTROPY_THRESHOLD,
+    POLY_COEFFS,
+    check_adaptive_params,
+)
+from attnlimits.normalizers.base import softmax
+from attnlimits.normalizers.scalable import ssmax
+
+__all__ = ["NORMALIZERS", "AttentionStats", "check_inputs", "resolve_params"]
+
+
+def _default(fn: Callable[..., Any], name: str) -> Any:
+    return inspect.signature(fn).parameters[name].default
+
+
+#: Normaliser names and the keyword parameters each accepts, with the defaults of the
+#: materialised normalisers in :mod:`attnlimits.normalizers` (kept in one place: there).
+NORMALIZERS: dict[str, dict[str, Any]] = {
+    "softmax": {"temperature": _default(softmax, "temperature")},
+    "ssmax": {"s": _default(ssmax, "s")},
+    "adaptive": {"coeffs": POLY_COEFFS, "threshold": ENTROPY_THRESHOLD},
+}
+
+
+class AttentionStats(NamedTuple):
+    """:func:`streaming_attention`'s result with ``return_stats=True``; rows are ``[B, Hq, Lq]``."""
+
+    output: Tensor  #: [B, Hq, Lq, dv] in the input dtype
+    entropy: Tensor  #: H of softmax(l), l = scale·q·k (nats; 0 on all-masked rows)
+    beta: Tensor  #: inverse temperature c applied to l: 1/T, s·log n, or β(H)
+    out_entropy: Tensor  #: H of the weights actually applied, softmax(c·l)
+    n_keys: Tensor  #: kept keys per row (int64)
+
+
+def check_inputs(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float | None, block_size: int
+) -> tuple[float, Tensor | None]:
+    """Check q/k/v shapes, dtypes and values, ``block_size`` and ``scale``; return the scale
+    (default 1/√d) and the mask checked and broadcast to ``[B, Hq, Lq, Lk]``."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if x.ndim != 4:
+            raise ValueError(f"{name} must be [batch, head, pos, d], got shape {tuple(x.shape)}")
+        check_finite(x, name, allow_neg_inf=False)
+    if not q.dtype == k.dtype == v.dtype:
+        raise ValueError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    (B, Hq, Lq, d), (Bk, Hkv, Lk, dk) = q.shape, k.shape
+    if Bk != B or dk != d or v.shape[:3] != k.shape[:3]:
+        raise ValueError(
+            "shape mismatch: need q [B, Hq, Lq, d], k [B, Hkv, Lk, d], v [B, Hkv, Lk, dv]; "
+            f"got q={tuple(q.shape)}, k={tuple(k.shape)}, v={tuple(v.shape)}"
+        )
+    if Hkv == 0 or Hq % Hkv != 0:
+        raise ValueError(f"query heads ({Hq}) must be a multiple of key/value heads ({Hkv})")
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+        raise ValueError(f"block_size must be an int >= 1, got {block_size!r}")
+    scale = d**-0.5 if scale is None else float(scale)
+    check_positive(scale, "scale")
+    like = torch.empty((), device=q.device).expand(B, Hq, Lq, Lk)  # shape only, no storage
+    return scale, check_mask(mask, like)
+
+
+def resolve_params(normalizer: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` completed with ``normalizer``'s defaults and checked (unknown names refused)."""
+    if normalizer not in NORMALIZERS:
+        raise ValueError(f"unknown normalizer {normalizer!r}; choose one of {sorted(NORMALIZERS)}")
+    allowed = NORMALIZERS[normalizer]
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"{normalizer!r} takes parameters {sorted(allowed)}, got unknown {unknown}"
+        )
+    out = {**allowed, **params}
+    if normalizer == "softmax":
+        check_positive(out["temperature"], "temperature")
+    elif normalizer == "ssmax":
+        check_positive(out["s"], "s")
+    else:
+        check_adaptive_params(out["coeffs"], out["threshold"])
+    return out
