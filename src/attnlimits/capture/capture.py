@@ -22,10 +22,15 @@ from typing import Any, TypeVar
 
 import torch
 from torch import Tensor, nn
-from transformers import AttentionInterface
-from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from attnlimits.capture.models import LoadedModel, attention_modules
+from attnlimits.hf_bridge import (
+    get_attn_implementation,
+    keep_mask,
+    register_attention,
+    repeat_kv,
+    set_attn_implementation,
+)
 
 __all__ = [
     "CAPTURE_IMPL",
@@ -119,25 +124,17 @@ class _Session:
 _SESSIONS: dict[int, _Session] = {}
 
 
-def _repeat_kv(x: Tensor, n_rep: int) -> Tensor:
-    """``[b, kv_head, pos, d] -> [b, kv_head * n_rep, pos, d]``; head h reads kv h // n_rep."""
-    if n_rep == 1:
-        return x
-    b, h_kv, n, d = x.shape
-    return x[:, :, None].expand(b, h_kv, n_rep, n, d).reshape(b, h_kv * n_rep, n, d)
-
-
-def _keep_mask(attention_mask: Tensor | None, like: Tensor) -> tuple[Tensor, Tensor | None]:
+def _keep_and_additive(attention_mask: Tensor | None, like: Tensor) -> tuple[Tensor, Tensor | None]:
     """Boolean keep-mask ``[b, 1|h, q, k]`` and the additive mask eager attention would add."""
     b, _, n_q, n_k = like.shape
-    if attention_mask is None:
+    keep = keep_mask(attention_mask)
+    if attention_mask is None or keep is None:
         return torch.ones(b, 1, n_q, n_k, dtype=torch.bool, device=like.device), None
     if attention_mask.dtype == torch.bool:
         minus = torch.finfo(like.dtype).min
         zero = torch.zeros((), dtype=like.dtype, device=like.device)
-        return attention_mask, torch.where(attention_mask, zero, minus)
-    # A float mask handed in ready-made (a 4D mask from the caller): keep what it does not push down
-    return attention_mask > torch.finfo(attention_mask.dtype).min / 2, attention_mask
+        return keep, torch.where(keep, zero, minus)
+    return keep, attention_mask  # a float mask handed in ready-made: eager adds it as it is
 
 
 def _capture_attention(
@@ -157,12 +154,12 @@ def _capture_attention(
     if scaling is None:
         scaling = query.size(-1) ** -0.5
     n_rep = query.shape[1] // key.shape[1]
-    scores = torch.matmul(query, _repeat_kv(key, n_rep).transpose(2, 3)) * scaling  # [b, h, q, k]
-    keep, additive = _keep_mask(attention_mask, scores)
+    scores = torch.matmul(query, repeat_kv(key, n_rep).transpose(2, 3)) * scaling  # [b, h, q, k]
+    keep, additive = _keep_and_additive(attention_mask, scores)
     masked = scores + additive if additive is not None else scores
     weights = nn.functional.softmax(masked, dim=-1, dtype=torch.float32).to(query.dtype)
     dropped = nn.functional.dropout(weights, p=dropout, training=module.training)
-    out = torch.matmul(dropped, _repeat_kv(value, n_rep)).transpose(1, 2).contiguous()  # [b,q,h,d]
+    out = torch.matmul(dropped, repeat_kv(value, n_rep)).transpose(1, 2).contiguous()  # [b,q,h,d]
 
     session = _SESSIONS.get(id(module))
     if session is not None:
@@ -191,23 +188,7 @@ def _capture_attention(
     return out, weights
 
 
-def _bool_mask(*args: Any, **kwargs: Any) -> Tensor | None:
-    """transformers' boolean mask, never skipped: the capture records it as applied."""
-    kwargs["allow_is_causal_skip"] = False
-    kwargs["allow_is_bidirectional_skip"] = False
-    return sdpa_mask(*args, **kwargs)
-
-
-AttentionInterface.register(CAPTURE_IMPL, _capture_attention)
-AttentionMaskInterface.register(CAPTURE_IMPL, _bool_mask)
-
-
-def _set_impl(model: nn.Module, impl: str) -> None:
-    setter = getattr(model, "set_attn_implementation", None)
-    if setter is not None:
-        setter(impl)
-    else:
-        model.config._attn_implementation = impl  # type: ignore[union-attr]
+register_attention(CAPTURE_IMPL, _capture_attention, mask="materialized")
 
 
 def _layer_set(layers: Iterable[int] | None, n_layers: int) -> set[int]:
@@ -251,17 +232,17 @@ def capturing(
 
         return hook
 
-    previous = net.config._attn_implementation
+    previous = get_attn_implementation(net)
     try:
         for i in sorted(session.layers):
             block = blocks[mods[i][0]]
             hooks.append(block.register_forward_pre_hook(pre_hook(i), with_kwargs=True))
         for key in session.where:
             _SESSIONS[key] = session
-        _set_impl(net, CAPTURE_IMPL)
+        set_attn_implementation(net, CAPTURE_IMPL)
         yield session.results
     finally:
-        _set_impl(net, previous or "eager")
+        set_attn_implementation(net, previous)
         for key in session.where:
             _SESSIONS.pop(key, None)
         for h in hooks:

@@ -28,11 +28,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import torch
 from torch import Tensor, nn
-from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
-from transformers.modeling_utils import AttentionInterface
 
+from attnlimits.hf_bridge import additive_bias, keep_mask, register_attention, using_attention
 from attnlimits.kernels.reference import naive_attention
 from attnlimits.kernels.spec import resolve_params
 from attnlimits.kernels.streaming import streaming_attention
@@ -50,14 +48,12 @@ CONFIG_ATTR = "attnlimits_params"
 _DEFAULT_BLOCK = 256
 
 
-def _keep_mask(mask: Tensor) -> Tensor:
-    """A transformers mask as a boolean keep-mask: bool as is; additive float 0 / very negative."""
-    if mask.dtype == torch.bool:
-        return mask
-    keep = mask == 0
-    dropped = mask[~keep]
-    if dropped.numel() and bool((dropped > torch.finfo(mask.dtype).min / 2).any()):
+def _kernel_mask(mask: Tensor) -> Tensor:
+    """A transformers mask as a keep-mask; real additive biases are refused, not dropped."""
+    if additive_bias(mask) is not None:
         raise ValueError("additive float masks with biases other than 0 / -inf are not supported")
+    keep = keep_mask(mask)
+    assert keep is not None
     return keep
 
 
@@ -106,7 +102,7 @@ def make_attention_function(
         causal = False
         mask = None
         if attention_mask is not None:
-            mask = _keep_mask(attention_mask)[..., : key.shape[2]]
+            mask = _kernel_mask(attention_mask)[..., : key.shape[2]]
         else:
             is_causal = kwargs.get("is_causal")
             is_causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
@@ -137,16 +133,13 @@ def register(name: str, normalizer: str, *, naive: bool = False, **params: Any) 
     """
     resolve_params(normalizer, {k: v for k, v in params.items() if k != "block_size"})
     fn = make_attention_function(normalizer, frozen=params, naive=naive)
-    AttentionInterface.register(name, fn)
-    ALL_MASK_ATTENTION_FUNCTIONS.register(name, sdpa_mask)
-    return name
+    return register_attention(name, fn)
 
 
 def register_defaults() -> None:
     """Register the built-in names of :data:`HF_NAMES` (idempotent; run on import)."""
     for name, normalizer in HF_NAMES.items():
-        AttentionInterface.register(name, make_attention_function(normalizer))
-        ALL_MASK_ATTENTION_FUNCTIONS.register(name, sdpa_mask)
+        register_attention(name, make_attention_function(normalizer))
 
 
 _INVERSE = {v: k for k, v in HF_NAMES.items()}
@@ -170,14 +163,12 @@ def patch(model: Any, normalizer: str = "adaptive", **params: Any) -> Iterator[A
     if name not in HF_NAMES:
         raise ValueError(f"unknown normalizer {normalizer!r}; choose one of {sorted(_INVERSE)}")
     config = model.config
-    old_impl = config._attn_implementation
     had, old_params = hasattr(config, CONFIG_ATTR), getattr(config, CONFIG_ATTR, None)
     try:
         setattr(config, CONFIG_ATTR, dict(params))
-        model.set_attn_implementation(name)
-        yield model
+        with using_attention(model, name):
+            yield model
     finally:
-        model.set_attn_implementation(old_impl)
         if had:
             setattr(config, CONFIG_ATTR, old_params)
         else:
