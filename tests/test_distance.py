@@ -10,7 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attnlimits.metrics._rows import row_mean
+from attnlimits.metrics import row_mean
 from attnlimits.metrics.distance import (
     distance_curve,
     distance_metrics,
@@ -249,7 +249,11 @@ def test_corollary2_limits(gen):
         [sum(float((attn[r, i] * x[i]).norm()) for i in range(10)) for r in range(3)], dtype=F64
     )
     torch.testing.assert_close(large_context_limit(attn, x), naive)
-    assert (full_selection_limit(attn) == 0).all() and full_selection_limit(attn).shape == (3,)
+    # N → L: the exhaustive E (over all C(L, N) sets) shrinks towards the limit, row by row
+    limit = full_selection_limit(attn)
+    assert limit.shape == (3,) and limit.dtype == attn.dtype
+    e_n = torch.stack([expected_distance_exact(attn, x, n) for n in (6, 7, 8, 9)])
+    assert (e_n[1:] < e_n[:-1]).all() and (e_n[-1] > limit).all()
     # at N = L − 1 the derived form is exact (I_N given i ∉ I_N is deterministic)
     torch.testing.assert_close(expected_distance(attn, x, 9), expected_distance_exact(attn, x, 9))
     # large L, isotropic tokens: the limit is approached

@@ -9,7 +9,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from attnlimits.metrics._rows import row_mean
+from attnlimits.metrics import row_mean
 from attnlimits.metrics.separability import (
     min_pairwise_distance,
     normalize_to_sphere,

@@ -10,7 +10,6 @@ Conventions (see ``docs/conventions.md``):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -20,7 +19,6 @@ __all__ = [
     "check_in_range",
     "check_mask",
     "check_positive",
-    "check_same_shape",
     "check_top_n",
     "keep_mask",
     "key_counts",
@@ -102,14 +100,6 @@ def check_top_n(n: int, num_keys: int, name: str = "N") -> None:
         raise ValueError(f"{name} must be >= 1, got {n}")
     if n >= num_keys:
         raise ValueError(f"{name}={n} must be smaller than the number of keys ({num_keys})")
-
-
-def check_same_shape(shapes: Sequence[tuple[str, Sequence[int]]]) -> None:
-    """Raise ``ValueError`` listing every shape when the named shapes differ."""
-    first = tuple(shapes[0][1])
-    if any(tuple(s) != first for _, s in shapes[1:]):
-        listed = ", ".join(f"{n}={tuple(s)}" for n, s in shapes)
-        raise ValueError(f"shape mismatch: {listed}")
 
 
 def key_counts(mask: Tensor | None, like: Tensor, dim: int = -1) -> Tensor:

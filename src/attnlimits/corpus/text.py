@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 GUTENBERG_URL = "https://www.gutenberg.org/cache/epub/2600/pg2600.txt"
-# sha256 of the raw file (CRLF, with header and licence), as stated in ../shared/data/README.md
+# sha256 of the raw Gutenberg #2600 file (CRLF, with header and licence)
 WAR_AND_PEACE_SHA256 = "aa4a454fb73861c0c84c662ed1fa3ddd71bbd7a237783932c05d5f3b2cdd6718"
 BOOK_START = "BOOK ONE: 1805"
 ENV_TEXT = "ATTNLIMITS_TEXT"

@@ -36,7 +36,7 @@ from attnlimits.metrics._topn import (
     _rows,
     _table_index,
 )
-from attnlimits.theory.geometry import _bounds, _check_geometry
+from attnlimits.theory.geometry import check_geometry, separability_bounds
 
 __all__ = [
     "SeparabilityMetrics",
@@ -181,7 +181,7 @@ def separability_curve(
     if delta is None:
         delta = min_pairwise_distance(x_all, key_keep).nan_to_num(0.0)
     delta = torch.as_tensor(delta, dtype=r.attn.dtype, device=attn.device)
-    _check_geometry(m, delta)
+    check_geometry(m, delta)
     m, delta = m.unsqueeze(-1), delta.unsqueeze(-1) if delta.ndim > 0 else delta  # per row
     x64 = r.x.double()
     gram = x64 @ x64.mT  # (..., K, K), float64
@@ -227,7 +227,7 @@ def _block(
         alpha_sel = a.gather(-1, idx)  # (..., Q, N)
         inside = _inside(gram, alpha_sel, idx)
         ratio = (inside <= ball.double().unsqueeze(-1)).sum(-1).to(a.dtype) / n
-        lower, upper = _bounds(alpha_sel, ball, m, delta)
+        lower, upper = separability_bounds(alpha_sel, ball, m, delta, check=False)
         ok = r.num_keys >= n + 1
         for dst, v in zip(fields, (ratio, lower, upper, ball), strict=False):
             dst.append(torch.where(ok, v, nan))

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import check_finite, check_mask, check_positive, normalize_dim
-from attnlimits.theory.vanishing import Number, _check_length, _check_nonnegative, _exp
+from attnlimits.theory._common import Number, check_length, check_nonnegative, exp
 
 __all__ = ["dispersion_bounds", "entropy_beta_derivative", "projected_spread_bound"]
 
@@ -43,10 +43,10 @@ def dispersion_bounds(
     -------
     (lower, upper)
     """
-    _check_length(length)
-    _check_nonnegative(spread, "spread")
+    check_length(length)
+    check_nonnegative(spread, "spread")
     check_positive(temperature, "temperature")
-    g = _exp(spread / temperature)
+    g = exp(spread / temperature)
     return 1 / (1 + (length - 1) * g), 1 / (1 + (length - 1) / g)
 
 

@@ -24,10 +24,11 @@ from torch import Tensor
 
 from attnlimits._checks import check_finite, check_positive
 
-__all__ = ["separability_bounds", "xi"]
+__all__ = ["check_geometry", "separability_bounds", "xi"]
 
 
-def _check_geometry(radius: float | Tensor, delta: float | Tensor) -> None:
+def check_geometry(radius: float | Tensor, delta: float | Tensor) -> None:
+    """Raise ``ValueError`` unless M > 0 and 0 ≤ δ ≤ 2M (Assumptions 1–2 can hold)."""
     check_positive(radius, "radius M")
     d = delta if isinstance(delta, Tensor) else torch.tensor(float(delta))
     m = radius if isinstance(radius, Tensor) else torch.tensor(float(radius))
@@ -82,7 +83,7 @@ def xi(alpha: Tensor, radius: float | Tensor, delta: float | Tensor) -> Tensor:
     check_finite(alpha, "alpha", allow_neg_inf=False)
     if bool((alpha < 0).any()):
         raise ValueError("alpha must be non-negative")
-    _check_geometry(radius, delta)
+    check_geometry(radius, delta)
     return _xi(alpha, radius, delta)
 
 
@@ -96,7 +97,12 @@ def _bounds(
 
 
 def separability_bounds(
-    alpha: Tensor, r: float | Tensor, radius: float | Tensor, delta: float | Tensor
+    alpha: Tensor,
+    r: float | Tensor,
+    radius: float | Tensor,
+    delta: float | Tensor,
+    *,
+    check: bool = True,
 ) -> tuple[Tensor, Tensor]:
     """Both sides of Theorem 2 (Eq. 11) on N_s/N, with ξ_i from :func:`xi`.
 
@@ -114,12 +120,15 @@ def separability_bounds(
         Ball radius r > 0, one per row (``[...]``).
     radius, delta : float or Tensor
         M and δ as in :func:`xi`.
+    check : bool
+        Validate the arguments (``False`` for callers that validated them once already).
 
     Returns
     -------
     (lower, upper) : tuple of Tensor
         Each ``alpha.shape[:-1]``.
     """
-    check_positive(r, "r")
-    xi(alpha, radius, delta)  # validation
+    if check:
+        check_positive(r, "r")
+        xi(alpha, radius, delta)  # validation
     return _bounds(alpha, r, radius, delta)

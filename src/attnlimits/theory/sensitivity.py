@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import check_finite, check_positive
-from attnlimits.theory.vanishing import Number, _check_length, _check_nonnegative
+from attnlimits.theory._common import Number, check_length, check_nonnegative
 
 __all__ = [
     "corollary3_bound_as_printed",
@@ -53,10 +53,10 @@ def _min(a: Number, b: Number) -> Number:
 
 
 def _check_f(f_max: Number, fprime_max: Number, f_min: Number, length: Number) -> None:
-    _check_length(length)
+    check_length(length)
     check_positive(f_min, "f_min")
     check_positive(f_max, "f_max")
-    _check_nonnegative(fprime_max, "fprime_max")
+    check_nonnegative(fprime_max, "fprime_max")
     if bool(torch.as_tensor(f_max < f_min).any()):
         raise ValueError(f"f_max must be >= f_min, got f_min={f_min}, f_max={f_max}")
 
@@ -95,7 +95,7 @@ def softmax_perturbation_bound(perturbation_norm: Number, temperature: Number = 
     temperature : float or Tensor
         T > 0.
     """
-    _check_nonnegative(perturbation_norm, "perturbation_norm")
+    check_nonnegative(perturbation_norm, "perturbation_norm")
     check_positive(temperature, "temperature")
     return _min(perturbation_norm / (2 * temperature), SQRT2)
 

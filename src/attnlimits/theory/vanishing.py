@@ -13,39 +13,13 @@ Every function takes numbers or tensors (broadcast together) and returns the sam
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
 
 from attnlimits._checks import check_positive
+from attnlimits.theory._common import Number, check_length, check_nonnegative, exp
 
 __all__ = ["logit_magnitude_bound", "normalizer_weight_bounds", "softmax_weight_bounds"]
-
-Number = float | Tensor
-
-
-def _exp(x: Number) -> Number:
-    return torch.exp(x) if isinstance(x, Tensor) else math.exp(x)
-
-
-def _check_nonnegative(value: Number, name: str) -> None:
-    if isinstance(value, Tensor):
-        ok = bool(torch.isfinite(value).all() and (value >= 0).all())
-    else:
-        ok = math.isfinite(value) and value >= 0
-    if not ok:
-        raise ValueError(f"{name} must be non-negative and finite, got {value}")
-
-
-def _check_length(length: Number) -> None:
-    check_positive(length, "length")
-    if isinstance(length, Tensor):
-        bad = bool((length < 1).any())
-    else:
-        bad = length < 1
-    if bad:
-        raise ValueError(f"length (number of kept keys) must be >= 1, got {length}")
 
 
 def logit_magnitude_bound(query: Tensor, keys: Tensor) -> Tensor:
@@ -96,10 +70,10 @@ def softmax_weight_bounds(
     (lower, upper)
         The two sides of Eq. 5.
     """
-    _check_length(length)
-    _check_nonnegative(delta, "delta")
+    check_length(length)
+    check_nonnegative(delta, "delta")
     check_positive(temperature, "temperature")
-    g = _exp(2 * delta / temperature)
+    g = exp(2 * delta / temperature)
     return 1 / (length * g), g / length
 
 
@@ -122,7 +96,7 @@ def normalizer_weight_bounds(length: Number, f_min: Number, f_max: Number) -> tu
     -------
     (lower, upper)
     """
-    _check_length(length)
+    check_length(length)
     check_positive(f_min, "f_min")
     check_positive(f_max, "f_max")
     if bool(torch.as_tensor(f_max < f_min).any()):

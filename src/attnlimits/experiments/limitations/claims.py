@@ -1,6 +1,6 @@
 """The claims of a limitations run: one row per finding of paper A, judged on the tables.
 
-Each of paper A's reported findings (REFERENCE.md, "Reported findings" i–v) and the Corollary 3
+Each of paper A's reported findings (i–v, its Experiments section) and the Corollary 3
 counterexample becomes one row: the paper's claim and number, the number measured here, the
 rule used to judge it (stated in the report, so a reader can disagree), and the verdict.
 :func:`sections` adds the run's description and the comparison across x sources.

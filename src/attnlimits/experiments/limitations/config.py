@@ -47,7 +47,7 @@ def _positive_floats(name: str, values: tuple[float, ...]) -> None:
 
 @dataclass(frozen=True)
 class Config:
-    """Parameters of the five algorithms; defaults as in paper A (REFERENCE.md, Experiments)."""
+    """Parameters of the five algorithms; defaults as in paper A (its Experiments section)."""
 
     model: str = "smollm2-135m"
     text: Path | None = None
