@@ -31,296 +31,32 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
-from torch import Tensor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import attnlimits.metrics._topn as topn_module
 import naive_limitations as naive
-from attnlimits.capture import LayerCapture, capture, load_model
+from attnlimits.capture import capture, load_model
 from attnlimits.corpus import load_text, token_windows
-from attnlimits.experiments.limitations import E_FORMS, compute_layer
 from attnlimits.experiments.limitations import Config as LimitationsConfig
-from attnlimits.experiments.limitations.compute import per_key_vectors
-from attnlimits.metrics import (
-    critical_n,
-    distance_curve,
-    finite_difference_sensitivity,
-    min_pairwise_distance,
-    normalize_to_sphere,
-    row_mean,
-    separability_curve,
-    softmax_jacobian_norms,
+from attnlimits.experiments.limitations import compute_layer
+from limitations_compare import compare, groups, run_naive
+from limitations_library import (
+    ALG5_PARTS,
+    ALGORITHMS,
+    LIBRARY,
+    lib_alg3_ks,
+    make_layer,
+    query_block_check,
+    timed,
 )
 
-ALGORITHMS = ("alg1", "alg2", "alg3", "alg4", "alg5")
-#: Alg. 5's two parts, reported on rows of their own: the paper's finite differences and the
-#: exact Jacobian norm (which the library adds; the naive side eigendecomposes L×L per row).
-ALG5_PARTS = {"alg5 finite diff.": "sensitivity", "alg5 Jacobian": "jacobian_norm"}
-#: Absolute floor of the relative error |naive − lib| / max(|lib|, floor), per quantity, so that
-#: rounding noise in values that are zero at their natural scale does not count as disagreement:
-#: ``lower`` (Eq. 11) is 1 − Σξ/(rN), a difference of O(1) terms that the library computes in
-#: float32 (as it does every float32 input), so its scale is 1; ||J||₂ and g(T, ε) of nearly
-#: one-hot rows are rounding noise of size ~1e-16/T and ~1e-15/ε (their scales are 1/(2T) and
-#: √2/ε), so below 1e-10/T and 1e-10/ε a row counts as zero. Distances are O(0.1–100).
-FLOORS = {"lower": 1.0, "jacobian_norm": 1e-10, "sensitivity": 1e-10}
-DEFAULT_FLOOR = 1e-12
-#: N_s/N rows with a selected token this close to the radius (relative) are float32 ties.
-TIE_RTOL = 1e-5
-
-# ---- library side ------------------------------------------------------------------------------
-
-
-@dataclass
-class Layer:
-    """One captured layer, in the form the algorithms read (float32 tensors and NumPy views)."""
-
-    index: int
-    cap: LayerCapture
-    attn: Tensor  # (head, Q, K)
-    mask: Tensor  # (head, Q, K)
-    x: Tensor  # (head, K, d): values through GQA
-    logits: Tensor  # (head, Q, K): raw q·k (Alg. 5)
-    np_attn: np.ndarray = field(init=False)
-    np_x: np.ndarray = field(init=False)
-    np_logits: np.ndarray = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.np_attn, self.np_x = self.attn.numpy(), self.x.numpy()
-        self.np_logits = self.logits.numpy()
-
-
-def make_layer(cap: LayerCapture, cfg: LimitationsConfig) -> Layer:
-    attn = cap.weights[0].float()
-    scores = cap.scores[0].float()
-    logits = scores / cap.scaling if cfg.logits == "raw" else scores
-    x = per_key_vectors(cap, cfg.x_sources[0]).contiguous()
-    return Layer(cap.layer, cap, attn, cap.mask[0].expand_as(attn), x, logits.contiguous())
-
-
-def _means(values: Tensor, valid: Tensor) -> Tensor:
-    return row_mean(values, valid).mean
-
-
-def lib_curve(
-    layer: Layer, cfg: LimitationsConfig, length: int, ns: list[int], bound_ns: list[int]
-) -> dict[tuple[str, int], Tensor]:
-    """``distance_curve`` on the L×L prefix block and its row means (as ``_distance_rows``)."""
-    a, m = layer.attn[:, :length, :length], layer.mask[:, :length, :length]
-    curve = distance_curve(a, layer.x[:, :length], ns, mask=m, forms=cfg.e_forms, bound_ns=bound_ns)
-    cols = {"distance": curve.distance, "bound": curve.bound}
-    cols |= {c: curve.expected[f] for c, f in E_FORMS.items() if f in cfg.e_forms}
-    out: dict[tuple[str, int], Tensor] = {}
-    for j, n in enumerate(curve.n_values):
-        for key, v in cols.items():
-            _means(v[:, j], curve.valid[:, j])
-            if key != "bound" or n in bound_ns:
-                out[key, n] = v[:, j]
-    return out
-
-
-def lib_alg1(layer: Layer, cfg: LimitationsConfig) -> dict[int, dict]:
-    n = cfg.n_alg1
-    return {length: lib_curve(layer, cfg, length, [n], [n]) for length in cfg.lengths}
-
-
-def lib_alg2(layer: Layer, cfg: LimitationsConfig) -> dict[int, dict]:
-    top = cfg.max_length
-    ns = [n for n in cfg.ns_alg2 if n < top]
-    return {top: lib_curve(layer, cfg, top, ns, ns)}
-
-
-def lib_alg3(layer: Layer, cfg: LimitationsConfig) -> dict[int, dict]:
-    return {
-        length: lib_curve(layer, cfg, length, [n for n in cfg.ns_alg3 if n < length], [])
-        for length in cfg.lengths
-    }
-
-
-def lib_alg3_ks(per_layer: list[dict[int, dict]], cfg: LimitationsConfig) -> dict[int, int]:
-    """The KS step of Alg. 3 over every captured head: critical N per L (d̄ vs derived Ē)."""
-    out = {}
-    for length in cfg.lengths:
-        ns = [n for n in cfg.ns_alg3 if n < length]
-        d, e = [], []
-        for n in ns:
-            d.append(torch.cat([_nanmean(v[length]["distance", n]) for v in per_layer]))
-            e.append(torch.cat([_nanmean(v[length]["expectation", n]) for v in per_layer]))
-        res = critical_n(ns, torch.stack(d), torch.stack(e), alpha=cfg.ks_alpha)
-        out[length] = res.critical_n
-    return out
-
-
-def _nanmean(v: Tensor) -> Tensor:
-    return row_mean(v, ~torch.isnan(v)).mean.double()
-
-
-def lib_alg4(layer: Layer, cfg: LimitationsConfig) -> dict[int, dict]:
-    top = layer.attn.shape[-1]
-    x_sphere = normalize_to_sphere(layer.x, 1.0)
-    delta = min_pairwise_distance(x_sphere)
-    out: dict[tuple[str, int], Tensor] = {}
-    ns = sorted({n for n in cfg.ns_alg4 if n < top})
-    sc = separability_curve(layer.attn, x_sphere, ns, mask=layer.mask, radius=1.0, delta=delta)
-    for j, n in enumerate(ns):
-        for key in ("ratio", "lower", "upper"):
-            _means(getattr(sc, key)[:, j], sc.valid[:, j])
-            out[key, n] = getattr(sc, key)[:, j]
-    return {top: out}
-
-
-def alg5_rows(q: int, cfg: LimitationsConfig) -> Tensor:
-    """The query positions Alg. 5 scores (as ``_sensitivity_rows``)."""
-    return torch.linspace(1, q - 1, min(cfg.alg5_rows, q - 1)).round().long().unique()
-
-
-def alg5_generator(layer: Layer, cfg: LimitationsConfig) -> torch.Generator:
-    return torch.Generator().manual_seed(cfg.seed + 7919 * layer.index)
-
-
-def lib_alg5(layer: Layer, cfg: LimitationsConfig) -> dict[int, dict]:
-    rows = alg5_rows(layer.logits.shape[-2], cfg)
-    logits, mask = layer.logits[:, rows], layer.mask[:, rows]
-    t0 = time.perf_counter()
-    fd = finite_difference_sensitivity(
-        logits, cfg.temperatures, cfg.epsilons, mask=mask, generator=alg5_generator(layer, cfg)
-    )
-    out: dict[tuple[str, float, float], Tensor] = {}
-    t1 = time.perf_counter()
-    jac = softmax_jacobian_norms(logits, cfg.temperatures, mask=mask)
-    for ti in range(len(cfg.temperatures)):
-        _means(jac.values[..., ti], jac.valid)
-    t_jac = time.perf_counter() - t1
-    for ti, t in enumerate(cfg.temperatures):
-        out["jacobian_norm", t, 0.0] = jac.values[..., ti]
-        for ei, eps in enumerate(cfg.epsilons):
-            _means(fd.values[..., ti, ei], fd.valid)
-            out["sensitivity", t, eps] = fd.values[..., ti, ei]
-    parts = {"alg5 finite diff.": time.perf_counter() - t0 - t_jac, "alg5 Jacobian": t_jac}
-    return {0: out, -1: parts}  # type: ignore[dict-item]
-
-
-LIBRARY: dict[str, Callable[[Layer, LimitationsConfig], dict[int, dict]]] = {
-    "alg1": lib_alg1,
-    "alg2": lib_alg2,
-    "alg3": lib_alg3,
-    "alg4": lib_alg4,
-    "alg5": lib_alg5,
-}
-
-# ---- naive side --------------------------------------------------------------------------------
-
-
-@dataclass
-class Group:
-    """One block of rows of an algorithm (one L): which rows the naive side ran, and how many
-    rows the library computes there."""
-
-    key: int  # L (0 for Alg. 5)
-    positions: np.ndarray  # query positions the naive side scores, per head
-    lib_index: np.ndarray  # their index along the library's row axis
-    total_rows: int  # rows of this block over all heads (the extrapolation target)
-
-
-def spaced(lo: int, hi: int, k: int) -> np.ndarray:
-    """About ``k`` evenly spaced integers in [lo, hi] (all of them when there are fewer)."""
-    return np.unique(np.linspace(lo, hi, min(k, hi - lo + 1)).round().astype(np.int64))
-
-
-def groups(alg: str, cfg: LimitationsConfig, heads: int, q: int, k: int, k5: int) -> list[Group]:
-    """The naive row subsets; rows with fewer than min N + 1 keys are skipped by both sides."""
-    if alg == "alg5":
-        rows = alg5_rows(q, cfg).numpy()
-        idx = np.unique(np.linspace(0, len(rows) - 1, min(k5, len(rows))).round().astype(int))
-        return [Group(0, rows[idx], idx, heads * len(rows))]
-    lengths = {"alg1": cfg.lengths, "alg3": cfg.lengths}.get(alg, (cfg.max_length,))
-    lo = {"alg1": cfg.n_alg1, "alg2": min(cfg.ns_alg2), "alg3": min(cfg.ns_alg3)}.get(
-        alg, min(cfg.ns_alg4)
-    )
-    out = []
-    for length in lengths:
-        pos = spaced(lo, length - 1, k)
-        out.append(Group(length, pos, pos, heads * (length - lo)))
-    return out
-
-
-def run_naive(alg: str, layer: Layer, cfg: LimitationsConfig, g: Group) -> tuple[dict, float]:
-    """The naive algorithm on one group; returns (values, seconds of per-head setup)."""
-    a, x, rows = layer.np_attn, layer.np_x, g.positions
-    if alg == "alg1":
-        return naive.distances(a, x, rows, [cfg.n_alg1], [cfg.n_alg1]), 0.0
-    if alg == "alg2":
-        ns = [n for n in cfg.ns_alg2 if n < g.key]
-        return naive.distances(a, x, rows, ns, ns), 0.0
-    if alg == "alg3":
-        return naive.distances(a, x, rows, [n for n in cfg.ns_alg3 if n < g.key], []), 0.0
-    if alg == "alg4":
-        return naive.separability(a, x, rows, [n for n in cfg.ns_alg4 if n < a.shape[-1]])
-    # Alg. 5: the same Gaussian draw as the library's (shape [head, rows, K], float64)
-    q = layer.logits.shape[-2]
-    draws = torch.randn(
-        (a.shape[0], len(alg5_rows(q, cfg)), a.shape[-1]),
-        generator=alg5_generator(layer, cfg),
-        dtype=torch.float64,
-    ).numpy()[:, g.lib_index]
-    vals, t_jac = naive.sensitivity(layer.np_logits, draws, rows, cfg.temperatures, cfg.epsilons)
-    vals[-1] = t_jac  # type: ignore[index]
-    return vals, 0.0
-
-
-def compare(lib: dict, got: dict, index: np.ndarray) -> tuple[dict[str, float], dict[str, int]]:
-    """Max relative error per quantity between naive values and the library's at ``index``.
-
-    N_s/N is a count: where the naive side finds a selected token within ``TIE_RTOL`` of the
-    radius r (relative), float32 rounding in the library decides it, so such rows are left out
-    of the error and counted as ties instead.
-    """
-    errs: dict[str, float] = {}
-    ties: dict[str, int] = {}
-    for key, value in got.items():
-        if not isinstance(key, tuple) or key[0] == "margin":
-            continue
-        name = key[0]
-        ref = lib[key][:, torch.as_tensor(index)].double().numpy()
-        floor = FLOORS.get(name, DEFAULT_FLOOR)
-        if name == "jacobian_norm":
-            floor = floor / key[1]  # per 1/T
-        elif name == "sensitivity":
-            floor = floor / key[2]  # per 1/ε
-        if (np.isnan(ref) != np.isnan(value)).any():
-            errs[name] = math.inf
-            continue
-        err = np.abs(value - ref) / np.maximum(np.abs(ref), floor)
-        err = np.where(np.isnan(ref), 0.0, err)
-        if name == "ratio":
-            tie = (np.nan_to_num(got["margin", key[1]], nan=np.inf) < TIE_RTOL) & (err > 0)
-            ties[name] = ties.get(name, 0) + int(tie.sum())
-            err = np.where(tie, 0.0, err)
-        errs[name] = max(errs.get(name, 0.0), float(err.max()))
-    return errs, ties
-
-
 # ---- timing ------------------------------------------------------------------------------------
-
-
-def timed(fn: Callable[[], Any], repeats: int = 1) -> tuple[Any, float]:
-    """(result of the fastest run, its wall-clock seconds) over ``repeats`` runs."""
-    best, out = math.inf, None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        result = fn()
-        elapsed = time.perf_counter() - t0
-        if elapsed < best:
-            best, out = elapsed, result
-    return out, best
 
 
 def cpu_name() -> str:
@@ -595,23 +331,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"DISAGREEMENT above {args.tol:g}: {bad}", file=sys.stderr)
         return 1
     return 0
-
-
-def query_block_check(layer: Layer, cfg: LimitationsConfig) -> dict[str, float]:
-    """Alg. 3's ``distance_curve`` at L_max with the default query blocks and with none."""
-    ns = [n for n in cfg.ns_alg3 if n < cfg.max_length]
-
-    def curve() -> object:
-        return distance_curve(layer.attn, layer.x, ns, mask=layer.mask, forms=cfg.e_forms)
-
-    _, blocked = timed(curve)
-    saved = topn_module._QUERY_BLOCK
-    topn_module._QUERY_BLOCK = 1 << 62
-    try:
-        _, whole = timed(curve)
-    finally:
-        topn_module._QUERY_BLOCK = saved
-    return {"blocked_s": blocked, "unblocked_s": whole, "ratio": whole / blocked}
 
 
 if __name__ == "__main__":

@@ -11,12 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attnlimits.metrics import row_mean
-from attnlimits.metrics.distance import (
-    distance_curve,
-    distance_metrics,
-    expected_distance_exact,
-    expected_distance_monte_carlo,
-)
+from attnlimits.metrics.distance import distance_curve, distance_metrics
+from attnlimits.metrics.expectation import expected_distance_exact, expected_distance_monte_carlo
 from attnlimits.theory.distance import (
     expected_distance,
     fixed_selection_bound,
@@ -348,9 +344,9 @@ def test_d1_running_max_path_matches_full_loop(gen, monkeypatch, shared_x, kind)
 
     monkeypatch.setattr(dm, "_d1_loop", counting_loop)
     for n in (1, 3, 10):
-        r = dm._rows(attn, x, n, mask)
+        r = dm.prepare_rows(attn, x, n, mask)
         pair = dm._pairwise(r)
-        idx, sel = dm._top_n(r.attn, r.keep, n)
+        idx, sel = dm.top_n(r.attn, r.keep, n)
         got = dm._d1(r, idx, sel, pair)
         table = torch.arange(x.shape[0]).repeat_interleave(q).repeat(3 // x.shape[0])
         blocked = ~(r.keep & ~sel).expand(3, q, k).reshape(-1, k)

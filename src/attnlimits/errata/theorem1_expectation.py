@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from attnlimits.metrics.distance import expected_distance_exact, expected_distance_monte_carlo
+from attnlimits.metrics.expectation import expected_distance_exact, expected_distance_monte_carlo
 from attnlimits.theory.distance import expected_distance
 
 D = 16

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from attnlimits.metrics.distance import expected_distance_exact
+from attnlimits.metrics.expectation import expected_distance_exact
 from attnlimits.theory.distance import expected_distance, large_context_limit
 
 D = 64

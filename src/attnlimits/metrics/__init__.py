@@ -3,7 +3,8 @@
 Per-row metrics return NaN where a row cannot be scored, with a ``valid`` flag beside it;
 :func:`row_mean` averages the valid rows and counts the rest (``docs/conventions.md``).
 
-- :mod:`~attnlimits.metrics.distance`: d̃ (Eq. 7), the Theorem 1 bound and expectation
+- :mod:`~attnlimits.metrics.distance`: d̃ (Eq. 7), the Theorem 1 bound and the closed-form E
+- :mod:`~attnlimits.metrics.expectation`: E = E_{I_N}[d̃] (Eq. 8) by enumeration and Monte Carlo
 - :mod:`~attnlimits.metrics.separability`: N_s/N (Eq. 10) and the Theorem 2 bounds
 - :mod:`~attnlimits.metrics.jacobian`: exact softmax Jacobian norm, finite-difference sensitivity
 - :mod:`~attnlimits.metrics.entropy`: entropy, max weight, logit spread, effective support
@@ -17,8 +18,6 @@ from attnlimits.metrics.distance import (
     DistanceMetrics,
     distance_curve,
     distance_metrics,
-    expected_distance_exact,
-    expected_distance_monte_carlo,
 )
 from attnlimits.metrics.entropy import (
     attention_entropy,
@@ -28,6 +27,7 @@ from attnlimits.metrics.entropy import (
     max_weight,
     support_size,
 )
+from attnlimits.metrics.expectation import expected_distance_exact, expected_distance_monte_carlo
 from attnlimits.metrics.jacobian import (
     RowValues,
     finite_difference_sensitivity,

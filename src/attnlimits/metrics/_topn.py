@@ -2,10 +2,10 @@
 :mod:`~attnlimits.metrics.separability` (paper A, Eq. 6: I_N = the N largest kept weights of a
 row, s = Σ_{i∈I_N} α_i x_i).
 
-- :func:`_rows`: validation and the per-block row data; :func:`_query_blocks`: rows in
+- :func:`prepare_rows`: validation and the per-block row data; :func:`query_blocks`: rows in
   cache-sized blocks;
-- :func:`_top_n` (one N, ``topk``) and :func:`_ranks` (one stable rank for every N);
-- :func:`_nested_products`: ⟨x_i, s_N⟩ and ||s_N||² for a grid of N, by row gathers of x (nested
+- :func:`top_n` (one N, ``topk``) and :func:`key_ranks` (one stable rank for every N);
+- :func:`nested_products`: ⟨x_i, s_N⟩ and ||s_N||² for a grid of N, by row gathers of x (nested
   top-N sets) or, when one x serves every head, by sparse rows of the Gram matrix.
 """
 
@@ -21,13 +21,13 @@ from torch import Tensor
 
 from attnlimits._checks import check_finite, check_mask, check_top_n
 
-#: d·n_N must exceed this times N_max for the Gram route (:func:`_gram_pays`).
+#: d·n_N must exceed this times N_max for the Gram route (:func:`gram_pays`).
 _GRAM_FACTOR = 32
 #: Elements per block of query rows ([..., rows, K]): keeps elementwise temporaries in cache.
 _QUERY_BLOCK = 2**20
 
 
-class _Rows(NamedTuple):
+class TopNRows(NamedTuple):
     attn: Tensor  # masked entries set to 0
     x: Tensor
     sq: Tensor  # ||x_i||², (..., 1, K)
@@ -36,7 +36,7 @@ class _Rows(NamedTuple):
     valid: Tensor  # (..., Q)
 
 
-def _rows(attn: Tensor, x: Tensor, n: int, mask: Tensor | None) -> _Rows:
+def prepare_rows(attn: Tensor, x: Tensor, n: int, mask: Tensor | None) -> TopNRows:
     """Validate and bring ``attn``/``x`` to one float dtype; zero masked weights."""
     check_finite(attn, "attn", allow_neg_inf=False)
     check_finite(x, "x", allow_neg_inf=False)
@@ -54,10 +54,10 @@ def _rows(attn: Tensor, x: Tensor, n: int, mask: Tensor | None) -> _Rows:
     attn = torch.where(keep, attn, torch.zeros_like(attn))
     num_keys = keep.sum(-1).to(dtype)
     sq = (x * x).sum(-1).unsqueeze(-2)
-    return _Rows(attn, x, sq, keep, num_keys, num_keys >= n + 1)
+    return TopNRows(attn, x, sq, keep, num_keys, num_keys >= n + 1)
 
 
-def _top_n(attn: Tensor, keep: Tensor, n: int) -> tuple[Tensor, Tensor]:
+def top_n(attn: Tensor, keep: Tensor, n: int) -> tuple[Tensor, Tensor]:
     """Indices [..., Q, N] of the N largest kept weights and the selection mask [..., Q, K]."""
     idx = attn.masked_fill(~keep, -math.inf).topk(n, dim=-1).indices
     sel = (
@@ -66,13 +66,13 @@ def _top_n(attn: Tensor, keep: Tensor, n: int) -> tuple[Tensor, Tensor]:
     return idx, sel
 
 
-def _context(attn: Tensor, x: Tensor, sel: Tensor) -> tuple[Tensor, Tensor]:
+def context_vectors(attn: Tensor, x: Tensor, sel: Tensor) -> tuple[Tensor, Tensor]:
     """⟨x_i, s⟩ [..., Q, K] and ||s||² [..., Q, 1] for s = Σ_{i∈sel} α_i x_i (Eq. 6)."""
     s = torch.where(sel, attn, torch.zeros_like(attn)) @ x  # (..., Q, d)
     return s @ x.mT, (s * s).sum(-1, keepdim=True)
 
 
-def _table_index(tables: Tensor, extra: int) -> Tensor:
+def table_index(tables: Tensor, extra: int) -> Tensor:
     """Flat index of each [K, ·] table of ``tables`` (its leading dims), with ``extra`` trailing
     singleton dims: lets a gather read per-head tables (or one shared table) broadcast against
     other batch dims without expanding the tables themselves."""
@@ -81,13 +81,13 @@ def _table_index(tables: Tensor, extra: int) -> Tensor:
     return index.reshape(*lead, *(1,) * extra)
 
 
-def _ranks(r: _Rows) -> Tensor:
+def key_ranks(r: TopNRows) -> Tensor:
     """Keys by descending kept weight, [..., Q, K] (stable: ties keep key order; dropped last)."""
     return r.attn.masked_fill(~r.keep, -math.inf).argsort(dim=-1, descending=True, stable=True)
 
 
-def _gram_pays(x: Tensor, ns: Sequence[int]) -> bool:
-    """Whether one x serves every head and the Gram route of :func:`_nested_products` is cheaper.
+def gram_pays(x: Tensor, ns: Sequence[int]) -> bool:
+    """Whether one x serves every head and the Gram route of :func:`nested_products` is cheaper.
 
     ⟨x_i, s_N⟩ for every key costs 2·d·K per row and N by a dense product, against 2·N_max·K
     for the whole grid by sparse rows of the Gram matrix; the sparse product runs about 30x
@@ -96,23 +96,23 @@ def _gram_pays(x: Tensor, ns: Sequence[int]) -> bool:
     return math.prod(x.shape[:-2]) == 1 and x.shape[-1] * len(ns) > _GRAM_FACTOR * max(ns)
 
 
-def _shared_gram(x: Tensor, ns: Sequence[int]) -> Tensor | None:
-    """x xᵀ [K, K] when :func:`_gram_pays`, else None."""
-    if not _gram_pays(x, ns):
+def shared_gram(x: Tensor, ns: Sequence[int]) -> Tensor | None:
+    """x xᵀ [K, K] when :func:`gram_pays`, else None."""
+    if not gram_pays(x, ns):
         return None
     x2 = x.reshape(x.shape[-2:])
     return x2 @ x2.mT
 
 
-def _nested_products(
-    r: _Rows, order: Tensor, ns: Sequence[int], gram: Tensor | None = None
+def nested_products(
+    r: TopNRows, order: Tensor, ns: Sequence[int], gram: Tensor | None = None
 ) -> Iterator[tuple[int, Tensor, Tensor]]:
     """Yield (N, ⟨x_i, s_N⟩ [..., Q, K], ||s_N||² [..., Q, 1]) for ascending ``ns`` (Eq. 6).
 
     s_N = Σ_{rank < N} α_i x_i. The top-N sets are nested, so s_N adds only the keys ranked
     N' ≤ rank < N to s_{N'}: row gathers of x, O(Q·N·d) per head for the whole grid, then one
     [Q, d]×[d, K] product per N for the inner products. With ``gram`` (x shared by every
-    head, :func:`_shared_gram`) the inner products themselves are accumulated instead,
+    head, :func:`shared_gram`) the inner products themselves are accumulated instead,
     ⟨x_i, s_N⟩ = ⟨x_i, s_{N'}⟩ + Σ_{new j} α_j G_ji, as a sparse-rows × Gram product, and
     ||s_N||² = Σ_{rank < N} α_j ⟨x_j, s_N⟩. Dropped keys have α = 0 and add nothing.
     """
@@ -123,7 +123,7 @@ def _nested_products(
     if gram is not None:
         yield from _gram_products(attn, order.expand(*batch, q, k), ns, gram)
         return
-    base = _table_index(r.x, 2) * k  # (..., 1, 1): row offset of each x table
+    base = table_index(r.x, 2) * k  # (..., 1, 1): row offset of each x table
     x_flat = r.x.reshape(-1, d)
     s = torch.zeros((*batch, q, d), dtype=r.x.dtype, device=r.x.device)
     chunk = max(1, 4 * k // d)  # ranks per gather: temporaries of about 4 [Q, K] blocks
@@ -140,7 +140,7 @@ def _nested_products(
 def _gram_products(
     attn: Tensor, order: Tensor, ns: Sequence[int], gram: Tensor
 ) -> Iterator[tuple[int, Tensor, Tensor]]:
-    """:func:`_nested_products` through the Gram matrix ``gram`` [K, K] (x shared)."""
+    """:func:`nested_products` through the Gram matrix ``gram`` [K, K] (x shared)."""
     k = attn.shape[-1]
     rows = attn.numel() // k
     flat_attn, flat_order = attn.reshape(rows, k), order.reshape(rows, k)
@@ -167,7 +167,7 @@ def _gram_products(
         yield n, inner.view(attn.shape), s_sq.view(*attn.shape[:-1], 1)
 
 
-def _query_blocks(attn: Tensor, mask: Tensor | None) -> list[tuple[Tensor, Tensor | None]]:
+def query_blocks(attn: Tensor, mask: Tensor | None) -> list[tuple[Tensor, Tensor | None]]:
     """Split rows (the query axis) into blocks of about ``_QUERY_BLOCK`` elements.
 
     Each metric is a handful of elementwise passes over [..., Q, K] temporaries; at L = 1024
@@ -182,3 +182,18 @@ def _query_blocks(attn: Tensor, mask: Tensor | None) -> list[tuple[Tensor, Tenso
         (attn[..., i : i + step, :], None if keep is None else keep[..., i : i + step, :])
         for i in range(0, q, step)
     ]
+
+
+def selection_distance(r: TopNRows, sel: Tensor) -> Tensor:
+    """d̃ = Σ_{kept i ∉ sel} ||α_i x_i − s|| (Eq. 7); ``sel`` may carry extra leading dims."""
+    return distance_from_products(r, sel, *context_vectors(r.attn, r.x, sel))
+
+
+def distance_from_products(
+    r: TopNRows, sel: Tensor, inner: Tensor, s_sq: Tensor, a2sq: Tensor | None = None
+) -> Tensor:
+    """d̃ of Eq. 7 from ⟨x_i, s⟩ [..., Q, K] and ||s||² [..., Q, 1] (``a2sq``: α_i²||x_i||²)."""
+    a = r.attn
+    a2sq = a * a * r.sq if a2sq is None else a2sq
+    terms = torch.addcmul(a2sq, a, inner, value=-2.0).add_(s_sq).clamp_min_(0).sqrt_()
+    return terms.masked_fill_(~r.keep | sel, 0.0).sum(-1)

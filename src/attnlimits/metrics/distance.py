@@ -18,7 +18,6 @@ Shapes: ``attn [..., Q, K]``, ``x [..., K, d]`` (leading dimensions broadcast, e
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -26,17 +25,18 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_positive, check_top_n
+from attnlimits._checks import check_top_n
 from attnlimits.metrics._topn import (
-    _context,
-    _nested_products,
-    _query_blocks,
-    _ranks,
-    _Rows,
-    _rows,
-    _shared_gram,
-    _table_index,
-    _top_n,
+    TopNRows,
+    distance_from_products,
+    key_ranks,
+    nested_products,
+    prepare_rows,
+    query_blocks,
+    selection_distance,
+    shared_gram,
+    table_index,
+    top_n,
 )
 from attnlimits.theory.distance import (
     ExpectedForm,
@@ -52,8 +52,6 @@ __all__ = [
     "DistanceMetrics",
     "distance_curve",
     "distance_metrics",
-    "expected_distance_exact",
-    "expected_distance_monte_carlo",
 ]
 
 
@@ -73,21 +71,6 @@ class DistanceMetrics(NamedTuple):
     valid: Tensor  # L ≥ N + 1
 
 
-def _distance(r: _Rows, sel: Tensor) -> Tensor:
-    """d̃ = Σ_{kept i ∉ sel} ||α_i x_i − s|| (Eq. 7); ``sel`` may carry extra leading dims."""
-    return _distance_from(r, sel, *_context(r.attn, r.x, sel))
-
-
-def _distance_from(
-    r: _Rows, sel: Tensor, inner: Tensor, s_sq: Tensor, a2sq: Tensor | None = None
-) -> Tensor:
-    """d̃ of Eq. 7 from ⟨x_i, s⟩ [..., Q, K] and ||s||² [..., Q, 1] (``a2sq``: α_i²||x_i||²)."""
-    a = r.attn
-    a2sq = a * a * r.sq if a2sq is None else a2sq
-    terms = torch.addcmul(a2sq, a, inner, value=-2.0).add_(s_sq).clamp_min_(0).sqrt_()
-    return terms.masked_fill_(~r.keep | sel, 0.0).sum(-1)
-
-
 class _Pairwise(NamedTuple):
     """Key-pair tables of one head (or of shared x), reused by every query block and N."""
 
@@ -96,7 +79,7 @@ class _Pairwise(NamedTuple):
     prefix_arg: Tensor  # the i attaining it (int64)
 
 
-def _pairwise(r: _Rows) -> _Pairwise:
+def _pairwise(r: TopNRows) -> _Pairwise:
     """||x_i − x_j|| for every pair of keys and its running maximum along i."""
     gram = r.x @ r.x.mT  # (..., K, K)
     dist = (r.sq.mT + r.sq - 2 * gram).clamp_min(0).sqrt()
@@ -104,7 +87,7 @@ def _pairwise(r: _Rows) -> _Pairwise:
     return _Pairwise(dist, prefix_max, prefix_arg)
 
 
-def _d1(r: _Rows, idx: Tensor, sel: Tensor, pair: _Pairwise) -> Tensor:
+def _d1(r: TopNRows, idx: Tensor, sel: Tensor, pair: _Pairwise) -> Tensor:
     """d_1 = max_{kept i ∉ I_N, j ∈ I_N} ||x_i − x_j|| per row (Theorem 1.1); ``idx`` [..., Q, N].
 
     Fast path, exact, for rows whose kept keys are a prefix 0..t (causal or no mask): the
@@ -116,7 +99,7 @@ def _d1(r: _Rows, idx: Tensor, sel: Tensor, pair: _Pairwise) -> Tensor:
     """
     k, (q, n) = pair.dist.shape[-1], idx.shape[-2:]
     batch = torch.broadcast_shapes(pair.dist.shape[:-2], idx.shape[:-2], r.keep.shape[:-2])
-    table = _table_index(pair.dist, 1).expand(*batch, q).reshape(-1)  # (R,): dist table of a row
+    table = table_index(pair.dist, 1).expand(*batch, q).reshape(-1)  # (R,): dist table of a row
     flat_idx = idx.expand(*batch, q, n).reshape(-1, n)  # (R, N)
     sel_f = sel.expand(*batch, q, k).reshape(-1, k)
     keep_f = r.keep.expand(*batch, q, k).reshape(-1, k)
@@ -151,12 +134,12 @@ def _d1_loop(dist: Tensor, table: Tensor, idx: Tensor, blocked: Tensor) -> Tenso
     return d1
 
 
-def _mass(r: _Rows, sel: Tensor) -> Tensor:
+def _mass(r: TopNRows, sel: Tensor) -> Tensor:
     """ᾱ_N = Σ_{i∈I_N} α_i."""
     return torch.where(sel, r.attn, torch.zeros_like(r.attn)).sum(-1)
 
 
-def _bound(r: _Rows, idx: Tensor, sel: Tensor, pair: _Pairwise) -> Tensor:
+def _bound(r: TopNRows, idx: Tensor, sel: Tensor, pair: _Pairwise) -> Tensor:
     """Theorem 1.1 for the selection ``sel`` (indices ``idx`` [..., Q, N])."""
     max_norm = r.sq.sqrt().expand(*r.attn.shape).gather(-1, idx).amax(-1)
     return fixed_selection_bound(
@@ -209,8 +192,8 @@ def distance_metrics(
     check_top_n(n, attn.shape[-1])
     pair: _Pairwise | None = None
     parts = []
-    for a, m in _query_blocks(attn, mask):
-        r = _rows(a, x, n, m)
+    for a, m in query_blocks(attn, mask):
+        r = prepare_rows(a, x, n, m)
         if with_bound and pair is None:
             pair = _pairwise(r)
         parts.append(_metrics_block(r, n, form, gap_form, pair))
@@ -218,10 +201,10 @@ def distance_metrics(
 
 
 def _metrics_block(
-    r: _Rows, n: int, form: ExpectedForm, gap_form: GapForm, pair: _Pairwise | None
+    r: TopNRows, n: int, form: ExpectedForm, gap_form: GapForm, pair: _Pairwise | None
 ) -> DistanceMetrics:
-    idx, sel = _top_n(r.attn, r.keep, n)
-    distance = _distance(r, sel)
+    idx, sel = top_n(r.attn, r.keep, n)
+    distance = selection_distance(r, sel)
     mass = _mass(r, sel)
     nan_bound = torch.full_like(distance, math.nan)
     bound = nan_bound if pair is None else _bound(r, idx, sel, pair)
@@ -284,12 +267,12 @@ def distance_curve(
     pair: _Pairwise | None = None
     gram: Tensor | None = None
     parts = []
-    for i, (a, m) in enumerate(_query_blocks(attn, mask)):
-        r = _rows(a, x, n_values[0], m)
+    for i, (a, m) in enumerate(query_blocks(attn, mask)):
+        r = prepare_rows(a, x, n_values[0], m)
         if bound_ns and pair is None:
             pair = _pairwise(r)
         if i == 0:
-            gram = _shared_gram(r.x, n_values)
+            gram = shared_gram(r.x, n_values)
         parts.append(_curve_block(r, n_values, forms, set(bound_ns), pair, gram))
     return DistanceCurve(
         n_values,
@@ -301,14 +284,14 @@ def distance_curve(
 
 
 def _curve_block(
-    r: _Rows,
+    r: TopNRows,
     n_values: tuple[int, ...],
     forms: Sequence[ExpectedForm],
     bound_ns: set[int],
     pair: _Pairwise | None,
     gram: Tensor | None,
 ) -> DistanceCurve:
-    order = _ranks(r)
+    order = key_ranks(r)
     positions = torch.arange(order.shape[-1], device=order.device).expand_as(order)
     rank = torch.empty_like(order).scatter_(-1, order, positions)  # (..., Q, K): 0 = largest
     xbar = r.attn @ r.x  # (..., Q, d)
@@ -318,10 +301,10 @@ def _curve_block(
     valid: list[Tensor] = []
     bound: list[Tensor] = []
     a2sq = r.attn * r.attn * r.sq
-    for n, inner_s, s_sq in _nested_products(r, order, n_values, gram):
+    for n, inner_s, s_sq in nested_products(r, order, n_values, gram):
         ok = r.num_keys >= n + 1
         sel = (rank < n) & r.keep
-        d = _distance_from(r, sel, inner_s, s_sq, a2sq)
+        d = distance_from_products(r, sel, inner_s, s_sq, a2sq)
         dist.append(torch.where(ok, d, nan))
         if pair is not None and n in bound_ns:
             bound.append(torch.where(ok, _bound(r, order[..., :n], sel, pair), nan))
@@ -336,76 +319,3 @@ def _curve_block(
         )
         exp[f] = torch.where(ok_all, e.movedim(-1, -2), nan)
     return DistanceCurve(n_values, torch.stack(dist, -2), exp, torch.stack(bound, -2), ok_all)
-
-
-def expected_distance_exact(
-    attn: Tensor, x: Tensor, n: int, *, mask: Tensor | None = None, max_subsets: int = 200_000
-) -> Tensor:
-    """Exact E = E_{I_N}[d̃] over I_N uniform among the C(L, N) subsets of kept keys (Eq. 8).
-
-    Brute force reference: enumerates every N-subset of the K keys (a row averages those that
-    lie within its kept keys), so it is for small K only; raises ``ValueError`` when
-    C(K, N) > ``max_subsets``. Shapes as :func:`distance_metrics`; returns ``[..., Q]``,
-    NaN for rows with fewer than N + 1 kept keys.
-    """
-    r = _rows(attn, x, n, mask)
-    k = attn.shape[-1]
-    if math.comb(k, n) > max_subsets:
-        raise ValueError(
-            f"C({k}, {n}) = {math.comb(k, n)} subsets exceed max_subsets={max_subsets}"
-        )
-    subsets = torch.tensor(list(itertools.combinations(range(k), n)), device=attn.device)
-    all_sel = torch.zeros(subsets.shape[0], k, dtype=torch.bool, device=attn.device)
-    all_sel.scatter_(1, subsets, True)  # (S, K)
-    extra = (1,) * (r.attn.ndim - 1)
-    total = torch.zeros(r.attn.shape[:-1], dtype=torch.float64, device=attn.device)
-    count = torch.zeros_like(total)
-    chunk = max(1, 2**21 // max(1, r.attn.numel()))
-    for start in range(0, all_sel.shape[0], chunk):
-        sel = all_sel[start : start + chunk].reshape(-1, *extra, k)  # (S, 1.., K)
-        inside = ~(sel & ~r.keep).any(-1)  # subset within the row's kept keys
-        d = _distance(r, sel & r.keep)
-        total += torch.where(inside, d, torch.zeros_like(d)).sum(0).double()
-        count += inside.sum(0).double()
-    mean = (total / count).to(r.attn.dtype)
-    return torch.where(r.valid, mean, torch.full_like(mean, math.nan))
-
-
-def expected_distance_monte_carlo(
-    attn: Tensor,
-    x: Tensor,
-    n: int,
-    *,
-    mask: Tensor | None = None,
-    samples: int = 1000,
-    generator: torch.Generator | None = None,
-) -> tuple[Tensor, Tensor]:
-    """Monte Carlo estimate of E = E_{I_N}[d̃] (Eq. 8) and its standard error.
-
-    Each sample draws, per row, I_N uniformly among the N-subsets of the row's kept keys (the
-    N smallest of i.i.d. uniforms) and evaluates d̃; returns ``(mean, stderr)`` with
-    stderr = sample std / √samples, each ``[..., Q]`` and NaN for invalid rows.
-    Draws samples in chunks; pass a seeded ``generator`` for reproducible numbers.
-    """
-    check_positive(samples, "samples")
-    r = _rows(attn, x, n, mask)
-    total = torch.zeros(r.attn.shape[:-1], dtype=torch.float64, device=attn.device)
-    total_sq = torch.zeros_like(total)
-    chunk = max(1, 2**20 // r.attn.numel())  # samples drawn at once
-    for start in range(0, int(samples), chunk):
-        c = min(chunk, int(samples) - start)
-        u = torch.rand(
-            (c, *r.attn.shape), generator=generator, dtype=r.attn.dtype, device=attn.device
-        )
-        _, sel = _top_n(u, r.keep, n)  # (c, ..., Q, K)
-        d = _distance(r, sel).double()
-        total += d.sum(0)
-        total_sq += (d * d).sum(0)
-    mean = total / samples
-    var = (total_sq / samples - mean * mean).clamp_min(0) * samples / max(samples - 1, 1)
-    stderr = (var / samples).sqrt()
-    nan = torch.tensor(math.nan, dtype=r.attn.dtype, device=attn.device)
-    return (
-        torch.where(r.valid, mean.to(r.attn.dtype), nan),
-        torch.where(r.valid, stderr.to(r.attn.dtype), nan),
-    )

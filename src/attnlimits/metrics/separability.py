@@ -28,13 +28,13 @@ from torch import Tensor
 
 from attnlimits._checks import check_finite, check_mask, check_positive
 from attnlimits.metrics._topn import (
-    _gram_pays,
-    _nested_products,
-    _query_blocks,
-    _ranks,
-    _Rows,
-    _rows,
-    _table_index,
+    TopNRows,
+    gram_pays,
+    key_ranks,
+    nested_products,
+    prepare_rows,
+    query_blocks,
+    table_index,
 )
 from attnlimits.theory.geometry import check_geometry, separability_bounds
 
@@ -164,7 +164,7 @@ def separability_curve(
 
     Fields are ``[..., n_N, Q]`` (N on the second-last axis). The work N leaves alone is done
     once: the checks, the rank of every key (the top-N sets are nested), s_N by row gathers
-    (:func:`~attnlimits.metrics._topn._nested_products`) and the Gram matrix of x. Per N,
+    (:func:`~attnlimits.metrics._topn.nested_products`) and the Gram matrix of x. Per N,
     the ball radius needs ⟨x_j, s⟩ for every key (one [Q, d]×[d, K] product, or the Gram route
     when x is shared by every head); the inside distances
     ||s − α_i x_i||, i ∈ I_N, come in float64 from the Gram block of I_N,
@@ -173,7 +173,7 @@ def separability_curve(
     n_values = tuple(sorted({int(n) for n in ns}))
     if not n_values:
         raise ValueError("ns must hold at least one N")
-    r = _rows(attn, x, n_values[-1], mask)
+    r = prepare_rows(attn, x, n_values[-1], mask)
     batch = torch.broadcast_shapes(r.keep.shape[:-2], r.x.shape[:-2])
     key_keep = r.keep.any(-2).expand(*batch, r.x.shape[-2])  # (..., K)
     x_all = r.x.expand(*batch, *r.x.shape[-2:])
@@ -185,10 +185,10 @@ def separability_curve(
     m, delta = m.unsqueeze(-1), delta.unsqueeze(-1) if delta.ndim > 0 else delta  # per row
     x64 = r.x.double()
     gram = x64 @ x64.mT  # (..., K, K), float64
-    shared = gram.reshape(gram.shape[-2:]).to(r.x.dtype) if _gram_pays(r.x, n_values) else None
+    shared = gram.reshape(gram.shape[-2:]).to(r.x.dtype) if gram_pays(r.x, n_values) else None
     parts = [
-        _block(_rows(a, x, n_values[0], k), n_values, m, delta, gram, shared)
-        for a, k in _query_blocks(attn, mask)
+        _block(prepare_rows(a, x, n_values[0], k), n_values, m, delta, gram, shared)
+        for a, k in query_blocks(attn, mask)
     ]
     return SeparabilityMetrics(*(torch.cat(f, -1) for f in zip(*parts, strict=True)))
 
@@ -197,7 +197,7 @@ def _inside(gram: Tensor, alpha_sel: Tensor, idx: Tensor) -> Tensor:
     """||s − α_i x_i|| for i ∈ I_N (float64, [..., Q, N]) from the Gram block of I_N."""
     k = gram.shape[-1]
     batch = torch.broadcast_shapes(gram.shape[:-2], idx.shape[:-2])
-    t = _table_index(gram, 3).expand(*batch, 1, 1, 1)
+    t = table_index(gram, 3).expand(*batch, 1, 1, 1)
     idx = idx.expand(*batch, *idx.shape[-2:])
     g = gram.reshape(-1, k, k)[t, idx.unsqueeze(-1), idx.unsqueeze(-2)]  # (..., Q, N, N)
     a = alpha_sel.double()
@@ -207,7 +207,7 @@ def _inside(gram: Tensor, alpha_sel: Tensor, idx: Tensor) -> Tensor:
 
 
 def _block(
-    r: _Rows,
+    r: TopNRows,
     n_values: tuple[int, ...],
     m: Tensor,
     delta: Tensor,
@@ -215,11 +215,11 @@ def _block(
     shared: Tensor | None,
 ) -> SeparabilityMetrics:
     """The per-row part of :func:`separability_curve` on one block of query rows."""
-    order = _ranks(r)
+    order = key_ranks(r)
     a = r.attn
     nan = torch.tensor(math.nan, dtype=a.dtype, device=a.device)
     fields: list[list[Tensor]] = [[], [], [], [], []]
-    for n, inner, s_sq in _nested_products(r, order, n_values, shared):
+    for n, inner, s_sq in nested_products(r, order, n_values, shared):
         idx = order[..., :n]
         sel = torch.zeros_like(r.keep).scatter_(-1, idx, True) & r.keep
         outside = ((a * a * r.sq - 2 * a * inner + s_sq).clamp_min(0)).sqrt()
