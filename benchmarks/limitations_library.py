@@ -90,9 +90,9 @@ def lib_curve(
     out: dict[tuple[str, int], Tensor] = {}
     for j, n in enumerate(curve.n_values):
         for key, v in cols.items():
-            _means(v[:, j], curve.valid[:, j])
+            _means(v[..., j], curve.valid[..., j])
             if key != "bound" or n in bound_ns:
-                out[key, n] = v[:, j]
+                out[key, n] = v[..., j]
     return out
 
 
@@ -141,8 +141,8 @@ def lib_alg4(layer: Layer, cfg: LimitationsConfig) -> dict[int, dict]:
     sc = separability_curve(layer.attn, x_sphere, ns, mask=layer.mask, radius=1.0, delta=delta)
     for j, n in enumerate(ns):
         for key in ("ratio", "lower", "upper"):
-            _means(getattr(sc, key)[:, j], sc.valid[:, j])
-            out[key, n] = getattr(sc, key)[:, j]
+            _means(getattr(sc, key)[..., j], sc.valid[..., j])
+            out[key, n] = getattr(sc, key)[..., j]
     return {top: out}
 
 

@@ -53,14 +53,14 @@ def _top_n(alpha: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def distance_row(alpha: np.ndarray, x: np.ndarray, n: int, *, bound: bool) -> dict[str, float]:
     """d̃, E (derived and main-text forms) and, if ``bound``, the Thm 1.1 bound for one row."""
-    big_l = alpha.shape[0]
+    length = alpha.shape[0]
     sel, rest = _top_n(alpha, n)
     s = (alpha[sel, None] * x[sel]).sum(0)  # Eq. 6
     distance = np.linalg.norm(alpha[rest, None] * x[rest] - s, axis=1).sum()  # Eq. 7
 
     xbar = alpha @ x
-    c = n / (big_l - 1)
-    p_out = (big_l - n) / big_l
+    c = n / (length - 1)
+    p_out = (length - n) / length
     derived = np.linalg.norm((alpha * (1 + c))[:, None] * x - c * xbar, axis=1).sum() * p_out
     main_text = np.linalg.norm((alpha + c)[:, None] * x - xbar, axis=1).sum() * p_out
     out = {"distance": distance, "expectation": derived, "expectation_main_text": main_text}
@@ -70,7 +70,7 @@ def distance_row(alpha: np.ndarray, x: np.ndarray, n: int, *, bound: bool) -> di
             d1 = max(d1, np.linalg.norm(x[rest] - x[j], axis=1).max())
         mass = alpha[sel].sum()
         max_norm = np.linalg.norm(x[sel], axis=1).max()
-        out["bound"] = (1 - mass) * d1 + max_norm * (mass * (big_l - n) - (1 - mass))
+        out["bound"] = (1 - mass) * d1 + max_norm * (mass * (length - n) - (1 - mass))
     return out
 
 

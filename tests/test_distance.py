@@ -35,8 +35,8 @@ def _inputs(gen, lead, q, k, d=5, c=2.0, mask=None):
 def _naive_row(a, x, n, keep):
     """Every quantity of one row by explicit loops over vectors (the reference)."""
     kept = [i for i in range(len(a)) if keep[i]]
-    big_l = len(kept)
-    if big_l < n + 1:
+    length = len(kept)
+    if length < n + 1:
         return None
     top = sorted(kept, key=lambda i: -float(a[i]))[:n]
     rest = [i for i in kept if i not in top]
@@ -45,12 +45,14 @@ def _naive_row(a, x, n, keep):
     mass = float(sum(a[i] for i in top))
     d1 = max(float((x[i] - x[j]).norm()) for i in rest for j in top)
     mx = max(float(x[j].norm()) for j in top)
-    bound = (1 - mass) * d1 + mx * (mass * (big_l - n) - (1 - mass))
+    bound = (1 - mass) * d1 + mx * (mass * (length - n) - (1 - mass))
     xbar = sum(a[i] * x[i] for i in kept)
-    c = n / (big_l - 1)
-    der = (big_l - n) / big_l * sum(float((a[i] * (1 + c) * x[i] - c * xbar).norm()) for i in kept)
-    main = (big_l - n) / big_l * sum(float(((a[i] + c) * x[i] - xbar).norm()) for i in kept)
-    return dist, bound, der, main, mass, big_l
+    c = n / (length - 1)
+    der = (
+        (length - n) / length * sum(float((a[i] * (1 + c) * x[i] - c * xbar).norm()) for i in kept)
+    )
+    main = (length - n) / length * sum(float(((a[i] + c) * x[i] - xbar).norm()) for i in kept)
+    return dist, bound, der, main, mass, length
 
 
 def _naive_exact_row(a, x, n, keep):
@@ -90,7 +92,7 @@ def test_metric_matches_naive_loop(gen, kind, n):
             if ref is None:
                 assert not m.valid[b, row] and math.isnan(m.distance[b, row])
                 continue
-            got = (m.distance, m.bound, m.expected, main, m.selected_mass, m.num_keys)
+            got = (m.distance, m.bound, m.expected, main, m.selected_mass, m.n_keys)
             for g, r in zip(got, ref, strict=True):
                 assert float(g[b, row]) == pytest.approx(r, rel=1e-9, abs=1e-12)
 
@@ -102,19 +104,19 @@ def test_curve_matches_naive_loop_for_every_n(gen, kind, d):
     mask = _mask(kind, q, k, gen)
     attn, x = _inputs(gen, (2,), q, k, d=d, mask=mask)
     curve = distance_curve(attn, x, ns, mask=mask, forms=("derived", "main_text"), bound_ns=(2,))
-    assert curve.distance.shape == (2, len(ns), q) and curve.n_values == ns
-    assert curve.bound[:, [0, 2, 3]].isnan().all()  # the bound only where asked
+    assert curve.distance.shape == (2, q, len(ns)) and curve.n_values == ns
+    assert curve.bound[..., [0, 2, 3]].isnan().all()  # the bound only where asked
     keep = torch.ones(q, k, dtype=torch.bool) if mask is None else mask
     for b, (j, n), row in itertools.product(range(2), enumerate(ns), range(q)):
         ref = _naive_row(attn[b, row], x[b], n, keep[row])
         if ref is None:
-            assert not curve.valid[b, j, row] and math.isnan(curve.distance[b, j, row])
+            assert not curve.valid[b, row, j] and math.isnan(curve.distance[b, row, j])
             continue
         got = (curve.distance, curve.expected["derived"], curve.expected["main_text"])
         for g, r in zip(got, (ref[0], ref[2], ref[3]), strict=True):
-            assert float(g[b, j, row]) == pytest.approx(r, rel=1e-9, abs=1e-12)
+            assert float(g[b, row, j]) == pytest.approx(r, rel=1e-9, abs=1e-12)
         if n == 2:
-            assert float(curve.bound[b, j, row]) == pytest.approx(ref[1], rel=1e-9, abs=1e-12)
+            assert float(curve.bound[b, row, j]) == pytest.approx(ref[1], rel=1e-9, abs=1e-12)
 
 
 def test_curve_rejects_n_not_below_keys(gen):
@@ -169,11 +171,11 @@ def test_exact_refuses_too_many_subsets(gen):
 
 
 def test_prob_not_selected_by_counting():
-    for big_l in range(2, 9):
-        for n in range(1, big_l):
-            subsets = list(itertools.combinations(range(big_l), n))
+    for length in range(2, 9):
+        for n in range(1, length):
+            subsets = list(itertools.combinations(range(length), n))
             p = sum(0 not in s for s in subsets) / len(subsets)
-            assert prob_not_selected(big_l, n) == pytest.approx(p)
+            assert prob_not_selected(length, n) == pytest.approx(p)
     assert prob_not_selected(10, 2, form="appendix") == 4.0  # the typo: not a probability
 
 
@@ -268,7 +270,7 @@ def test_invalid_rows_excluded_and_counted(gen):
     m = distance_metrics(attn, x, 3, mask=mask)
     assert m.valid.tolist() == [False] * 3 + [True] * 5
     assert torch.isnan(m.distance[:3]).all() and torch.isfinite(m.distance[3:]).all()
-    assert m.num_keys.tolist() == list(range(1, 9))
+    assert m.n_keys.tolist() == list(range(1, 9))
     rm = row_mean(m.distance, m.valid)
     assert int(rm.n_excluded) == 3 and int(rm.n_rows) == 5
     assert float(rm.mean) == pytest.approx(float(m.distance[3:].mean()))
@@ -378,10 +380,10 @@ def test_curve_with_x_shared_by_heads_matches_naive_loop(gen, monkeypatch, gram_
     for b, (j, n), row in itertools.product(range(3), enumerate(ns), range(q)):
         ref = _naive_row(attn[b, row], x[0], n, mask[row])
         if ref is None:
-            assert not curve.valid[b, j, row]
+            assert not curve.valid[b, row, j]
             continue
         got = (curve.distance, curve.expected["derived"], curve.expected["main_text"])
         for g, r in zip(got, (ref[0], ref[2], ref[3]), strict=True):
-            assert float(g[b, j, row]) == pytest.approx(r, rel=1e-9, abs=1e-12)
+            assert float(g[b, row, j]) == pytest.approx(r, rel=1e-9, abs=1e-12)
         if n == 3:
-            assert float(curve.bound[b, j, row]) == pytest.approx(ref[1], rel=1e-9, abs=1e-12)
+            assert float(curve.bound[b, row, j]) == pytest.approx(ref[1], rel=1e-9, abs=1e-12)

@@ -217,15 +217,15 @@ def test_curve_matches_naive_loop_for_every_n(gen, monkeypatch, d, shared_x, gra
     attn, _ = _sphere_inputs(gen, q, k, mask=mask, lead=(3,))
     x = normalize_to_sphere(torch.randn(1 if shared_x else 3, k, d, generator=gen, dtype=F64))
     curve = separability_curve(attn, x, ns, mask=mask)
-    assert curve.ratio.shape == (3, len(ns), q)
+    assert curve.ratio.shape == (3, q, len(ns))
     for b, (j, n) in ((b, jn) for b in range(3) for jn in enumerate(ns)):
         xb = x[0 if shared_x else b]
         delta = _naive_delta(xb, mask.any(0))
         for row in range(q):
             ref = _naive_row(attn[b, row], xb, n, mask[row], 1.0, delta)
             if ref is None:
-                assert not curve.valid[b, j, row] and math.isnan(curve.ratio[b, j, row])
+                assert not curve.valid[b, row, j] and math.isnan(curve.ratio[b, row, j])
                 continue
             got = (curve.ratio, curve.lower, curve.upper, curve.r)
             for g, r in zip(got, ref, strict=True):
-                assert float(g[b, j, row]) == pytest.approx(r, rel=1e-9, abs=1e-12)
+                assert float(g[b, row, j]) == pytest.approx(r, rel=1e-9, abs=1e-12)

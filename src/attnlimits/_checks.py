@@ -92,14 +92,14 @@ def check_in_range(
         raise ValueError(f"{name} must lie in {lb}{low}, {high}{rb}, got {value}")
 
 
-def check_top_n(n: int, num_keys: int, name: str = "N") -> None:
-    """Raise ``ValueError`` unless ``1 <= n < num_keys`` (top-N needs a key left outside)."""
+def check_top_n(n: int, n_keys: int, name: str = "N") -> None:
+    """Raise ``ValueError`` unless ``1 <= n < n_keys`` (top-N needs a key left outside)."""
     if isinstance(n, bool) or not isinstance(n, int):
         raise ValueError(f"{name} must be an int, got {type(n).__name__}")
     if n < 1:
         raise ValueError(f"{name} must be >= 1, got {n}")
-    if n >= num_keys:
-        raise ValueError(f"{name}={n} must be smaller than the number of keys ({num_keys})")
+    if n >= n_keys:
+        raise ValueError(f"{name}={n} must be smaller than the number of keys ({n_keys})")
 
 
 def key_counts(mask: Tensor | None, like: Tensor, dim: int = -1) -> Tensor:

@@ -18,10 +18,10 @@ ROWS = 8
 
 
 def _inputs(
-    gen: torch.Generator, big_l: int, sharpness: float
+    gen: torch.Generator, length: int, sharpness: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    logits = sharpness * torch.randn(ROWS, big_l, generator=gen, dtype=torch.float64)
-    x = torch.randn(big_l, D, generator=gen, dtype=torch.float64)
+    logits = sharpness * torch.randn(ROWS, length, generator=gen, dtype=torch.float64)
+    x = torch.randn(length, D, generator=gen, dtype=torch.float64)
     return torch.softmax(logits, -1), x
 
 
@@ -39,8 +39,8 @@ def main() -> None:
     )
     worst = {"derived": 0.0, "main_text": 0.0}
     for kind, c in kinds.items():
-        for big_l, n in [(6, 1), (6, 3), (8, 2), (10, 1), (10, 5), (12, 3), (12, 6), (12, 10)]:
-            alpha, x = _inputs(gen, big_l, c)
+        for length, n in [(6, 1), (6, 3), (8, 2), (10, 1), (10, 5), (12, 3), (12, 6), (12, 10)]:
+            alpha, x = _inputs(gen, length, c)
             exact = expected_distance_exact(alpha, x, n)
             der = expected_distance(alpha, x, n)
             main_ = expected_distance(alpha, x, n, form="main_text")
@@ -50,7 +50,7 @@ def main() -> None:
             worst["derived"] = max(worst["derived"], _rel(der, exact))
             worst["main_text"] = max(worst["main_text"], _rel(main_, exact))
             print(
-                f"{kind:>7} {big_l:>3} {n:>3} {float(exact.mean()):9.4f} {float(der.mean()):9.4f}"
+                f"{kind:>7} {length:>3} {n:>3} {float(exact.mean()):9.4f} {float(der.mean()):9.4f}"
                 f" {float(main_.mean()):9.4f} {float(rms.mean()):9.4f} {_rel(der, exact):10.2%}"
                 f" {_rel(main_, exact):11.2%} {sandwich!s:>12}"
             )
@@ -67,8 +67,8 @@ def main() -> None:
         f" {'rms':>9} {'in CI der':>9} {'in CI main':>10}"
     )
     for kind, c in kinds.items():
-        for big_l, n in [(64, 5), (256, 5), (256, 20)]:
-            alpha, x = _inputs(gen, big_l, c)
+        for length, n in [(64, 5), (256, 5), (256, 20)]:
+            alpha, x = _inputs(gen, length, c)
             alpha, mc_gen = alpha[:4], torch.Generator().manual_seed(1)
             mean, se = expected_distance_monte_carlo(alpha, x, n, samples=4000, generator=mc_gen)
             der = expected_distance(alpha, x, n)
@@ -77,7 +77,7 @@ def main() -> None:
             ok_der = float(((der - mean).abs() <= 1.96 * se).double().mean())
             ok_main = float(((main_ - mean).abs() <= 1.96 * se).double().mean())
             print(
-                f"{kind:>7} {big_l:>4} {n:>3} {float(mean.mean()):9.4f}"
+                f"{kind:>7} {length:>4} {n:>3} {float(mean.mean()):9.4f}"
                 f" {float(1.96 * se.mean()):8.4f}"
                 f" {float(der.mean()):9.4f} {float(main_.mean()):9.4f} {float(rms.mean()):9.4f}"
                 f" {ok_der:9.2f} {ok_main:10.2f}"

@@ -26,11 +26,11 @@ def main() -> None:
     )
     totals = {"main": 0, "app": 0, "sharp": 0, "mainE": 0, "rows": 0, "neg": 0}
     for c in (1.0, 5.0):
-        for big_l, n in [(6, 1), (6, 3), (8, 2), (10, 5), (12, 1), (12, 3), (12, 6), (12, 10)]:
+        for length, n in [(6, 1), (6, 3), (8, 2), (10, 5), (12, 1), (12, 3), (12, 6), (12, 10)]:
             alpha = torch.softmax(
-                c * torch.randn(ROWS, big_l, generator=gen, dtype=torch.float64), -1
+                c * torch.randn(ROWS, length, generator=gen, dtype=torch.float64), -1
             )
-            x = torch.randn(big_l, D, generator=gen, dtype=torch.float64)
+            x = torch.randn(length, D, generator=gen, dtype=torch.float64)
             exact = expected_distance_exact(alpha, x, n)
             eps = exact - expected_distance(alpha, x, n)
             main_eps = (exact - expected_distance(alpha, x, n, form="main_text")).abs()
@@ -50,7 +50,7 @@ def main() -> None:
             totals["neg"] += int((eps < -tol).sum())
             ratio = {f: float((eps / b[f]).median()) for f in b}
             print(
-                f"{c:3.0f} {big_l:>3} {n:>3} {float(eps.min()):8.4f} {ratio['main_text']:9.3f}"
+                f"{c:3.0f} {length:>3} {n:>3} {float(eps.min()):8.4f} {ratio['main_text']:9.3f}"
                 f" {ratio['appendix']:9.5f} {ratio['sharp']:9.3f} {v['main']:>9} {v['app']:>8}"
                 f" {v['sharp']:>10} {v_main_e:>16}"
             )

@@ -24,15 +24,15 @@ def main() -> None:
     for name, shift in (("isotropic", 0.0), ("anisotropic", 1.0)):
         mu = torch.zeros(D, dtype=torch.float64)
         mu[0] = shift
-        for big_l in (64, 256, 1024, 4096):
-            alpha = torch.softmax(torch.randn(8, big_l, generator=gen, dtype=torch.float64), -1)
-            x = mu + torch.randn(big_l, D, generator=gen, dtype=torch.float64) / D**0.5
+        for length in (64, 256, 1024, 4096):
+            alpha = torch.softmax(torch.randn(8, length, generator=gen, dtype=torch.float64), -1)
+            x = mu + torch.randn(length, D, generator=gen, dtype=torch.float64) / D**0.5
             e = expected_distance(alpha, x, N)
             lim = large_context_limit(alpha, x)
             xbar = (alpha @ x).norm(dim=-1)
             rel = float(((e - lim).abs() / e).mean())
             print(
-                f"{name:>11} {big_l:>6} {float(e.mean()):10.4f} {float(lim.mean()):9.4f}"
+                f"{name:>11} {length:>6} {float(e.mean()):10.4f} {float(lim.mean()):9.4f}"
                 f" {rel:8.2%} {float(N * xbar.mean()):8.3f}"
             )
     print("\nN → L (L = 10): exact E by enumeration and the derived form, mean over 8 rows")

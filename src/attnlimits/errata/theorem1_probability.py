@@ -14,17 +14,17 @@ from attnlimits.theory.distance import prob_not_selected
 def main() -> None:
     print(f"{'L':>3} {'N':>3} {'count/C(L,N)':>13} {'(L-N)/L':>9} {'(L-N)/N':>9}")
     worst_derived, worst_appendix = Fraction(0), Fraction(0)
-    for big_l in range(2, 13):
-        for n in range(1, big_l):
-            subsets = list(itertools.combinations(range(big_l), n))
+    for length in range(2, 13):
+        for n in range(1, length):
+            subsets = list(itertools.combinations(range(length), n))
             p = Fraction(sum(0 not in s for s in subsets), len(subsets))
-            derived = Fraction(float(prob_not_selected(big_l, n))).limit_denominator(10**6)
-            appendix = Fraction(big_l - n, n)
+            derived = Fraction(float(prob_not_selected(length, n))).limit_denominator(10**6)
+            appendix = Fraction(length - n, n)
             worst_derived = max(worst_derived, abs(p - derived))
             worst_appendix = max(worst_appendix, abs(p - appendix))
-            if big_l in (4, 12) or (big_l, n) == (6, 3):
+            if length in (4, 12) or (length, n) == (6, 3):
                 print(
-                    f"{big_l:>3} {n:>3} {float(p):13.4f} {float(derived):9.4f}"
+                    f"{length:>3} {n:>3} {float(p):13.4f} {float(derived):9.4f}"
                     f" {float(appendix):9.4f}"
                 )
     print(f"max |count − (L−N)/L| = {float(worst_derived):.3g} over 66 (L, N) pairs")

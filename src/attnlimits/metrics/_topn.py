@@ -32,7 +32,7 @@ class TopNRows(NamedTuple):
     x: Tensor
     sq: Tensor  # ||x_i||², (..., 1, K)
     keep: Tensor  # (..., Q, K)
-    num_keys: Tensor  # (..., Q), float
+    n_keys: Tensor  # (..., Q), float
     valid: Tensor  # (..., Q)
 
 
@@ -52,9 +52,9 @@ def prepare_rows(attn: Tensor, x: Tensor, n: int, mask: Tensor | None) -> TopNRo
     keep = check_mask(mask, attn)
     keep = torch.ones_like(attn, dtype=torch.bool) if keep is None else keep
     attn = torch.where(keep, attn, torch.zeros_like(attn))
-    num_keys = keep.sum(-1).to(dtype)
+    n_keys = keep.sum(-1).to(dtype)
     sq = (x * x).sum(-1).unsqueeze(-2)
-    return TopNRows(attn, x, sq, keep, num_keys, num_keys >= n + 1)
+    return TopNRows(attn, x, sq, keep, n_keys, n_keys >= n + 1)
 
 
 def top_n(attn: Tensor, keep: Tensor, n: int) -> tuple[Tensor, Tensor]:

@@ -19,6 +19,7 @@ Shapes: ``attn [..., Q, K]``, ``x [..., K, d]`` (leading dimensions broadcast, e
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -67,8 +68,14 @@ class DistanceMetrics(NamedTuple):
     expected: Tensor  # E, Theorem 1.2 (first-order value)
     gap_bound: Tensor  # bound on E_exact − E (Theorem 1.2's ε)
     selected_mass: Tensor  # ᾱ_N
-    num_keys: Tensor  # L (kept keys)
+    n_keys: Tensor  # L (kept keys)
     valid: Tensor  # L ≥ N + 1
+
+    @property
+    def num_keys(self) -> Tensor:
+        """Deprecated name of :attr:`n_keys` (releases before the conventions were unified)."""
+        warnings.warn("DistanceMetrics.num_keys is now n_keys", DeprecationWarning, stacklevel=2)
+        return self.n_keys
 
 
 class _Pairwise(NamedTuple):
@@ -103,7 +110,7 @@ def _d1(r: TopNRows, idx: Tensor, sel: Tensor, pair: _Pairwise) -> Tensor:
     flat_idx = idx.expand(*batch, q, n).reshape(-1, n)  # (R, N)
     sel_f = sel.expand(*batch, q, k).reshape(-1, k)
     keep_f = r.keep.expand(*batch, q, k).reshape(-1, k)
-    count = r.num_keys.expand(*batch, q).reshape(-1).long()
+    count = r.n_keys.expand(*batch, q).reshape(-1).long()
     prefix = (keep_f == (torch.arange(k, device=idx.device) < count[:, None])).all(-1)
     last = (count - 1).clamp_min(0)[:, None].expand_as(flat_idx)
     pm = pair.prefix_max.reshape(-1, k, k)[table[:, None], flat_idx, last]  # (R, N)
@@ -143,7 +150,7 @@ def _bound(r: TopNRows, idx: Tensor, sel: Tensor, pair: _Pairwise) -> Tensor:
     """Theorem 1.1 for the selection ``sel`` (indices ``idx`` [..., Q, N])."""
     max_norm = r.sq.sqrt().expand(*r.attn.shape).gather(-1, idx).amax(-1)
     return fixed_selection_bound(
-        _mass(r, sel), _d1(r, idx, sel, pair), max_norm, r.num_keys, idx.shape[-1]
+        _mass(r, sel), _d1(r, idx, sel, pair), max_norm, r.n_keys, idx.shape[-1]
     )
 
 
@@ -211,17 +218,18 @@ def _metrics_block(
 
     xbar = r.attn @ r.x  # (..., Q, d)
     inner, xbar_sq = xbar @ r.x.mT, (xbar * xbar).sum(-1)
-    args = (r.attn, r.sq, inner, xbar_sq, n, r.num_keys, r.keep)
+    args = (r.attn, r.sq, inner, xbar_sq, n, r.n_keys, r.keep)
     expected = expected_distance_from_products(*args, form=form)
     gap = jensen_gap_bound_from_products(*args, form=gap_form)
 
     nan = torch.tensor(math.nan, dtype=distance.dtype, device=distance.device)
     out = [torch.where(r.valid, v, nan) for v in (distance, bound, expected, gap, mass)]
-    return DistanceMetrics(out[0], out[1], out[2], out[3], out[4], r.num_keys, r.valid)
+    return DistanceMetrics(out[0], out[1], out[2], out[3], out[4], r.n_keys, r.valid)
 
 
 class DistanceCurve(NamedTuple):
-    """d̃ and E over a grid of N; tensors ``[..., n_N, Q]`` (N on the second-last axis)."""
+    """d̃ and E over a grid of N; tensors ``[..., Q, n_N]`` (the grid axis last, as every
+    grid result of :mod:`attnlimits.metrics`; ``docs/conventions.md``)."""
 
     n_values: tuple[int, ...]
     distance: Tensor  # d̃, Eq. 7
@@ -302,7 +310,7 @@ def _curve_block(
     bound: list[Tensor] = []
     a2sq = r.attn * r.attn * r.sq
     for n, inner_s, s_sq in nested_products(r, order, n_values, gram):
-        ok = r.num_keys >= n + 1
+        ok = r.n_keys >= n + 1
         sel = (rank < n) & r.keep
         d = distance_from_products(r, sel, inner_s, s_sq, a2sq)
         dist.append(torch.where(ok, d, nan))
@@ -311,11 +319,11 @@ def _curve_block(
         else:
             bound.append(torch.full_like(dist[-1], math.nan))
         valid.append(ok)
-    ok_all = torch.stack(valid, -2)
+    ok_all = torch.stack(valid, -1)  # (..., Q, n_N)
     exp: dict[str, Tensor] = {}
     for f in forms:
         e = expected_distance_curve_from_products(
-            r.attn, r.sq, inner, xbar_sq, n_values, r.num_keys, r.keep, form=f
+            r.attn, r.sq, inner, xbar_sq, n_values, r.n_keys, r.keep, form=f
         )
-        exp[f] = torch.where(ok_all, e.movedim(-1, -2), nan)
-    return DistanceCurve(n_values, torch.stack(dist, -2), exp, torch.stack(bound, -2), ok_all)
+        exp[f] = torch.where(ok_all, e, nan)
+    return DistanceCurve(n_values, torch.stack(dist, -1), exp, torch.stack(bound, -1), ok_all)

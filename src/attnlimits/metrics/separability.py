@@ -147,7 +147,7 @@ def separability_metrics(
         Per-row tensors; NaN where ``valid`` (L ≥ N + 1) is False.
     """
     curve = separability_curve(attn, x, [n], mask=mask, radius=radius, delta=delta, rtol=rtol)
-    return SeparabilityMetrics(*(f.squeeze(-2) for f in curve))
+    return SeparabilityMetrics(*(f.squeeze(-1) for f in curve))
 
 
 def separability_curve(
@@ -162,7 +162,7 @@ def separability_curve(
 ) -> SeparabilityMetrics:
     """:func:`separability_metrics` for every N in ``ns`` (sorted, deduplicated).
 
-    Fields are ``[..., n_N, Q]`` (N on the second-last axis). The work N leaves alone is done
+    Fields are ``[..., Q, n_N]`` (the grid axis last). The work N leaves alone is done
     once: the checks, the rank of every key (the top-N sets are nested), s_N by row gathers
     (:func:`~attnlimits.metrics._topn.nested_products`) and the Gram matrix of x. Per N,
     the ball radius needs ⟨x_j, s⟩ for every key (one [Q, d]×[d, K] product, or the Gram route
@@ -228,8 +228,8 @@ def _block(
         inside = _inside(gram, alpha_sel, idx)
         ratio = (inside <= ball.double().unsqueeze(-1)).sum(-1).to(a.dtype) / n
         lower, upper = separability_bounds(alpha_sel, ball, m, delta, check=False)
-        ok = r.num_keys >= n + 1
+        ok = r.n_keys >= n + 1
         for dst, v in zip(fields, (ratio, lower, upper, ball), strict=False):
             dst.append(torch.where(ok, v, nan))
         fields[4].append(ok)
-    return SeparabilityMetrics(*(torch.stack(f, -2) for f in fields))
+    return SeparabilityMetrics(*(torch.stack(f, -1) for f in fields))

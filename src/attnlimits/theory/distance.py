@@ -44,7 +44,7 @@ GapForm = Literal["main_text", "appendix", "sharp"]
 
 
 def fixed_selection_bound(
-    selected_mass: Tensor, d1: Tensor, max_selected_norm: Tensor, num_keys: Tensor | int, n: int
+    selected_mass: Tensor, d1: Tensor, max_selected_norm: Tensor, n_keys: Tensor | int, n: int
 ) -> Tensor:
     """Theorem 1.1: upper bound on the true distance d̃ for the top-N set I_N.
 
@@ -60,17 +60,17 @@ def fixed_selection_bound(
         ᾱ_N, any shape.
     d1, max_selected_norm : Tensor
         d_1 and max_{j∈I_N}||x_j||, broadcastable to ``selected_mass``.
-    num_keys : Tensor or int
+    n_keys : Tensor or int
         L, the row's number of kept keys.
     n : int
         N, the size of I_N.
     """
     rest = 1.0 - selected_mass
-    return rest * d1 + max_selected_norm * (selected_mass * (num_keys - n) - rest)
+    return rest * d1 + max_selected_norm * (selected_mass * (n_keys - n) - rest)
 
 
 def prob_not_selected(
-    num_keys: Tensor | int, n: int, *, form: Literal["derived", "appendix"] = "derived"
+    n_keys: Tensor | int, n: int, *, form: Literal["derived", "appendix"] = "derived"
 ) -> Tensor | float:
     """P(i ∉ I_N) for I_N uniform over the C(L, N) subsets: C(L−1, N)/C(L, N) = (L − N)/L.
 
@@ -78,9 +78,9 @@ def prob_not_selected(
     exceeds 1 whenever N < L/2. See ``docs/errata.md`` (theorem1_probability).
     """
     if form == "derived":
-        return (num_keys - n) / num_keys
+        return (n_keys - n) / n_keys
     if form == "appendix":
-        return (num_keys - n) / n
+        return (n_keys - n) / n
     raise ValueError(f"form must be 'derived' or 'appendix', got {form!r}")
 
 
@@ -119,7 +119,7 @@ def _norm(a: Tensor, b: Tensor, sq_norms: Tensor, inner: Tensor, xbar_sq: Tensor
 
 
 def _conditional_moments(
-    alpha: Tensor, sq_norms: Tensor, inner: Tensor, xbar_sq: Tensor, n: int, big_l: Tensor
+    alpha: Tensor, sq_norms: Tensor, inner: Tensor, xbar_sq: Tensor, n: int, length: Tensor
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Per key i, given i ∉ I_N: ||μ_i||, tr Cov(s) and Σ_{j≠i} α_j²||x_j||² (unmasked sums).
 
@@ -128,12 +128,12 @@ def _conditional_moments(
     replacement, so tr Cov(s) = N(m−N)/(m²(m−1)) · [m Σ_{j≠i}||y_j||² − ||Σ_{j≠i} y_j||²].
     ``alpha`` must be 0 on masked keys.
     """
-    c = n / (big_l - 1)  # N/(L−1)
+    c = n / (length - 1)  # N/(L−1)
     mean = _norm(alpha * (1 + c), c, sq_norms, inner, xbar_sq)
     y_sq = alpha * alpha * sq_norms  # ||α_i x_i||² (0 on masked keys)
     others_sq = y_sq.sum(-1, keepdim=True) - y_sq
     rest_sq = _norm(alpha, torch.ones_like(c), sq_norms, inner, xbar_sq) ** 2  # ||x̄ − α_i x_i||²
-    m = big_l - 1
+    m = length - 1
     var = n * (m - n) / (m * m * (m - 1).clamp_min(1)) * (m * others_sq - rest_sq)
     return mean, var.clamp_min(0), others_sq
 
@@ -144,17 +144,17 @@ def expected_distance_from_products(
     inner: Tensor,
     xbar_sq: Tensor,
     n: int,
-    num_keys: Tensor,
+    n_keys: Tensor,
     keep: Tensor,
     form: ExpectedForm = "derived",
 ) -> Tensor:
     """Theorem 1.2 from precomputed products; see :func:`expected_distance`.
 
     ``alpha`` (0 on masked keys), ``sq_norms`` (||x_i||²), ``inner`` (⟨x_i, x̄⟩) and ``keep``
-    broadcast to [..., K]; ``xbar_sq`` (||x̄||²) and ``num_keys`` (L) have shape [...]. Used by
+    broadcast to [..., K]; ``xbar_sq`` (||x̄||²) and ``n_keys`` (L) have shape [...]. Used by
     :func:`attnlimits.metrics.distance.distance_metrics` to share one matrix product per head.
     """
-    args = (alpha, sq_norms, inner, xbar_sq, (n,), num_keys, keep)
+    args = (alpha, sq_norms, inner, xbar_sq, (n,), n_keys, keep)
     return expected_distance_curve_from_products(*args, form=form).squeeze(-1)
 
 
@@ -164,7 +164,7 @@ def expected_distance_curve_from_products(
     inner: Tensor,
     xbar_sq: Tensor,
     ns: Sequence[int],
-    num_keys: Tensor,
+    n_keys: Tensor,
     keep: Tensor,
     form: ExpectedForm = "derived",
 ) -> Tensor:
@@ -181,14 +181,14 @@ def expected_distance_curve_from_products(
     keys) and each N costs two fused multiply-adds, a square root and a sum.
     """
     if form == "rms":  # √E[||α_i x_i − s||² | i ∉ I_N]
-        big_l = num_keys.unsqueeze(-1)
+        length = n_keys.unsqueeze(-1)
         out = []
         for n in ns:
             mean, var, _ = _conditional_moments(
-                alpha, sq_norms, inner, xbar_sq.unsqueeze(-1), n, big_l
+                alpha, sq_norms, inner, xbar_sq.unsqueeze(-1), n, length
             )
             terms = torch.where(keep, (mean * mean + var).sqrt(), 0.0).sum(-1)
-            out.append((num_keys - n) / num_keys * terms)
+            out.append((n_keys - n) / n_keys * terms)
         return torch.stack(out, -1)
     a_sq = alpha * alpha * sq_norms
     a_in = alpha * inner
@@ -202,9 +202,9 @@ def expected_distance_curve_from_products(
     c0, c1, c2 = (torch.where(keep, t, 0.0) for t in coef)
     out = []
     for n in ns:
-        c = (n / (num_keys - 1)).unsqueeze(-1)  # N/(L−1), per row
+        c = (n / (n_keys - 1)).unsqueeze(-1)  # N/(L−1), per row
         terms = torch.addcmul(c0, c, torch.addcmul(c1, c, c2)).clamp_min_(0).sqrt_()
-        out.append((num_keys - n) / num_keys * terms.sum(-1))
+        out.append((n_keys - n) / n_keys * terms.sum(-1))
     return torch.stack(out, -1)
 
 
@@ -245,9 +245,9 @@ def expected_distance(
     Tensor
         E per row, shape ``alpha.shape[:-1]``.
     """
-    alpha, x, keep, big_l = _prepare(alpha, x, n, mask)
+    alpha, x, keep, length = _prepare(alpha, x, n, mask)
     sq, inner, xbar_sq = _products(alpha, x)
-    return expected_distance_from_products(alpha, sq, inner, xbar_sq, n, big_l, keep, form)
+    return expected_distance_from_products(alpha, sq, inner, xbar_sq, n, length, keep, form)
 
 
 def jensen_gap_bound_from_products(
@@ -256,25 +256,25 @@ def jensen_gap_bound_from_products(
     inner: Tensor,
     xbar_sq: Tensor,
     n: int,
-    num_keys: Tensor,
+    n_keys: Tensor,
     keep: Tensor,
     form: GapForm = "main_text",
 ) -> Tensor:
     """Jensen-gap bound from precomputed products; see :func:`jensen_gap_bound`."""
-    big_l = num_keys.unsqueeze(-1)
+    length = n_keys.unsqueeze(-1)
     mean, var, others_sq = _conditional_moments(
-        alpha, sq_norms, inner, xbar_sq.unsqueeze(-1), n, big_l
+        alpha, sq_norms, inner, xbar_sq.unsqueeze(-1), n, length
     )
     if form == "main_text":
-        gap = n / (big_l - 1) * others_sq / (2 * mean)
+        gap = n / (length - 1) * others_sq / (2 * mean)
     elif form == "appendix":
-        gap = n * (big_l - n - 1) * others_sq / (2 * mean)
+        gap = n * (length - n - 1) * others_sq / (2 * mean)
     elif form == "sharp":
         gap = (mean * mean + var).sqrt() - mean
     else:
         raise ValueError(f"form must be 'main_text', 'appendix' or 'sharp', got {form!r}")
     gap = torch.where(keep, gap, torch.zeros_like(gap))
-    return (num_keys - n) / num_keys * gap.sum(-1)
+    return (n_keys - n) / n_keys * gap.sum(-1)
 
 
 def jensen_gap_bound(
@@ -296,9 +296,9 @@ def jensen_gap_bound(
 
     Shapes and arguments as :func:`expected_distance`.
     """
-    alpha, x, keep, big_l = _prepare(alpha, x, n, mask)
+    alpha, x, keep, length = _prepare(alpha, x, n, mask)
     sq, inner, xbar_sq = _products(alpha, x)
-    return jensen_gap_bound_from_products(alpha, sq, inner, xbar_sq, n, big_l, keep, form)
+    return jensen_gap_bound_from_products(alpha, sq, inner, xbar_sq, n, length, keep, form)
 
 
 def large_context_limit(alpha: Tensor, x: Tensor, *, mask: Tensor | None = None) -> Tensor:

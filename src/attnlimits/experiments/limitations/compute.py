@@ -84,8 +84,8 @@ def _distance_rows(
                 continue
             cols = {"distance": curve.distance, "bound": curve.bound}
             cols |= {c: curve.expected[f] for c, f in E_FORMS.items() if f in forms}
-            valid = curve.valid[:, j, :length]
-            means = {k: _head_rows(v[:, j, :length], valid) for k, v in cols.items()}
+            valid = curve.valid[:, :length, j]
+            means = {k: _head_rows(v[:, :length, j], valid) for k, v in cols.items()}
             _, n_rows, n_excl = means["distance"]
             for h in range(attn.shape[0]):
                 row: dict[str, object] = {"L": length, "N": n, "head": h}
@@ -124,7 +124,7 @@ def compute_layer(
         sc = separability_curve(attn, x_sphere, ns4, mask=mask, radius=1.0, delta=delta)
         for j, n in enumerate(sorted(set(ns4))):
             keys = ("ratio", "lower", "upper")
-            means = {k: _head_rows(getattr(sc, k)[:, j], sc.valid[:, j])[0] for k in keys}
+            means = {k: _head_rows(getattr(sc, k)[..., j], sc.valid[..., j])[0] for k in keys}
             for h in range(attn.shape[0]):
                 sep.append(
                     tag | {"L": top, "N": n, "head": h} | {k: float(v[h]) for k, v in means.items()}
