@@ -17,8 +17,11 @@ from torch import Tensor
 __all__ = [
     "check_finite",
     "check_in_range",
+    "check_map_and_vectors",
     "check_mask",
+    "check_nonempty",
     "check_positive",
+    "check_same_rows",
     "check_top_n",
     "keep_mask",
     "key_counts",
@@ -49,6 +52,43 @@ def check_finite(x: Tensor, name: str = "scores", *, allow_neg_inf: bool = True)
     if not allow_neg_inf and torch.isneginf(x).any():
         raise ValueError(f"{name} contains -inf")
     return x
+
+
+def check_nonempty(x: Tensor, dim: int, name: str = "scores") -> None:
+    """Raise ``ValueError`` when axis ``dim`` of ``x`` (the key axis) has no entries."""
+    if x.shape[dim] == 0:
+        raise ValueError(f"{name} has an empty key axis (dim={dim}, shape {tuple(x.shape)})")
+
+
+def check_map_and_vectors(attn: Tensor, x: Tensor, names: tuple[str, str] = ("attn", "x")) -> None:
+    """``attn [..., Q, K]`` (or ``[K]``) and ``x [..., K, d]``: K agrees, the batch axes broadcast.
+
+    The broadcasting rule is ``attn @ x``'s; the message names both arguments and their shapes.
+    """
+    a, v = names
+    shapes = f"{a} {tuple(attn.shape)} and {v} {tuple(x.shape)}"
+    if attn.ndim < 1 or x.ndim < 2 or x.shape[-2] != attn.shape[-1]:
+        raise ValueError(f"{a} [..., Q, K] and {v} [..., K, d] disagree on K: {shapes}")
+    if attn.shape[-1] == 0:
+        raise ValueError(f"{a} has an empty key axis: {shapes}")
+    try:
+        torch.broadcast_shapes(attn.shape[:-2], x.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"{shapes}: their batch/head axes do not broadcast (e.g. heads 2 vs 3)"
+        ) from None
+
+
+def check_same_rows(values: Tensor, valid: Tensor) -> None:
+    """``valid`` must broadcast to ``values``' shape (one flag per row)."""
+    try:
+        if torch.broadcast_shapes(values.shape, valid.shape) != values.shape:
+            raise RuntimeError
+    except RuntimeError:
+        raise ValueError(
+            f"valid of shape {tuple(valid.shape)} does not broadcast to values "
+            f"{tuple(values.shape)}"
+        ) from None
 
 
 def check_mask(mask: Tensor | None, like: Tensor, name: str = "mask") -> Tensor | None:

@@ -13,6 +13,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from attnlimits._checks import check_same_rows
+
 __all__ = ["RowMean", "row_mean"]
 
 
@@ -31,6 +33,7 @@ def row_mean(values: Tensor, valid: Tensor, dim: int = -1) -> RowMean:
     >>> row_mean(v, ok)
     RowMean(mean=tensor(2.), n_rows=tensor(2), n_excluded=tensor(1))
     """
+    check_same_rows(values, valid)
     valid = valid.expand_as(values)
     n = valid.sum(dim=dim)
     total = torch.where(valid, values, torch.zeros_like(values)).sum(dim=dim)

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_finite, check_mask, check_top_n
+from attnlimits._checks import check_finite, check_map_and_vectors, check_mask, check_top_n
 
 #: d·n_N must exceed this times N_max for the Gram route (:func:`gram_pays`).
 _GRAM_FACTOR = 32
@@ -40,10 +40,9 @@ def prepare_rows(attn: Tensor, x: Tensor, n: int, mask: Tensor | None) -> TopNRo
     """Validate and bring ``attn``/``x`` to one float dtype; zero masked weights."""
     check_finite(attn, "attn", allow_neg_inf=False)
     check_finite(x, "x", allow_neg_inf=False)
-    if attn.ndim < 2 or x.ndim < 2 or x.shape[-2] != attn.shape[-1]:
-        raise ValueError(
-            f"attn [..., Q, K] and x [..., K, d] disagree: {tuple(attn.shape)}, {tuple(x.shape)}"
-        )
+    if attn.ndim < 2:
+        raise ValueError(f"attn must be [..., Q, K], got shape {tuple(attn.shape)}")
+    check_map_and_vectors(attn, x)
     check_top_n(n, attn.shape[-1])
     dtype = torch.promote_types(attn.dtype, x.dtype)
     if dtype in (torch.float16, torch.bfloat16):

@@ -17,7 +17,14 @@ import math
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_finite, check_mask, check_positive, keep_mask, normalize_dim
+from attnlimits._checks import (
+    check_finite,
+    check_mask,
+    check_nonempty,
+    check_positive,
+    keep_mask,
+    normalize_dim,
+)
 
 __all__ = [
     "attention_entropy",
@@ -35,6 +42,7 @@ def _weights(weights: Tensor, mask: Tensor | None, dim: int) -> tuple[Tensor, Te
     if bool((weights < 0).any()):
         raise ValueError("weights must be non-negative")
     dim = normalize_dim(dim, weights.ndim)
+    check_nonempty(weights, dim, "weights")
     checked = check_mask(mask, weights)
     keep = torch.ones_like(weights, dtype=torch.bool) if checked is None else checked
     w = torch.where(keep, weights, 0.0)
@@ -109,6 +117,7 @@ def logit_spread(scores: Tensor, *, dim: int = -1, mask: Tensor | None = None) -
     """
     check_finite(scores, "scores")
     dim = normalize_dim(dim, scores.ndim)
+    check_nonempty(scores, dim)
     keep = keep_mask(scores, mask)
     hi = torch.where(keep, scores, -math.inf).amax(dim=dim)
     lo = torch.where(keep, scores, math.inf).amin(dim=dim)

@@ -21,7 +21,14 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_finite, check_mask, check_positive, keep_mask, normalize_dim
+from attnlimits._checks import (
+    check_finite,
+    check_mask,
+    check_nonempty,
+    check_positive,
+    keep_mask,
+    normalize_dim,
+)
 from attnlimits.normalizers.base import softmax
 
 __all__ = [
@@ -300,6 +307,7 @@ def finite_difference_sensitivity(
     t = _as_grid(temperatures, "temperatures").to(scores.device)
     eps = _as_grid(epsilons, "epsilons").to(scores.device)
     dim = normalize_dim(dim, scores.ndim)
+    check_nonempty(scores, dim)
     keep = keep_mask(scores, mask).movedim(dim, -1)  # [...rows, L]
     l = torch.where(keep, scores.detach().to(torch.float64).movedim(dim, -1), 0.0)
     v = torch.randn(l.shape, generator=generator, dtype=torch.float64, device=l.device)

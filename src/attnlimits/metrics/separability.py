@@ -26,7 +26,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_finite, check_mask, check_positive
+from attnlimits._checks import check_finite, check_mask, check_nonempty, check_positive
 from attnlimits.metrics._topn import (
     TopNRows,
     gram_pays,
@@ -89,6 +89,7 @@ def min_pairwise_distance(x: Tensor, mask: Tensor | None = None) -> Tensor:
     check_finite(x, "x", allow_neg_inf=False)
     if x.ndim < 2:
         raise ValueError(f"x must be [..., K, d], got shape {tuple(x.shape)}")
+    check_nonempty(x, -2, "x")
     dist = torch.cdist(x, x, compute_mode="donot_use_mm_for_euclid_dist")  # (..., K, K)
     k = x.shape[-2]
     pair = ~torch.eye(k, dtype=torch.bool, device=x.device)

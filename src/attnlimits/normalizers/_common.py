@@ -20,7 +20,7 @@ import math
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_finite, keep_mask, normalize_dim
+from attnlimits._checks import check_finite, check_nonempty, keep_mask, normalize_dim
 
 __all__ = ["check_int_at_least", "finish", "masked_max", "masked_softmax", "prepare"]
 
@@ -36,6 +36,7 @@ def prepare(scores: Tensor, mask: Tensor | None, dim: int) -> tuple[Tensor, Tens
     """
     check_finite(scores, "scores")
     dim = normalize_dim(dim, scores.ndim)
+    check_nonempty(scores, dim)
     keep = keep_mask(scores, mask)
     work = torch.float32 if scores.dtype in _HALF else scores.dtype
     x = torch.where(keep, scores.to(work), 0.0)

@@ -23,7 +23,13 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_finite, check_mask, check_top_n, key_counts
+from attnlimits._checks import (
+    check_finite,
+    check_map_and_vectors,
+    check_mask,
+    check_top_n,
+    key_counts,
+)
 
 __all__ = [
     "ExpectedForm",
@@ -97,11 +103,7 @@ def _prepare(
     """Validate; return (alpha with masked entries 0, x, keep-mask, L)."""
     check_finite(alpha, "alpha", allow_neg_inf=False)
     check_finite(x, "x", allow_neg_inf=False)
-    if x.ndim < 2 or alpha.shape[-1] != x.shape[-2]:
-        raise ValueError(
-            "alpha [..., K] and x [..., K, d] disagree on K: "
-            f"{tuple(alpha.shape)}, {tuple(x.shape)}"
-        )
+    check_map_and_vectors(alpha, x, ("alpha", "x"))
     if n is not None:
         check_top_n(n, alpha.shape[-1])
     if alpha.dtype in (torch.float16, torch.bfloat16):

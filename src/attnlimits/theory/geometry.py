@@ -84,6 +84,15 @@ def xi(alpha: Tensor, radius: float | Tensor, delta: float | Tensor) -> Tensor:
     if bool((alpha < 0).any()):
         raise ValueError("alpha must be non-negative")
     check_geometry(radius, delta)
+    for name, v in (("radius", radius), ("delta", delta)):
+        if isinstance(v, Tensor) and v.ndim:
+            try:
+                torch.broadcast_shapes(v.shape, alpha.shape[:-1])
+            except RuntimeError:
+                raise ValueError(
+                    f"{name} of shape {tuple(v.shape)} does not broadcast against alpha's rows "
+                    f"{tuple(alpha.shape[:-1])} (alpha {tuple(alpha.shape)})"
+                ) from None
     return _xi(alpha, radius, delta)
 
 
