@@ -119,3 +119,41 @@ def test_reliability_doc_is_current(env, tmp_path_factory, monkeypatch):
         doc = DOC.read_text(encoding="utf-8")
     stale = "docs/reliability.md is stale; rerun with ATTNLIMITS_WRITE_DOCS=1:\n"
     assert table in doc, stale + table
+
+
+def test_quick_with_short_lengths_runs(env, tmp_path):
+    """--quick fills its own N grids first; the user's --lengths win and the grids follow."""
+    out = tmp_path / "out"
+    argv = [*LIM, "--model", env["MODEL"], "--text", env["BOOK"], "--quick", "--lengths", "32,64"]
+    res = runner.invoke(app, [*argv, "--x-source", "values", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert (out / "report.md").is_file()
+
+
+def test_ctrl_c_says_what_was_saved(env, tmp_path, monkeypatch):
+    from attnlimits.experiments import skeleton
+    from attnlimits.experiments.store import ResultStore
+
+    out = tmp_path / "out"
+
+    def interrupted(experiment, config, folder, **kw):
+        ResultStore(folder).save_part("x", {}, "k", __import__("pandas").DataFrame({"a": [1]}))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(skeleton, "run", interrupted)
+    res = runner.invoke(app, [*LIM, "--model", env["MODEL"], "--out", str(out)])
+    assert res.exit_code == 130
+    assert f"interrupted: 1 part(s) saved in {out}; rerun the command to resume" in res.output
+
+
+def test_a_resumed_run_with_other_settings_is_refused(env, tmp_path):
+    out = tmp_path / "out"
+    base = [*LIM, "--model", env["MODEL"], "--text", env["BOOK"], "--quick", "--x-source", "values"]
+    assert runner.invoke(app, [*base, "--out", str(out)]).exit_code == 0
+    res = runner.invoke(app, [*base, "--windows", "2", "--out", str(out)])
+    assert (
+        res.exit_code == 2 and "other settings (windows)" in res.output and "--fresh" in res.output
+    )
+    assert (
+        runner.invoke(app, [*base, "--windows", "2", "--fresh", "--out", str(out)]).exit_code == 0
+    )

@@ -11,6 +11,7 @@ what was saved and how to resume (exit 130).
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -53,21 +54,36 @@ def _names(text: str | None) -> tuple[str, ...] | None:
     return tuple(v.strip() for v in text.split(",") if v.strip())
 
 
-def _config(config_type: Any, quick: bool, options: dict[str, Any]) -> Any:
-    """The experiment's Config: preset first (``--quick``), the user's explicit options win."""
+def _config(config_type: Any, quick: bool, options: dict[str, Any], flags: dict[str, str]) -> Any:
+    """The experiment's Config: preset first (``--quick``), the user's explicit options win.
+
+    An error names the user's option (``flags``: Config field -> option) where it has one.
+    """
     given = {k: v for k, v in options.items() if v is not None}
     try:
         return config_type.quick(**given) if quick else config_type(**given)
     except (ValueError, TypeError) as err:
-        _fail(str(err))
+        message = str(err)
+        for field, flag in flags.items():
+            message = re.sub(rf"\b{field}\b", flag, message)
+        _fail(message)
 
 
-def _run(name: str, options: dict[str, Any], *, quick: bool, out: Path, fresh: bool) -> None:
+def _run(
+    name: str,
+    options: dict[str, Any],
+    *,
+    quick: bool,
+    out: Path,
+    fresh: bool,
+    flags: dict[str, str] | None = None,
+) -> None:
     """Config, device check, then the skeleton's runner, with one-line errors and Ctrl-C."""
     from attnlimits.experiments import skeleton
 
     experiment = skeleton.get(name)
-    config = _config(experiment.config, quick, options)
+    names = {k: "--" + k.replace("_", "-") for k in options} | (flags or {})
+    config = _config(experiment.config, quick, options, names)
     device = getattr(config, "device", None)
     if device is not None:
         from attnlimits.capture import check_device
@@ -137,7 +153,8 @@ def reproduce_limitations(
         "n_alg1": n,
         "temperatures": _numbers(temperatures, float, "temperatures"),
     }
-    _run("limitations", options, quick=quick, out=out, fresh=fresh)
+    flags = {"n_alg1": "--n", "x_sources": "--x-source"}
+    _run("limitations", options, quick=quick, out=out, fresh=fresh, flags=flags)
 
 
 @reproduce.command("softmax-not-enough")
