@@ -32,6 +32,7 @@ LAYERS = {
     "experiments": 4,
     "errata": 5,
     "cli": 5,
+    "_registration": 5,  # registers the kernels with transformers for the package face
     "": 5,  # the package's face, attnlimits/__init__.py
 }
 #: transformers' modules and names that only the bridge may touch.

@@ -5,9 +5,17 @@ Modules, one per idea (see README):
 - :mod:`attnlimits.normalizers`: attention normalisers ``f(scores, dim=-1, *, mask=None, **params)``
 - :mod:`attnlimits.theory`: closed-form bounds of both papers, as pure functions
 - :mod:`attnlimits.metrics`: batched diagnostics of attention maps
+
+After ``import attnlimits``, transformers knows the ``attn_implementation`` names of
+:mod:`attnlimits.kernels` (``attnlimits_softmax_t``, ``attnlimits_ssmax``,
+``attnlimits_adaptive``), registered when transformers loads its attention registry.
 """
 
 from attnlimits import metrics, normalizers, theory
+from attnlimits._registration import register_when_transformers_loads
+
+# attn_implementation="attnlimits_adaptive" (and the other kernels) work after `import attnlimits`
+register_when_transformers_loads()
 
 __version__ = "0.1.0"
 
