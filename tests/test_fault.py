@@ -35,7 +35,8 @@ def _command(model: Path, book: Path, out: Path) -> list[str]:
 def _run(cmd: list[str]) -> float:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, env=env, capture_output=True)
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
     return time.perf_counter() - start
 
 

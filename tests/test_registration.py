@@ -21,8 +21,21 @@ CHECK = (
         f"import attnlimits; {CHECK}",  # attnlimits first: registered when transformers loads
         f"import transformers.modeling_utils; import attnlimits; {CHECK}",  # transformers first
         "import sys, attnlimits; assert 'transformers' not in sys.modules, 'imported eagerly'",
+        # every entry point imports without a cycle through the registration hook
+        f"import attnlimits.cli; import attnlimits.experiments.limitations; {CHECK}",
+        f"from attnlimits.capture import capture; {CHECK}",
+        f"from attnlimits import hf_bridge; hf_bridge.attention_function('sdpa'); {CHECK}",
+        f"import attnlimits.kernels; {CHECK}",
     ],
-    ids=["attnlimits-first", "transformers-first", "no-eager-transformers"],
+    ids=[
+        "attnlimits-first",
+        "transformers-first",
+        "no-eager-transformers",
+        "cli",
+        "capture",
+        "bridge",
+        "kernels",
+    ],
 )
 def test_names_are_registered(program: str) -> None:
     res = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)

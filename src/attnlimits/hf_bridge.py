@@ -9,7 +9,9 @@ in transformers (a renamed registry, a new mask convention) is mended in one pla
 - :func:`set_attn_implementation` / :func:`using_attention`: switch a loaded model's attention.
 
 Model loading uses transformers' public ``Auto*`` API only and lives in
-:mod:`attnlimits.capture.models`.
+:mod:`attnlimits.capture.models`. transformers is imported inside the functions that need it:
+importing this module costs nothing, and ``import attnlimits`` can register the kernels when
+transformers' registry loads (:mod:`attnlimits._registration`) without an import cycle.
 """
 
 from __future__ import annotations
@@ -20,9 +22,6 @@ from typing import Any, Literal
 
 import torch
 from torch import Tensor
-from transformers import AttentionInterface
-from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
-from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 __all__ = [
     "additive_bias",
@@ -78,6 +77,8 @@ def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
 
 def _materialized_mask(*args: Any, **kwargs: Any) -> Tensor | None:
     """transformers' boolean mask, never skipped (a capture records the mask as applied)."""
+    from transformers.masking_utils import sdpa_mask
+
     kwargs["allow_is_causal_skip"] = False
     kwargs["allow_is_bidirectional_skip"] = False
     return sdpa_mask(*args, **kwargs)
@@ -89,6 +90,9 @@ def register_attention(name: str, fn: Callable[..., Any], *, mask: MaskKind = "s
     ``mask="sdpa"`` gives ``fn`` the masks SDPA gets (None where a plain causal or bidirectional
     mask can be skipped); ``"materialized"`` always gives a boolean ``[b, 1, q, k]`` mask.
     """
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+    from transformers.modeling_utils import AttentionInterface
+
     AttentionInterface.register(name, fn)
     mask_fn = sdpa_mask if mask == "sdpa" else _materialized_mask
     ALL_MASK_ATTENTION_FUNCTIONS.register(name, mask_fn)
@@ -97,6 +101,8 @@ def register_attention(name: str, fn: Callable[..., Any], *, mask: MaskKind = "s
 
 def attention_function(name: str) -> Callable[..., Any]:
     """The attention function registered under ``name`` (e.g. ``"sdpa"``; eager is per model)."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
     try:
         return ALL_ATTENTION_FUNCTIONS[name]
     except KeyError:
