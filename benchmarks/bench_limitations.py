@@ -28,7 +28,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -45,6 +44,7 @@ from attnlimits.capture import capture, load_model
 from attnlimits.corpus import load_text, token_windows
 from attnlimits.experiments.limitations import Config as LimitationsConfig
 from attnlimits.experiments.limitations import compute_layer
+from attnlimits.experiments.store import machine_info
 from limitations_compare import compare, groups, run_naive
 from limitations_library import (
     ALG5_PARTS,
@@ -60,13 +60,7 @@ from limitations_library import (
 
 
 def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return str(machine_info()["cpu"])
 
 
 def fmt_s(seconds: float) -> str:
