@@ -10,7 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attnlimits.metrics import row_mean
+from attnlimits.metrics import _topn, normalize_to_sphere, row_mean, separability_curve
 from attnlimits.metrics.distance import distance_curve, distance_metrics
 from attnlimits.metrics.expectation import expected_distance_exact, expected_distance_monte_carlo
 from attnlimits.theory.distance import (
@@ -365,7 +365,6 @@ def test_d1_running_max_path_matches_full_loop(gen, monkeypatch, shared_x, kind)
 @pytest.mark.parametrize("gram_route", [False, True])
 def test_curve_with_x_shared_by_heads_matches_naive_loop(gen, monkeypatch, gram_route):
     """One x for every head (hidden states): dense and sparse-Gram routes both match the loop."""
-    from attnlimits.metrics import _topn
 
     monkeypatch.setattr(_topn, "_GRAM_FACTOR", 0 if gram_route else 10**9)
     calls: list[int] = []
@@ -387,3 +386,25 @@ def test_curve_with_x_shared_by_heads_matches_naive_loop(gen, monkeypatch, gram_
             assert float(g[b, row, j]) == pytest.approx(r, rel=1e-9, abs=1e-12)
         if n == 3:
             assert float(curve.bound[b, row, j]) == pytest.approx(ref[1], rel=1e-9, abs=1e-12)
+
+
+def test_query_blocks_give_the_unblocked_curves(gen, monkeypatch):
+    """Rows split into query blocks (as at L = 1024) join back on the row axis, grid last."""
+    q, k, ns = 9, 10, (1, 3, 5)
+    mask = torch.ones(q, k, dtype=torch.bool).tril(k - q)
+    attn, x = _inputs(gen, (2,), q, k, mask=mask)
+    xs = normalize_to_sphere(x)
+    whole_d = distance_curve(attn, x, ns, mask=mask, forms=("derived",), bound_ns=(3,))
+    whole_s = separability_curve(attn, xs, ns, mask=mask)
+    monkeypatch.setattr(_topn, "_QUERY_BLOCK", 2 * k)  # two rows per block
+    blocked_d = distance_curve(attn, x, ns, mask=mask, forms=("derived",), bound_ns=(3,))
+    blocked_s = separability_curve(attn, xs, ns, mask=mask)
+    assert blocked_d.distance.shape == (2, q, len(ns))
+    for got, want in [
+        (blocked_d.distance, whole_d.distance),
+        (blocked_d.expected["derived"], whole_d.expected["derived"]),
+        (blocked_d.bound, whole_d.bound),
+        (blocked_s.ratio, whole_s.ratio),
+        (blocked_s.upper, whole_s.upper),
+    ]:
+        torch.testing.assert_close(got, want, equal_nan=True)

@@ -282,12 +282,13 @@ def distance_curve(
         if i == 0:
             gram = shared_gram(r.x, n_values)
         parts.append(_curve_block(r, n_values, forms, set(bound_ns), pair, gram))
+    # query blocks join on the row axis, second-last (the grid axis is last)
     return DistanceCurve(
         n_values,
-        torch.cat([p.distance for p in parts], -1),
-        {f: torch.cat([p.expected[f] for p in parts], -1) for f in forms},
-        torch.cat([p.bound for p in parts], -1),
-        torch.cat([p.valid for p in parts], -1),
+        torch.cat([p.distance for p in parts], -2),
+        {f: torch.cat([p.expected[f] for p in parts], -2) for f in forms},
+        torch.cat([p.bound for p in parts], -2),
+        torch.cat([p.valid for p in parts], -2),
     )
 
 

@@ -191,7 +191,8 @@ def separability_curve(
         _block(prepare_rows(a, x, n_values[0], k), n_values, m, delta, gram, shared)
         for a, k in query_blocks(attn, mask)
     ]
-    return SeparabilityMetrics(*(torch.cat(f, -1) for f in zip(*parts, strict=True)))
+    # query blocks join on the row axis, second-last (the grid axis is last)
+    return SeparabilityMetrics(*(torch.cat(f, -2) for f in zip(*parts, strict=True)))
 
 
 def _inside(gram: Tensor, alpha_sel: Tensor, idx: Tensor) -> Tensor:
