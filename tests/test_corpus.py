@@ -153,7 +153,7 @@ def test_token_windows_grow_the_prefix_when_the_guess_is_short():
 def test_token_windows_too_short_raises_with_the_numbers():
     with pytest.raises(ValueError, match=r"the text is too short for L=8: 5 tokens.*3 × 8 = 24"):
         token_windows(WordTokenizer(), "one two three four five", L=8, n_windows=3)
-    with pytest.raises(ValueError, match="positive int"):
+    with pytest.raises(ValueError, match="must be an int >= 1"):
         token_windows(WordTokenizer(), "one two", L=0, n_windows=1)
 
 

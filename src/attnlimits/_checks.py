@@ -17,6 +17,7 @@ from torch import Tensor
 __all__ = [
     "check_finite",
     "check_in_range",
+    "check_int_at_least",
     "check_map_and_vectors",
     "check_mask",
     "check_nonempty",
@@ -52,6 +53,13 @@ def check_finite(x: Tensor, name: str = "scores", *, allow_neg_inf: bool = True)
     if not allow_neg_inf and torch.isneginf(x).any():
         raise ValueError(f"{name} contains -inf")
     return x
+
+
+def check_int_at_least(value: int, name: str, low: int) -> None:
+    """Raise ``ValueError`` unless ``value`` is an int (not a bool) and ``>= low``; one message
+    for every integer argument: ``"{name} must be an int >= {low}, got {value!r}"``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
 
 
 def check_nonempty(x: Tensor, dim: int, name: str = "scores") -> None:

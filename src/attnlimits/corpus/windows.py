@@ -9,6 +9,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from attnlimits._checks import check_int_at_least
+
 __all__ = ["encode", "token_windows"]
 
 # Generous first guess of characters per token (English BPE/WordPiece is ~4); the prefix doubles
@@ -55,8 +57,7 @@ def token_windows(
     has fewer than ``n_windows * L`` tokens (the message names ``source`` and gives both numbers).
     """
     for name, value in (("L", L), ("n_windows", n_windows)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+        check_int_at_least(value, name, 1)
     need = L * n_windows
     n_chars = (need + _SAFETY_TOKENS) * _CHARS_PER_TOKEN
     while True:

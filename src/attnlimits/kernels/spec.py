@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_finite, check_mask, check_positive
+from attnlimits._checks import check_finite, check_int_at_least, check_mask, check_positive
 from attnlimits.normalizers.adaptive import (
     ENTROPY_THRESHOLD,
     POLY_COEFFS,
@@ -69,8 +69,7 @@ def check_inputs(
         )
     if Hkv == 0 or Hq % Hkv != 0:
         raise ValueError(f"query heads ({Hq}) must be a multiple of key/value heads ({Hkv})")
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-        raise ValueError(f"block_size must be an int >= 1, got {block_size!r}")
+    check_int_at_least(block_size, "block_size", 1)
     scale = d**-0.5 if scale is None else float(scale)
     check_positive(scale, "scale")
     like = torch.empty((), device=q.device).expand(B, Hq, Lq, Lk)  # shape only, no storage

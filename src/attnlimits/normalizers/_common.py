@@ -22,7 +22,7 @@ from torch import Tensor
 
 from attnlimits._checks import check_finite, check_nonempty, keep_mask, normalize_dim
 
-__all__ = ["check_int_at_least", "finish", "masked_max", "masked_softmax", "prepare"]
+__all__ = ["finish", "masked_max", "masked_softmax", "prepare"]
 
 _HALF = (torch.float16, torch.bfloat16)
 
@@ -64,11 +64,3 @@ def masked_softmax(x: Tensor, keep: Tensor, dim: int) -> Tensor:
     e = z.exp()
     s = e.sum(dim=dim, keepdim=True)
     return e / torch.where(s > 0, s, 1.0)
-
-
-def check_int_at_least(value: int, name: str, low: int) -> None:
-    """Raise ``ValueError`` unless ``value`` is an int (not a bool) and ``>= low``."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int, got {type(value).__name__}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")

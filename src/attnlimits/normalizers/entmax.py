@@ -24,7 +24,8 @@ import torch
 from torch import Tensor
 from torch.autograd import Function
 
-from attnlimits.normalizers._common import check_int_at_least, finish, masked_max, prepare
+from attnlimits._checks import check_int_at_least
+from attnlimits.normalizers._common import finish, masked_max, prepare
 
 __all__ = ["entmax15", "entmax_bisect", "sparsemax"]
 

@@ -7,7 +7,8 @@ import math
 import torch
 from torch import Tensor
 
-from attnlimits.normalizers._common import check_int_at_least, finish, masked_softmax, prepare
+from attnlimits._checks import check_int_at_least
+from attnlimits.normalizers._common import finish, masked_softmax, prepare
 
 __all__ = ["topk_softmax"]
 

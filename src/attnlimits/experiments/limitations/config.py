@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from attnlimits._checks import check_int_at_least
 from attnlimits.theory.distance import ExpectedForm
 
 __all__ = ["E_FORMS", "Config", "LimitationsConfig", "LogitSource", "XSource"]
@@ -77,9 +78,7 @@ class Config:
         if not isinstance(self.model, str) or not self.model.strip():
             raise ValueError(f"model must be a name, hub id or folder, got {self.model!r}")
         for name in ("windows", "alg5_rows", "n_alg1"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            check_int_at_least(getattr(self, name), name, 1)
         bad = [x for x in self.x_sources if x not in ("values", "keys", "hidden")]
         if bad or not self.x_sources:
             raise ValueError(f"x_sources must be among values, keys, hidden; got {self.x_sources}")
