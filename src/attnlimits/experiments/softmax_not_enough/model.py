@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlimits import normalizers
+from attnlimits import normalizers, theory
 from attnlimits.experiments.softmax_not_enough.config import ModelConfig, NormSpec
 
 __all__ = ["MaxRetrievalModel", "make_batch"]
@@ -171,8 +171,7 @@ class MaxRetrievalModel(nn.Module):
         """
         _, e = self.encode(items, query)
         spread = float((e.amax(-1) - e.amin(-1)).max())
-        u_norm = self.phi_q(query).norm(dim=-1)  # (B,)
-        h_norm = self.phi_x(items).norm(dim=-1).amax(-1)  # (B,)
-        sq = torch.linalg.matrix_norm(self.W_q.weight, ord=2)
-        sk = torch.linalg.matrix_norm(self.W_k.weight, ord=2)
-        return spread, float(2 * sq * sk * (u_norm * h_norm).max() * self.scale)
+        bound = theory.projected_spread_bound(
+            self.W_q.weight, self.W_k.weight, self.phi_q(query), self.phi_x(items)
+        )  # (B,)
+        return spread, float(bound.max() * self.scale)

@@ -33,7 +33,12 @@ from attnlimits.experiments.softmax_not_enough.config import (
 from attnlimits.experiments.softmax_not_enough.evaluate import evaluate
 from attnlimits.experiments.softmax_not_enough.model import MaxRetrievalModel, make_batch
 from attnlimits.experiments.store import ResultStore
-from attnlimits.normalizers.adaptive import ENTROPY_THRESHOLD, POLY_COEFFS, adaptive_beta
+from attnlimits.normalizers.adaptive import (
+    ENTROPY_THRESHOLD,
+    POLY_COEFFS,
+    adaptive_beta,
+    adaptive_stats,
+)
 
 __all__ = [
     "apply_rule",
@@ -45,8 +50,8 @@ __all__ = [
 
 
 def _entropy(e: Tensor) -> Tensor:
-    p = torch.softmax(e, -1)
-    return -(p * torch.log(p + 1e-9)).sum(-1)  # the listing's H, nats
+    """The listing's H (nats) of softmax(e), as the adaptive normaliser computes it."""
+    return adaptive_stats(e)[0]
 
 
 @torch.no_grad()
