@@ -2,14 +2,44 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import asdict, dataclass, field
+from os import PathLike
 from pathlib import Path
 from typing import Any, Literal
+
+from attnlimits._checks import check_int_at_least
+from attnlimits.kernels.spec import resolve_params
 
 __all__ = ["MODES", "Config", "LongContextConfig", "Mode"]
 
 Mode = Literal["softmax", "adaptive"]
 MODES: tuple[Mode, ...] = ("softmax", "adaptive")
+#: Integer fields and their least value (``seed`` seeds numpy, which refuses negatives).
+_INT_FIELDS = {
+    "prompts": 1,
+    "low": 0,
+    "high": 1,
+    "seed": 0,
+    "max_new_tokens": 1,
+    "batch_size": 1,
+    "block_size": 1,
+    "spread_length": 0,
+    "spread_windows": 1,
+}
+
+
+def _positive_ints(name: str, values: Any) -> tuple[int, ...]:
+    """``values`` as a non-empty tuple of ints >= 1 (numpy integers too; no floats, no bools)."""
+    try:
+        items = () if isinstance(values, (str, bytes)) else tuple(values)
+    except TypeError:
+        items = ()
+    if not items or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in items):
+        raise ValueError(f"{name} must be positive integers, got {values!r}")
+    if min(items) < 1:
+        raise ValueError(f"{name} must be positive integers, got {values!r}")
+    return tuple(int(v) for v in items)
 
 
 @dataclass(frozen=True)
@@ -40,11 +70,19 @@ class Config:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "ns", tuple(int(n) for n in self.ns))
+        object.__setattr__(self, "ns", _positive_ints("ns", self.ns))
         object.__setattr__(self, "modes", tuple(self.modes))
-        if not self.ns or min(self.ns) < 1:
-            raise ValueError(f"ns must be positive integers, got {self.ns}")
-        if not 0 <= self.low < self.high:
+        if self.text is not None:
+            if not isinstance(self.text, (str, PathLike)):
+                raise ValueError(f"text must be a file path or None, got {self.text!r}")
+            object.__setattr__(self, "text", Path(self.text))
+        for name in ("model", "device"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+        for name, low in _INT_FIELDS.items():
+            check_int_at_least(getattr(self, name), name, low)
+        if not self.low < self.high:
             raise ValueError(f"need 0 <= low < high, got low={self.low}, high={self.high}")
         if max(self.ns) > self.high - self.low + 1:
             raise ValueError(
@@ -55,11 +93,14 @@ class Config:
             raise ValueError(f"modes must be among {MODES}, got {self.modes}")
         if self.softmax_backend not in ("sdpa", "kernel"):
             raise ValueError(f"softmax_backend must be sdpa or kernel, got {self.softmax_backend}")
-        for name in ("prompts", "max_new_tokens", "batch_size", "block_size", "spread_windows"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.spread_length < 0:
-            raise ValueError(f"spread_length must be >= 0, got {self.spread_length}")
+        if not isinstance(self.adaptive_params, dict):
+            raise ValueError(f"adaptive_params must be a dict, got {self.adaptive_params!r}")
+        try:  # unknown names, non-finite values
+            resolve_params("adaptive", self.adaptive_params)
+        except ValueError as err:
+            raise ValueError(f"adaptive_params: {err}") from None
+        if not isinstance(self.chat, bool):
+            raise ValueError(f"chat must be True or False, got {self.chat!r}")
 
     @classmethod
     def quick(cls, **fields: Any) -> Config:
