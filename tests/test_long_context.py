@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
+from attnlimits import hf_bridge
 from attnlimits.capture import capture_all, load_model
 from attnlimits.experiments import long_context as lc
 from attnlimits.experiments import skeleton
@@ -82,6 +84,38 @@ def test_parse_answer_and_sampling() -> None:
         lc.LongContextConfig(modes=("sparsemax",))
 
 
+def test_quick_preset_and_explicit_values_win() -> None:
+    quick = lc.Config.quick()
+    assert quick.ns == (4, 8, 16, 32) and quick.prompts == 5 and quick.spread_length == 256
+    given = lc.Config.quick(prompts=2, ns=(4,), spread_length=0, seed=3)
+    assert (given.prompts, given.ns, given.spread_length, given.seed) == (2, (4,), 0, 3)
+    with pytest.raises(TypeError):
+        lc.Config.quick(promts=2)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"prompts": 2.5}, {"prompts": 0}, {"seed": -1}, {"max_new_tokens": True},
+        {"batch_size": "4"}, {"spread_length": math.nan}, {"spread_length": -1},
+        {"spread_windows": 0}, {"block_size": 0}, {"low": 1.5}, {"low": 500, "high": 500},
+        {"ns": (2.7,)}, {"ns": ()}, {"ns": 5}, {"ns": (0, 4)}, {"model": ""}, {"device": 3},
+        {"text": 5}, {"chat": "yes"}, {"modes": ()}, {"softmax_backend": "eager"},
+        {"adaptive_params": None}, {"adaptive_params": {"bogus": 1}},
+        {"adaptive_params": {"threshold": math.inf}},
+    ],
+)  # fmt: skip
+def test_config_refuses_every_bad_field(fields) -> None:
+    with pytest.raises(ValueError, match=next(iter(fields)).split("_")[0]):
+        lc.Config(**fields)
+
+
+def test_config_accepts_numpy_ints_and_text_strings(tmp_path) -> None:
+    cfg = lc.Config(ns=[np.int64(4), 8], text=str(tmp_path), adaptive_params={"threshold": 0.5})
+    assert cfg.ns == (4, 8) and all(type(n) is int for n in cfg.ns)
+    assert cfg.text == tmp_path
+
+
 # ---- recording and modes -----------------------------------------------------------------------
 
 
@@ -98,7 +132,7 @@ def test_softmax_modes_equal_eager_and_adaptive_equals_patch(tiny) -> None:
             ref = model(ids).logits
         with lc.recording(model, "adaptive", _cfg()):
             torch.testing.assert_close(model(ids).logits, ref, atol=1e-5, rtol=1e-5)
-    assert model.config._attn_implementation == "eager"
+    assert hf_bridge.get_attn_implementation(model) == "eager"
 
 
 def test_recorded_entropy_matches_captured_weights(tiny) -> None:
@@ -156,7 +190,12 @@ def test_pipeline_tiny_llama_end_to_end_and_resume(tiny, tmp_path, monkeypatch) 
     skeleton.run(lc.EXPERIMENT, cfg, tmp_path, progress=False)
     claims = pd.read_parquet(tmp_path / "tables" / "claims.parquet")
     assert list(claims.columns) == ["claim", "paper", "measured", "rule", "verdict"]
+    shutil.rmtree(tmp_path / "figures")
+    (tmp_path / "report.md").unlink()
+    (tmp_path / "tables" / "claims.parquet").unlink()
     assert skeleton.redraw(tmp_path) == report  # the report redraws from the tables alone
+    _check_tables(tmp_path, cfg, n_layers=2, n_heads=4)
+    assert pd.read_parquet(tmp_path / "tables" / "claims.parquet").equals(claims)
 
 
 def test_summarize_counts_positions() -> None:
@@ -177,6 +216,42 @@ def test_summarize_counts_positions() -> None:
     assert row["se"] == pytest.approx(math.sqrt(2 / 27))
     assert t["head_entropy"]["entropy"].item() == 1.5
     assert t["mean_entropy"]["frac_sharpened"].item() == 0.0
+
+
+def _tables(modes: tuple[str, ...], ns: tuple[int, ...]) -> dict[str, pd.DataFrame]:
+    """Summaries of made-up answers (prompt 0 right in every cell) for ``modes`` x ``ns``."""
+    cells = [(m, n, p) for m in modes for n in ns for p in (0, 1)]
+    answers = pd.DataFrame(
+        {"mode": [c[0] for c in cells], "n": [c[1] for c in cells],
+         "prompt": [c[2] for c in cells], "n_tokens": 9, "target": 30,
+         "predicted": [30.0 if c[2] == 0 else 10.0 for c in cells],
+         "correct": [c[2] == 0 for c in cells], "numbers": "10 30"}
+    )  # fmt: skip
+    heads = answers[["mode", "n", "prompt"]].assign(
+        layer=0, head=0, entropy=1.0, entropy_base=1.0, beta=1.0, spread=2.0, n_keys=9,
+        log_keys=math.log(9),
+    )  # fmt: skip
+    return summarize(answers, heads) | {"answers": answers}
+
+
+@pytest.mark.parametrize(
+    ("modes", "ns", "judged"),
+    [(("softmax", "adaptive"), (2, 3), 2), (("adaptive",), (2, 3), 0), (("softmax",), (3,), 0)],
+)
+def test_claims_sections_figures_from_tables(modes, ns, judged) -> None:
+    """A run without the softmax mode, or with one n, gets n/a rows instead of an error."""
+    tables = _tables(modes, ns)
+    meta = {"params": {"model": "m", "prompts": 2, "low": LOW, "high": HIGH}}
+    table = lc.claims(tables, meta)
+    assert list(table.columns) == ["claim", "paper", "measured", "rule", "verdict"]
+    first_two = table["verdict"].iloc[:2]
+    assert int((first_two != "n/a").sum()) == judged
+    assert first_two.iloc[1] in ("n/a", "not reproduced")  # equal accuracy at every n
+    assert ("adaptive temperature at inference helps" in set(table["claim"])) == (len(modes) == 2)
+    assert any(line.startswith("| adaptive |") for line in lc.sections(tables, meta)) == (
+        "adaptive" in modes
+    )
+    assert set(lc.figures(tables, meta)) == {"accuracy", "mean_entropy", "head_entropy"}
 
 
 @pytest.mark.real_model
