@@ -14,6 +14,7 @@ from attnlimits.corpus import (
     WAR_AND_PEACE_SHA256,
     TextUnavailableError,
     cache_dir,
+    check_windows,
     load_text,
     strip_gutenberg,
     text_sha256,
@@ -151,8 +152,8 @@ def test_token_windows_grow_the_prefix_when_the_guess_is_short():
 
 
 def test_token_windows_too_short_raises_with_the_numbers():
-    with pytest.raises(ValueError, match=r"the text is too short for L=8: 5 tokens.*3 × 8 = 24"):
-        token_windows(WordTokenizer(), "one two three four five", L=8, n_windows=3)
+    with pytest.raises(ValueError, match=r"^mine.txt is too short: it has 5 tokens.*3 × 8 = 24"):
+        token_windows(WordTokenizer(), "one two three four five", 8, 3, source="mine.txt")
     with pytest.raises(ValueError, match="must be an int >= 1"):
         token_windows(WordTokenizer(), "one two", L=0, n_windows=1)
 
@@ -166,3 +167,48 @@ def test_token_windows_with_a_real_tokenizer(book_path):
     full = tok(book[:20000], add_special_tokens=False, verbose=False)["input_ids"]
     assert windows.flatten().tolist() == full[:256]
     assert tok.decode(windows[0, :4]).startswith("book one")
+
+
+@pytest.mark.parametrize(("n_tokens", "length", "windows"), [(24, 8, 3), (23, 8, 3), (0, 1, 1)])
+def test_check_windows_refuses_exactly_the_texts_too_short(n_tokens, length, windows):
+    need = length * windows
+    if n_tokens >= need:
+        check_windows(n_tokens, length, windows, "book.txt")
+        return
+    with pytest.raises(ValueError) as err:
+        check_windows(n_tokens, length, windows, "book.txt")
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("book.txt is too short")
+    assert f"has {n_tokens} tokens" in message and f"= {need} are needed" in message
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True])
+def test_check_windows_refuses_bad_counts(bad):
+    with pytest.raises(ValueError, match="must be an int"):
+        check_windows(10, bad, 1)
+
+
+def test_a_text_that_is_not_utf8_names_the_file_and_the_byte(tmp_path):
+    good = b"Pierre said: "
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(good + "« déjà vu »\n".encode("latin-1"))
+    with pytest.raises(ValueError) as err:
+        load_text(path)
+    message = str(err.value)
+    assert "\n" not in message and str(path) in message and "not UTF-8" in message
+    assert f"byte {len(good)}:" in message and "xab" in message  # « is 0xab in latin-1
+    assert "re-encode" in message
+
+
+def test_an_empty_or_blank_text_names_the_file(tmp_path):
+    for content in (b"", b"  \n\n"):
+        path = tmp_path / "empty.txt"
+        path.write_bytes(content)
+        with pytest.raises(ValueError, match=f"^text file {re.escape(str(path))} is empty$"):
+            load_text(path)
+
+
+def test_a_missing_text_names_the_file(tmp_path):
+    path = tmp_path / "nowhere" / "book.txt"
+    with pytest.raises(FileNotFoundError, match=re.escape(str(path))):
+        load_text(path)

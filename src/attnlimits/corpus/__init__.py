@@ -2,7 +2,8 @@
 
 - :func:`load_text`: the book, from a path, ``$ATTNLIMITS_TEXT``, ``../shared/data`` or a
   verified one-time download; Gutenberg header and licence stripped.
-- :func:`token_windows`: ``[n_windows, L]`` consecutive token windows from the start of Book One.
+- :func:`token_windows`: ``[n_windows, L]`` consecutive token windows from the start of Book One;
+  :func:`check_windows`: the one-line error for a text too short for them.
 """
 
 from attnlimits.corpus.text import (
@@ -15,7 +16,7 @@ from attnlimits.corpus.text import (
     strip_gutenberg,
     text_sha256,
 )
-from attnlimits.corpus.windows import encode, token_windows, word_tokenizer
+from attnlimits.corpus.windows import check_windows, encode, token_windows, word_tokenizer
 
 __all__ = [
     "BOOK_START",
@@ -23,6 +24,7 @@ __all__ = [
     "WAR_AND_PEACE_SHA256",
     "TextUnavailableError",
     "cache_dir",
+    "check_windows",
     "encode",
     "load_text",
     "strip_gutenberg",

@@ -11,7 +11,7 @@ from torch import Tensor
 
 from attnlimits._checks import check_int_at_least
 
-__all__ = ["encode", "token_windows"]
+__all__ = ["check_windows", "encode", "token_windows", "word_tokenizer"]
 
 # Generous first guess of characters per token (English BPE/WordPiece is ~4); the prefix doubles
 # until it holds enough tokens, so a bad guess costs time, never correctness.
@@ -30,6 +30,24 @@ def encode(tokenizer: Any, text: str) -> list[int]:
         except TypeError:
             ids = tokenizer.encode(text)
     return [int(i) for i in ids]
+
+
+def check_windows(n_tokens: int, length: int, windows: int, source: str = "the text") -> None:
+    """Raise a one-line ``ValueError`` unless a text of ``n_tokens`` tokens holds ``windows``
+    windows of ``length`` tokens; the message names ``source`` and both token counts.
+
+    Callers that can count tokens before loading a model (a tokenizer alone) call this first,
+    so a text too short fails before any work; :func:`token_windows` calls it too.
+    """
+    for name, value in (("length", length), ("windows", windows), ("n_tokens", n_tokens)):
+        check_int_at_least(value, name, 1 if name != "n_tokens" else 0)
+    need = length * windows
+    if n_tokens < need:
+        raise ValueError(
+            f"{source} is too short: it has {n_tokens} tokens, but windows × L = "
+            f"{windows} × {length} = {need} are needed (give a longer text, fewer windows "
+            "or a smaller L)"
+        )
 
 
 def _cut_at_line(text: str, n_chars: int) -> str:
@@ -68,10 +86,7 @@ def token_windows(
         if usable >= need:
             break
         if whole:
-            raise ValueError(
-                f"{source} is too short for L={L}: {len(ids)} tokens, but windows × L = "
-                f"{n_windows} × {L} = {need} are needed"
-            )
+            check_windows(len(ids), L, n_windows, source)
         n_chars *= 2
     return torch.tensor(ids[:need], dtype=torch.long).view(n_windows, L)  # [n_windows, L]
 
