@@ -347,7 +347,7 @@ def test_d1_running_max_path_matches_full_loop(gen, monkeypatch, shared_x, kind)
     monkeypatch.setattr(dm, "_d1_loop", counting_loop)
     for n in (1, 3, 10):
         r = dm.prepare_rows(attn, x, n, mask)
-        pair = dm._pairwise(r)
+        pair = dm._pairwise(r.x)
         idx, sel = dm.top_n(r.attn, r.keep, n)
         got = dm._d1(r, idx, sel, pair)
         table = torch.arange(x.shape[0]).repeat_interleave(q).repeat(3 // x.shape[0])

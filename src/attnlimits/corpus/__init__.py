@@ -3,6 +3,7 @@
 - :func:`load_text`: the book, from a path, ``$ATTNLIMITS_TEXT``, ``../shared/data`` or a
   verified one-time download; Gutenberg header and licence stripped.
 - :func:`token_windows`: ``[n_windows, L]`` consecutive token windows from the start of Book One;
+  :func:`spread_windows`: windows spread evenly over the text (paper A's reproduction);
   :func:`check_windows`: the one-line error for a text too short for them.
 """
 
@@ -16,17 +17,26 @@ from attnlimits.corpus.text import (
     strip_gutenberg,
     text_sha256,
 )
-from attnlimits.corpus.windows import check_windows, encode, token_windows, word_tokenizer
+from attnlimits.corpus.windows import (
+    SpreadWindows,
+    check_windows,
+    encode,
+    spread_windows,
+    token_windows,
+    word_tokenizer,
+)
 
 __all__ = [
     "BOOK_START",
     "GUTENBERG_URL",
     "WAR_AND_PEACE_SHA256",
+    "SpreadWindows",
     "TextUnavailableError",
     "cache_dir",
     "check_windows",
     "encode",
     "load_text",
+    "spread_windows",
     "strip_gutenberg",
     "text_sha256",
     "token_windows",

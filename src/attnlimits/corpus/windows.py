@@ -1,17 +1,25 @@
-"""Token windows: consecutive, non-overlapping stretches of L tokens from the start of the text."""
+"""Token windows: stretches of L tokens, consecutive from the start of the text
+(:func:`token_windows`) or spread evenly over its length (:func:`spread_windows`)."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
 
 from attnlimits._checks import check_int_at_least
 
-__all__ = ["check_windows", "encode", "token_windows", "word_tokenizer"]
+__all__ = [
+    "SpreadWindows",
+    "check_windows",
+    "encode",
+    "spread_windows",
+    "token_windows",
+    "word_tokenizer",
+]
 
 # Generous first guess of characters per token (English BPE/WordPiece is ~4); the prefix doubles
 # until it holds enough tokens, so a bad guess costs time, never correctness.
@@ -89,6 +97,48 @@ def token_windows(
             check_windows(len(ids), L, n_windows, source)
         n_chars *= 2
     return torch.tensor(ids[:need], dtype=torch.long).view(n_windows, L)  # [n_windows, L]
+
+
+class SpreadWindows(NamedTuple):
+    """Windows spread over a text, and where each starts (recorded in a run's ``run.json``)."""
+
+    ids: Tensor  # [n_windows, L]
+    char_starts: tuple[int, ...]  # character offset of each window's first line in the text
+    first_lines: tuple[str, ...]  # that line's first 60 characters, for a reader to find it
+
+
+def spread_windows(
+    tokenizer: Any, text: str, L: int, n_windows: int, *, source: str = "the text"
+) -> SpreadWindows:
+    """``n_windows`` windows of ``L`` tokens spread evenly over the text, deterministically.
+
+    Window ``i`` starts at the first line break after character ``(2i + 1)/(2 n) · len(text)``
+    (the middle of the i-th of n equal parts, so the first window is not the book's title page)
+    and holds the first ``L`` tokens of the text from there, tokenised without special tokens.
+    Windows may not overlap: a text too short for that raises the one-line ``ValueError`` of
+    :func:`check_windows`. Only a stretch around each start is tokenised, never the whole text.
+    """
+    for name, value in (("L", L), ("n_windows", n_windows)):
+        check_int_at_least(value, name, 1)
+    part = len(text) / n_windows
+    starts = []
+    for i in range(n_windows):
+        mid = int((2 * i + 1) * part / 2)
+        nl = text.find("\n", mid)
+        starts.append(nl + 1 if 0 <= nl < len(text) - 1 and nl < mid + part / 2 else mid)
+    rows: list[list[int]] = []
+    for i, start in enumerate(starts):
+        end = starts[i + 1] if i + 1 < n_windows else len(text)
+        try:
+            rows.append(token_windows(tokenizer, text[start:end], L, 1, source=source)[0].tolist())
+        except ValueError:
+            raise ValueError(
+                f"{source} is too short for {n_windows} windows of {L} tokens spread over it "
+                f"(window {i + 1} has fewer than {L} tokens before the next one starts; give a "
+                "longer text, fewer windows or a smaller L)"
+            ) from None
+    lines = tuple(text[s : s + 60].split("\n")[0] for s in starts)
+    return SpreadWindows(torch.tensor(rows, dtype=torch.long), tuple(starts), lines)
 
 
 def word_tokenizer(text: str, size: int = 400) -> Any:

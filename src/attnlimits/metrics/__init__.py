@@ -27,7 +27,11 @@ from attnlimits.metrics.entropy import (
     max_weight,
     support_size,
 )
-from attnlimits.metrics.expectation import expected_distance_exact, expected_distance_monte_carlo
+from attnlimits.metrics.expectation import (
+    expected_distance_curve_mc,
+    expected_distance_exact,
+    expected_distance_monte_carlo,
+)
 from attnlimits.metrics.jacobian import (
     RowValues,
     finite_difference_sensitivity,
@@ -57,6 +61,7 @@ __all__ = [
     "distance_metrics",
     "effective_support",
     "entropy_from_scores",
+    "expected_distance_curve_mc",
     "expected_distance_exact",
     "expected_distance_monte_carlo",
     "finite_difference_sensitivity",

@@ -166,21 +166,40 @@ def _gram_products(
         yield n, inner.view(attn.shape), s_sq.view(*attn.shape[:-1], 1)
 
 
-def query_blocks(attn: Tensor, mask: Tensor | None) -> list[tuple[Tensor, Tensor | None]]:
-    """Split rows (the query axis) into blocks of about ``_QUERY_BLOCK`` elements.
+def query_blocks(
+    attn: Tensor, mask: Tensor | None, min_keys: int = 1
+) -> list[tuple[Tensor, Tensor | None, int]]:
+    """Split rows (the query axis) into blocks of about ``_QUERY_BLOCK`` elements, each cut to
+    the keys its rows keep: ``(attn block, mask block, k)`` with the block's keys ``0..k-1``.
 
     Each metric is a handful of elementwise passes over [..., Q, K] temporaries; at L = 1024
     those are tens of MB and every pass goes to main memory. Blocks of rows keep them in cache
     (measured 5x faster for :func:`distance_curve` at 9 heads x 1024², see docs/benchmarks.md).
+    Keys after the last one any row of the block keeps carry nothing (their weights are zeroed
+    and they are never selected), so they are cut: under a causal mask the block of rows
+    [i, i + b) needs keys [0, i + b) only, about half the work over a whole map. ``k`` is at
+    least ``min_keys`` (callers pass N_max + 1, so every N stays below the block's K); callers
+    cut x and key-pair tables to ``[..., :k, :]``.
     """
     keep = check_mask(mask, attn)
     per_row = max(1, attn[..., 0, :].numel())
     step = max(1, _QUERY_BLOCK // per_row)
-    q = attn.shape[-2]
-    return [
-        (attn[..., i : i + step, :], None if keep is None else keep[..., i : i + step, :])
-        for i in range(0, q, step)
-    ]
+    q, k_all = attn.shape[-2:]
+    floor = min(k_all, max(1, min_keys))
+    blocks: list[tuple[Tensor, Tensor | None, int]] = []
+    for i in range(0, q, step):
+        k = k_all
+        if keep is not None:
+            kept = keep[..., i : i + step, :].reshape(-1, k_all).any(0).nonzero()
+            k = max(floor, int(kept.max()) + 1 if kept.numel() else floor)
+        blocks.append(
+            (
+                attn[..., i : i + step, :k],
+                None if keep is None else keep[..., i : i + step, :k],
+                k,
+            )
+        )
+    return blocks
 
 
 def selection_distance(r: TopNRows, sel: Tensor) -> Tensor:

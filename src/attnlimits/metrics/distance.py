@@ -86,12 +86,21 @@ class _Pairwise(NamedTuple):
     prefix_arg: Tensor  # the i attaining it (int64)
 
 
-def _pairwise(r: TopNRows) -> _Pairwise:
+def _pairwise(x: Tensor) -> _Pairwise:
     """||x_i − x_j|| for every pair of keys and its running maximum along i."""
-    gram = r.x @ r.x.mT  # (..., K, K)
-    dist = (r.sq.mT + r.sq - 2 * gram).clamp_min(0).sqrt()
+    sq = (x * x).sum(-1).unsqueeze(-2)
+    gram = x @ x.mT  # (..., K, K)
+    dist = (sq.mT + sq - 2 * gram).clamp_min(0).sqrt()
     prefix_max, prefix_arg = torch.cummax(dist, dim=-1)
     return _Pairwise(dist, prefix_max, prefix_arg)
+
+
+def _cut(pair: _Pairwise | None, k: int) -> _Pairwise | None:
+    """The key-pair tables of keys 0..k-1 (a query block cut to its keys; running maxima along
+    i stay exact since they only look back)."""
+    if pair is None or pair.dist.shape[-1] == k:
+        return pair
+    return _Pairwise(*(t[..., :k, :k] for t in pair))
 
 
 def _d1(r: TopNRows, idx: Tensor, sel: Tensor, pair: _Pairwise) -> Tensor:
@@ -199,11 +208,11 @@ def distance_metrics(
     check_top_n(n, attn.shape[-1])
     pair: _Pairwise | None = None
     parts = []
-    for a, m in query_blocks(attn, mask):
-        r = prepare_rows(a, x, n, m)
+    for a, m, k in query_blocks(attn, mask, n + 1):
+        r = prepare_rows(a, x[..., :k, :], n, m)
         if with_bound and pair is None:
-            pair = _pairwise(r)
-        parts.append(_metrics_block(r, n, form, gap_form, pair))
+            pair = _pairwise(x.to(r.x.dtype))
+        parts.append(_metrics_block(r, n, form, gap_form, _cut(pair, k)))
     return DistanceMetrics(*(torch.cat(field, -1) for field in zip(*parts, strict=True)))
 
 
@@ -275,13 +284,14 @@ def distance_curve(
     pair: _Pairwise | None = None
     gram: Tensor | None = None
     parts = []
-    for i, (a, m) in enumerate(query_blocks(attn, mask)):
-        r = prepare_rows(a, x, n_values[0], m)
-        if bound_ns and pair is None:
-            pair = _pairwise(r)
+    for i, (a, m, k) in enumerate(query_blocks(attn, mask, n_values[-1] + 1)):
+        r = prepare_rows(a, x[..., :k, :], n_values[0], m)
         if i == 0:
-            gram = shared_gram(r.x, n_values)
-        parts.append(_curve_block(r, n_values, forms, set(bound_ns), pair, gram))
+            x_full = x.to(r.x.dtype)
+            pair = _pairwise(x_full) if bound_ns else None
+            gram = shared_gram(x_full, n_values)
+        g = gram if gram is None or gram.shape[-1] == k else gram[:k, :k]
+        parts.append(_curve_block(r, n_values, forms, set(bound_ns), _cut(pair, k), g))
     # query blocks join on the row axis, second-last (the grid axis is last)
     return DistanceCurve(
         n_values,

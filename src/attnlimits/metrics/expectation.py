@@ -1,20 +1,34 @@
 """The expectation E = E_{I_N}[d̃] of paper A's Eq. 8, measured: by exhaustive enumeration of the
-C(L, N) selections (small L, the reference) and by Monte Carlo over random selections with its
-standard error. Theorem 1.2's closed forms of E live in :mod:`attnlimits.theory.distance`.
+C(L, N) selections (small L, the reference), by Monte Carlo over random selections with its
+standard error, and by Monte Carlo over a grid of N at once (:func:`expected_distance_curve_mc`,
+what the reproduction calls E *exact*). Theorem 1.2's closed forms of E live in
+:mod:`attnlimits.theory.distance`.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_positive
-from attnlimits.metrics._topn import prepare_rows, selection_distance, top_n
+from attnlimits._checks import check_positive, check_top_n
+from attnlimits.metrics._topn import (
+    distance_from_products,
+    nested_products,
+    prepare_rows,
+    selection_distance,
+    shared_gram,
+    top_n,
+)
 
-__all__ = ["expected_distance_exact", "expected_distance_monte_carlo"]
+__all__ = [
+    "expected_distance_curve_mc",
+    "expected_distance_exact",
+    "expected_distance_monte_carlo",
+]
 
 
 def expected_distance_exact(
@@ -87,4 +101,65 @@ def expected_distance_monte_carlo(
     return (
         torch.where(r.valid, mean.to(r.attn.dtype), nan),
         torch.where(r.valid, stderr.to(r.attn.dtype), nan),
+    )
+
+
+def expected_distance_curve_mc(
+    attn: Tensor,
+    x: Tensor,
+    ns: Sequence[int],
+    *,
+    mask: Tensor | None = None,
+    samples: int = 8,
+    generator: torch.Generator | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Monte Carlo E = E_{I_N}[d̃] (Eq. 8) for every N in ``ns`` at once, per row.
+
+    Each sample draws one uniformly random order of the row's kept keys (argsort of i.i.d.
+    uniforms); its first N keys are a uniform N-subset I_N for every N, so one order serves the
+    whole grid and the context vectors s_N grow by the same nested row gathers as the top-N
+    curve (:func:`~attnlimits.metrics.distance_curve`). d̃ of each I_N is Eq. 7 exactly.
+
+    Shapes as :func:`~attnlimits.metrics.distance_curve`; returns ``(mean, stderr)``, each
+    ``[..., Q, n_N]`` (N ascending), stderr = sample std over the ``samples`` draws / √samples,
+    NaN where a row has fewer than N + 1 kept keys. Cost: ``samples`` times one top-N curve
+    without E, so callers pass a subset of rows (``compute`` takes a few per band of L).
+    """
+    n_values = tuple(sorted({int(n) for n in ns}))
+    if not n_values:
+        raise ValueError("ns must hold at least one N")
+    check_positive(samples, "samples")
+    if int(samples) < 2:
+        raise ValueError(f"samples must be >= 2 for a standard error, got {samples}")
+    r0 = prepare_rows(attn, x, n_values[0], mask)
+    for n in n_values:
+        check_top_n(n, attn.shape[-1])
+    s_count = int(samples)
+    q, k = r0.attn.shape[-2:]
+    # the rows repeated once per sample along the row axis: [..., S·Q, K]
+    rep = r0._replace(
+        attn=r0.attn.repeat_interleave(s_count, dim=-2),
+        keep=r0.keep.expand(*r0.attn.shape).repeat_interleave(s_count, dim=-2),
+        n_keys=r0.n_keys.expand(r0.attn.shape[:-1]).repeat_interleave(s_count, dim=-1),
+    )
+    u = torch.rand(rep.attn.shape, generator=generator, dtype=rep.attn.dtype, device=attn.device)
+    order = u.masked_fill(~rep.keep, -1.0).argsort(dim=-1, descending=True)
+    positions = torch.arange(k, device=attn.device).expand_as(order)
+    rank = torch.empty_like(order).scatter_(-1, order, positions)
+    gram = shared_gram(rep.x, n_values)
+    a2sq = rep.attn * rep.attn * rep.sq
+    out = []
+    for n, inner_s, s_sq in nested_products(rep, order, n_values, gram):
+        sel = (rank < n) & rep.keep
+        out.append(distance_from_products(rep, sel, inner_s, s_sq, a2sq))
+    d = torch.stack(out, -1).double()  # (..., S·Q, n_N)
+    d = d.unflatten(-2, (q, s_count))  # (..., Q, S, n_N)
+    mean = d.mean(-2)
+    stderr = d.std(-2) / math.sqrt(s_count)
+    counts = r0.n_keys.expand(r0.attn.shape[:-1]).unsqueeze(-1)
+    ok = counts >= torch.tensor(n_values, device=attn.device, dtype=counts.dtype) + 1
+    nan = torch.tensor(math.nan, dtype=r0.attn.dtype, device=attn.device)
+    return (
+        torch.where(ok, mean.to(r0.attn.dtype), nan),
+        torch.where(ok, stderr.to(r0.attn.dtype), nan),
     )

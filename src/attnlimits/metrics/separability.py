@@ -70,8 +70,14 @@ def normalize_to_sphere(x: Tensor, radius: float = 1.0, *, dim: int = -1) -> Ten
     return x * (radius / norms)
 
 
-def min_pairwise_distance(x: Tensor, mask: Tensor | None = None) -> Tensor:
+def min_pairwise_distance(
+    x: Tensor, mask: Tensor | None = None, *, distinct: bool = False
+) -> Tensor:
     """δ = min_{i≠j} ||x_i − x_j|| over kept keys (Assumption 2), per head.
+
+    With ``distinct=True`` pairs of identical vectors (distance exactly 0, e.g. a repeated
+    token in layer 0) are left out: δ over the *distinct* vectors, which is what the bounds of
+    Theorem 2 can use once Assumption 2's failure is flagged (δ = 0 without it).
 
     Parameters
     ----------
@@ -79,6 +85,8 @@ def min_pairwise_distance(x: Tensor, mask: Tensor | None = None) -> Tensor:
         ``[..., K, d]``.
     mask : Tensor, optional
         Boolean keep-mask over keys, broadcastable to ``[..., K]``.
+    distinct : bool
+        Leave out pairs at distance 0.
 
     Returns
     -------
@@ -96,6 +104,8 @@ def min_pairwise_distance(x: Tensor, mask: Tensor | None = None) -> Tensor:
     keep = check_mask(mask, x[..., 0])
     if keep is not None:
         pair = pair & keep.unsqueeze(-1) & keep.unsqueeze(-2)
+    if distinct:
+        pair = pair & (dist > 0)
     delta = dist.masked_fill(~pair, math.inf).amin((-2, -1))
     return torch.where(torch.isinf(delta), torch.full_like(delta, math.nan), delta)
 
@@ -188,8 +198,15 @@ def separability_curve(
     gram = x64 @ x64.mT  # (..., K, K), float64
     shared = gram.reshape(gram.shape[-2:]).to(r.x.dtype) if gram_pays(r.x, n_values) else None
     parts = [
-        _block(prepare_rows(a, x, n_values[0], k), n_values, m, delta, gram, shared)
-        for a, k in query_blocks(attn, mask)
+        _block(
+            prepare_rows(a, x[..., :k, :], n_values[0], keep),
+            n_values,
+            m,
+            delta,
+            gram[..., :k, :k],
+            None if shared is None else shared[:k, :k],
+        )
+        for a, keep, k in query_blocks(attn, mask, n_values[-1] + 1)
     ]
     # query blocks join on the row axis, second-last (the grid axis is last)
     return SeparabilityMetrics(*(torch.cat(f, -2) for f in zip(*parts, strict=True)))

@@ -27,12 +27,13 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from attnlimits.capture import LayerCapture, capture, load_model
-from attnlimits.corpus import load_text, text_sha256, token_windows
+from attnlimits.corpus import load_text, spread_windows, text_sha256, token_windows
 from attnlimits.experiments.limitations.config import E_FORMS, Config, XSource
 from attnlimits.experiments.store import ResultStore
 from attnlimits.metrics import (
     critical_n,
     distance_curve,
+    expected_distance_curve_mc,
     finite_difference_sensitivity,
     min_pairwise_distance,
     normalize_to_sphere,
@@ -94,6 +95,71 @@ def _distance_rows(
     return rows
 
 
+def _exact_means(
+    attn: Tensor,
+    x: Tensor,
+    mask: Tensor,
+    plan: dict[int, set[int]],
+    cfg: Config,
+    gen: torch.Generator,
+) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
+    """E *exact* = E_{I_N}[d̃] by Monte Carlo: per (L, N) the row mean per head and its SE.
+
+    Rows are stratified in bands of L (rows [L_prev, L) for each L of the plan, [0, L_0) first)
+    and ``cfg.mc_rows`` evenly spaced rows of each band are drawn ``cfg.mc_samples`` times
+    (:func:`~attnlimits.metrics.expected_distance_curve_mc`), with keys cut to the band's L (a
+    causal row sees no later key). The mean over the first L rows is the band means weighted
+    by each band's count of rows with ≥ N + 1 keys, as d̃'s row mean; its SE combines the
+    spread over sampled rows (or, where every row of a band is sampled, the Monte Carlo SE).
+    """
+    lengths = sorted(plan)
+    n_keys = mask[0].sum(-1)  # (Q,): kept keys per row, the same in every head
+    bands = []
+    lo = 0
+    for lb in lengths:
+        ns = sorted({n for length in lengths if length >= lb for n in plan[length] if n < lb})
+        rows = torch.linspace(lo, lb - 1, min(cfg.mc_rows, lb - lo)).round().long().unique()
+        if ns:
+            mean, se = expected_distance_curve_mc(
+                attn[:, rows, :lb],
+                x[..., :lb, :],
+                ns,
+                mask=mask[:, rows, :lb],
+                samples=cfg.mc_samples,
+                generator=gen,
+            )
+            bands.append((lo, lb, rows, ns, mean.double(), se.double()))
+        lo = lb
+    out: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+    heads = attn.shape[0]
+    for length, n_set in plan.items():
+        for n in n_set:
+            total = float((n_keys[:length] >= n + 1).sum())
+            acc = torch.zeros(heads, dtype=torch.float64)
+            var = torch.zeros(heads, dtype=torch.float64)
+            for b_lo, lb, _rows, ns, mean, se in bands:
+                in_band = float((n_keys[b_lo:lb] >= n + 1).sum())
+                if lb > length or n not in ns or in_band == 0:
+                    continue
+                j = ns.index(n)
+                ok = ~torch.isnan(mean[0, :, j])
+                m_v = int(ok.sum())
+                if m_v == 0:
+                    acc += math.nan
+                    continue
+                v, e = mean[:, ok, j], se[:, ok, j]
+                w = in_band / total
+                acc += w * v.mean(-1)
+                if m_v == in_band:  # every valid row of the band sampled: only MC noise
+                    var += w * w * (e * e).sum(-1) / m_v**2
+                elif m_v >= 2:
+                    var += w * w * v.var(-1) / m_v
+                else:
+                    var += w * w * (e * e).sum(-1)
+            out[(length, n)] = (acc.numpy(), var.sqrt().numpy())
+    return out
+
+
 def compute_layer(
     cap: LayerCapture, cfg: Config, lengths: Iterable[int]
 ) -> dict[str, pd.DataFrame]:
@@ -113,21 +179,37 @@ def compute_layer(
 
     grid: list[dict[str, object]] = []
     sep: list[dict[str, object]] = []
-    for source in cfg.x_sources:
+    forms = tuple(f for f in cfg.e_forms if f != "exact")
+    for si, source in enumerate(cfg.x_sources):
         x = per_key_vectors(cap, source)
         tag = {"x_source": source}
-        grid += [tag | r for r in _distance_rows(attn, x, mask, plan, bound_ns, cfg.e_forms)]
+        rows = _distance_rows(attn, x, mask, plan, bound_ns, forms)  # type: ignore[arg-type]
+        if "exact" in cfg.e_forms:
+            gen = torch.Generator().manual_seed(cfg.seed + 7919 * cap.layer + 104729 * si + 1)
+            exact = _exact_means(attn, x, mask, plan, cfg, gen)
+            for row in rows:
+                mean, se = exact[(int(row["L"]), int(row["N"]))]  # type: ignore[call-overload]
+                h = int(row["head"])  # type: ignore[call-overload]
+                row |= {"expectation_exact": float(mean[h]), "expectation_exact_se": float(se[h])}
+        grid += [tag | r for r in rows]
 
         x_sphere = normalize_to_sphere(x, 1.0)
-        delta = min_pairwise_distance(x_sphere)  # δ per head (Assumption 2), the same for every N
+        # δ per head (Assumption 2) over distinct vectors; Assumption 2 holds iff no duplicate
+        delta = min_pairwise_distance(x_sphere, distinct=True)
+        holds = min_pairwise_distance(x_sphere) > 0
         ns4 = [n for n in cfg.ns_alg4 if n < top]
         sc = separability_curve(attn, x_sphere, ns4, mask=mask, radius=1.0, delta=delta)
+        delta_h = delta.reshape(-1).expand(attn.shape[0]).tolist()  # hidden: one δ for all
+        holds_h = holds.reshape(-1).expand(attn.shape[0]).tolist()
         for j, n in enumerate(sorted(set(ns4))):
             keys = ("ratio", "lower", "upper")
             means = {k: _head_rows(getattr(sc, k)[..., j], sc.valid[..., j])[0] for k in keys}
             for h in range(attn.shape[0]):
                 sep.append(
-                    tag | {"L": top, "N": n, "head": h} | {k: float(v[h]) for k, v in means.items()}
+                    tag
+                    | {"L": top, "N": n, "head": h}
+                    | {k: float(v[h]) for k, v in means.items()}
+                    | {"delta": delta_h[h], "assumption2": holds_h[h]}
                 )
 
     sens = _sensitivity_rows(cap, cfg, mask)
@@ -233,11 +315,21 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         raise ValueError(
             f"L = {cfg.max_length} exceeds {cfg.model}'s context of {info.max_context} tokens"
         )
-    ids = token_windows(loaded.tokenizer, text, cfg.max_length, cfg.windows, source=source)
+    windows: dict[str, object] = {"placement": cfg.placement}
+    if cfg.placement == "spread":
+        spread = spread_windows(loaded.tokenizer, text, cfg.max_length, cfg.windows, source=source)
+        ids = spread.ids
+        windows["char_starts"] = list(spread.char_starts)
+        windows["first_lines"] = list(spread.first_lines)
+    else:
+        ids = token_windows(loaded.tokenizer, text, cfg.max_length, cfg.windows, source=source)
+        windows |= {"token_starts": [w * cfg.max_length for w in range(cfg.windows)]}
+    windows["token_sha256"] = [text_sha256(",".join(map(str, r)).encode()) for r in ids.tolist()]
     params = cfg.cache_params(cfg.model, sha)
     store.update_meta(
         model={"id": cfg.model, **asdict(info)},
-        text={"sha256": sha, "source": source},
+        text={"sha256": sha, "source": source, "chars": len(text)},
+        windows=windows,
     )
     # one forward per window for causal models (prefix blocks), one per L otherwise
     passes = [(w, cfg.max_length, tuple(cfg.lengths)) for w in range(cfg.windows)]
