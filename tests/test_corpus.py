@@ -212,3 +212,30 @@ def test_a_missing_text_names_the_file(tmp_path):
     path = tmp_path / "nowhere" / "book.txt"
     with pytest.raises(FileNotFoundError, match=re.escape(str(path))):
         load_text(path)
+
+
+def test_spread_windows_are_deterministic_disjoint_and_spread(book_path):
+    from attnlimits.corpus import spread_windows
+
+    book = load_text(book_path)
+    a = spread_windows(WordTokenizer(), book, L=64, n_windows=4)
+    b = spread_windows(WordTokenizer(), book, L=64, n_windows=4)
+    assert a.ids.shape == (4, 64) and torch.equal(a.ids, b.ids) and a.char_starts == b.char_starts
+    starts = a.char_starts
+    # one start in each quarter of the book, each at the start of a non-blank line
+    assert [int(4 * c / len(book)) for c in starts] == [0, 1, 2, 3]
+    assert all(book[c - 1] in "\n " and not book[c].isspace() for c in starts)
+    for ids, c, line in zip(a.ids, starts, a.first_lines, strict=True):
+        assert ids.tolist() == WordTokenizer().encode(book[c : c + 5000])[:64]
+        assert book[c:].startswith(line) and line
+    assert len({tuple(r) for r in a.ids.tolist()}) == 4
+
+
+def test_spread_windows_too_short_raises_with_the_numbers():
+    from attnlimits.corpus import spread_windows
+
+    text = "one two three\nfour five six\n" * 10  # 60 words
+    with pytest.raises(ValueError, match="has 60 tokens, but windows × L = 2 × 40 = 80"):
+        spread_windows(WordTokenizer(), text, L=40, n_windows=2)
+    with pytest.raises(ValueError, match="too short for 4 windows of 14 tokens spread over it"):
+        spread_windows(WordTokenizer(), text, L=14, n_windows=4)

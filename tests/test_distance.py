@@ -12,7 +12,11 @@ from hypothesis import strategies as st
 
 from attnlimits.metrics import _topn, normalize_to_sphere, row_mean, separability_curve
 from attnlimits.metrics.distance import distance_curve, distance_metrics
-from attnlimits.metrics.expectation import expected_distance_exact, expected_distance_monte_carlo
+from attnlimits.metrics.expectation import (
+    expected_distance_curve_mc,
+    expected_distance_exact,
+    expected_distance_monte_carlo,
+)
 from attnlimits.theory.distance import (
     expected_distance,
     fixed_selection_bound,
@@ -162,6 +166,47 @@ def test_monte_carlo_agrees_with_exact(gen):
     mean, se = expected_distance_monte_carlo(attn, x, 3, samples=3000, generator=gen)
     assert ((mean - exact).abs() <= 4 * se).all()
     assert (se > 0).all() and (se < 0.05 * exact).all()
+
+
+@pytest.mark.parametrize("kind", MASKS)
+@pytest.mark.parametrize("shared", [False, True])
+def test_monte_carlo_curve_agrees_with_enumeration(gen, kind, shared):
+    """Every N of the grid from one random order per sample: within 4.5 SE of the exhaustive
+    mean over C(L, N) subsets (the naive reference), per row, per head; shared x (one x for
+    every head, d large) takes the Gram route."""
+    q, k, ns = 6, 8, (1, 2, 4)
+    mask = _mask(kind, q, k, gen)
+    attn, x = _inputs(gen, (2,), q, k, d=40 if shared else 4, mask=mask)
+    if shared:
+        x = x[:1]
+    mean, se = expected_distance_curve_mc(
+        attn, x, ns, mask=mask, samples=3000, generator=torch.Generator().manual_seed(3)
+    )
+    assert mean.shape == se.shape == (2, q, len(ns))
+    keep = torch.ones(q, k, dtype=torch.bool) if mask is None else mask
+    for j, n in enumerate(ns):
+        for h in range(2):
+            for row in range(q):
+                if int(keep[row].sum()) < n + 1:
+                    assert math.isnan(float(mean[h, row, j])) and math.isnan(float(se[h, row, j]))
+                    continue
+                want = _naive_exact_row(attn[h, row], x[h if not shared else 0], n, keep[row])
+                got, err = float(mean[h, row, j]), float(se[h, row, j])
+                assert abs(got - want) <= 4.5 * err + 1e-12, (n, h, row, got, want, err)
+                assert err < 0.05 * want + 1e-12
+
+
+def test_monte_carlo_curve_is_seeded_and_checks_its_inputs(gen):
+    attn, x = _inputs(gen, (), 5, 7)
+    a = expected_distance_curve_mc(attn, x, [2, 1], generator=torch.Generator().manual_seed(0))
+    b = expected_distance_curve_mc(attn, x, [1, 2], generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="samples must be >= 2"):
+        expected_distance_curve_mc(attn, x, [1], samples=1)
+    with pytest.raises(ValueError):
+        expected_distance_curve_mc(attn, x, [7])  # N < K
+    with pytest.raises(ValueError, match="at least one N"):
+        expected_distance_curve_mc(attn, x, [])
 
 
 def test_exact_refuses_too_many_subsets(gen):

@@ -67,11 +67,11 @@ def test_run_writes_every_output(tmp_path, tiny_dirs, book_path, family):
     alg2 = pd.read_parquet(tmp_path / "tables" / "alg2.parquet")
     assert sorted(alg2["N"].unique()) == [1, 5, 10] and (alg2["L"] == 32).all()
     alg3 = pd.read_parquet(tmp_path / "tables" / "alg3.parquet")
-    assert set(alg3["e_form"]) == {"derived", "main_text"} and set(alg3["L"]) == {16, 32}
+    assert set(alg3["e_form"]) == {"derived", "main_text", "exact"} and set(alg3["L"]) == {16, 32}
     alg5 = pd.read_parquet(tmp_path / "tables" / "alg5.parquet")
     assert (alg5["jacobian_norm_max"] * alg5["T"] <= 0.5 + 1e-9).all()  # corrected Corollary 3
     claims = pd.read_parquet(tmp_path / "tables" / "claims.parquet")
-    assert len(claims) == 6 * sources
+    assert len(claims) == 7 * sources  # findings i–v, Corollary 3, Assumption 2
     assert set(claims["verdict"]) <= {"reproduced", "partly", "not reproduced"}
     meta = json.loads((tmp_path / "run.json").read_text())
     assert meta["text"]["sha256"] and meta["versions"]["torch"] == torch.__version__
@@ -269,7 +269,7 @@ def test_quick_reproduction_on_smollm2(tmp_path, book_path):
     res = _cli("--quick", "--text", str(book_path), "--out", str(tmp_path))
     assert res.exit_code == 0, res.output
     claims = pd.read_parquet(tmp_path / "tables" / "claims.parquet")
-    assert len(claims) == 6 * 2 and set(claims["x_source"]) == {"values", "hidden"}  # defaults
+    assert len(claims) == 7 * 2 and set(claims["x_source"]) == {"values", "hidden"}  # defaults
     # On every real head the corrected bound holds and the printed Corollary 3 does not.
     alg5 = pd.read_parquet(tmp_path / "tables" / "alg5.parquet")
     assert (alg5["jacobian_norm_max"] * alg5["T"] <= 0.5 + 1e-9).all()
@@ -288,8 +288,37 @@ def test_x_source_comparison_of_a_source_with_itself(tmp_path, tiny_dirs, book_p
     }
     both = {k: pd.concat([v, v.assign(x_source="copy")]) for k, v in tables.items()}
     cmp = x_source_comparison(both, ["values", "copy"]).set_index("quantity")
-    assert len(cmp) == 8
+    assert len(cmp) == 9
     pd.testing.assert_series_equal(cmp["values"], cmp["copy"], check_names=False)
     d_row = next(q for q in cmp.index if q.startswith("d̃ per head"))
     assert cmp.loc[d_row, "spearman"] == pytest.approx(1.0)
-    assert cmp["spearman"].iloc[:4].isna().all()  # whole-model numbers have no per-head pairs
+    assert cmp["spearman"].iloc[:5].isna().all()  # whole-model numbers have no per-head pairs
+
+
+@pytest.mark.parametrize("rows", [3, 64])
+def test_exact_e_stratified_over_bands_matches_enumeration(rows):
+    """E exact per (L, N): the band-stratified Monte Carlo mean over the first L rows agrees
+    with the exhaustive mean of Eq. 8 over those rows (the naive reference), within 4.5 of
+    its own SE, whether a few rows per band are sampled (rows = 3) or every row (64)."""
+    import importlib
+
+    from attnlimits.metrics import expected_distance_exact
+
+    compute = importlib.import_module("attnlimits.experiments.limitations.compute")
+    gen = torch.Generator().manual_seed(0)
+    q = 12
+    mask = torch.ones(q, q, dtype=torch.bool).tril().expand(2, q, q)
+    attn = torch.softmax((2 * torch.randn(2, q, q, generator=gen)).masked_fill(~mask, -1e9), -1)
+    x = torch.randn(2, q, 4, generator=gen)
+    plan = {6: {1, 2}, 12: {1, 2, 3}}
+    cfg = Config(lengths=(6, 12), n_alg1=1, ns_alg2=(1,), ns_alg3=(1,), mc_rows=rows,
+                 mc_samples=400)  # fmt: skip
+    got = compute._exact_means(attn.double(), x.double(), mask, plan, cfg, gen)
+    assert set(got) == {(6, 1), (6, 2), (12, 1), (12, 2), (12, 3)}
+    for (length, n), (mean, se) in got.items():
+        exact = expected_distance_exact(attn.double(), x.double(), n, mask=mask)[:, :length]
+        want = exact.nanmean(-1).numpy()
+        assert (abs(mean - want) <= 4.5 * se).all(), (length, n, mean, want, se)
+        assert (se > 0).all()
+        if rows >= q:  # every row sampled: only Monte Carlo noise is left
+            assert (se < 0.05 * want).all()

@@ -163,6 +163,11 @@ def test_min_pairwise_distance(gen):
     assert math.isnan(float(min_pairwise_distance(x[0], one)))
     dup = torch.cat([x[0], x[0, :1]])
     assert float(min_pairwise_distance(dup)) == 0.0
+    # distinct=True: the repeated vector is left out, δ is that of the distinct ones
+    assert float(min_pairwise_distance(dup, distinct=True)) == pytest.approx(
+        _naive_delta(x[0], [True] * 7)
+    )
+    assert math.isnan(float(min_pairwise_distance(torch.stack([x[0, 0]] * 3), distinct=True)))
 
 
 def test_invalid_rows_excluded_and_counted(gen):

@@ -112,7 +112,7 @@ def spread_windows(
 ) -> SpreadWindows:
     """``n_windows`` windows of ``L`` tokens spread evenly over the text, deterministically.
 
-    Window ``i`` starts at the first line break after character ``(2i + 1)/(2 n) · len(text)``
+    Window ``i`` starts at the first non-blank line after character ``(2i + 1)/(2 n) · len(text)``
     (the middle of the i-th of n equal parts, so the first window is not the book's title page)
     and holds the first ``L`` tokens of the text from there, tokenised without special tokens.
     Windows may not overlap: a text too short for that raises the one-line ``ValueError`` of
@@ -124,14 +124,15 @@ def spread_windows(
     starts = []
     for i in range(n_windows):
         mid = int((2 * i + 1) * part / 2)
-        nl = text.find("\n", mid)
-        starts.append(nl + 1 if 0 <= nl < len(text) - 1 and nl < mid + part / 2 else mid)
+        line = re.compile(r"\n\s*(\S)").search(text, mid, int(mid + part / 2))
+        starts.append(line.start(1) if line else mid)
     rows: list[list[int]] = []
     for i, start in enumerate(starts):
         end = starts[i + 1] if i + 1 < n_windows else len(text)
         try:
             rows.append(token_windows(tokenizer, text[start:end], L, 1, source=source)[0].tolist())
         except ValueError:
+            check_windows(len(encode(tokenizer, text)), L, n_windows, source)
             raise ValueError(
                 f"{source} is too short for {n_windows} windows of {L} tokens spread over it "
                 f"(window {i + 1} has fewer than {L} tokens before the next one starts; give a "

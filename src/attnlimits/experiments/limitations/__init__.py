@@ -6,10 +6,11 @@ tables). Run it with ``attnlimits reproduce limitations`` or
 ``skeleton.run(EXPERIMENT, Config(), out)``.
 """
 
-from attnlimits.experiments.limitations.claims import claims, sections, x_source_comparison
+from attnlimits.experiments.limitations.claims import claims
 from attnlimits.experiments.limitations.compute import compute, compute_layer, critical_n_table
 from attnlimits.experiments.limitations.config import E_FORMS, Config, LimitationsConfig
 from attnlimits.experiments.limitations.figures import figures
+from attnlimits.experiments.limitations.sections import sections, x_source_comparison
 from attnlimits.experiments.skeleton import Experiment
 
 __all__ = [

@@ -17,9 +17,9 @@ import pandas as pd
 import torch
 
 from attnlimits import theory
-from attnlimits.experiments.report import markdown_table, verdict
+from attnlimits.experiments.report import verdict
 
-__all__ = ["claims", "sections", "x_source_comparison"]
+__all__ = ["claims", "claims_for"]
 
 Claim = dict[str, str]
 
@@ -32,7 +32,7 @@ def _loglog_slope(x: pd.Series | np.ndarray, y: pd.Series | np.ndarray) -> float
     return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
 
 
-def _fmt(df: pd.DataFrame) -> pd.DataFrame:
+def fmt(df: pd.DataFrame) -> pd.DataFrame:
     """Numbers to 3 significant digits (integers as integers) for the Markdown tables."""
 
     def one(v: object) -> object:
@@ -47,15 +47,29 @@ def _per_head(df: pd.DataFrame, by: str, cols: list[str]) -> pd.DataFrame:
     return df.groupby([by, "layer", "head"])[cols].mean().reset_index()
 
 
-def _slopes_in_l(alg1: pd.DataFrame) -> tuple[float, float, pd.DataFrame]:
-    """Log-log slopes of mean d̃ and mean E against L (per-head means first), and those means."""
-    ph = _per_head(alg1, "L", ["distance", "expectation", "bound"])
-    mean = ph.groupby("L")[["distance", "expectation", "bound"]].mean()
+E_COLS = {  # grid column -> the report's name of that form of E
+    "expectation_exact": "exact",
+    "expectation": "derived",
+    "expectation_main_text": "printed",
+    "expectation_rms": "rms",
+}
+
+
+def e_cols(df: pd.DataFrame) -> list[str]:
+    """The forms of E a table holds, the one verdicts rest on first (exact, else derived)."""
+    return [c for c in E_COLS if c in df and df[c].notna().any()]
+
+
+def slopes_in_l(alg1: pd.DataFrame) -> tuple[float, dict[str, float], pd.DataFrame]:
+    """Log-log slopes of mean d̃ and of mean E (each form) against L (per-head means first)."""
+    cols = ["distance", "bound", *e_cols(alg1)]
+    ph = _per_head(alg1, "L", cols)
+    mean = ph.groupby("L")[cols].mean()
     slope_d = _loglog_slope(mean.index, mean["distance"])
-    return slope_d, _loglog_slope(mean.index, mean["expectation"]), ph
+    return slope_d, {c: _loglog_slope(mean.index, mean[c]) for c in e_cols(alg1)}, ph
 
 
-def _plateau(alg2: pd.DataFrame) -> tuple[float, int, int, pd.DataFrame]:
+def plateau_change(alg2: pd.DataFrame) -> tuple[float, int, int, pd.DataFrame]:
     """Relative change of mean d̃ from N = 20 (else the middle N) to the largest N, the two N,
     and the per-N means of d̃ and the bound."""
     mean = _per_head(alg2, "N", ["distance", "bound"]).groupby("N")[["distance", "bound"]].mean()
@@ -67,22 +81,29 @@ def _plateau(alg2: pd.DataFrame) -> tuple[float, int, int, pd.DataFrame]:
 
 
 def claim_i(alg1: pd.DataFrame) -> Claim:
-    slope_d, slope_e, ph = _slopes_in_l(alg1)
+    """Judged on E exact (the quantity Theorem 1.2 approximates) where the run has it."""
+    slope_d, slopes_e, ph = slopes_in_l(alg1)
     safe = float((ph["bound"] >= ph["distance"] * (1 - 1e-6)).mean())
     loose = float((ph["bound"] / ph["distance"]).median())
-    linear = all(0.7 <= s <= 1.3 for s in (slope_d, slope_e))
+    cols = list(slopes_e)
+    main = cols[0]
+    linear = all(0.7 <= s <= 1.3 for s in (slope_d, slopes_e[main]))
+    top = int(ph["L"].max())
+    at_top = ph[ph["L"] == top][["distance", *cols]].mean()
+    forms = ", ".join(f"{E_COLS[c]} {slopes_e[c]:.2f}" for c in cols)
+    ratios = ", ".join(f"{E_COLS[c]} {at_top[c] / at_top['distance']:.3g}" for c in cols)
     return {
         "claim": "(i) N = 5: d̃ and E grow roughly linearly in L; the bound is safe but loose",
         "paper": "linear growth in L; bound above d̃",
-        "measured": f"log-log slope of d̃ vs L {slope_d:.2f}, of E {slope_e:.2f}; bound ≥ d̃ in "
-        f"{safe:.1%} of heads; median bound / d̃ = {loose:.1f}",
-        "rule": "slopes in [0.7, 1.3] and bound ≥ d̃ in every head",
+        "measured": f"log-log slope of d̃ vs L {slope_d:.2f}; of E: {forms}; E / d̃ at L = {top}: "
+        f"{ratios}; bound ≥ d̃ in {safe:.1%} of heads; median bound / d̃ = {loose:.1f}",
+        "rule": f"slopes of d̃ and of E {E_COLS[main]} in [0.7, 1.3] and bound ≥ d̃ in every head",
         "verdict": verdict([linear, safe == 1.0]),
     }
 
 
 def claim_ii(alg2: pd.DataFrame) -> Claim:
-    change, plateau_from, n_hi, mean = _plateau(alg2)
+    change, plateau_from, n_hi, mean = plateau_change(alg2)
     ns = mean.index.to_numpy()
     ratio = mean["bound"] / mean["distance"]
     tightens = bool(ratio.iloc[-1] < ratio.iloc[0])
@@ -97,21 +118,25 @@ def claim_ii(alg2: pd.DataFrame) -> Claim:
 
 
 def claim_iii(alg3: pd.DataFrame) -> Claim:
-    """Judged with the derived E (the theorem's); the printed form's critical N is listed too."""
+    """Judged with E exact where the run has it (else derived); the other forms are listed."""
     claim = "(iii) the critical N grows sub-linearly, about 0.06·L"
     paper = "critical N ≈ 0.06·L"
-    rule = "a critical N at the largest L, with critical N / L in [0.03, 0.12], and slope < 1"
+    forms = set(alg3["e_form"])
+    main = "exact" if "exact" in forms else "derived"
+    rule = (
+        f"with E {_label(main)}: a critical N at the largest L, critical N / L in [0.03, 0.12], "
+        "and log-log slope < 1"
+    )
 
     def listed(form: str) -> str:
         sub = alg3[alg3["e_form"] == form].sort_values("L")
         return ", ".join(f"L={int(r.L)}: {int(r.critical_n)}" for r in sub.itertuples())
 
-    forms = set(alg3["e_form"])
-    others = "; ".join(f"with E {f}: {listed(f)}" for f in sorted(forms - {"derived"}))
-    derived = alg3[alg3["e_form"] == "derived"].sort_values("L")
-    found = derived[derived["critical_n"] > 0]
-    measured = f"with E derived: {listed('derived')}" + (f"; {others}" if others else "")
-    if found.empty or int(found.iloc[-1]["L"]) != int(derived["L"].max()):
+    order = [main, *sorted(forms - {main})]
+    measured = "; ".join(f"with E {_label(f)}: {listed(f)}" for f in order)
+    rows = alg3[alg3["e_form"] == main].sort_values("L")
+    found = rows[rows["critical_n"] > 0]
+    if found.empty or int(found.iloc[-1]["L"]) != int(rows["L"].max()):
         return {
             "claim": claim,
             "paper": paper,
@@ -125,15 +150,42 @@ def claim_iii(alg3: pd.DataFrame) -> Claim:
     return {
         "claim": claim,
         "paper": paper,
-        "measured": f"{measured}; critical N / L at L = {int(last['L'])} is {frac:.3f}; "
-        f"log-log slope {slope:.2f}",
+        "measured": f"{measured}; with E {_label(main)}, critical N / L at L = {int(last['L'])} "
+        f"is {frac:.3f}, log-log slope {slope:.2f}",
         "rule": rule,
         "verdict": verdict([0.03 <= frac <= 0.12, bool(slope < 1)]),
     }
 
 
+def _label(form: str) -> str:
+    return {"main_text": "printed"}.get(form, form)
+
+
+def claim_assumption2(alg4: pd.DataFrame) -> Claim:
+    """Theorem 2 assumes δ = min_{i≠j}||x_i − x_j|| > 0 (Assumption 2); repeated tokens break it
+    where identical tokens give identical vectors (layer 0's values, hidden states)."""
+    per_layer = alg4.groupby("layer")["assumption2"].all()
+    failed = [int(v) for v in per_layer.index[~per_layer.to_numpy()]]
+    delta = alg4.groupby("layer")["delta"].min()
+    return {
+        "claim": "Assumption 2: distinct keys have δ > 0 (Theorem 2's bounds need it)",
+        "paper": "assumed",
+        "measured": f"δ = 0 (repeated vectors) in {len(failed)} of {len(per_layer)} layers"
+        + (f": layers {failed}" if failed else "")
+        + f"; δ over distinct vectors, smallest per layer: {float(delta.min()):.3g} to "
+        f"{float(delta.max()):.3g}; Fig. 3 draws the bounds only where δ > 0",
+        "rule": "δ > 0 in every layer",
+        "verdict": "reproduced"
+        if not failed
+        else ("partly" if len(failed) < len(per_layer) else "not reproduced"),
+    }
+
+
 def claim_iv(alg4: pd.DataFrame) -> Claim:
     ph = _per_head(alg4, "N", ["ratio", "lower", "upper"])
+    if "assumption2" in alg4:  # the bounds only where Theorem 2's Assumption 2 holds
+        holds = alg4.groupby(["N", "layer", "head"])["assumption2"].all().to_numpy()
+        ph.loc[~holds, ["lower", "upper"]] = np.nan
     med = ph.groupby("N")["ratio"].median()
     tail = med[med.index >= 16]
     if tail.empty:
@@ -199,79 +251,48 @@ def claim_corollary3(alg5: pd.DataFrame) -> Claim:
     }
 
 
+_SHORT = {"reproduced": "R", "partly": "P", "not reproduced": "N"}
+
+
+def _judged_over_windows(fn: Any, df: pd.DataFrame, windows: pd.Series | None = None) -> Claim:
+    """``fn`` on the windows pooled (the numbers shown), and its verdict in each window alone:
+    reproduced only if reproduced in every window, not reproduced only if in none."""
+    windows = df["window"] if windows is None and "window" in df else windows
+    pooled_rows = df if windows is None else df[windows < 0] if (windows < 0).any() else df
+    out = dict(fn(pooled_rows))
+    if windows is None or windows[windows >= 0].nunique() < 2:
+        return out
+    per = [fn(df[windows == w])["verdict"] for w in sorted(windows[windows >= 0].unique())]
+    out["measured"] += "; verdict per window: " + " ".join(_SHORT.get(v, "?") for v in per)
+    out["rule"] += f"; judged in each of the {len(per)} windows"
+    if all(v == "reproduced" for v in per) and out["verdict"] == "reproduced":
+        out["verdict"] = "reproduced"
+    elif all(v == "not reproduced" for v in per) and out["verdict"] == "not reproduced":
+        out["verdict"] = "not reproduced"
+    else:
+        out["verdict"] = "partly"
+    return out
+
+
 def claims_for(results: Mapping[str, pd.DataFrame], x_source: str) -> pd.DataFrame:
-    """The claims table for one x source (Alg. 5 does not depend on x)."""
+    """The claims table for one x source (Alg. 5 does not depend on x), judged on the spread
+    over windows."""
 
     def pick(name: str) -> pd.DataFrame:
         df = results[name]
         return df[df["x_source"] == x_source] if "x_source" in df else df
 
     rows = [
-        claim_i(pick("alg1")),
-        claim_ii(pick("alg2")),
-        claim_iii(pick("alg3")),
-        claim_iv(pick("alg4")),
-        claim_v(results["alg5"]),
-        claim_corollary3(results["alg5"]),
+        _judged_over_windows(claim_i, pick("alg1")),
+        _judged_over_windows(claim_ii, pick("alg2")),
+        _judged_over_windows(claim_iii, pick("alg3")),
+        _judged_over_windows(claim_iv, pick("alg4")),
+        _judged_over_windows(claim_v, results["alg5"]),
+        _judged_over_windows(claim_corollary3, results["alg5"]),
     ]
+    if "assumption2" in results["alg4"]:
+        rows.append(claim_assumption2(pick("alg4")))
     return pd.DataFrame(rows).assign(x_source=x_source)
-
-
-def x_source_comparison(results: Mapping[str, pd.DataFrame], sources: list[str]) -> pd.DataFrame:
-    """Headline numbers per x source, and how alike the per-head values are across sources.
-
-    One row per quantity; a column per x source, then ``spearman``: the rank correlation over
-    heads between the first two sources (the same (layer, head) in each), where it applies.
-    """
-    from scipy.stats import spearmanr
-
-    alg1, alg2, alg3, alg4 = (results[k] for k in ("alg1", "alg2", "alg3", "alg4"))
-    top = int(alg2["L"].max())
-    n4 = sorted(alg4["N"].unique())
-    n_mid = 16 if 16 in n4 else n4[len(n4) // 2]
-
-    def heads(df: pd.DataFrame, source: str, col: str, **where: int) -> pd.Series:
-        sub = df[df["x_source"] == source]
-        for k, v in where.items():
-            sub = sub[sub[k] == v]
-        return sub.groupby(["layer", "head"])[col].mean()
-
-    def crit(source: str, form: str) -> float:
-        sub = alg3[(alg3["x_source"] == source) & (alg3["e_form"] == form) & (alg3["L"] == top)]
-        return float(sub["critical_n"].iloc[0]) if len(sub) else math.nan
-
-    def slope(source: str) -> float:
-        return _slopes_in_l(alg1[alg1["x_source"] == source])[0]
-
-    def plateau(source: str) -> float:
-        return 100 * _plateau(alg2[alg2["x_source"] == source])[0]
-
-    _, n_from, n_hi, _ = _plateau(alg2[alg2["x_source"] == sources[0]])
-
-    alg1 = alg1.assign(ratio_bound=alg1["bound"] / alg1["distance"])
-    per_head = {
-        f"d̃ per head (L = {top}, N = 5)": (alg1, "distance", {"L": top}),
-        f"bound / d̃ per head (L = {top}, N = 5)": (alg1, "ratio_bound", {"L": top}),
-        f"N_s/N per head (N = {n_mid})": (alg4, "ratio", {"N": n_mid}),
-        f"N_s/N per head (N = {n4[-1]})": (alg4, "ratio", {"N": int(n4[-1])}),
-    }
-    rows: list[dict[str, object]] = []
-    scalars = {
-        "log-log slope of d̃ vs L (N = 5)": slope,
-        f"change of d̃ from N = {n_from} to N = {n_hi} at L = {top} (%)": plateau,
-        f"critical N at L = {top}, derived E (−1: none)": lambda s: crit(s, "derived"),
-        f"critical N at L = {top}, printed E (−1: none)": lambda s: crit(s, "main_text"),
-    }
-    for name, fn in scalars.items():
-        rows.append({"quantity": name, **{s: fn(s) for s in sources}, "spearman": math.nan})
-    for name, (df, col, where) in per_head.items():
-        vals = {s: heads(df, s, col, **where) for s in sources}
-        a, b = vals[sources[0]], vals[sources[1]]
-        joined = pd.concat([a, b], axis=1, join="inner").dropna()
-        rho = float(spearmanr(joined.iloc[:, 0], joined.iloc[:, 1]).statistic)
-        medians = {s: float(v.median()) for s, v in vals.items()}
-        rows.append({"quantity": name + ", median", **medians, "spearman": rho})
-    return pd.DataFrame(rows)
 
 
 def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.DataFrame:
@@ -279,40 +300,3 @@ def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.Da
     sources = meta["params"]["x_sources"]
     table = pd.concat([claims_for(tables, s) for s in sources], ignore_index=True)
     return table[["x_source", "claim", "paper", "measured", "rule", "verdict"]]
-
-
-def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> list[str]:
-    """What was run, and how much the choice of x_i matters (Markdown lines)."""
-    params, info = meta["params"], meta.get("model", {})
-    sources = list(params["x_sources"])
-    lines = [
-        "## Set-up",
-        "",
-        f"Model **{params['model']}** ({info.get('n_layers')} layers × {info.get('n_heads')} "
-        f"heads, {'causal' if info.get('causal') else 'bidirectional'}), text sha256 "
-        f"`{meta.get('text', {}).get('sha256', '?')[:16]}…`, {params['windows']} window(s) of "
-        f"{max(params['lengths'])} tokens. Figures use x_i = **{sources[0]}**; the claims are "
-        f"judged for each x source ({', '.join(sources)}).",
-        "",
-    ]
-    if len(sources) < 2:
-        return lines
-    table = claims(tables, meta)
-    pivot = table.pivot(index="claim", columns="x_source", values="verdict")
-    same = int((pivot.nunique(axis=1) == 1).sum())
-    return [
-        *lines,
-        "## How much the choice of x_i matters",
-        "",
-        f"{same} of {len(pivot)} verdicts agree across x sources "
-        f"({', '.join(sources)}). Alg. 5 and Corollary 3 use logits only.",
-        "",
-        markdown_table(pivot.reset_index()),
-        "",
-        "The numbers behind the verdicts, per x source; `spearman` is the rank correlation "
-        f"over heads between {sources[0]} and {sources[1]} (1: the same heads "
-        "stand out whichever vectors play x_i).",
-        "",
-        markdown_table(_fmt(x_source_comparison(tables, sources))),
-        "",
-    ]

@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 
 from attnlimits.capture import LayerCapture, capture, load_model
 from attnlimits.corpus import load_text, spread_windows, text_sha256, token_windows
-from attnlimits.experiments.limitations.config import E_FORMS, Config, XSource
+from attnlimits.experiments.limitations.config import E_COLUMNS, E_FORMS, Config, XSource
 from attnlimits.experiments.store import ResultStore
 from attnlimits.metrics import (
     critical_n,
@@ -262,7 +262,7 @@ def critical_n_table(
     against each form of E in the grid (column ``e_form``); ``derived`` is the headline.
     Returns (one row per L and form, one row per L, form and N).
     """
-    e_cols = [c for c in E_FORMS if c in grid]
+    e_cols = [c for c in E_COLUMNS if c in grid and grid[c].notna().any()]
     per_head = grid.groupby(["L", "N", "layer", "head"])[["distance", *e_cols]].mean()
     summary, tests = [], []
     for (length, col), sub in (
@@ -273,7 +273,7 @@ def critical_n_table(
         d = np.stack([sub.xs(n, level="N")["distance"].to_numpy() for n in n_values])
         e = np.stack([sub.xs(n, level="N")[col].to_numpy() for n in n_values])
         res = critical_n(n_values, d, e, alpha=alpha)
-        form = E_FORMS[col]
+        form = E_COLUMNS[col]
         crit = res.critical_n
         summary.append(
             {
@@ -371,13 +371,20 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         "alg4": pd.concat(tables["alg4"], ignore_index=True),
         "alg5": pd.concat(tables["alg5"], ignore_index=True),
     }
-    with store.timed("critical_n"):
+    with store.timed("critical_n"):  # windows pooled (window −1), then each window alone
         alg3 = {
-            s: critical_n_table(g, cfg.ns_alg3, cfg.ks_alpha) for s, g in grid.groupby("x_source")
+            (s, -1): critical_n_table(g, cfg.ns_alg3, cfg.ks_alpha)
+            for s, g in grid.groupby("x_source")
         }
+        if cfg.windows > 1:
+            alg3 |= {
+                (s, int(w)): critical_n_table(g, cfg.ns_alg3, cfg.ks_alpha)
+                for (s, w), g in grid.groupby(["x_source", "window"])
+            }
         for i, name in enumerate(("alg3", "alg3_tests")):
             results[name] = pd.concat(
-                [t[i].assign(x_source=s) for s, t in alg3.items()], ignore_index=True
+                [t[i].assign(x_source=s, window=w) for (s, w), t in alg3.items()],
+                ignore_index=True,
             )
     for df in results.values():
         df.insert(0, "model", cfg.model)

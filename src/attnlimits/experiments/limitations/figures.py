@@ -112,8 +112,9 @@ def fig2c(alg3: pd.DataFrame, meta: Mapping[str, Any] | None = None, x_source: s
     on_axis = blended_transform_factory(ax.transData, ax.transAxes)
     windows = alg3["window"] if "window" in alg3 else pd.Series(-1, index=alg3.index)
     pooled, single = alg3[windows < 0], alg3[windows >= 0]
+    colors = {"exact": "C1", "derived": "C2", "main_text": "C4", "rms": "C5"}
     for i, (form, sub) in enumerate(pooled.groupby("e_form")):
-        color, label = f"C{i}", _FORM_LABEL.get(str(form), str(form))
+        color, label = colors.get(str(form), "C0"), _FORM_LABEL.get(str(form), str(form))
         sub = sub.sort_values("L")
         found = sub[sub["critical_n"] > 0]
         ax.plot(found["L"], found["critical_n"], "o-", color=color, label=f"E {label}, pooled")
@@ -169,22 +170,22 @@ def fig3(alg4: pd.DataFrame, meta: Mapping[str, Any] | None = None, x_source: st
     data = [per_head.loc[per_head["N"] == n, "ratio"].to_numpy() for n in ns]
     ax.boxplot(data, positions=pos, widths=0.5, showfliers=True, flierprops={"ms": 2})
     upper = ok.groupby("N")["upper"].max().reindex(ns)
+    vacuous = upper >= 0.99
     ax.plot(
-        pos,
-        upper.clip(upper=1.08),
+        pos[~vacuous.to_numpy()],
+        upper[~vacuous].to_numpy(),
         "v-",
         color="C3",
         label=f"upper bound (Eq. 11), max over {n_ok} heads with δ > 0",
     )
-    vacuous = upper >= 1
     if vacuous.any():
         ax.plot(
             pos[vacuous.to_numpy()],
-            np.full(int(vacuous.sum()), 1.08),
+            upper[vacuous].clip(upper=1.08).to_numpy(),
             "v",
             color="C3",
             mfc="w",
-            label="upper bound ≥ 1 (vacuous), drawn at 1.08",
+            label="upper bound ≥ 0.99: says nothing at this N",
         )
     ax.set_ylabel(
         "$N_s / N$ per head (box: quartiles,\nwhiskers 1.5 IQR, dots: outliers)", fontsize=8
@@ -204,7 +205,6 @@ def fig3(alg4: pd.DataFrame, meta: Mapping[str, Any] | None = None, x_source: st
         pos, lower["min"], lower["max"], color="C2", alpha=0.2, label="min–max over heads"
     )
     low.axhline(0, color="k", lw=0.5)
-    low.set_yscale("symlog")
     low.set_ylabel("lower bound on $N_s/N$", fontsize=8)
     low.set_xticks(pos, [str(n) for n in ns])
     low.set_xlabel("selected tokens N")
