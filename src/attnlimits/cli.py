@@ -61,12 +61,21 @@ def _config(config_type: Any, quick: bool, options: dict[str, Any], flags: dict[
     """
     given = {k: v for k, v in options.items() if v is not None}
     try:
+        if hasattr(config_type, "preset"):  # presets first, then the user's values
+            return config_type.preset(quick=quick, **given)
         return config_type.quick(**given) if quick else config_type(**given)
     except (ValueError, TypeError) as err:
         message = str(err)
         for field, flag in flags.items():
             message = re.sub(rf"\b{field}\b", flag, message)
         _fail(message)
+
+
+def skeleton_config(name: str) -> Any:
+    """The Config class of the experiment ``name``."""
+    from attnlimits.experiments import skeleton
+
+    return skeleton.get(name).config
 
 
 def _run(
@@ -77,13 +86,15 @@ def _run(
     out: Path,
     fresh: bool,
     flags: dict[str, str] | None = None,
+    config: Any = None,
 ) -> None:
     """Config, device check, then the skeleton's runner, with one-line errors and Ctrl-C."""
     from attnlimits.experiments import skeleton
 
     experiment = skeleton.get(name)
     names = {k: "--" + k.replace("_", "-") for k in options} | (flags or {})
-    config = _config(experiment.config, quick, options, names)
+    if config is None:
+        config = _config(experiment.config, quick, options, names)
     device = getattr(config, "device", None)
     if device is not None:
         from attnlimits.capture import check_device
@@ -121,9 +132,21 @@ Fresh = Annotated[
 ]
 
 
+Models = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--model",
+        help="Named model (smollm2-135m, gpt2, minilm-l6), hub id, or local folder; repeat it "
+        "for several models side by side (default: smollm2-135m and minilm-l6).",
+    ),
+]
+#: The models ``reproduce limitations`` runs when none is given (issue 12: both real models).
+LIMITATIONS_MODELS = ("smollm2-135m", "minilm-l6")
+
+
 @reproduce.command("limitations")
 def reproduce_limitations(
-    model: Model = None,
+    model: Models = None,
     text: Text = None,
     out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results/limitations"),
     device: Device = None,
@@ -151,9 +174,14 @@ def reproduce_limitations(
         str | None, typer.Option(help="Temperatures T of Alg. 5, e.g. 0.01,0.1,1.")
     ] = None,
 ) -> None:
-    """Mudarisov et al. (2025): Algorithms 1–5, Figures 2a–c, 3, 4, and a claims report."""
+    """Mudarisov et al. (2025): Algorithms 1–5, Figures 2a–c, 3, 4, and a claims report.
+
+    With several models (the default: SmolLM2-135M and MiniLM-L6) each runs into its own
+    folder under --out, and --out/report.md puts their claims side by side.
+    """
+    models = list(dict.fromkeys(model or LIMITATIONS_MODELS))
     options = {
-        "model": model,
+        "model": models[0],
         "text": text,
         "device": device,
         "windows": windows,
@@ -165,7 +193,20 @@ def reproduce_limitations(
         "temperatures": _numbers(temperatures, float, "temperatures"),
     }
     flags = {"n_alg1": "--n", "x_sources": "--x-source"}
-    _run("limitations", options, quick=quick, out=out, fresh=fresh, flags=flags)
+    if len(models) == 1:
+        _run("limitations", options, quick=quick, out=out, fresh=fresh, flags=flags)
+        return
+    from attnlimits.experiments.limitations.side_by_side import model_folder, write_side_by_side
+
+    names = {"model": "--model"} | {k: "--" + k.replace("_", "-") for k in options} | flags
+    configs = {m: _config(skeleton_config("limitations"), quick, options | {"model": m}, names)
+               for m in models}  # fmt: skip  # every model's settings checked before any work
+    runs = {m: out / model_folder(m) for m in models}
+    for m in models:
+        typer.echo(f"{m}: {runs[m]}")
+        _run("limitations", options | {"model": m}, quick=quick, out=runs[m], fresh=fresh,
+             flags=flags, config=configs[m])  # fmt: skip
+    typer.echo(f"report: {write_side_by_side(out, runs)}")
 
 
 @reproduce.command("softmax-not-enough")
