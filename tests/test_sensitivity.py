@@ -239,15 +239,3 @@ def test_perturbation_and_jacobian_bad_inputs():
         normalizer_jacobian(torch.tensor([1.0, 0.0]), torch.ones(2))
     with pytest.raises(ValueError):
         normalizer_jacobian(torch.tensor([1.0, math.nan]), torch.ones(2))
-
-
-# --- errata scripts ----------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("name", ["corollary3", "lemma2"])
-def test_errata_scripts_print_their_verdicts(name, capsys):
-    import importlib
-
-    importlib.import_module(f"attnlimits.errata.{name}").main()
-    out = capsys.readouterr().out
-    assert "printed FAILS" in out and "Verdict" in out

@@ -1,0 +1,673 @@
+"""Every errata script (``python -m attnlimits.errata NAME``): the numbers its ``main()`` prints.
+
+Each test runs the script's ``main()`` once, parses the printed table and compares every printed
+number with an independent computation written here: numpy instead of torch, direct vectors
+instead of Gram tricks, enumeration of subsets instead of closed-form variances, autograd
+instead of the Jacobian formula. The inputs come from the script's own seeded ``cases()`` /
+``inputs()``, so the comparison is row for row. Tolerances are the printed precision.
+
+The numpy side avoids BLAS calls (einsum, not matmul; SVDs through torch): OpenBLAS threads
+that spin after each call slow the torch work of the next test threefold on a busy machine.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import math
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from attnlimits.errata import __main__ as errata_cli
+from attnlimits.errata import (
+    corollary3,
+    lemma2,
+    swap_example,
+    theorem1_bound,
+    theorem1_expectation,
+    theorem1_jensen_gap,
+    theorem1_large_context,
+    theorem1_probability,
+    theorem2_bounds,
+)
+from conftest import REPO
+
+SCRIPTS = {
+    "corollary3",
+    "lemma2",
+    "swap_example",
+    "theorem1_bound",
+    "theorem1_expectation",
+    "theorem1_jensen_gap",
+    "theorem1_large_context",
+    "theorem1_probability",
+    "theorem2_bounds",
+}
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?%?")
+
+
+def nums(text: str) -> list[float]:
+    """Every number in ``text``; a trailing % divides by 100."""
+    out = []
+    for tok in NUMBER.findall(text):
+        out.append(float(tok[:-1]) / 100 if tok.endswith("%") else float(tok))
+    return out
+
+
+def lines_matching(out: str, pattern: str) -> list[str]:
+    return [line for line in out.splitlines() if re.match(pattern, line)]
+
+
+def lower_median(v: np.ndarray) -> float:
+    """torch.median's convention: the lower of the two middle values."""
+    return float(np.sort(v)[(v.size - 1) // 2])
+
+
+def softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(-1, keepdims=True)
+
+
+def close(printed: float, value: float, decimals: int) -> bool:
+    """``printed`` is ``value`` rounded to ``decimals`` places (with a hair of slack)."""
+    return abs(printed - value) <= 0.5 * 10**-decimals + 1e-9
+
+
+def close_sig(printed: float, value: float, digits: int) -> bool:
+    """``printed`` is ``value`` to ``digits`` significant digits (format ``.{digits}g``)."""
+    return float(f"{value:.{digits}g}") == pytest.approx(printed, rel=1e-12, abs=1e-300)
+
+
+# --- the command and the doc ----------------------------------------------------------------
+
+
+def test_listing_names_every_script_and_the_doc_gives_each_command(capsys):
+    assert errata_cli.main([]) == 0
+    listed = set(capsys.readouterr().out.split()[2:])
+    assert listed == SCRIPTS
+    doc = (REPO / "docs" / "errata.md").read_text(encoding="utf-8")
+    for name in SCRIPTS:
+        assert f"python -m attnlimits.errata {name}`" in doc
+        module_doc = importlib.import_module(f"attnlimits.errata.{name}").__doc__ or ""
+        assert "Paper A" in module_doc and f"python -m attnlimits.errata {name}" in module_doc
+    assert errata_cli.main(["no_such_erratum"]) == 2
+    assert "unknown erratum" in capsys.readouterr().err
+
+
+# --- Theorem 1.2, appendix Eq. 21 -----------------------------------------------------------
+
+
+def test_theorem1_probability_counts(capsys):
+    theorem1_probability.main()
+    out = capsys.readouterr().out
+    rows = [nums(line) for line in lines_matching(out, r"^\s*\d+\s+\d+\s+\d")]
+    shown = {(L, n) for L in (4, 12) for n in range(1, L)} | {(6, 3)}
+    assert {(int(r[0]), int(r[1])) for r in rows} == shown
+    for length, n, counted, derived, appendix in rows:
+        L, k = int(length), int(n)
+        missing = sum(0 not in s for s in itertools.combinations(range(L), k))
+        assert close(counted, missing / math.comb(L, k), 4)
+        assert close(derived, (L - k) / L, 4)
+        assert close(appendix, (L - k) / k, 4)
+    pairs = [(L, k) for L in range(2, 13) for k in range(1, L)]
+    worst_app = max(abs((L - k) / L - (L - k) / k) for L, k in pairs)
+    (line,) = lines_matching(out, r"max \|count − \(L−N\)/L\|")
+    assert nums(line)[-2:] == [0.0, len(pairs)] == [0.0, 66]
+    (line,) = lines_matching(out, r"max \|count − \(L−N\)/N\|")
+    assert nums(line.split("=")[1])[0] == float(f"{worst_app:.3g}") == 10.1
+
+
+# --- Theorem 1.1 -----------------------------------------------------------------------------
+
+
+def naive_fixed_selection(logits: np.ndarray, x: np.ndarray, n: int, causal: bool):
+    """(valid, d̃, bound) per row from the vectors: top-N set, s, d_1 by pairwise distances."""
+    heads, k, _ = logits.shape
+    keep = np.tril(np.ones((k, k), bool)) if causal else np.ones((k, k), bool)
+    alpha = softmax(np.where(keep, logits, -np.inf))
+    length = keep.sum(-1)  # [Q]
+    top = np.argsort(-alpha, axis=-1, kind="stable")[..., :n]  # [H, Q, N]
+    sel = np.zeros_like(keep, shape=alpha.shape)
+    np.put_along_axis(sel, top, True, axis=-1)
+    outside = keep & ~sel
+    y = alpha[..., None] * x[:, None, :, :]  # α_i x_i, [H, Q, K, d]
+    s = (y * sel[..., None]).sum(-2)
+    d_tilde = (np.linalg.norm(y - s[:, :, None, :], axis=-1) * outside).sum(-1)
+    pair = np.linalg.norm(x[:, :, None, :] - x[:, None, :, :], axis=-1)  # [H, K, K]
+    from_sel = pair[np.arange(heads)[:, None, None], top]  # [H, Q, N, K]: ||x_j − x_i||, j ∈ I_N
+    d1 = np.where(outside[:, :, None, :], from_sel, -np.inf).max((-2, -1))
+    d1[np.isinf(d1)] = np.nan  # no key outside I_N: an invalid row
+    mass = (alpha * sel).sum(-1)
+    max_norm = np.linalg.norm(x, axis=-1)[np.arange(heads)[:, None, None], top].max(-1)
+    bound = (1 - mass) * d1 + max_norm * (mass * (length - n) - (1 - mass))
+    return np.broadcast_to(length >= n + 1, mass.shape), d_tilde, bound
+
+
+def test_theorem1_bound_rows(capsys):
+    theorem1_bound.main()
+    out = capsys.readouterr().out
+    printed = lines_matching(out, r"^\s*\d\.\d\s+\d+\s+\d+\s+(none|causal)")
+    cases = [
+        (c, k, n, mask, logits.numpy(), x.numpy())
+        for c, k, n, logits, x in theorem1_bound.cases()
+        for mask in ("none", "causal")
+    ]
+    assert len(printed) == len(cases) == 36
+    total = 0
+    for line, (c, k, n, mask, logits, x) in zip(printed, cases, strict=True):
+        assert line.split()[3] == mask
+        pc, pk, pn, rows, viol, slack, ratio = nums(line)
+        assert (pc, pk, pn) == (c, k, n)
+        valid, d_tilde, bound = naive_fixed_selection(logits, x, n, mask == "causal")
+        gap = (bound - d_tilde)[valid]
+        assert rows == valid.sum()
+        assert viol == int((gap < -1e-9 * bound[valid]).sum()) == 0
+        assert close(slack, gap.min(), 3)
+        assert close(ratio, lower_median((d_tilde / bound)[valid]), 3)
+        total += int(valid.sum())
+    (line,) = lines_matching(out, "valid rows")
+    assert nums(line) == [total, 0] == [8952, 0]
+    # L = 2, N = 1, α = (0.1, 0.9), I = {0}, x_0 = x_1 = 1: d̃ = |0.9 − 0.1|, d_1 = 0
+    (line,) = lines_matching(out, "arbitrary I_N")
+    d_tilde, bound = nums(line.split(":")[1])[-2:]
+    assert (d_tilde, bound) == (0.8, round(0.9 * 0 + 1 * (0.1 * 1 - 0.9), 3)) == (0.8, -0.8)
+    assert theorem1_bound.arbitrary_subset_counterexample() == pytest.approx((0.8, -0.8))
+
+
+# --- Theorem 1.2: E by enumeration, the closed forms from the vectors --------------------------
+
+
+def enumerate_selections(alpha: np.ndarray, x: np.ndarray, n: int):
+    """Exact E[d̃] per row and E[||α_i x_i − s||² | i ∉ I_N] per (row, i), over all N-subsets."""
+    length = alpha.shape[-1]
+    subsets = list(itertools.combinations(range(length), n))
+    sel = np.zeros((len(subsets), length), bool)
+    for row, subset in enumerate(subsets):
+        sel[row, list(subset)] = True
+    y = alpha[:, :, None] * x[None]  # [R, L, d]
+    s = np.einsum("sl,rld->rsd", sel.astype(float), y)  # [R, S, d]
+    dist = np.linalg.norm(y[:, None] - s[:, :, None], axis=-1)  # [R, S, L]
+    out = ~sel
+    exact = (dist * out).sum(-1).mean(-1)
+    second = (dist**2 * out).sum(1) / out.sum(0)  # [R, L]
+    return exact, second
+
+
+def closed_forms(alpha: np.ndarray, x: np.ndarray, n: int):
+    """(derived, main text, μ_i, Σ_{j≠i} α_j²||x_j||²) of Theorem 1.2, from the vectors."""
+    length = alpha.shape[-1]
+    c = n / (length - 1)
+    y = alpha[:, :, None] * x[None]
+    xbar = y.sum(1, keepdims=True)
+    pre = (length - n) / length
+    derived = pre * np.linalg.norm((1 + c) * y - c * xbar, axis=-1).sum(-1)
+    main = pre * np.linalg.norm(y + c * x[None] - xbar, axis=-1).sum(-1)
+    mu = np.linalg.norm(y - c * (xbar - y), axis=-1)  # ||α_i x_i − c Σ_{j≠i} α_j x_j||
+    sq = (y**2).sum(-1)
+    return derived, main, mu, sq.sum(-1, keepdims=True) - sq
+
+
+def rms_finite_population(alpha: np.ndarray, x: np.ndarray, n: int) -> np.ndarray:
+    """Σ_i P(i∉I_N)·√(||μ_i||² + tr Cov s), tr Cov = N(m−N)/(m(m−1)) Σ_{j≠i}||y_j − ȳ_(i)||²."""
+    length = alpha.shape[-1]
+    m = length - 1
+    y = alpha[:, :, None] * x[None]
+    others = ~np.eye(length, dtype=bool)  # [i, j]
+    y_others = np.where(others[None, :, :, None], y[:, None], 0.0)  # [R, i, j, d]
+    mean_others = y_others.sum(2, keepdims=True) / m
+    spread = ((y_others - mean_others) ** 2).sum(-1) * others[None]
+    var = n * (m - n) / (m * (m - 1)) * spread.sum(-1)
+    mu = np.linalg.norm(y - n / m * (y.sum(1, keepdims=True) - y), axis=-1)
+    return (length - n) / length * np.sqrt(mu**2 + var).sum(-1)
+
+
+def monte_carlo(alpha, x, n, samples, rng):
+    """Mean d̃ and its standard error per row, I_N drawn uniformly by numpy."""
+    rows, length = alpha.shape
+    y = alpha[:, :, None] * x[None]
+    values = []
+    for _ in range(samples // 250):
+        ranks = rng.random((250, rows, length)).argsort(-1).argsort(-1)
+        sel = ranks < n  # [B, R, L]
+        s = (y[None] * sel[..., None]).sum(-2)
+        values.append((np.linalg.norm(y[None] - s[:, :, None], axis=-1) * ~sel).sum(-1))
+    d = np.concatenate(values)
+    return d.mean(0), d.std(0, ddof=1) / math.sqrt(d.shape[0])
+
+
+def rel(a, b) -> float:
+    return float((np.abs(a - b) / b).mean())
+
+
+def test_theorem1_expectation_tables(capsys):
+    theorem1_expectation.main()
+    out = capsys.readouterr().out
+    head = r"^\s*(random|peaked)\s+\d+\s+\d+(\s+\S+){5}"
+    exact_lines = lines_matching(out, head + "%")  # relative errors in %
+    mc_lines = lines_matching(out, head + r"\s+[\d.]+\s+[\d.]+$")  # fractions in the interval
+    cases = list(theorem1_expectation.cases())
+    exact_cases = [c for c in cases if c.part == "exact"]
+    mc_cases = [c for c in cases if c.part == "mc"]
+    assert len(exact_lines) == len(exact_cases) == 16 and len(mc_lines) == len(mc_cases) == 6
+    worst = [0.0, 0.0]
+    for line, case in zip(exact_lines, exact_cases, strict=True):
+        alpha, x, n = case.alpha.numpy(), case.x.numpy(), case.n
+        length, pn, ex, der, main, rms, rel_der, rel_main = nums(line)
+        assert line.split()[0] == case.kind and (length, pn) == (case.length, n)
+        exact, second = enumerate_selections(alpha, x, n)
+        derived, main_text, _, _ = closed_forms(alpha, x, n)
+        rms_enum = (case.length - n) / case.length * np.sqrt(second).sum(-1)
+        assert np.allclose(rms_enum, rms_finite_population(alpha, x, n))
+        for printed, value in ((ex, exact), (der, derived), (main, main_text), (rms, rms_enum)):
+            assert close(printed, value.mean(), 4)
+        assert close(rel_der * 100, rel(derived, exact) * 100, 2)
+        assert close(rel_main * 100, rel(main_text, exact) * 100, 2)
+        tol = 1 + 1e-10
+        sandwich = bool(np.all((derived <= exact * tol) & (exact <= rms_enum * tol)))
+        assert line.split()[-1] == str(sandwich) == "True"
+        worst = [max(worst[0], rel(derived, exact)), max(worst[1], rel(main_text, exact))]
+    (line,) = lines_matching(out, "worst mean relative error")
+    for printed_worst, value in zip(nums(line), worst, strict=True):
+        assert close(printed_worst * 100, value * 100, 2)
+
+    rng = np.random.default_rng(0)
+    for line, case in zip(mc_lines, mc_cases, strict=True):
+        alpha, x, n = case.alpha.numpy(), case.x.numpy(), case.n
+        length, pn, mc, ci, der, main, rms, _, in_main = nums(line)
+        assert line.split()[0] == case.kind and (length, pn) == (case.length, n)
+        derived, main_text, _, _ = closed_forms(alpha, x, n)
+        rms_fp = rms_finite_population(alpha, x, n)
+        for printed, value in ((der, derived), (main, main_text), (rms, rms_fp)):
+            assert close(printed, value.mean(), 4)
+        assert in_main == 0.0  # the main text's summand is never inside the interval
+        # derived ≤ E ≤ rms holds for the exact E; the estimate sits within its interval
+        assert derived.mean() - ci <= mc <= rms_fp.mean() + ci
+        if (case.kind, case.length, n) in (("random", 256, 20), ("peaked", 64, 5)):
+            mean, se = monte_carlo(alpha, x, n, 2000, rng)
+            spread = 4 * math.hypot(ci / 1.96, float(np.sqrt((se**2).sum())) / len(se))
+            assert abs(mc - mean.mean()) <= spread
+
+
+def test_theorem1_jensen_gap_table(capsys):
+    theorem1_jensen_gap.main()
+    out = capsys.readouterr().out
+    printed = lines_matching(out, r"^\s*\d+\s+\d+\s+\d+\s+-?\d+\.\d{4}\s")
+    cases = list(theorem1_jensen_gap.cases())
+    assert len(printed) == len(cases) == 16
+    totals = np.zeros(5, int)  # violations main, appendix, sharp; main-text E off; ε < 0
+    for line, (c, length, n, alpha, x) in zip(printed, cases, strict=True):
+        alpha, x = alpha.numpy(), x.numpy()
+        pc, pl, pn, eps_min, r_main, r_app, r_sharp, *counts = nums(line)
+        assert (pc, pl, pn) == (c, length, n)
+        exact, second = enumerate_selections(alpha, x, n)
+        derived, main_text, mu, others_sq = closed_forms(alpha, x, n)
+        eps = exact - derived
+        pre = (length - n) / length
+        bounds = {
+            "main": pre * (n / (length - 1) * others_sq / (2 * mu)).sum(-1),
+            "app": pre * (n * (length - n - 1) * others_sq / (2 * mu)).sum(-1),
+            "sharp": pre * (np.sqrt(second) - mu).sum(-1),  # E||Y_i||² by enumeration
+        }
+        assert close(eps_min, eps.min(), 4)
+        for printed_ratio, key, places in zip(
+            (r_main, r_app, r_sharp), bounds, (3, 5, 3), strict=True
+        ):
+            assert close(printed_ratio, lower_median(eps / bounds[key]), places)
+        viol = [int((eps > bounds[k] + 1e-10 * exact).sum()) for k in ("main", "app", "sharp")]
+        main_off = int((np.abs(exact - main_text) > bounds["main"]).sum())
+        assert counts == [*viol, main_off]
+        totals += [*viol, main_off, int((eps < -1e-10 * exact).sum())]
+    (line,) = lines_matching(out, "rows: ")
+    expected = [512, totals[4], *totals[:4]]
+    assert nums(line.replace("ε < 0", "")) == expected == [512, 0, 0, 0, 0, 472]
+
+
+# --- Corollary 2 ------------------------------------------------------------------------------
+
+
+def test_theorem1_large_context_limits(capsys):
+    theorem1_large_context.main()
+    out = capsys.readouterr().out
+    printed = lines_matching(out, r"^\s*(isotropic|anisotropic)\s+\d+\s")
+    cases = list(theorem1_large_context.cases())
+    assert len(printed) == len(cases) - 1 == 8
+    n = theorem1_large_context.N
+    gaps = {}
+    for line, (tokens, length, alpha, x) in zip(printed, cases[:-1], strict=True):
+        alpha, x = alpha.numpy(), x.numpy()
+        pl, e, lim, gap, n_xbar = nums(line)
+        assert line.split()[0] == tokens and pl == length
+        derived, *_ = closed_forms(alpha, x, n)
+        limit = np.linalg.norm(alpha[:, :, None] * x[None], axis=-1).sum(-1)
+        assert close(e, derived.mean(), 4) and close(lim, limit.mean(), 4)
+        assert close(gap * 100, (np.abs(derived - limit) / derived).mean() * 100, 2)
+        xbar = np.einsum("rk,kd->rd", alpha, x)
+        assert close(n_xbar, n * np.linalg.norm(xbar, axis=-1).mean(), 3)
+        gaps[tokens, length] = gap
+    # the stated conclusion: the gap closes for isotropic tokens only
+    anisotropic = min(v for k, v in gaps.items() if k[0] == "anisotropic")
+    assert gaps["isotropic", 4096] < 0.02 < 0.6 < anisotropic
+    tokens, length, alpha, x = cases[-1]
+    small = lines_matching(out, r"^\s+N = \d+: exact")
+    assert [int(nums(s)[0]) for s in small] == list(theorem1_large_context.SMALL_NS)
+    for line in small:
+        k, ex, der = nums(line)
+        exact, _ = enumerate_selections(alpha.numpy(), x.numpy(), int(k))
+        derived, *_ = closed_forms(alpha.numpy(), x.numpy(), int(k))
+        assert close(ex, exact.mean(), 4) and close(der, derived.mean(), 4)
+    # at N = L − 1 the selection given i ∉ I_N is forced, so Jensen is tight
+    exact, _ = enumerate_selections(alpha.numpy(), x.numpy(), length - 1)
+    assert np.allclose(exact, closed_forms(alpha.numpy(), x.numpy(), length - 1)[0])
+
+
+# --- Theorem 2 --------------------------------------------------------------------------------
+
+
+def naive_separability(attn: np.ndarray, x: np.ndarray, n: int):
+    """N_s/N (fewest, most) and Eq. 11's two sides per valid causal row; M = 1, δ = min dist.
+
+    N_s compares ||s − α_i x_i|| with r = min_{j∉I_N} ||s − α_j x_j|| through the differences
+    d_i = ||s − α_i x_i||² − ||s||² = α_i²||x_i||² − 2α_i⟨x_i, s⟩, free of the cancellation in
+    the norms: for α_i below ~1e-16 two norms agree to every float64 digit and a norm-based
+    count is decided by rounding. Such comparisons (|d_i − min d_j| ≤ 1e-13·||s||²) may go
+    either way, so the count comes as a range; elsewhere both ends are the exact count.
+    """
+    k = attn.shape[-1]
+    keep = np.tril(np.ones((k, k), bool))
+    valid = keep.sum(-1) >= n + 1
+    attn, keep = attn[valid], keep[valid]
+    top = np.argsort(-attn, axis=-1, kind="stable")[:, :n]
+    sel = np.zeros_like(keep)
+    np.put_along_axis(sel, top, True, axis=-1)
+    s = np.einsum("qk,kd->qd", attn * sel, x)
+    d = attn**2 * (x**2).sum(-1) - 2 * attn * np.einsum("qd,kd->qk", s, x)
+    d_out = np.where(keep & ~sel, d, np.inf).min(-1)
+    d_in = np.take_along_axis(d, top, -1)
+    tol = 1e-13 * (s**2).sum(-1, keepdims=True)
+    fewest = (d_in < d_out[:, None] - tol).sum(-1) / n
+    most = (d_in <= d_out[:, None] + tol).sum(-1) / n
+    exact = (d_in <= d_out[:, None]).sum(-1) / n
+    r = np.sqrt((s**2).sum(-1) + d_out)
+    pair = np.linalg.norm(x[:, None] - x[None], axis=-1)
+    delta = pair[~np.eye(k, dtype=bool)].min()
+    a = np.take_along_axis(attn, top, -1)  # [Q, N]
+    i, j, l = np.ogrid[:n, :n, :n]
+    cross = (j != l) & (j != i) & (l != i)  # Σ_{j≠k; j,k≠i} α_j α_k
+    xi2 = (
+        (a**2).sum(-1, keepdims=True)
+        - a**2
+        + (1 - delta**2 / 2) * np.einsum("qj,ql,ijl->qi", a, a, cross.astype(float))
+    )
+    xi = np.sqrt(np.clip(xi2, 0, None))
+    lower = 1 - xi.sum(-1) / (r * n)
+    upper = np.exp(-((r[:, None] - xi) ** 2) / 16).mean(-1)
+    return (fewest, exact, most), lower, upper
+
+
+def test_theorem2_bounds_counts(capsys):
+    theorem2_bounds.main()
+    out = capsys.readouterr().out
+    printed = lines_matching(out, r"^\s*\d+\s+\d+\s+-?\d+\.\d{3}\s")
+    x, maps = theorem2_bounds.inputs()
+    cases = [(c, attn.numpy(), n) for c, attn in maps for n in theorem2_bounds.NS]
+    assert len(printed) == len(cases) == 15
+    below_total = 0
+    for line, (c, attn, n) in zip(printed, cases, strict=True):
+        pc, pn, ratio_m, lower_m, upper_m, below, valid, above, valid2 = nums(line)
+        assert (pc, pn) == (c, n)
+        (fewest, exact, most), lower, upper = naive_separability(attn, x.numpy(), n)
+        assert valid == valid2 == exact.size == theorem2_bounds.K - n
+        assert fewest.mean() - 5e-4 <= ratio_m <= most.mean() + 5e-4
+        if np.array_equal(fewest, most):  # no rounding-decided comparison: the exact count
+            assert close(ratio_m, exact.mean(), 3)
+        assert close(lower_m, lower.mean(), 3) and close(upper_m, upper.mean(), 3)
+        assert below == int((exact < lower - 1e-12).sum()) == int((most < lower - 1e-12).sum()) == 0
+        assert above == int((exact > upper + 1e-12).sum()) == int((fewest > upper + 1e-12).sum())
+        if n == 1:  # X_1 = 0 so N_s/N = 1 > exp(−r²/16): the upper side fails in every row
+            assert above == valid
+        below_total += int(below)
+    (line,) = lines_matching(out, "rows below the lower bound")
+    assert nums(line) == [below_total] == [0]
+    (line,) = lines_matching(out, "counterexample N = 1")
+    assert nums(line)[-1] == round(math.exp(-(0.5**2) / 16), 4) == 0.9845
+
+
+# --- Corollary 3 ------------------------------------------------------------------------------
+
+
+def softmax_jacobian_np(alpha: np.ndarray, t: float) -> np.ndarray:
+    """(diag(α) − ααᵀ)/T, ``[..., L] -> [..., L, L]``."""
+    outer = alpha[..., :, None] * alpha[..., None, :]
+    return (alpha[..., :, None] * np.eye(alpha.shape[-1]) - outer) / t
+
+
+def top_eigenvalue(alpha: np.ndarray) -> np.ndarray:
+    """λ_max of diag(α) − ααᵀ per row: bisection on 1 − Σ α_i²/(α_i − λ) in [α_(2), α_(1)]."""
+    ordered = np.sort(alpha, -1)
+    lo, hi = ordered[:, -2].copy(), ordered[:, -1].copy()
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = 1 - (alpha**2 / (alpha - mid[:, None])).sum(-1)
+        lo, hi = np.where(f > 0, mid, lo), np.where(f > 0, hi, mid)
+    return (lo + hi) / 2
+
+
+def test_corollary3_tables(capsys):
+    corollary3.main()
+    out = capsys.readouterr().out
+    tied = lines_matching(out, r"^tied top two")
+    temps = corollary3.TEMPERATURES
+    assert len(tied) == 2 * len(temps)
+    for line, (length, t) in zip(tied, itertools.product((2, 64), temps), strict=True):
+        assert line.startswith(f"tied top two, L={length} ")
+        pt, exact, eig, printed, half = nums(line[26:].split("printed ")[0])
+        logits = np.full(length, -30.0)
+        logits[:2] = 0.0
+        norm = np.linalg.norm(softmax_jacobian_np(softmax(logits / t), t), 2)
+        assert pt == t
+        assert close_sig(exact, norm, 6) and close_sig(eig, norm, 6)
+        if length == 2:
+            assert close_sig(exact, 1 / (2 * t), 6)
+        assert close_sig(printed, min(1 / (4 * t), math.sqrt(2)), 4)
+        assert close_sig(half, 1 / (2 * t), 4)
+        # every tied row breaks the printed bound and meets 1/(2T)
+        assert "printed FAILS" in line and norm > min(1 / (4 * t), math.sqrt(2))
+        assert line.endswith("1/(2T) holds") and norm <= (1 + 1e-12) / (2 * t)
+
+    inputs = corollary3.inputs()
+    rows, mask = inputs.rows.numpy(), inputs.mask.numpy()
+    table = lines_matching(out, r"^\s*\d+(\.\d+)?(\s+\S+){4}\s+\d+\s+\d+$")
+    assert len(table) == len(temps)
+    quarter = []
+    for line, t in zip(table, temps, strict=True):
+        pt, max_norm, max_diag, q, h, above_q, above_h = nums(line)
+        alpha = softmax(np.where(mask, rows, -np.inf) / t)
+        norms = top_eigenvalue(alpha) / t
+        dense = softmax_jacobian_np(alpha[:300], t)  # the helper against a dense eigensolver
+        assert np.allclose(norms[:300], np.linalg.eigvalsh(dense)[:, -1], rtol=1e-10, atol=1e-12)
+        diag = (alpha * (1 - alpha) / t).max(-1)
+        assert pt == t and close_sig(max_norm, norms.max(), 5)
+        assert close_sig(max_diag, diag.max(), 5) and diag.max() <= (1 + 1e-12) / (4 * t)
+        assert close_sig(q, 1 / (4 * t), 4) and close_sig(h, 1 / (2 * t), 4)
+        assert above_q == int((norms > (1 + 1e-9) / (4 * t)).sum()) > 0
+        assert above_h == int((norms > (1 + 1e-9) / (2 * t)).sum()) == 0
+        quarter.append(above_q / rows.shape[0])
+    assert 0.19 < min(quarter) and max(quarter) < 0.24  # "about 19–23 % of the rows" (docs)
+    (line,) = lines_matching(out, r"\s+max difference")
+    diff = np.linalg.norm(inputs.sharp_a.numpy() - inputs.sharp_b.numpy(), axis=-1).max()
+    assert close(nums(line)[0], diff, 6) and diff <= math.sqrt(2)
+
+
+# --- Lemma 2 ----------------------------------------------------------------------------------
+
+#: F as plain torch functions (no shift for exp); F′ and the Jacobian come from autograd
+F_PLAIN = {
+    "exp": torch.exp,
+    "softplus": torch.nn.functional.softplus,
+    "x^2 + 1": lambda v: v * v + 1,
+    "x (x > 0)": lambda v: v,
+}
+
+
+def autograd_case(f, logits: torch.Tensor):
+    """(||∂α/∂l||₂ by SVD of the autograd Jacobian, F, F′) as numpy, α = F/ΣF."""
+    logits = logits.detach().to(torch.float64)
+    jac = torch.autograd.functional.jacobian(lambda v: f(v) / f(v).sum(), logits, vectorize=True)
+    deriv = torch.autograd.functional.jacobian(lambda v: f(v).sum(), logits)
+    norm = float(torch.linalg.matrix_norm(jac, ord=2))  # torch: one thread, as conftest sets
+    return norm, f(logits).numpy(), deriv.numpy()
+
+
+def bounds_np(f: np.ndarray, d: np.ndarray) -> dict[str, float]:
+    """Eq. 13's first term under each reading, and the sharp bound maximised on a grid of S."""
+    length, m, big = f.size, f.min(), np.abs(f).max()
+    d_max = np.abs(d).max()
+    s = np.linspace(big + (length - 1) * m, (length - 1) * big + m, 20001)
+    two_norm_sq = np.clip((big + m) * s - length * big * m, 0, None)  # max ||F||₂² given S
+    sharp = d_max * np.sqrt(length) * (np.sqrt(two_norm_sq) / s**2).max()
+    first = 1 / (length * m)
+    return {
+        "max_printed": d_max * (first + big / (length**2 * m**2)),
+        "max_L": d_max * (first + big / (length * m**2)),
+        "euclid_printed": np.linalg.norm(d) * (first + np.linalg.norm(f) / (length**2 * m**2)),
+        "sharp": sharp,
+    }
+
+
+def one_big(length: int, big: float, rest: float) -> torch.Tensor:
+    return torch.tensor([big] + [rest] * (length - 1), dtype=torch.float64)
+
+
+def test_lemma2_both_readings(capsys, monkeypatch):
+    found = {}
+    search = lemma2.search
+    monkeypatch.setattr(lemma2, "search", lambda: found.update(search()) or found)
+    lemma2.main()
+    out = capsys.readouterr().out
+    readings = ["max_printed", "max_L", "euclid_printed", "sharp"]
+
+    fixed = [line for line in out.splitlines() if line[12:13] == "("]
+    cases = [
+        (F_PLAIN["x (x > 0)"], one_big(100, 100.0, 1.0)),
+        (F_PLAIN["softplus"], one_big(300, 100.0, 1.5)),
+        (torch.exp, torch.zeros(2)),
+        (lambda v: torch.exp(v / 0.1), torch.zeros(2)),  # softmax at T = 0.1
+    ]
+    assert len(fixed) == len(cases)
+    for line, (f, logits) in zip(fixed, cases, strict=True):
+        norm, fv, dv = autograd_case(f, logits)
+        exact, *printed = nums(line[30:])[:5]
+        assert close_sig(exact, norm, 5)
+        b = bounds_np(fv, dv)
+        for value, key in zip(printed[:3], readings[:3], strict=True):
+            assert close_sig(value, b[key], 5)
+        assert printed[3] == pytest.approx(b["sharp"], rel=1e-4)  # b: the max on a grid of S
+        exceeded = line.split()[-1].split(",")[0]
+        assert ([k for k in readings if norm > b[k] * (1 + 1e-12)] or ["none"])[0] == exceeded
+    # the √2 cap: every reading's min{·, √2} is below ||J|| = 5 = 1/(2T)
+    assert "the cap fails under every reading" in out and norm == pytest.approx(5.0)
+
+    worst = lines_matching(out, r"^(exp|softplus|x\^2 \+ 1|x \(x > 0\))\s+(max_|euclid|sharp)")
+    assert len(worst) == len(found) == 16
+    for line in worst:
+        fn, reading = line[:12].strip(), line[12:28].strip()
+        length, ratio = nums(line[28:])[:2]
+        logits = found[fn, reading].logits
+        assert length == logits.numel()
+        norm, fv, dv = autograd_case(F_PLAIN[fn], logits)
+        assert close(ratio, norm / bounds_np(fv, dv)[reading], 6)
+        assert ("FAILS" in line) == (ratio > 1)
+        # the claims: only the max-norm L² reading fails, and it does for F = x and softplus
+        assert (ratio > 1) == (reading == "max_printed" and fn in ("x (x > 0)", "softplus"))
+    # the search finds at least the one-big family's violation at L = 256 (F = x, F_0 = L/2)
+    norm, fv, dv = autograd_case(F_PLAIN["x (x > 0)"], one_big(256, 128.0, 1.0))
+    assert found["x (x > 0)", "max_printed"].ratio >= norm / bounds_np(fv, dv)["max_printed"] > 2.4
+
+
+def test_lemma2_valid_readings_hold_on_random_rows():
+    """Independent of the script's search: random rows, four F, L from 2 to 40."""
+    rng = np.random.default_rng(1)
+    plain = {
+        "exp": (np.exp, np.exp),
+        "softplus": (lambda v: np.logaddexp(0, v), lambda v: 1 / (1 + np.exp(-v))),
+        "x^2 + 1": (lambda v: v * v + 1, lambda v: 2 * v),
+        "x (x > 0)": (lambda v: v, np.ones_like),
+    }
+    worst = dict.fromkeys(["max_printed", "max_L", "euclid_printed"], 0.0)
+    for fn, (f_fn, d_fn) in plain.items():
+        for _ in range(150):
+            length = int(rng.integers(2, 41))
+            logits = rng.normal(size=length) * 10 ** rng.uniform(-1, 1.5)
+            if rng.random() < 0.5:
+                logits[1:] = logits[0] * rng.uniform(0, 1) * rng.uniform(0, 0.2)
+            if fn == "x (x > 0)":
+                logits = np.abs(logits) + 1e-3
+            f, d = f_fn(logits), d_fn(logits)
+            s = f.sum()
+            norm = np.linalg.norm(np.diag(d) / s - np.outer(f, d) / s**2, 2)
+            b = bounds_np(f, d)
+            for key in worst:
+                worst[key] = max(worst[key], norm / b[key])
+    assert worst["max_L"] <= 1 and worst["euclid_printed"] <= 1
+    # the rows do reach the region where the max-norm L² form breaks (not a vacuous check)
+    assert worst["max_printed"] > 1
+
+
+# --- the §2.3 swap example ----------------------------------------------------------------------
+
+
+def swap_sensitivity(t: float, eps: float, length: int, a: float, top1, top2) -> float:
+    """T·||softmax(ℓ(1)/T) − softmax(ℓ(2)/T)||/ε in numpy, ℓ(k) = (0, …, 0, a + top_k·ε)."""
+    l1 = np.concatenate([np.zeros(length - 2), a + np.array(top1) * eps])
+    l2 = np.concatenate([np.zeros(length - 2), a + np.array(top2) * eps])
+    return t * np.linalg.norm(softmax(l1 / t) - softmax(l2 / t)) / eps
+
+
+def test_swap_example_constant(capsys):
+    swap_example.main()
+    out = capsys.readouterr().out
+    limit = 3 * math.sqrt(2) / 4
+    printed = lines_matching(out, r"^\s+\d+(\.\d+)?(e-\d+)?\s+\d\.\d{6}\s+\d\.\d{6}\s+\d\.\d{6}$")
+    assert [nums(line)[0] for line in printed] == list(swap_example.RATIOS)
+    for line in printed:
+        x, c, closed, diff = nums(line)
+        value = swap_sensitivity(1.0, x, 2, 0.0, (0, 1), (2, 0))
+        assert close(c, value, 6) and close(diff, value * x, 6)
+        sig = 1 / (1 + np.exp(-np.array([2 * x, x])))
+        assert close(closed, math.sqrt(2) * (sig.sum() - 1) / x, 6)
+        assert value <= limit * (1 + 1e-9)  # c never exceeds 3√2/4, let alone √2
+    assert close(nums(printed[0])[1], limit, 6)  # x = 1e-6: the limit
+    (line,) = lines_matching(out, "limit x -> 0")
+    jacobian_at_tie = np.array([[0.25, -0.25], [-0.25, 0.25]]) @ np.array([2.0, -1.0])
+    assert nums(line.split(":")[1].split(";")[0])[-1] == round(limit, 6)
+    assert nums(line)[-1] == round(float(np.linalg.norm(jacobian_at_tie)), 6) == 1.06066
+
+    grid = lines_matching(out, r"^\s+\d+(\.\d+)?(\s+\d\.\d{6}){3}\s+\d\.\d{4}$")
+    assert [nums(line)[0] for line in grid] == list(swap_example.TEMPERATURES)
+    for line in grid:
+        t, *cs, ratio = nums(line)
+        for c, eps in zip(cs, swap_example.EPSILONS, strict=True):
+            assert close(c, swap_sensitivity(t, eps, 64, 10.0, (0, 1), (2, 0)), 6)
+        assert close(ratio, cs[0] / math.sqrt(2), 4)
+        if t <= 1:  # a/T large, ε/T small: c = 3√2/4, i.e. 3/4 of the printed √2
+            assert abs(cs[0] - limit) < 3e-3 and abs(ratio - 0.75) < 3e-3
+
+    swaps = lines_matching(out, r"^\s+(printed|plain swap|symmetric):")
+    expected = (limit, math.sqrt(2) / 2, math.sqrt(2))
+    assert len(swaps) == len(swap_example.SWAPS) == 3
+    for line, (_, top1, top2), value in zip(swaps, swap_example.SWAPS, expected, strict=True):
+        c = nums(line.split("c =")[1])[0]
+        assert close(c, swap_sensitivity(1.0, 1e-6, 2, 0.0, top1, top2), 6) and close(c, value, 6)
+    assert "1.0607·ε/T, not √2·ε/T" in out and "(c/√2 = 0.75)" in out
+    # the pure function, vectorised over T and ε, against the same numpy computation
+    t = torch.tensor([[0.05], [0.5], [5.0]], dtype=torch.float64)
+    eps = torch.tensor([[1e-4, 1e-2, 1.0]], dtype=torch.float64)
+    got = swap_example.sensitivity(t, eps, length=8, a=3.0, swap=1)
+    for (i, j), value in np.ndenumerate(got.numpy()):
+        ref = swap_sensitivity(float(t[i, 0]), float(eps[0, j]), 8, 3.0, (0, 1), (1, 0))
+        assert value == pytest.approx(ref, rel=1e-8)  # Δα cancels ~5 digits at ε = 1e-4
