@@ -322,3 +322,31 @@ def test_exact_e_stratified_over_bands_matches_enumeration(rows):
         assert (se > 0).all()
         if rows >= q:  # every row sampled: only Monte Carlo noise is left
             assert (se < 0.05 * want).all()
+
+
+def test_cli_two_models_side_by_side(tmp_path, tiny_dirs, book_path):
+    """--model twice: each model in its own folder, one claims table with a column per model
+    (every claim of each run, the paper's words last), and a report linking both runs."""
+    from attnlimits.experiments.limitations.side_by_side import model_folder
+
+    llama, bert = str(tiny_dirs["llama"]), str(tiny_dirs["bert"])
+    args = ("--quick", "--windows", "2", "--lengths", "16,32", "--text", str(book_path))
+    res = _cli("--model", llama, "--model", bert, *args, "--out", str(tmp_path))
+    assert res.exit_code == 0, res.output
+    runs = {m: tmp_path / model_folder(m) for m in (llama, bert)}
+    table = pd.read_parquet(tmp_path / "tables" / "claims_by_model.parquet")
+    assert list(table.columns) == ["x_source", "claim", llama, bert, "paper"]
+    for m, folder in runs.items():
+        claims = pd.read_parquet(folder / "tables" / "claims.parquet")
+        assert len(table) == len(claims)
+        got = table.set_index(["x_source", "claim"])[m]
+        for row in claims.itertuples():
+            assert got[(row.x_source, row.claim)] == f"**{row.verdict}**: {row.measured}"
+        assert json.loads((folder / "run.json").read_text())["params"]["windows"] == 2
+    report = (tmp_path / "report.md").read_text()
+    assert all(f"{f.name}/report.md" in report for f in runs.values())
+    # a bad option is refused for every model before any of them runs
+    res = _cli(
+        "--model", llama, "--model", bert, "--quick", "--n", "0", "--out", str(tmp_path / "x")
+    )
+    assert res.exit_code == 2 and not (tmp_path / "x").exists()

@@ -31,12 +31,14 @@ def side_by_side(claims: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     the measured numbers behind it (``claims``: model -> that run's claims table)."""
     frames = []
     for model, table in claims.items():
-        cell = table["verdict"].str.upper().str.replace(" ", "-") + ": " + table["measured"]
+        cell = "**" + table["verdict"] + "**: " + table["measured"]
         frames.append(table[["x_source", "claim", "paper"]].assign(**{model: cell}))
     merged = frames[0]
     for frame in frames[1:]:
         merged = merged.merge(frame, on=["x_source", "claim", "paper"], how="outer", sort=False)
-    return merged.fillna("—")[["x_source", "claim", *claims, "paper"]]
+    order = {s: i for i, s in enumerate(dict.fromkeys(frames[0]["x_source"]))}
+    merged = merged.sort_values("x_source", key=lambda s: s.map(order), kind="stable")
+    return merged.fillna("—")[["x_source", "claim", *claims, "paper"]].reset_index(drop=True)
 
 
 def write_side_by_side(out: Path, runs: Mapping[str, Path]) -> Path:
@@ -63,7 +65,7 @@ def write_side_by_side(out: Path, runs: Mapping[str, Path]) -> Path:
         )
     verdicts = table.copy()
     for model in runs:
-        verdicts[model] = verdicts[model].str.split(":").str[0]
+        verdicts[model] = verdicts[model].str.split("**: ", regex=False).str[0].str.strip("*")
     lines += [
         "",
         "## Verdicts",
