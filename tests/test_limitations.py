@@ -268,12 +268,15 @@ def test_quick_reproduction_on_smollm2(tmp_path, book_path):
     """The README's main command in --quick form, on the real pretrained model and the book."""
     res = _cli("--quick", "--text", str(book_path), "--out", str(tmp_path))
     assert res.exit_code == 0, res.output
-    claims = pd.read_parquet(tmp_path / "tables" / "claims.parquet")
-    assert len(claims) == 7 * 2 and set(claims["x_source"]) == {"values", "hidden"}  # defaults
-    # On every real head the corrected bound holds and the printed Corollary 3 does not.
-    alg5 = pd.read_parquet(tmp_path / "tables" / "alg5.parquet")
-    assert (alg5["jacobian_norm_max"] * alg5["T"] <= 0.5 + 1e-9).all()
-    assert (alg5["jacobian_norm_max"] * alg5["T"] > 0.25).any()
+    both = pd.read_parquet(tmp_path / "tables" / "claims_by_model.parquet")
+    assert list(both.columns) == ["x_source", "claim", "smollm2-135m", "minilm-l6", "paper"]
+    for model in ("smollm2-135m", "minilm-l6"):  # the default models
+        claims = pd.read_parquet(tmp_path / model / "tables" / "claims.parquet")
+        assert len(claims) == 7 * 2 and set(claims["x_source"]) == {"values", "hidden"}
+        # On every real head the corrected bound holds and the printed Corollary 3 does not.
+        alg5 = pd.read_parquet(tmp_path / model / "tables" / "alg5.parquet")
+        assert (alg5["jacobian_norm_max"] * alg5["T"] <= 0.5 + 1e-9).all()
+        assert (alg5["jacobian_norm_max"] * alg5["T"] > 0.25).any()
 
 
 def test_x_source_comparison_of_a_source_with_itself(tmp_path, tiny_dirs, book_path):
@@ -300,11 +303,10 @@ def test_exact_e_stratified_over_bands_matches_enumeration(rows):
     """E exact per (L, N): the band-stratified Monte Carlo mean over the first L rows agrees
     with the exhaustive mean of Eq. 8 over those rows (the naive reference), within 4.5 of
     its own SE, whether a few rows per band are sampled (rows = 3) or every row (64)."""
-    import importlib
 
+    from attnlimits.experiments.limitations.exact import exact_means
     from attnlimits.metrics import expected_distance_exact
 
-    compute = importlib.import_module("attnlimits.experiments.limitations.compute")
     gen = torch.Generator().manual_seed(0)
     q = 12
     mask = torch.ones(q, q, dtype=torch.bool).tril().expand(2, q, q)
@@ -313,7 +315,7 @@ def test_exact_e_stratified_over_bands_matches_enumeration(rows):
     plan = {6: {1, 2}, 12: {1, 2, 3}}
     cfg = Config(lengths=(6, 12), n_alg1=1, ns_alg2=(1,), ns_alg3=(1,), mc_rows=rows,
                  mc_samples=400)  # fmt: skip
-    got = compute._exact_means(attn.double(), x.double(), mask, plan, cfg, gen)
+    got = exact_means(attn.double(), x.double(), mask, plan, cfg, gen)
     assert set(got) == {(6, 1), (6, 2), (12, 1), (12, 2), (12, 3)}
     for (length, n), (mean, se) in got.items():
         exact = expected_distance_exact(attn.double(), x.double(), n, mask=mask)[:, :length]

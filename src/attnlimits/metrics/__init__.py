@@ -43,6 +43,7 @@ from attnlimits.metrics.jacobian import (
 from attnlimits.metrics.separability import (
     SeparabilityMetrics,
     min_pairwise_distance,
+    min_pairwise_distances,
     normalize_to_sphere,
     separability_curve,
     separability_metrics,
@@ -69,6 +70,7 @@ __all__ = [
     "logit_spread",
     "max_weight",
     "min_pairwise_distance",
+    "min_pairwise_distances",
     "normalize_to_sphere",
     "row_mean",
     "separability_curve",

@@ -92,8 +92,15 @@ def min_pairwise_distance(
     -------
     Tensor
         δ ``[...]`` (computed without the Gram-matrix shortcut, so near-duplicates are exact);
-        NaN where fewer than two keys are kept. Repeated tokens give δ = 0.
+        NaN where fewer than two keys (two distinct vectors) are kept. Repeated tokens give
+        δ = 0.
     """
+    return min_pairwise_distances(x, mask)[1 if distinct else 0]
+
+
+def min_pairwise_distances(x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """(δ over all pairs, δ over distinct pairs) of :func:`min_pairwise_distance`, from one
+    pass over the pairwise distances; Assumption 2 holds where the first is > 0."""
     check_finite(x, "x", allow_neg_inf=False)
     if x.ndim < 2:
         raise ValueError(f"x must be [..., K, d], got shape {tuple(x.shape)}")
@@ -104,10 +111,11 @@ def min_pairwise_distance(
     keep = check_mask(mask, x[..., 0])
     if keep is not None:
         pair = pair & keep.unsqueeze(-1) & keep.unsqueeze(-2)
-    if distinct:
-        pair = pair & (dist > 0)
-    delta = dist.masked_fill(~pair, math.inf).amin((-2, -1))
-    return torch.where(torch.isinf(delta), torch.full_like(delta, math.nan), delta)
+    out = []
+    for ok in (pair, pair & (dist > 0)):
+        delta = dist.masked_fill(~ok, math.inf).amin((-2, -1))
+        out.append(torch.where(torch.isinf(delta), torch.full_like(delta, math.nan), delta))
+    return out[0], out[1]
 
 
 def _sphere_radius(x: Tensor, key_keep: Tensor, radius: float | None, rtol: float) -> Tensor:

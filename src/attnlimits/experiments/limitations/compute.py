@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import asdict
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -29,13 +30,13 @@ from tqdm.auto import tqdm
 from attnlimits.capture import LayerCapture, capture, load_model
 from attnlimits.corpus import load_text, spread_windows, text_sha256, token_windows
 from attnlimits.experiments.limitations.config import E_COLUMNS, E_FORMS, Config, XSource
+from attnlimits.experiments.limitations.exact import exact_means
 from attnlimits.experiments.store import ResultStore
 from attnlimits.metrics import (
     critical_n,
     distance_curve,
-    expected_distance_curve_mc,
     finite_difference_sensitivity,
-    min_pairwise_distance,
+    min_pairwise_distances,
     normalize_to_sphere,
     row_mean,
     separability_curve,
@@ -69,7 +70,7 @@ def _distance_rows(
     plan: dict[int, set[int]],
     bound_ns: set[int],
     forms: tuple[ExpectedForm, ...],
-) -> list[dict[str, object]]:
+) -> pd.DataFrame:
     """Row-mean d̃, E (each form) and, for N in ``bound_ns``, the Thm 1.1 bound, per head.
 
     ``plan`` maps each L to its N values. The grid is computed once over all rows; the row
@@ -78,86 +79,30 @@ def _distance_rows(
     """
     all_ns = sorted(set().union(*plan.values()))
     curve = distance_curve(attn, x, all_ns, mask=mask, forms=forms, bound_ns=sorted(bound_ns))
-    rows: list[dict[str, object]] = []
-    for length, ns in plan.items():
-        for j, n in enumerate(curve.n_values):
-            if n not in ns:
-                continue
-            cols = {"distance": curve.distance, "bound": curve.bound}
-            cols |= {c: curve.expected[f] for c, f in E_FORMS.items() if f in forms}
-            valid = curve.valid[:, :length, j]
-            means = {k: _head_rows(v[:, :length, j], valid) for k, v in cols.items()}
-            _, n_rows, n_excl = means["distance"]
-            for h in range(attn.shape[0]):
-                row: dict[str, object] = {"L": length, "N": n, "head": h}
-                row |= {"n_rows": int(n_rows[h]), "n_excluded": int(n_excl[h])}
-                rows.append(row | {k: float(v[0][h]) for k, v in means.items()})
-    return rows
-
-
-def _exact_means(
-    attn: Tensor,
-    x: Tensor,
-    mask: Tensor,
-    plan: dict[int, set[int]],
-    cfg: Config,
-    gen: torch.Generator,
-) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
-    """E *exact* = E_{I_N}[d̃] by Monte Carlo: per (L, N) the row mean per head and its SE.
-
-    Rows are stratified in bands of L (rows [L_prev, L) for each L of the plan, [0, L_0) first)
-    and ``cfg.mc_rows`` evenly spaced rows of each band are drawn ``cfg.mc_samples`` times
-    (:func:`~attnlimits.metrics.expected_distance_curve_mc`), with keys cut to the band's L (a
-    causal row sees no later key). The mean over the first L rows is the band means weighted
-    by each band's count of rows with ≥ N + 1 keys, as d̃'s row mean; its SE combines the
-    spread over sampled rows (or, where every row of a band is sampled, the Monte Carlo SE).
-    """
-    lengths = sorted(plan)
-    n_keys = mask[0].sum(-1)  # (Q,): kept keys per row, the same in every head
-    bands = []
-    lo = 0
-    for lb in lengths:
-        ns = sorted({n for length in lengths if length >= lb for n in plan[length] if n < lb})
-        rows = torch.linspace(lo, lb - 1, min(cfg.mc_rows, lb - lo)).round().long().unique()
-        if ns:
-            mean, se = expected_distance_curve_mc(
-                attn[:, rows, :lb],
-                x[..., :lb, :],
-                ns,
-                mask=mask[:, rows, :lb],
-                samples=cfg.mc_samples,
-                generator=gen,
-            )
-            bands.append((lo, lb, rows, ns, mean.double(), se.double()))
-        lo = lb
-    out: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+    cols = {"distance": curve.distance, "bound": curve.bound}
+    cols |= {c: curve.expected[f] for c, f in E_FORMS.items() if f in forms}
+    # row means of the first L rows for every L at once: running sums along the rows, float64
+    counts = curve.valid.cumsum(-2)  # (head, Q, n_N)
+    sums = {
+        k: torch.where(curve.valid, v, torch.zeros_like(v)).double().cumsum(-2)
+        for k, v in cols.items()
+    }
     heads = attn.shape[0]
-    for length, n_set in plan.items():
-        for n in n_set:
-            total = float((n_keys[:length] >= n + 1).sum())
-            acc = torch.zeros(heads, dtype=torch.float64)
-            var = torch.zeros(heads, dtype=torch.float64)
-            for b_lo, lb, _rows, ns, mean, se in bands:
-                in_band = float((n_keys[b_lo:lb] >= n + 1).sum())
-                if lb > length or n not in ns or in_band == 0:
-                    continue
-                j = ns.index(n)
-                ok = ~torch.isnan(mean[0, :, j])
-                m_v = int(ok.sum())
-                if m_v == 0:
-                    acc += math.nan
-                    continue
-                v, e = mean[:, ok, j], se[:, ok, j]
-                w = in_band / total
-                acc += w * v.mean(-1)
-                if m_v == in_band:  # every valid row of the band sampled: only MC noise
-                    var += w * w * (e * e).sum(-1) / m_v**2
-                elif m_v >= 2:
-                    var += w * w * v.var(-1) / m_v
-                else:
-                    var += w * w * (e * e).sum(-1)
-            out[(length, n)] = (acc.numpy(), var.sqrt().numpy())
-    return out
+    frames = []
+    for length, ns in plan.items():
+        js = [j for j, n in enumerate(curve.n_values) if n in ns]
+        n_rows = counts[:, length - 1, js]  # (head, n_J)
+        block = {
+            "L": np.full(n_rows.numel(), length),
+            "N": np.tile(np.asarray(curve.n_values)[js], heads),
+            "head": np.repeat(np.arange(heads), len(js)),
+            "n_rows": n_rows.reshape(-1).numpy(),
+            "n_excluded": (length - n_rows).reshape(-1).numpy(),
+        }
+        for k, v in sums.items():
+            block[k] = (v[:, length - 1, js] / n_rows).reshape(-1).numpy()
+        frames.append(pd.DataFrame(block))
+    return pd.concat(frames, ignore_index=True)
 
 
 def compute_layer(
@@ -177,26 +122,26 @@ def compute_layer(
     plan[top] |= {n for n in cfg.ns_alg2 if n < top}
     bound_ns = {cfg.n_alg1} | {n for n in cfg.ns_alg2 if n < top}
 
-    grid: list[dict[str, object]] = []
+    grid: list[pd.DataFrame] = []
     sep: list[dict[str, object]] = []
-    forms = tuple(f for f in cfg.e_forms if f != "exact")
+    forms = cast(tuple[ExpectedForm, ...], tuple(f for f in cfg.e_forms if f != "exact"))
     for si, source in enumerate(cfg.x_sources):
         x = per_key_vectors(cap, source)
-        tag = {"x_source": source}
-        rows = _distance_rows(attn, x, mask, plan, bound_ns, forms)  # type: ignore[arg-type]
+        rows = _distance_rows(attn, x, mask, plan, bound_ns, forms)
         if "exact" in cfg.e_forms:
             gen = torch.Generator().manual_seed(cfg.seed + 7919 * cap.layer + 104729 * si + 1)
-            exact = _exact_means(attn, x, mask, plan, cfg, gen)
-            for row in rows:
-                mean, se = exact[(int(row["L"]), int(row["N"]))]  # type: ignore[call-overload]
-                h = int(row["head"])  # type: ignore[call-overload]
-                row |= {"expectation_exact": float(mean[h]), "expectation_exact_se": float(se[h])}
-        grid += [tag | r for r in rows]
+            exact = exact_means(attn, x, mask, plan, cfg, gen)
+            at = zip(rows["L"], rows["N"], rows["head"], strict=True)
+            pairs = [(exact[(int(ln), int(n))][0][h], exact[(int(ln), int(n))][1][h])
+                     for ln, n, h in at]  # fmt: skip
+            rows["expectation_exact"] = [float(m) for m, _ in pairs]
+            rows["expectation_exact_se"] = [float(e) for _, e in pairs]
+        grid.append(rows.assign(x_source=source))
 
         x_sphere = normalize_to_sphere(x, 1.0)
         # δ per head (Assumption 2) over distinct vectors; Assumption 2 holds iff no duplicate
-        delta = min_pairwise_distance(x_sphere, distinct=True)
-        holds = min_pairwise_distance(x_sphere) > 0
+        delta_all, delta = min_pairwise_distances(x_sphere)
+        holds = delta_all > 0
         ns4 = [n for n in cfg.ns_alg4 if n < top]
         sc = separability_curve(attn, x_sphere, ns4, mask=mask, radius=1.0, delta=delta)
         delta_h = delta.reshape(-1).expand(attn.shape[0]).tolist()  # hidden: one δ for all
@@ -206,14 +151,18 @@ def compute_layer(
             means = {k: _head_rows(getattr(sc, k)[..., j], sc.valid[..., j])[0] for k in keys}
             for h in range(attn.shape[0]):
                 sep.append(
-                    tag
-                    | {"L": top, "N": n, "head": h}
+                    {"x_source": source, "L": top, "N": n, "head": h}
                     | {k: float(v[h]) for k, v in means.items()}
                     | {"delta": delta_h[h], "assumption2": holds_h[h]}
                 )
 
     sens = _sensitivity_rows(cap, cfg, mask)
-    return {k: pd.DataFrame(v) for k, v in (("distance_grid", grid), ("alg4", sep), ("alg5", sens))}
+    columns = ["x_source", *(c for c in grid[0].columns if c != "x_source")]
+    return {
+        "distance_grid": pd.concat(grid, ignore_index=True)[columns],
+        "alg4": pd.DataFrame(sep),
+        "alg5": pd.DataFrame(sens),
+    }
 
 
 def _sensitivity_rows(cap: LayerCapture, cfg: Config, mask: Tensor) -> list[dict[str, object]]:
