@@ -10,6 +10,7 @@ what was saved and how to resume (exit 130).
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from pathlib import Path
@@ -61,7 +62,7 @@ def _config(config_type: Any, quick: bool, options: dict[str, Any], flags: dict[
     """
     given = {k: v for k, v in options.items() if v is not None}
     try:
-        if hasattr(config_type, "preset"):  # presets first, then the user's values
+        if inspect.ismethod(getattr(config_type, "preset", None)):  # presets, then the user
             return config_type.preset(quick=quick, **given)
         return config_type.quick(**given) if quick else config_type(**given)
     except (ValueError, TypeError) as err:

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import check_finite, check_mask, check_positive, normalize_dim
-from attnlimits.theory._common import Number, check_length, check_nonnegative, exp
+from attnlimits.theory._common import Number, check_length, check_nonnegative
 
 __all__ = ["dispersion_bounds", "entropy_beta_derivative", "projected_spread_bound"]
 
@@ -46,8 +46,17 @@ def dispersion_bounds(
     check_length(length)
     check_nonnegative(spread, "spread")
     check_positive(temperature, "temperature")
-    g = exp(spread / temperature)
-    return 1 / (1 + (length - 1) * g), 1 / (1 + (length - 1) / g)
+    # 1/(1 + (n−1)e^{±Δ/θ}) = sigmoid(∓Δ/θ − log(n−1)): no overflow for Δ/θ ≫ 700 and exact
+    # at n = 1 (log 0 = −inf gives 1), where e^{Δ/θ} itself would overflow
+    args = [torch.as_tensor(v, dtype=torch.float64) for v in (length, spread, temperature)]
+    n, spread_t, theta = args
+    z, log_rest = spread_t / theta, torch.log(n - 1)
+    lower, upper = torch.sigmoid(-z - log_rest), torch.sigmoid(z - log_rest)
+    if not any(isinstance(v, Tensor) for v in (length, spread, temperature)):
+        return float(lower), float(upper)
+    like = next(v for v in (spread, length, temperature) if isinstance(v, Tensor))
+    dtype = like.dtype if like.is_floating_point() else torch.get_default_dtype()
+    return lower.to(dtype), upper.to(dtype)
 
 
 def projected_spread_bound(w_query: Tensor, w_key: Tensor, query: Tensor, items: Tensor) -> Tensor:
