@@ -347,6 +347,13 @@ def test_cli_two_models_side_by_side(tmp_path, tiny_dirs, book_path):
         assert json.loads((folder / "run.json").read_text())["params"]["windows"] == 2
     report = (tmp_path / "report.md").read_text()
     assert all(f"{f.name}/report.md" in report for f in runs.values())
+    # `attnlimits report` on the side-by-side folder redraws both runs and the joint table
+    (tmp_path / "report.md").unlink()
+    (runs[bert] / "figures" / "fig3.png").unlink()
+    res = CliRunner().invoke(app, ["report", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "report.md").read_text() == report
+    assert (runs[bert] / "figures" / "fig3.png").exists()
     # a bad option is refused for every model before any of them runs
     res = _cli(
         "--model", llama, "--model", bert, "--quick", "--n", "0", "--out", str(tmp_path / "x")

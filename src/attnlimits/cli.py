@@ -253,11 +253,13 @@ def demo_long_context(
 def report(
     folder: Annotated[Path, typer.Argument(help="A results folder of a finished run.")],
 ) -> None:
-    """Redraw a run's figures, claims and report.md from its saved tables."""
+    """Redraw a run's figures, claims and report.md from its saved tables (for several models
+    side by side: each model's folder, then the table that joins them)."""
     from attnlimits.experiments import skeleton
+    from attnlimits.experiments.limitations.side_by_side import redraw_side_by_side
 
     try:
-        path = skeleton.redraw(folder)
+        path = redraw_side_by_side(folder) or skeleton.redraw(folder)
     except (ValueError, OSError) as err:
         _fail(str(err))
     typer.echo(f"report: {path}")

@@ -17,7 +17,7 @@ import pandas as pd
 from attnlimits.experiments.report import markdown_table
 from attnlimits.experiments.store import ResultStore, atomic_write_text
 
-__all__ = ["model_folder", "side_by_side", "write_side_by_side"]
+__all__ = ["model_folder", "redraw_side_by_side", "side_by_side", "write_side_by_side"]
 
 
 def model_folder(model: str) -> str:
@@ -80,3 +80,23 @@ def write_side_by_side(out: Path, runs: Mapping[str, Path]) -> Path:
     path = out / "report.md"
     atomic_write_text(path, "\n".join(lines))
     return path
+
+
+def redraw_side_by_side(folder: Path) -> Path | None:
+    """Redraw every model's run in ``folder`` and the table that joins them; None when
+    ``folder`` is not a side-by-side folder (it holds a run itself, or no run below it)."""
+    from attnlimits.experiments import skeleton
+
+    runs = sorted(p.parent for p in folder.glob("*/run.json"))
+    if (folder / "run.json").exists() or not runs:
+        return None
+    models: dict[str, Path] = {}
+    for run in runs:
+        skeleton.redraw(run)
+        models[str(json.loads((run / "run.json").read_text())["params"]["model"])] = run
+    table = folder / "tables" / "claims_by_model.parquet"
+    if table.exists():  # the order the models were run in
+        order = list(pd.read_parquet(table).columns[2:-1])
+        rank = {m: order.index(m) if m in order else len(order) for m in models}
+        models = dict(sorted(models.items(), key=lambda m: rank[m[0]]))
+    return write_side_by_side(folder, models)
