@@ -107,9 +107,20 @@ def test_curve_matches_naive_loop_for_every_n(gen, kind, d):
     q, k, ns = 7, 9, (1, 2, 4, 7)
     mask = _mask(kind, q, k, gen)
     attn, x = _inputs(gen, (2,), q, k, d=d, mask=mask)
-    curve = distance_curve(attn, x, ns, mask=mask, forms=("derived", "main_text"), bound_ns=(2,))
+    gap_forms = ("main_text", "appendix")
+    curve = distance_curve(
+        attn, x, ns, mask=mask, forms=("derived", "main_text"), bound_ns=(2,), gap_forms=gap_forms
+    )
     assert curve.distance.shape == (2, q, len(ns)) and curve.n_values == ns
     assert curve.bound[..., [0, 2, 3]].isnan().all()  # the bound only where asked
+    assert curve.gap is not None and set(curve.gap) == set(gap_forms)
+    for f in gap_forms:  # the Jensen-gap bound at N = 2 only, as theory computes it per row
+        assert curve.gap[f][..., [0, 2, 3]].isnan().all()
+        want = jensen_gap_bound(attn, x.unsqueeze(-3), 2, mask=mask, form=f)  # per row
+        ok = curve.valid[..., 1]
+        torch.testing.assert_close(curve.gap[f][..., 1][ok], want[ok], rtol=1e-9, atol=1e-12)
+        assert curve.gap[f][..., 1][~ok].isnan().all()
+    assert distance_curve(attn, x, ns, mask=mask).gap is None
     keep = torch.ones(q, k, dtype=torch.bool) if mask is None else mask
     for b, (j, n), row in itertools.product(range(2), enumerate(ns), range(q)):
         ref = _naive_row(attn[b, row], x[b], n, keep[row])

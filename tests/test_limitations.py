@@ -71,7 +71,7 @@ def test_run_writes_every_output(tmp_path, tiny_dirs, book_path, family):
     alg5 = pd.read_parquet(tmp_path / "tables" / "alg5.parquet")
     assert (alg5["jacobian_norm_max"] * alg5["T"] <= 0.5 + 1e-9).all()  # corrected Corollary 3
     claims = pd.read_parquet(tmp_path / "tables" / "claims.parquet")
-    assert len(claims) == 7 * sources  # findings i–v, Corollary 3, Assumption 2
+    assert len(claims) == 8 * sources  # findings i–v, Corollary 3, Assumption 2, Jensen gap
     assert set(claims["verdict"]) <= {"reproduced", "partly", "not reproduced"}
     meta = json.loads((tmp_path / "run.json").read_text())
     assert meta["text"]["sha256"] and meta["versions"]["torch"] == torch.__version__
@@ -272,7 +272,7 @@ def test_quick_reproduction_on_smollm2(tmp_path, book_path):
     assert list(both.columns) == ["x_source", "claim", "smollm2-135m", "minilm-l6", "paper"]
     for model in ("smollm2-135m", "minilm-l6"):  # the default models
         claims = pd.read_parquet(tmp_path / model / "tables" / "claims.parquet")
-        assert len(claims) == 7 * 2 and set(claims["x_source"]) == {"values", "hidden"}
+        assert len(claims) == 8 * 2 and set(claims["x_source"]) == {"values", "hidden"}
         # On every real head the corrected bound holds and the printed Corollary 3 does not.
         alg5 = pd.read_parquet(tmp_path / model / "tables" / "alg5.parquet")
         assert (alg5["jacobian_norm_max"] * alg5["T"] <= 0.5 + 1e-9).all()

@@ -245,6 +245,7 @@ class DistanceCurve(NamedTuple):
     expected: dict[str, Tensor]  # E (Thm 1.2) in each requested form
     bound: Tensor  # Thm 1.1 bound for N in ``bound_ns``, NaN for the other N
     valid: Tensor  # L ≥ N + 1
+    gap: dict[str, Tensor] | None = None  # Jensen-gap bound per form, at ``bound_ns`` only
 
 
 def distance_curve(
@@ -255,6 +256,7 @@ def distance_curve(
     mask: Tensor | None = None,
     forms: Sequence[ExpectedForm] = ("derived",),
     bound_ns: Sequence[int] = (),
+    gap_forms: Sequence[GapForm] = (),
 ) -> DistanceCurve:
     """d̃ (Eq. 7) and E (Theorem 1.2) for every N in ``ns``, sharing the work that N leaves alone.
 
@@ -275,6 +277,10 @@ def distance_curve(
     bound_ns : sequence of int
         The N (among ``ns``) at which to compute the Theorem 1.1 bound; its d_1 term costs
         N·Q·K per head, so it is opt-in per N.
+    gap_forms : sequence of {"main_text", "appendix", "sharp"}
+        Forms of the Jensen-gap bound on ε = E_exact − E_derived (Theorem 1.2, see
+        :func:`attnlimits.theory.jensen_gap_bound`) to compute at the N of ``bound_ns``
+        (NaN at the other N); ``gap`` is None when none is asked.
     """
     n_values = tuple(sorted({int(n) for n in ns}))
     if not n_values:
@@ -291,7 +297,9 @@ def distance_curve(
             pair = _pairwise(x_full) if bound_ns else None
             gram = shared_gram(x_full, n_values)
         g = gram if gram is None or gram.shape[-1] == k else gram[:k, :k]
-        parts.append(_curve_block(r, n_values, forms, set(bound_ns), _cut(pair, k), g))
+        parts.append(
+            _curve_block(r, n_values, forms, set(bound_ns), _cut(pair, k), g, tuple(gap_forms))
+        )
     # query blocks join on the row axis, second-last (the grid axis is last)
     return DistanceCurve(
         n_values,
@@ -299,6 +307,9 @@ def distance_curve(
         {f: torch.cat([p.expected[f] for p in parts], -2) for f in forms},
         torch.cat([p.bound for p in parts], -2),
         torch.cat([p.valid for p in parts], -2),
+        {f: torch.cat([p.gap[f] for p in parts if p.gap], -2) for f in gap_forms}
+        if gap_forms
+        else None,
     )
 
 
@@ -309,6 +320,7 @@ def _curve_block(
     bound_ns: set[int],
     pair: _Pairwise | None,
     gram: Tensor | None,
+    gap_forms: tuple[GapForm, ...] = (),
 ) -> DistanceCurve:
     order = key_ranks(r)
     positions = torch.arange(order.shape[-1], device=order.device).expand_as(order)
@@ -331,10 +343,23 @@ def _curve_block(
             bound.append(torch.full_like(dist[-1], math.nan))
         valid.append(ok)
     ok_all = torch.stack(valid, -1)  # (..., Q, n_N)
+    nan_col = torch.full(r.attn.shape[:-1], math.nan, dtype=r.attn.dtype, device=r.attn.device)
+    gap: dict[str, Tensor] = {}
+    for gf in gap_forms:
+        cols = []
+        for n, ok in zip(n_values, valid, strict=True):
+            if n in bound_ns:
+                args = (r.attn, r.sq, inner, xbar_sq, n, r.n_keys, r.keep)
+                cols.append(torch.where(ok, jensen_gap_bound_from_products(*args, form=gf), nan))
+            else:
+                cols.append(nan_col)
+        gap[gf] = torch.stack(cols, -1)
     exp: dict[str, Tensor] = {}
     for f in forms:
         e = expected_distance_curve_from_products(
             r.attn, r.sq, inner, xbar_sq, n_values, r.n_keys, r.keep, form=f
         )
         exp[f] = torch.where(ok_all, e, nan)
-    return DistanceCurve(n_values, torch.stack(dist, -1), exp, torch.stack(bound, -1), ok_all)
+    return DistanceCurve(
+        n_values, torch.stack(dist, -1), exp, torch.stack(bound, -1), ok_all, gap or None
+    )

@@ -42,7 +42,7 @@ from attnlimits.metrics import (
     separability_curve,
     softmax_jacobian_norms,
 )
-from attnlimits.theory.distance import ExpectedForm
+from attnlimits.theory.distance import ExpectedForm, GapForm
 
 __all__ = ["compute", "compute_layer", "critical_n_table", "per_key_vectors"]
 
@@ -70,6 +70,7 @@ def _distance_rows(
     plan: dict[int, set[int]],
     bound_ns: set[int],
     forms: tuple[ExpectedForm, ...],
+    gap_forms: tuple[GapForm, ...] = (),
 ) -> pd.DataFrame:
     """Row-mean d̃, E (each form) and, for N in ``bound_ns``, the Thm 1.1 bound, per head.
 
@@ -78,8 +79,11 @@ def _distance_rows(
     and keys are the same in every window longer than t (``compute_layer`` checks causality).
     """
     all_ns = sorted(set().union(*plan.values()))
-    curve = distance_curve(attn, x, all_ns, mask=mask, forms=forms, bound_ns=sorted(bound_ns))
+    curve = distance_curve(
+        attn, x, all_ns, mask=mask, forms=forms, bound_ns=sorted(bound_ns), gap_forms=gap_forms
+    )
     cols = {"distance": curve.distance, "bound": curve.bound}
+    cols |= {f"gap_bound_{f}": g for f, g in (curve.gap or {}).items()}
     cols |= {c: curve.expected[f] for c, f in E_FORMS.items() if f in forms}
     # row means of the first L rows for every L at once: running sums along the rows, float64
     counts = curve.valid.cumsum(-2)  # (head, Q, n_N)
@@ -127,7 +131,7 @@ def compute_layer(
     forms = cast(tuple[ExpectedForm, ...], tuple(f for f in cfg.e_forms if f != "exact"))
     for si, source in enumerate(cfg.x_sources):
         x = per_key_vectors(cap, source)
-        rows = _distance_rows(attn, x, mask, plan, bound_ns, forms)
+        rows = _distance_rows(attn, x, mask, plan, bound_ns, forms, cfg.gap_forms)
         if "exact" in cfg.e_forms:
             gen = torch.Generator().manual_seed(cfg.seed + 7919 * cap.layer + 104729 * si + 1)
             exact = exact_means(attn, x, mask, plan, cfg, gen)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import numpy as np
 
 from attnlimits._checks import check_int_at_least
-from attnlimits.theory.distance import ExpectedForm
+from attnlimits.theory.distance import ExpectedForm, GapForm
 
 __all__ = ["E_COLUMNS", "E_FORMS", "Config", "EForm", "LimitationsConfig", "LogitSource", "XSource"]
 
@@ -78,6 +78,7 @@ class Config:
     alg5_rows: int = 128  # rows per head for Alg. 5, evenly spaced over the window
     x_sources: tuple[XSource, ...] = ("values", "hidden")  # the first drives the figures
     e_forms: tuple[EForm, ...] = ("derived", "main_text", "exact")  # "rms" too: ~2x the E cost
+    gap_forms: tuple[GapForm, ...] = ("main_text", "appendix")  # ε bounds, at Alg. 1/2's N
     mc_rows: int = 16  # ours: rows per band of L for E exact (Monte Carlo)
     mc_samples: int = 16  # ours: random I_N per row for E exact
     logits: LogitSource = "raw"
@@ -88,6 +89,11 @@ class Config:
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "x_sources", tuple(self.x_sources))
         object.__setattr__(self, "e_forms", tuple(self.e_forms))
+        object.__setattr__(self, "gap_forms", tuple(self.gap_forms))
+        if not set(self.gap_forms) <= {"main_text", "appendix", "sharp"}:
+            raise ValueError(
+                f"gap_forms must be among main_text, appendix, sharp; got {self.gap_forms}"
+            )
         if self.text is not None:
             object.__setattr__(self, "text", Path(self.text))
         if not isinstance(self.model, str) or not self.model.strip():
