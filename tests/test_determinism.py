@@ -7,7 +7,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlimits.metrics import distance_curve, separability_curve
+from attnlimits.metrics import (
+    distance_curve,
+    expected_distance_curve_mc,
+    min_pairwise_distances,
+    separability_curve,
+)
 
 
 def _tied_map(heads: int, length: int, generator: torch.Generator) -> torch.Tensor:
@@ -25,11 +30,17 @@ def _run(threads: int, attn: torch.Tensor, xs: dict[str, torch.Tensor]) -> list[
         mask = torch.ones_like(attn, dtype=torch.bool).tril()
         out: list[torch.Tensor] = []
         for x in xs.values():
-            curve = distance_curve(attn, x, [1, 2, 5, 16, 40], mask=mask, bound_ns=[5])
+            curve = distance_curve(
+                attn, x, [1, 2, 5, 16, 40], mask=mask, bound_ns=[5],
+                gap_forms=("main_text", "appendix"),
+            )  # fmt: skip
             out += [curve.distance, curve.bound, *curve.expected.values()]
+            out += list((curve.gap or {}).values())
+            gen = torch.Generator().manual_seed(7)  # E exact: the same draws give the same bits
+            out += list(expected_distance_curve_mc(attn, x, [1, 5, 16], mask=mask, generator=gen))
             sphere = x / x.norm(dim=-1, keepdim=True)
             sep = separability_curve(attn, sphere, [1, 4, 16], mask=mask, radius=1.0)
-            out += [sep.ratio, sep.lower, sep.upper]
+            out += [sep.ratio, sep.lower, sep.upper, *min_pairwise_distances(sphere)]
         return out
     finally:
         torch.set_num_threads(old)
