@@ -202,11 +202,23 @@ def reproduce_limitations(
     names = {"model": "--model"} | {k: "--" + k.replace("_", "-") for k in options} | flags
     configs = {m: _config(skeleton_config("limitations"), quick, options | {"model": m}, names)
                for m in models}  # fmt: skip  # every model's settings checked before any work
+    from attnlimits.capture import check_model_available
+
+    for m in models:  # a missing package or folder fails before any model runs
+        try:
+            check_model_available(m)
+        except OSError as err:
+            _fail(str(err))
     runs = {m: out / model_folder(m) for m in models}
-    for m in models:
-        typer.echo(f"{m}: {runs[m]}")
-        _run("limitations", options | {"model": m}, quick=quick, out=runs[m], fresh=fresh,
-             flags=flags, config=configs[m])  # fmt: skip
+    created = not out.exists()
+    try:
+        for m in models:
+            typer.echo(f"{m}: {runs[m]}")
+            _run("limitations", options | {"model": m}, quick=quick, out=runs[m], fresh=fresh,
+                 flags=flags, config=configs[m])  # fmt: skip
+    finally:  # a failed first model leaves no empty --out behind (finished models stay)
+        if created and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
     typer.echo(f"report: {write_side_by_side(out, runs)}")
 
 

