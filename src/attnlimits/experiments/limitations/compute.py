@@ -135,11 +135,7 @@ def compute_layer(
         if "exact" in cfg.e_forms:
             gen = torch.Generator().manual_seed(cfg.seed + 7919 * cap.layer + 104729 * si + 1)
             exact = exact_means(attn, x, mask, plan, cfg, gen)
-            at = zip(rows["L"], rows["N"], rows["head"], strict=True)
-            pairs = [(exact[(int(ln), int(n))][0][h], exact[(int(ln), int(n))][1][h])
-                     for ln, n, h in at]  # fmt: skip
-            rows["expectation_exact"] = [float(m) for m, _ in pairs]
-            rows["expectation_exact_se"] = [float(e) for _, e in pairs]
+            rows = rows.merge(exact, on=["L", "N", "head"], how="left", validate="one_to_one")
         grid.append(rows.assign(x_source=source))
 
         x_sphere = normalize_to_sphere(x, 1.0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import torch
 from torch import Tensor
 
@@ -26,8 +27,9 @@ def exact_means(
     plan: dict[int, set[int]],
     cfg: Config,
     gen: torch.Generator,
-) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
-    """E *exact* = E_{I_N}[d̃] by Monte Carlo: per (L, N) the row mean per head and its SE.
+) -> pd.DataFrame:
+    """E *exact* = E_{I_N}[d̃] by Monte Carlo: per (L, N) the row mean per head and its SE,
+    one row per (L, N, head) with columns ``expectation_exact`` and ``expectation_exact_se``.
 
     Rows are stratified in bands of L (rows [L_prev, L) for each L of the plan, [0, L_0) first)
     and ``cfg.mc_rows`` evenly spaced rows of each band are drawn ``cfg.mc_samples`` times
@@ -54,7 +56,7 @@ def exact_means(
             )
             bands.append((lo, lb, rows, ns, mean.double(), se.double()))
         lo = lb
-    out: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+    out = []
     heads = attn.shape[0]
     for length, n_set in plan.items():
         for n in n_set:
@@ -80,5 +82,15 @@ def exact_means(
                     var += w * w * v.var(-1) / m_v
                 else:
                     var += w * w * (e * e).sum(-1)
-            out[(length, n)] = (acc.numpy(), var.sqrt().numpy())
-    return out
+            out.append(
+                pd.DataFrame(
+                    {
+                        "L": length,
+                        "N": n,
+                        "head": np.arange(heads),
+                        "expectation_exact": acc.numpy(),
+                        "expectation_exact_se": var.sqrt().numpy(),
+                    }
+                )
+            )
+    return pd.concat(out, ignore_index=True)
