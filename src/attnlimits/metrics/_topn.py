@@ -85,6 +85,13 @@ def key_ranks(r: TopNRows) -> Tensor:
     return r.attn.masked_fill(~r.keep, -math.inf).argsort(dim=-1, descending=True, stable=True)
 
 
+def rank_of(order: Tensor) -> Tensor:
+    """The inverse permutation of ``order`` [..., K]: rank_i = position of key i in ``order``
+    (so I_N = {i : rank_i < N} for the first N keys of the order)."""
+    positions = torch.arange(order.shape[-1], device=order.device).expand_as(order)
+    return torch.empty_like(order).scatter_(-1, order, positions)
+
+
 def gram_pays(x: Tensor, ns: Sequence[int]) -> bool:
     """Whether one x serves every head and the Gram route of :func:`nested_products` is cheaper.
 

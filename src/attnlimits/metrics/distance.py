@@ -34,6 +34,7 @@ from attnlimits.metrics._topn import (
     nested_products,
     prepare_rows,
     query_blocks,
+    rank_of,
     selection_distance,
     shared_gram,
     table_index,
@@ -323,8 +324,7 @@ def _curve_block(
     gap_forms: tuple[GapForm, ...] = (),
 ) -> DistanceCurve:
     order = key_ranks(r)
-    positions = torch.arange(order.shape[-1], device=order.device).expand_as(order)
-    rank = torch.empty_like(order).scatter_(-1, order, positions)  # (..., Q, K): 0 = largest
+    rank = rank_of(order)  # (..., Q, K): 0 = largest
     xbar = r.attn @ r.x  # (..., Q, d)
     inner, xbar_sq = xbar @ r.x.mT, (xbar * xbar).sum(-1)
     nan = torch.tensor(math.nan, dtype=r.attn.dtype, device=r.attn.device)

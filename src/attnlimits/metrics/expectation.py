@@ -19,6 +19,7 @@ from attnlimits.metrics._topn import (
     distance_from_products,
     nested_products,
     prepare_rows,
+    rank_of,
     selection_distance,
     shared_gram,
     top_n,
@@ -135,7 +136,7 @@ def expected_distance_curve_mc(
     for n in n_values:
         check_top_n(n, attn.shape[-1])
     s_count = int(samples)
-    q, k = r0.attn.shape[-2:]
+    q = r0.attn.shape[-2]
     # the rows repeated once per sample along the row axis: [..., S·Q, K]
     rep = r0._replace(
         attn=r0.attn.repeat_interleave(s_count, dim=-2),
@@ -144,8 +145,7 @@ def expected_distance_curve_mc(
     )
     u = torch.rand(rep.attn.shape, generator=generator, dtype=rep.attn.dtype, device=attn.device)
     order = u.masked_fill(~rep.keep, -1.0).argsort(dim=-1, descending=True)
-    positions = torch.arange(k, device=attn.device).expand_as(order)
-    rank = torch.empty_like(order).scatter_(-1, order, positions)
+    rank = rank_of(order)
     gram = shared_gram(rep.x, n_values)
     a2sq = rep.attn * rep.attn * rep.sq
     out = []
