@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from attnlimits.experiments.softmax_not_enough import (
@@ -10,6 +11,7 @@ from attnlimits.experiments.softmax_not_enough import (
     MaxRetrievalConfig,
     ModelConfig,
     TrainConfig,
+    run_ablation,
     run_cross_normalizers,
     run_max_retrieval,
 )
@@ -36,7 +38,7 @@ def test_run_max_retrieval_returns_every_table(tmp_path) -> None:  # type: ignor
     assert list(out["paired"].columns) == ["model", "4 (ID)", "8"]
     assert set(out) == {"accuracy", "summary", "paired", "training_log", "attention_profile"}
     assert "max_retrieval.train_eval" in store.meta["wall_time_s"]
-    assert len(list((tmp_path / "checkpoints").glob("*.pt"))) == 2
+    assert len(list((tmp_path / "checkpoints").glob("*.pt"))) == 1  # both seeds, one model
     # a rerun loads checkpoints and parts and gives the same table
     again = run_max_retrieval(tiny(), ResultStore(tmp_path))
     assert again["accuracy"]["correct"].tolist() == acc["correct"].tolist()
@@ -58,7 +60,24 @@ def test_run_cross_normalizers(tmp_path) -> None:  # type: ignore[no-untyped-def
     assert {"norm", "mode", "size", "mean", "std", "p_value"} <= set(s.columns)
 
 
-@pytest.mark.parametrize("kw", [{"seeds": ()}, {"seeds": (1, 1)}, {"workers": 0}])
+def test_run_ablation(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = ResultStore(tmp_path)
+    run_max_retrieval(tiny(), store)
+    out = run_ablation(tiny(), store)
+    s = out["ablation_summary"]
+    combos = set(zip(s["schedule"], s["regularizer"], s["variant"], strict=True))
+    assert len(combos) == 8 and set(s["norm"]) == {"softmax", "adaptive"}
+    assert np.allclose(s["se"], s["std"] / np.sqrt(s["n_seeds"]))
+    # the default combination is the main run's model, trained once
+    assert len(list((tmp_path / "checkpoints").glob("*.pt"))) == 8
+    acc = out["ablation_accuracy"]
+    default = (acc.schedule == "cosine") & (acc.regularizer == "coupled")
+    main = acc[default & (acc.variant == "listing")]
+    first = run_max_retrieval(tiny(), store)["accuracy"]
+    assert sorted(main["correct"]) == sorted(first["correct"])
+
+
+@pytest.mark.parametrize("kw", [{"seeds": ()}, {"seeds": (1, 1)}])
 def test_bad_run_config(kw) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError):
         tiny(**kw)

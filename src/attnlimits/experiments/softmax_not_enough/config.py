@@ -5,7 +5,6 @@ the App. F refit and the cross-normaliser table, each a frozen dataclass; :class
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -14,6 +13,7 @@ import numpy as np
 from attnlimits.normalizers.adaptive import ENTROPY_THRESHOLD
 
 __all__ = [
+    "ABLATION",
     "SWAPS",
     "TRAINED",
     "Config",
@@ -33,13 +33,22 @@ NormSpec = tuple[str, dict[str, Any]]
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """The Eqs. 9–14 model. ``query_dim`` is ours: the paper only says "a query vector"."""
+    """The Eqs. 9–14 model (:mod:`.model`).
+
+    - ``variant``: ``"listing"`` (paper: App. A's Flax listing, the default) or ``"ours"`` (the
+      model of earlier releases: no q/k/v biases, no output projection, exact GELU, PyTorch
+      initialisation); :mod:`.model` lists the differences.
+    - ``width`` 128: paper. ``n_classes`` 10: paper (the listing's C).
+    - ``query_dim``: paper, value lost in our copy (our choice: 11, as wide as an item; the
+      query is U(0, 1) noise either way).
+    """
 
     n_classes: int = 10
     width: int = 128
-    query_dim: int = 11  # 1 + n_classes by default: as wide as an item
+    query_dim: int = 11
     normalizer: str = "softmax"
     normalizer_params: dict[str, Any] = field(default_factory=dict)
+    variant: Literal["listing", "ours"] = "listing"
 
     def __post_init__(self) -> None:
         if self.n_classes < 2 or self.width < 1 or self.query_dim < 1:
@@ -47,26 +56,33 @@ class ModelConfig:
                 f"need n_classes >= 2, width >= 1, query_dim >= 1, got {self.n_classes}, "
                 f"{self.width}, {self.query_dim}"
             )
+        if self.variant not in ("listing", "ours"):
+            raise ValueError(f"variant must be 'listing' or 'ours', got {self.variant!r}")
 
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """Accuracy at the training size and OOD sizes on fresh seeded sets.
+    """Accuracy at the training size and OOD sizes on fresh seeded sets (ours throughout: the
+    paper's evaluation set sizes and counts are lost in our copy).
 
-    Sets are drawn until the binomial standard error √(p(1−p)/n) of every normaliser's
-    accuracy is at most ``target_se`` (checked after each chunk, from ``min_sets`` on), or
-    ``n_sets`` is reached: ``n_sets = 10_000`` alone bounds it by √(0.25 / 10⁴) = 0.005
-    whatever p; the early stop saves sets where p is far from 0.5 (e.g. near chance at large
-    n). ``target_se=None`` always uses ``n_sets``. ``chunk_items`` bounds memory: sets are
-    processed in chunks of at most that many items (at least one set per chunk).
+    At size n at most ``sets_at(n) = min(n_sets, max(1, max_items // n))`` sets are
+    drawn (``max_items=None``: ``n_sets``), and drawing stops early once the binomial standard
+    error √(p(1−p)/sets) of every (normaliser, seed) cell is at most ``target_se`` (checked
+    after each chunk, from ``min_sets`` on). ``n_sets = 10,000`` alone bounds the SE by
+    √(0.25 / 10⁴) = 0.005 whatever p. ``max_items`` caps the work at the largest sizes, which
+    dominate the cost (16,384 items cost as much as all sizes up to 8,192 together); there the
+    seed-to-seed spread, not the per-seed SE, decides the error of a mean over ten seeds.
+    ``chunk_items`` bounds memory: sets are processed in chunks of at most that many items per
+    seed (at least one set per chunk).
     """
 
     sizes: tuple[int, ...] = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
     n_sets: int = 10_000
     target_se: float | None = 0.005
     min_sets: int = 1000
+    max_items: int | None = 1 << 19
     seed: int = 12345
-    chunk_items: int = 1 << 14
+    chunk_items: int = 1 << 13
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sizes", tuple(int(s) for s in self.sizes))
@@ -79,25 +95,48 @@ class EvalConfig:
                 f"n_sets, chunk_items and min_sets must be >= 1, got {self.n_sets}, "
                 f"{self.chunk_items}, {self.min_sets}"
             )
+        if self.max_items is not None and self.max_items < 1:
+            raise ValueError(f"max_items must be >= 1 or None, got {self.max_items}")
+
+    def sets_at(self, n: int) -> int:
+        """The most sets drawn at size ``n``."""
+        if self.max_items is None:
+            return self.n_sets
+        return min(self.n_sets, max(1, self.max_items // n))
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Optimisation settings; defaults from the measured plateau (docs/max_retrieval.md).
+    """Optimisation settings, each labelled by where it comes from (docs/max_retrieval.md).
 
-    ``decoupled=True`` (default) is AdamW; ``False`` is Adam with the L2 term added to the
-    gradient, the literal reading of the paper's "cross-entropy plus L2 weight decay". With
-    coupled L2 at 1e-3 one seed in six sat near chance for 3,000 steps; with AdamW every seed
-    we tried left the plateau within 750 steps (docs/max_retrieval.md).
+    - Adam (paper), learning rate ``lr`` 1e-3 (paper, value lost in our copy; our choice: the
+      third-party reproduction's 1e-3), ``schedule="cosine"``: the paper's "initial learning
+      rate" implies a schedule; which one is lost in our copy (our choice: cosine decay to zero
+      over ``steps``, no warm-up; the ablation shows a constant rate is worse and unstable).
+      ``warmup`` steps of linear warm-up are available (ours; 0 by default).
+    - ``regularizer="coupled"``: paper ("cross-entropy plus L2 weight decay": the L2 term
+      (λ/2)‖θ‖² in the loss, i.e. ``torch.optim.Adam(weight_decay=λ)``); ``"decoupled"`` is
+      AdamW (ours, the ablation's other arm). λ = ``weight_decay`` 1e-3: paper, value lost
+      (third-party value).
+    - ``batch`` 128: paper, value lost (third-party value). One set size per batch, uniform on
+      ``min_size..max_size`` = 1..16: paper ("uniformly up to 16").
+    - ``steps`` 5,000: paper, value lost (ours: the third-party reproduction used 20,000; with
+      the cosine schedule 5,000 reach the in-distribution plateau, and 20,000 cost 4× the time).
+    - ``size_seed``: ours. The per-step set size comes from one stream shared by every seed,
+      so all seeds step with the same size and train as one batched model; each seed's items
+      come from its own generator (seeded by the seed), exactly as in a run of that seed alone.
     """
 
     steps: int = 5000
     batch: int = 128
     lr: float = 1e-3
     weight_decay: float = 1e-3
-    decoupled: bool = True
+    regularizer: Literal["coupled", "decoupled"] = "coupled"
+    schedule: Literal["cosine", "constant"] = "cosine"
+    warmup: int = 0
     min_size: int = 1
     max_size: int = 16
+    size_seed: int = 0
     log_every: int = 100
     ckpt_every: int = 1000
     device: str = "cpu"
@@ -116,42 +155,85 @@ class TrainConfig:
             raise ValueError(
                 f"need lr > 0 and weight_decay >= 0, got {self.lr}, {self.weight_decay}"
             )
+        if self.regularizer not in ("coupled", "decoupled"):
+            raise ValueError(
+                f"regularizer must be 'coupled' or 'decoupled', got {self.regularizer!r}"
+            )
+        if self.schedule not in ("cosine", "constant"):
+            raise ValueError(f"schedule must be 'cosine' or 'constant', got {self.schedule!r}")
+        if not 0 <= self.warmup <= self.steps:
+            raise ValueError(f"need 0 <= warmup <= steps, got {self.warmup}, {self.steps}")
 
 
 @dataclass(frozen=True)
 class TemperatureFitConfig:
-    """Where to collect (H, β*) points and how to search β.
+    """App. F's point collection and fit (:mod:`.temperature_fit`).
 
-    ``beta_grid()`` is geometric from ``beta_min`` to ``beta_max`` (default 1..50, 200 points,
-    about 2 % apart): β < 1 is never used by the rule, and the published polynomial stays
-    below 2.5, so 50 leaves ample head-room while keeping the relative resolution uniform.
+    - ``sizes`` 16 … 2048, ``sets_per_size`` 300: ours (the paper's sizes and counts are
+      lost in our copy; these span the training size up to 128× beyond it). Every seed of
+      the model sees the same sets: one generator per size, seeded from ``seed`` (ours), and
+      the fit pools the seeds (ours: the paper fits one model; ten seeds × 300 sets cost as
+      much as one seed × 3,000, and :func:`.temperature_fit.seed_fits` shows the spread).
+    - ``thetas()``: the temperature grid, linear from ``theta_min`` to ``theta_max`` in steps
+      of ``theta_step``: paper ("fixed increments between two bounds"), values lost in our
+      copy (our choice: 0.005 … 2.0 in steps of 0.005, 400 points, θ = 1 on the grid; why:
+      on a softmax model trained 1,500 steps (3 seeds, sizes 16 … 2048) the continuous
+      optimum θ* has 1st / 50th / 99.9th percentiles 0.011 / 0.10 / 1.56, so this grid puts
+      0.5 % of the kept inputs on its lower edge and 0.04 % on its upper one, and resolves
+      the median θ* to 5 %; a lower bound of 0.01 put 1.7 % on the edge, 0.002 puts 0.1 % at
+      2.5× the search cost. Above θ = 2 (β < 0.5) the rule clamps β to 1 anyway. The upper
+      edge also holds the inputs whose optimum is θ = ∞ (maximal item's logit at or below the
+      mean logit), which no finite grid resolves: none on the trained model, 55 % on an
+      untrained one, whose logits are nearly equal).
+    - ``degree`` 4: paper (np.polyfit). ``threshold``: the listing's 0.5 nats (paper).
+    - ``chunk_items``: ours; sets are processed in chunks of at most this many items (at
+      least one set), which bounds the model's activations to S × ``chunk_items`` × width.
     """
 
     sizes: tuple[int, ...] = (16, 32, 64, 128, 256, 512, 1024, 2048)
-    sets_per_size: int = 2000
-    beta_min: float = 1.0
-    beta_max: float = 50.0
-    n_beta: int = 200
+    sets_per_size: int = 300
+    theta_min: float = 0.005
+    theta_max: float = 2.0
+    theta_step: float = 0.005
     degree: int = 4
     threshold: float = ENTROPY_THRESHOLD
-    only_errors: bool = True
     seed: int = 777
-    chunk_items: int = 1 << 15
+    chunk_items: int = 1 << 13
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sizes", tuple(int(s) for s in self.sizes))
         if not self.sizes or min(self.sizes) < 2:
-            raise ValueError(f"sizes must be ints >= 2, got {self.sizes}")
-        if not 0 < self.beta_min < self.beta_max or self.n_beta < 2:
+            raise ValueError(f"sizes must be a non-empty list of ints >= 2, got {self.sizes}")
+        if self.sets_per_size < 1 or self.chunk_items < 1:
             raise ValueError(
-                f"need 0 < beta_min < beta_max and n_beta >= 2, got "
-                f"{self.beta_min}, {self.beta_max}, {self.n_beta}"
+                f"sets_per_size and chunk_items must be >= 1, got {self.sets_per_size}, "
+                f"{self.chunk_items}"
             )
-        if self.degree < 0 or self.sets_per_size < 1 or self.chunk_items < 1:
-            raise ValueError("degree must be >= 0, sets_per_size and chunk_items >= 1")
+        bounds = (self.theta_min, self.theta_max, self.theta_step)
+        if not all(math.isfinite(v) for v in bounds):
+            raise ValueError(f"theta_min, theta_max, theta_step must be finite, got {bounds}")
+        if not 0 < self.theta_min < self.theta_max or self.theta_step <= 0:
+            raise ValueError(
+                "need 0 < theta_min < theta_max and theta_step > 0 (θ is a temperature), got "
+                f"theta_min={self.theta_min}, theta_max={self.theta_max}, "
+                f"theta_step={self.theta_step}"
+            )
+        steps = (self.theta_max - self.theta_min) / self.theta_step
+        if abs(steps - round(steps)) > 1e-6 * max(1.0, steps):
+            raise ValueError(
+                f"theta_max - theta_min = {self.theta_max - self.theta_min:g} must be a whole "
+                f"number of theta_step = {self.theta_step:g} steps (a linear grid with both "
+                "bounds on it)"
+            )
+        if self.degree < 0:
+            raise ValueError(f"degree must be >= 0, got {self.degree}")
+        if not math.isfinite(self.threshold):
+            raise ValueError(f"threshold must be finite, got {self.threshold}")
 
-    def beta_grid(self) -> np.ndarray:
-        return np.geomspace(self.beta_min, self.beta_max, self.n_beta)
+    def thetas(self) -> np.ndarray:
+        """The linear temperature grid, ``theta_min`` … ``theta_max`` inclusive."""
+        k = round((self.theta_max - self.theta_min) / self.theta_step)
+        return np.round(self.theta_min + self.theta_step * np.arange(k + 1), 12)
 
 
 #: Normalisers trained from scratch in the cross-normaliser table (label -> registry spec).
@@ -177,7 +259,8 @@ SWAPS: dict[str, NormSpec] = {
 
 @dataclass(frozen=True)
 class MaxRetrievalConfig:
-    """Softmax vs adaptive temperature (applied at inference only), one model per seed."""
+    """Softmax vs adaptive temperature (applied at inference only): every seed trained
+    together in one batched model (:mod:`.train`)."""
 
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -185,28 +268,20 @@ class MaxRetrievalConfig:
     seeds: tuple[int, ...] = tuple(range(10))
     adaptive_params: dict[str, Any] = field(default_factory=dict)  # e.g. refit coeffs
     profile_sizes: tuple[int, ...] = (16, 128, 1024, 8192)
-    workers: int = 1  # processes, one seed each; each uses one thread
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds must be a non-empty list of distinct ints, got {self.seeds}")
-        if self.workers < 1:
-            raise ValueError(f"workers must be >= 1, got {self.workers}")
 
 
 def _quick_benchmark() -> MaxRetrievalConfig:
-    """2 seeds, short training, sizes up to 1024: the CI smoke run (< 3 min on 2 cores).
-
-    Two single-threaded worker processes: one process with two intra-op threads was 5×
-    slower on the shared 2-core machine (these ops are too small to split).
-    """
+    """2 seeds, 600 steps, sizes up to 1024, 500 sets per size: the CI smoke run."""
     return MaxRetrievalConfig(
-        train=TrainConfig(steps=1500, ckpt_every=500),
-        eval=EvalConfig(sizes=(16, 32, 64, 128, 256, 512, 1024), n_sets=2000),
+        train=TrainConfig(steps=600, ckpt_every=200),
+        eval=EvalConfig(sizes=(16, 64, 256, 1024), n_sets=500, min_sets=500),
         seeds=(0, 1),
         profile_sizes=(16, 128, 1024),
-        workers=2,
     )
 
 
@@ -223,15 +298,32 @@ class CrossConfig:
             raise ValueError("trained must include 'softmax': it is the baseline and swap host")
 
 
+#: The ablation's axes (issue: LR schedule × regulariser × model variant).
+ABLATION: dict[str, tuple[str, ...]] = {
+    "schedule": ("cosine", "constant"),
+    "regularizer": ("coupled", "decoupled"),
+    "variant": ("listing", "ours"),
+}
+
+
 @dataclass(frozen=True)
 class Config:
-    """What to run; the benchmark's own parameters live in :class:`MaxRetrievalConfig`."""
+    """What to run; the benchmark's own parameters live in :class:`MaxRetrievalConfig`.
+
+    ``model_variant``, ``schedule`` and ``regularizer`` override the benchmark's defaults
+    (paper: listing, cosine, coupled). ``ablation`` also trains every combination of
+    :data:`ABLATION` (8 × ``seeds`` models) and compares them.
+    """
 
     preset: Literal["paper", "quick"] = "paper"  # "quick": short training, sizes ≤ 1024
     seeds: int = 10
     normalizers: tuple[str, ...] = ()  # cross table: () skips it, e.g. ("softmax", "ssmax")
     device: str = "cpu"
     temperature_fit: bool = True
+    model_variant: Literal["listing", "ours"] = "listing"
+    schedule: Literal["cosine", "constant"] = "cosine"
+    regularizer: Literal["coupled", "decoupled"] = "coupled"
+    ablation: bool = False
     spreads: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0)  # Fig. 5 analogue
 
     def __post_init__(self) -> None:
@@ -248,6 +340,10 @@ class Config:
             raise ValueError(f"unknown normalizers {unknown}; trainable ones: {sorted(TRAINED)}")
         if self.normalizers and "softmax" not in self.normalizers:
             raise ValueError("normalizers must include softmax: it is the baseline")
+        for name, allowed in ABLATION.items():
+            value = getattr(self, "model_variant" if name == "variant" else name)
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
 
     @classmethod
     def quick(cls, **given: Any) -> Config:
@@ -256,11 +352,11 @@ class Config:
 
     def benchmark(self) -> MaxRetrievalConfig:
         base = _quick_benchmark() if self.preset == "quick" else MaxRetrievalConfig()
-        train_cfg = replace(base.train, device=self.device)
-        # one single-threaded process per seed on CPU: 5x faster than one process with two
-        # threads on 2 cores (docs/max_retrieval.md); one process on a GPU
-        workers = min(2, os.cpu_count() or 1) if self.device == "cpu" else 1
-        return replace(base, seeds=tuple(range(self.seeds)), train=train_cfg, workers=workers)
+        train_cfg = replace(
+            base.train, device=self.device, schedule=self.schedule, regularizer=self.regularizer
+        )
+        model_cfg = replace(base.model, variant=self.model_variant)
+        return replace(base, seeds=tuple(range(self.seeds)), train=train_cfg, model=model_cfg)
 
 
 SoftmaxNotEnoughConfig = Config  # the name of releases before the experiment skeleton

@@ -14,14 +14,14 @@ from tqdm.auto import tqdm
 
 from attnlimits import theory
 from attnlimits.experiments.softmax_not_enough.config import EvalConfig, NormSpec
-from attnlimits.experiments.softmax_not_enough.model import MaxRetrievalModel, make_batch
+from attnlimits.experiments.softmax_not_enough.model import (
+    MaxRetrievalModel,
+    make_batch,
+    normalise,
+    set_generator,
+)
 
 __all__ = ["attention_profile", "evaluate", "paired_table", "summary_table"]
-
-
-def _size_generator(seed: int, n: int, device: str | torch.device) -> torch.Generator:
-    # One stream per (eval seed, size): every model and normaliser sees the same sets.
-    return torch.Generator(device=device).manual_seed(seed * 1_000_003 + n)
 
 
 @torch.no_grad()
@@ -32,37 +32,50 @@ def evaluate(
     *,
     progress: bool = False,
 ) -> pd.DataFrame:
-    """Accuracy per (normaliser label, size); one pass over the data serves every normaliser.
+    """Accuracy per (normaliser label, seed, size); one pass over the data serves every
+    normaliser and every seed of the stacked model (all see the same sets).
 
-    Returns a tidy table: ``norm, size, n_sets, correct, accuracy, se``.
+    Sets are drawn in chunks until every (normaliser, seed) cell's binomial SE is at most
+    ``cfg.target_se`` (from ``cfg.min_sets`` on) or ``cfg.sets_at(n)`` is reached.
+    Returns a tidy table: ``norm, seed, size, n_sets, correct, accuracy, se``.
     """
     norms = dict(norms or {"trained": model.spec})
     device = next(model.parameters()).device
     mc = model.cfg
     model.eval()
-    rows = []
+    seeds = np.array(model.seeds)
+    parts = []
     for n in _progress(cfg.sizes, progress, "eval sizes"):
-        gen = _size_generator(cfg.seed, n, device)
+        gen = set_generator(cfg.seed, n, device)
         per_chunk = max(1, cfg.chunk_items // n)
-        correct = dict.fromkeys(norms, 0)
+        cap = cfg.sets_at(n)
+        correct = torch.zeros(len(norms), len(seeds), dtype=torch.long)  # (norms, S)
         done = 0
-        while done < cfg.n_sets:
-            b = min(per_chunk, cfg.n_sets - done)
+        while done < cap:
+            b = min(per_chunk, cap - done)
             items, query, target = make_batch(
                 b, n, n_classes=mc.n_classes, query_dim=mc.query_dim, generator=gen, device=device
             )
-            for label, logits in zip(
-                norms, model.forward_multi(items, query, list(norms.values())), strict=True
-            ):
-                correct[label] += int((logits.argmax(-1) == target).sum())
+            logits = model.forward_multi(items, query, list(norms.values()))  # each (S, b, C)
+            hits = torch.stack([(lg.argmax(-1) == target).sum(-1) for lg in logits])
+            correct += hits.cpu()
             done += b
             if cfg.target_se is not None and done >= cfg.min_sets:
-                p = np.array(list(correct.values())) / done
+                p = correct.numpy() / done
                 if theory.binomial_standard_error(p, done).max() <= cfg.target_se:
                     break
-        for label in norms:
-            rows.append({"norm": label, "size": n, "n_sets": done, "correct": correct[label]})
-    df = pd.DataFrame(rows)
+        parts.append(
+            pd.DataFrame(
+                {
+                    "norm": np.repeat(list(norms), len(seeds)),
+                    "seed": np.tile(seeds, len(norms)),
+                    "size": n,
+                    "n_sets": done,
+                    "correct": correct.numpy().ravel(),
+                }
+            )
+        )
+    df = pd.concat(parts, ignore_index=True)
     df["accuracy"] = df["correct"] / df["n_sets"]
     df["se"] = theory.binomial_standard_error(df["accuracy"].to_numpy(), df["n_sets"].to_numpy())
     return df
@@ -76,29 +89,36 @@ def attention_profile(
     *,
     n_sets: int = 64,
     seed: int = 0,
+    chunk_items: int = 1 << 13,
 ) -> pd.DataFrame:
     """Mean attention on items ranked by priority (rank 0 = highest) for the Fig. 2/7 analogue.
 
-    Returns ``norm, size, rank, attention`` (mean over ``n_sets`` sets).
+    Returns ``norm, size, rank, attention`` (mean over ``n_sets`` sets and the model's seeds).
     """
     device = next(model.parameters()).device
     mc = model.cfg
     model.eval()
-    rows = []
+    parts = []
     for n in sizes:
-        gen = _size_generator(seed, n, device)
+        gen = set_generator(seed, n, device)
         items, query, _ = make_batch(
             n_sets, n, n_classes=mc.n_classes, query_dim=mc.query_dim, generator=gen, device=device
         )
         order = items[..., 0].argsort(-1, descending=True)  # (B, n)
-        for label, spec in norms.items():
-            _, a, _ = model(items, query, norm=spec, return_attention=True)  # (B, 1, n)
-            ranked = a.squeeze(1).gather(1, order).mean(0).cpu().numpy()  # (n,)
-            rows += [
-                {"norm": label, "size": n, "rank": i, "attention": float(x)}
-                for i, x in enumerate(ranked)
-            ]
-    return pd.DataFrame(rows)
+        per_chunk = max(1, chunk_items // n)  # bounds the [S, sets, n, W] activations
+        total = {label: torch.zeros(n, device=device) for label in norms}
+        for lo in range(0, n_sets, per_chunk):
+            sl = slice(lo, lo + per_chunk)
+            _, e = model.encode(items[sl], query[sl])
+            for label, spec in norms.items():
+                a = normalise(e, spec)  # (S, b, n)
+                total[label] += a.gather(-1, order[sl].expand_as(a)).sum((0, 1))
+        for label in norms:
+            ranked = (total[label] / (n_sets * len(model.seeds))).cpu().numpy()  # (n,)
+            parts.append(
+                pd.DataFrame({"norm": label, "size": n, "rank": np.arange(n), "attention": ranked})
+            )
+    return pd.concat(parts, ignore_index=True)
 
 
 def _progress(it: Sequence[Any], on: bool, desc: str) -> Any:
@@ -109,7 +129,8 @@ def _progress(it: Sequence[Any], on: bool, desc: str) -> Any:
 
 
 def summary_table(acc: pd.DataFrame, baseline: str = "softmax") -> pd.DataFrame:
-    """Mean, std over seeds and a paired t-test against ``baseline`` per (norm, mode, size).
+    """Mean, std, SE (std/√seeds) over seeds and a paired t-test against ``baseline`` per
+    (norm, mode, size).
 
     ``acc`` is tidy with columns ``norm, seed, size, accuracy`` (and optionally ``mode``).
     The test pairs seeds (``scipy.stats.ttest_rel``); NaN where fewer than two seeds pair up
@@ -134,6 +155,7 @@ def summary_table(acc: pd.DataFrame, baseline: str = "softmax") -> pd.DataFrame:
                 "size": size,
                 "mean": x.mean(),
                 "std": x.std(ddof=1) if len(x) > 1 else float("nan"),
+                "se": x.std(ddof=1) / np.sqrt(len(x)) if len(x) > 1 else float("nan"),
                 "n_seeds": len(x),
                 "t": t,
                 "p_value": p,

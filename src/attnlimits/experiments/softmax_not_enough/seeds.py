@@ -1,32 +1,29 @@
-"""Max retrieval over seeds (paper B, §4.1 / App. A): training and evaluation per seed.
+"""Max retrieval over seeds (paper B, §4.1 / App. A): every seed in one batched run.
 
-:func:`run_max_retrieval`: softmax models per seed, evaluated with softmax and with adaptive
+:func:`run_max_retrieval`: softmax models, evaluated with softmax and with adaptive
 temperature applied at inference only (the paper's comparison, with its paired t-test).
 :func:`run_cross_normalizers`: every trainable registry normaliser trained from scratch, plus
-inference-only swaps onto the softmax model. Both return tables and resume from the
-checkpoints and parts in a :class:`~attnlimits.experiments.store.ResultStore`.
+inference-only swaps onto the softmax model. :func:`run_ablation`: LR schedule × regulariser ×
+model variant. All return tables and resume from the checkpoints and parts in a
+:class:`~attnlimits.experiments.store.ResultStore`.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+import itertools
+from collections.abc import Mapping
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
 from attnlimits.experiments.softmax_not_enough.config import (
+    ABLATION,
     CrossConfig,
-    EvalConfig,
     MaxRetrievalConfig,
     ModelConfig,
     NormSpec,
-    TrainConfig,
 )
 from attnlimits.experiments.softmax_not_enough.evaluate import (
     attention_profile,
@@ -34,94 +31,82 @@ from attnlimits.experiments.softmax_not_enough.evaluate import (
     paired_table,
     summary_table,
 )
+from attnlimits.experiments.softmax_not_enough.model import MaxRetrievalModel
 from attnlimits.experiments.softmax_not_enough.train import checkpoint_path, train
 from attnlimits.experiments.store import ResultStore
 
-__all__ = ["run_cross_normalizers", "run_max_retrieval"]
+__all__ = ["run_ablation", "run_cross_normalizers", "run_max_retrieval", "trained_model"]
 
 
-def _seed_job(
+def trained_model(
+    cfg: MaxRetrievalConfig, store: ResultStore, model_cfg: ModelConfig | None = None
+) -> tuple[MaxRetrievalModel, pd.DataFrame]:
+    """Train (or load from its checkpoint) every seed of ``cfg`` in one batched model."""
+    mcfg = model_cfg or cfg.model
+    ckpt = checkpoint_path(store.root / "checkpoints", mcfg, cfg.train, cfg.seeds)
+    return train(mcfg, cfg.train, cfg.seeds, ckpt=ckpt, progress=True)
+
+
+def _train_and_eval(
+    cfg: MaxRetrievalConfig,
     model_cfg: ModelConfig,
-    train_cfg: TrainConfig,
-    eval_cfg: EvalConfig,
-    norms: dict[str, NormSpec],
-    seed: int,
-    root: Path,
-    threads: int | None,
+    norms: Mapping[str, NormSpec],
+    store: ResultStore,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Train (or resume) one seed, evaluate it under ``norms``; parts make it resumable."""
-    if threads is not None:
-        torch.set_num_threads(threads)
-    store = ResultStore(root)
-    ckpt = checkpoint_path(root / "checkpoints", model_cfg, train_cfg, seed)
-    params = {"model": model_cfg, "train": train_cfg, "eval": eval_cfg, "norms": norms}
-    key = f"{model_cfg.normalizer}-seed{seed}"
+    """Accuracy and training log of ``cfg.seeds`` trained with ``model_cfg``; stored as parts."""
+    params = {
+        "model": model_cfg,
+        "train": cfg.train,
+        "eval": cfg.eval,
+        "norms": dict(norms),
+        "seeds": cfg.seeds,
+    }
+    key = f"{model_cfg.normalizer}-{model_cfg.variant}"
     if store.has_part("eval", params, key) and store.has_part("log", params, key):
         return store.part("eval", params, key, pd.DataFrame), store.part(
             "log", params, key, pd.DataFrame
         )
-    model, log = train(model_cfg, train_cfg, seed, ckpt=ckpt)
-    log = store.part("log", params, key, lambda: log.assign(seed=seed))
-    acc = store.part(
-        "eval", params, key, lambda: evaluate(model, eval_cfg, norms).assign(seed=seed)
-    )
+    model, log = trained_model(cfg, store, model_cfg)
+    log = store.part("log", params, key, lambda: log)
+    acc = store.part("eval", params, key, lambda: evaluate(model, cfg.eval, norms, progress=True))
     return acc, log
 
 
-def _train_and_eval(
-    model_cfg: ModelConfig,
-    train_cfg: TrainConfig,
-    eval_cfg: EvalConfig,
-    norms: Mapping[str, NormSpec],
-    seeds: Sequence[int],
+def _softmax_and_adaptive(cfg: MaxRetrievalConfig) -> dict[str, NormSpec]:
+    return {"softmax": ("softmax", {}), "adaptive": ("adaptive", dict(cfg.adaptive_params))}
+
+
+def _softmax_model(cfg: MaxRetrievalConfig) -> ModelConfig:
+    return replace(cfg.model, normalizer="softmax", normalizer_params={})
+
+
+def run_max_retrieval(
+    cfg: MaxRetrievalConfig,
     store: ResultStore,
-    workers: int,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    common = (model_cfg, train_cfg, eval_cfg, dict(norms))
-    desc = f"{model_cfg.normalizer} seeds"
-    if workers == 1:
-        out = [_seed_job(*common, s, store.root, None) for s in tqdm(seeds, desc=desc)]
-    else:
-        ctx = mp.get_context("spawn")
-        with ProcessPoolExecutor(workers, mp_context=ctx) as ex:
-            futs = [ex.submit(_seed_job, *common, s, store.root, 1) for s in seeds]
-            out = [f.result() for f in tqdm(futs, desc=desc)]
-    return pd.concat([o[0] for o in out]), pd.concat([o[1] for o in out])
+    *,
+    extra_norms: Mapping[str, NormSpec] | None = None,
+) -> dict[str, pd.DataFrame]:
+    """Train softmax models, evaluate softmax, adaptive and ``extra_norms`` (inference only)
+    on the same sets.
 
-
-def run_max_retrieval(cfg: MaxRetrievalConfig, store: ResultStore) -> dict[str, pd.DataFrame]:
-    """Train softmax models, evaluate softmax and adaptive (inference only).
-
-    Tables: ``accuracy`` (tidy), ``summary``, ``paired`` (paper layout), ``training_log``,
-    ``attention_profile``.
+    Tables: ``accuracy`` (tidy), ``summary``, ``paired`` (paper layout: softmax vs adaptive),
+    ``training_log``, ``attention_profile`` (softmax and adaptive).
     """
-    mcfg = replace(cfg.model, normalizer="softmax", normalizer_params={})
-    norms: dict[str, NormSpec] = {
-        "softmax": ("softmax", {}),
-        "adaptive": ("adaptive", dict(cfg.adaptive_params)),
-    }
+    mcfg = _softmax_model(cfg)
+    norms = _softmax_and_adaptive(cfg)
     store.update_meta(max_retrieval={"config": cfg, "threads": torch.get_num_threads()})
     with store.timed("max_retrieval.train_eval"):
-        acc, log = _train_and_eval(mcfg, cfg.train, cfg.eval, norms, cfg.seeds, store, cfg.workers)
+        acc, log = _train_and_eval(cfg, mcfg, norms | dict(extra_norms or {}), store)
     acc = acc.assign(mode="inference")
     acc.loc[acc["norm"] == "softmax", "mode"] = "train"
-    summary = summary_table(acc)
-    paired = paired_table(acc, id_size=cfg.train.max_size)
-    model, _ = train(
-        mcfg,
-        cfg.train,
-        cfg.seeds[0],
-        ckpt=checkpoint_path(store.root / "checkpoints", mcfg, cfg.train, cfg.seeds[0]),
-    )
-    profile = attention_profile(model, cfg.profile_sizes, norms)
-    tables = {
+    model, _ = trained_model(cfg, store, mcfg)
+    return {
         "accuracy": acc,
-        "summary": summary,
-        "paired": paired,
+        "summary": summary_table(acc),
+        "paired": paired_table(acc, id_size=cfg.train.max_size),
         "training_log": log,
-        "attention_profile": profile,
+        "attention_profile": attention_profile(model, cfg.profile_sizes, norms),
     }
-    return tables
 
 
 def run_cross_normalizers(cfg: CrossConfig, store: ResultStore) -> dict[str, pd.DataFrame]:
@@ -136,7 +121,7 @@ def run_cross_normalizers(cfg: CrossConfig, store: ResultStore) -> dict[str, pd.
             norms = {label: (name, dict(params))}
             if name == "softmax":
                 norms |= {f"{k} (swap)": (n, dict(p)) for k, (n, p) in cfg.swaps.items()}
-            acc, _ = _train_and_eval(mcfg, b.train, b.eval, norms, b.seeds, store, b.workers)
+            acc, _ = _train_and_eval(b, mcfg, norms, store)
             parts.append(
                 acc.assign(
                     mode=np.where(acc["norm"].str.endswith("(swap)"), "inference-swap", "train")
@@ -144,5 +129,28 @@ def run_cross_normalizers(cfg: CrossConfig, store: ResultStore) -> dict[str, pd.
             )
     acc = pd.concat(parts, ignore_index=True)
     acc["norm"] = acc["norm"].str.replace(" (swap)", "", regex=False)
-    summary = summary_table(acc)
-    return {"cross_accuracy": acc, "cross_summary": summary}
+    return {"cross_accuracy": acc, "cross_summary": summary_table(acc)}
+
+
+def run_ablation(cfg: MaxRetrievalConfig, store: ResultStore) -> dict[str, pd.DataFrame]:
+    """LR schedule × regulariser × model variant (:data:`ABLATION`), softmax and adaptive at
+    inference, ``cfg.seeds`` each; the combination equal to ``cfg`` reuses its run.
+
+    Tables: ``ablation_accuracy`` (tidy, one row per combination, norm, seed, size) and
+    ``ablation_summary`` (mean, SE over seeds, paired t-test of adaptive vs softmax).
+    """
+    norms = _softmax_and_adaptive(cfg)
+    parts, summaries = [], []
+    with store.timed("ablation.train_eval"):
+        for schedule, regularizer, variant in itertools.product(*ABLATION.values()):
+            run = replace(
+                cfg,
+                train=replace(cfg.train, schedule=schedule, regularizer=regularizer),  # type: ignore[arg-type]
+                model=replace(cfg.model, variant=variant),  # type: ignore[arg-type]
+            )
+            acc, _ = _train_and_eval(run, _softmax_model(run), norms, store)
+            setting = {"schedule": schedule, "regularizer": regularizer, "variant": variant}
+            parts.append(acc.assign(**setting))
+            summaries.append(summary_table(acc).assign(**setting))
+    summary = pd.concat(summaries, ignore_index=True)
+    return {"ablation_accuracy": pd.concat(parts, ignore_index=True), "ablation_summary": summary}

@@ -1,19 +1,25 @@
-"""Max retrieval training (paper B, §4.1 / App. A): AdamW, one set size per batch, checkpoints.
+"""Max retrieval training (paper B, §4.1 / App. A): every seed in one batched model.
 
-Every batch holds ``batch`` sets of one size drawn uniformly from ``{min_size..max_size}``
-(default 1..16: "up to 16 items"). A size-1 set is trivial but harmless; we keep it so the
-training distribution is exactly "uniform up to 16". Every ``log_every`` steps the loss, the
-batch accuracy and the largest logit spread beside its Prop. 3.1 bound are logged (Fig. 9
-analogue), the spread on a fixed probe batch of ``max_size`` items. Every ``ckpt_every``
-steps the model, optimiser, data-generator state and log are written atomically; a rerun with
-the same configuration resumes from the last checkpoint and ends with bit-identical weights
-(on the same device and thread count).
+One step draws one set size (from a stream shared by the seeds), then ``batch`` sets of that
+size per seed from the seed's own generator, and advances all S seeds with one forward and
+backward pass: the loss is the sum over seeds of each seed's mean cross-entropy, so seed s's
+gradient is exactly its own, and Adam's update is elementwise, so each seed trains as it
+would alone (tested against separate runs). The learning rate follows ``TrainConfig.schedule``
+(cosine decay to zero by default, optional linear warm-up). Every ``log_every`` steps each
+seed's loss, batch accuracy, learning rate and the largest logit spread beside its Prop. 3.1
+bound are logged (Fig. 9 analogue), the spread on a fixed probe batch of ``max_size`` items per
+seed. Every ``ckpt_every`` steps the model, optimiser, schedule, generators and log are written
+atomically; a rerun with the same configuration resumes from the last checkpoint and ends with
+bit-identical weights (same device and thread count).
 """
 
 from __future__ import annotations
 
 import io
+import math
+from collections.abc import Sequence
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +29,34 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from attnlimits.experiments.softmax_not_enough.config import ModelConfig, TrainConfig
-from attnlimits.experiments.softmax_not_enough.model import MaxRetrievalModel, make_batch
+from attnlimits.experiments.softmax_not_enough.model import MaxRetrievalModel, make_seed_batches
 from attnlimits.experiments.store import atomic_write_bytes, params_hash
 
-__all__ = ["checkpoint_path", "train"]
+__all__ = ["LOG_COLUMNS", "checkpoint_path", "lr_factor", "train"]
+
+LOG_COLUMNS = ["step", "seed", "size", "lr", "loss", "acc", "spread", "bound"]
 
 
 def checkpoint_path(
-    folder: Path, model_cfg: ModelConfig, train_cfg: TrainConfig, seed: int
+    folder: Path, model_cfg: ModelConfig, train_cfg: TrainConfig, seeds: Sequence[int]
 ) -> Path:
-    """``<folder>/<normaliser>-seed<seed>-<hash of both configs>.pt``."""
-    tag = params_hash({"model": asdict(model_cfg), "train": asdict(train_cfg), "seed": seed})
-    return Path(folder) / f"{model_cfg.normalizer}-seed{seed}-{tag}.pt"
+    """``<folder>/<normaliser>-<variant>-<S>seeds-<hash of both configs and the seeds>.pt``."""
+    seeds = [int(s) for s in seeds]
+    tag = params_hash({"model": asdict(model_cfg), "train": asdict(train_cfg), "seeds": seeds})
+    name = f"{model_cfg.normalizer}-{model_cfg.variant}-{len(seeds)}seeds-{tag}.pt"
+    return Path(folder) / name
+
+
+def lr_factor(step: int, *, steps: int, warmup: int, schedule: str) -> float:
+    """Learning-rate multiplier before update ``step + 1``: linear warm-up over ``warmup``
+    steps, then constant or cosine decay to zero at ``steps``
+    (0.5·(1 + cos(π·t)), t the fraction of the post-warm-up steps done)."""
+    if step < warmup:
+        return (step + 1) / warmup
+    if schedule == "constant":
+        return 1.0
+    t = (step - warmup) / max(1, steps - warmup)
+    return 0.5 * (1.0 + math.cos(math.pi * min(t, 1.0)))
 
 
 def _save(path: Path, state: dict[str, Any]) -> None:
@@ -44,50 +66,60 @@ def _save(path: Path, state: dict[str, Any]) -> None:
 
 
 def _optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
-    opt_cls = torch.optim.AdamW if cfg.decoupled else torch.optim.Adam
+    opt_cls = torch.optim.AdamW if cfg.regularizer == "decoupled" else torch.optim.Adam
     return opt_cls(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
 
 
 def train(
     model_cfg: ModelConfig,
     cfg: TrainConfig,
-    seed: int,
+    seeds: int | Sequence[int],
     *,
     ckpt: Path | None = None,
     progress: bool = False,
     stop_after: int | None = None,
 ) -> tuple[MaxRetrievalModel, pd.DataFrame]:
-    """Train one model; return it (eval mode) and its log ``step, size, loss, acc, spread, bound``.
+    """Train every seed in one batched model; return it (eval mode) and its log, one row per
+    (logged step, seed): ``step, seed, size, lr, loss, acc, spread, bound``.
 
     Parameters
     ----------
+    seeds : int or sequence of int
+        One seed, or S seeds trained together (slice s of the model is seed ``seeds[s]``).
     ckpt : Path, optional
         Checkpoint file; resumed from if it exists, rewritten every ``cfg.ckpt_every`` steps
         and at the end.
     stop_after : int, optional
         Stop (after checkpointing) once this many steps are done: simulates an interruption.
     """
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)  # initial weights depend on the seed only
-        model = MaxRetrievalModel(model_cfg).to(cfg.device)
+    seeds = (int(seeds),) if isinstance(seeds, int) else tuple(int(s) for s in seeds)
+    dev = cfg.device
+    model = MaxRetrievalModel(model_cfg, seeds).to(dev)
     opt = _optimizer(model, cfg)
-    gen = torch.Generator(device=cfg.device).manual_seed(seed)
-    # A fixed probe batch at the largest training size, for the spread log: the training
-    # batch's size varies, and a size-1 set has spread 0.
-    probe = make_batch(
-        64,
-        cfg.max_size,
-        n_classes=model_cfg.n_classes,
-        query_dim=model_cfg.query_dim,
-        device=cfg.device,
-        generator=torch.Generator(device=cfg.device).manual_seed(seed + 1),
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, partial(lr_factor, steps=cfg.steps, warmup=cfg.warmup, schedule=cfg.schedule)
+    )
+    gens = [torch.Generator(device=dev).manual_seed(s) for s in seeds]
+    size_gen = torch.Generator().manual_seed(cfg.size_seed)  # on CPU: same sizes everywhere
+    shape: dict[str, Any] = {
+        "n_classes": model_cfg.n_classes,
+        "query_dim": model_cfg.query_dim,
+        "device": dev,
+    }
+    # A fixed probe batch per seed at the largest training size, for the spread log: the
+    # training batch's size varies, and a size-1 set has spread 0.
+    probe = make_seed_batches(
+        [torch.Generator(device=dev).manual_seed(s + 1) for s in seeds], 64, cfg.max_size, **shape
     )[:2]
     step, log = 0, []
     if ckpt is not None and Path(ckpt).exists():
-        state = torch.load(ckpt, map_location=cfg.device, weights_only=False)
+        state = torch.load(ckpt, map_location=dev, weights_only=False)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
-        gen.set_state(state["gen"].to(gen.get_state().device))
+        sched.load_state_dict(state["sched"])
+        for g, s in zip(gens, state["gens"], strict=True):
+            g.set_state(s.to(g.get_state().device))
+        size_gen.set_state(state["size_gen"])
         step, log = state["step"], state["log"]
 
     def save() -> None:
@@ -97,7 +129,9 @@ def train(
                 {
                     "model": model.state_dict(),
                     "opt": opt.state_dict(),
-                    "gen": gen.get_state(),
+                    "sched": sched.state_dict(),
+                    "gens": [g.get_state() for g in gens],
+                    "size_gen": size_gen.get_state(),
                     "step": step,
                     "log": log,
                 },
@@ -106,41 +140,39 @@ def train(
     start, end = step, cfg.steps if stop_after is None else min(cfg.steps, stop_after)
     bar = None
     if progress:
-        bar = tqdm(
-            total=cfg.steps, initial=step, desc=f"{model_cfg.normalizer} seed {seed}", leave=False
-        )
+        desc = f"{model_cfg.normalizer} ({model_cfg.variant}), {len(seeds)} seeds"
+        bar = tqdm(total=cfg.steps, initial=step, desc=desc, leave=False)
     model.train()
     sizes = cfg.max_size - cfg.min_size + 1
     while step < end:
-        n = cfg.min_size + int(torch.randint(sizes, (1,), generator=gen, device=cfg.device))
-        items, query, target = make_batch(
-            cfg.batch,
-            n,
-            n_classes=model_cfg.n_classes,
-            query_dim=model_cfg.query_dim,
-            generator=gen,
-            device=cfg.device,
-        )
-        logits = model(items, query)
+        n = cfg.min_size + int(torch.randint(sizes, (1,), generator=size_gen))
+        items, query, target = make_seed_batches(gens, cfg.batch, n, **shape)
+        logits = model(items, query)  # (S, B, C)
         assert isinstance(logits, torch.Tensor)
-        loss = F.cross_entropy(logits, target)
+        loss = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none")
+        per_seed = loss.view(len(seeds), -1).mean(1)  # (S,)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        per_seed.sum().backward()  # seed s's gradient is its own loss's
+        lr = opt.param_groups[0]["lr"]
         opt.step()
+        sched.step()
         step += 1
         if step % cfg.log_every == 0 or step == cfg.steps:
             spread, bound = model.spread_bound(*probe)
-            acc = float((logits.argmax(-1) == target).float().mean())
-            log.append(
+            acc = (logits.argmax(-1) == target).float().mean(1)
+            log += [
                 {
                     "step": step,
+                    "seed": seed,
                     "size": n,
-                    "loss": float(loss.detach()),
-                    "acc": acc,
-                    "spread": spread,
-                    "bound": bound,
+                    "lr": lr,
+                    "loss": float(per_seed[i].detach()),
+                    "acc": float(acc[i]),
+                    "spread": float(spread[i]),
+                    "bound": float(bound[i]),
                 }
-            )
+                for i, seed in enumerate(seeds)
+            ]
         if step % cfg.ckpt_every == 0 and step < end:
             save()
         if bar is not None:
@@ -150,4 +182,4 @@ def train(
     if step > start:  # nothing new to save when resuming a finished run
         save()
     model.eval()
-    return model, pd.DataFrame(log, columns=["step", "size", "loss", "acc", "spread", "bound"])
+    return model, pd.DataFrame(log, columns=LOG_COLUMNS)
