@@ -1,88 +1,372 @@
-"""Adaptive-temperature derivation (paper B, App. F): point collection, polynomial fits, rule."""
+"""Adaptive-temperature derivation (paper B, App. F): the θ search, point collection, fits."""
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
 import numpy as np
+import pandas as pd
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.optimize import minimize_scalar
+from torch import Tensor, nn
 
-from attnlimits.experiments.softmax_not_enough import (
-    EvalConfig,
-    MaxRetrievalModel,
-    ModelConfig,
-    TemperatureFitConfig,
+from attnlimits import normalizers
+from attnlimits.experiments.softmax_not_enough.config import TemperatureFitConfig
+from attnlimits.experiments.softmax_not_enough.figures import plot_fit
+from attnlimits.experiments.softmax_not_enough.temperature_fit import (
+    POINT_COLUMNS,
     apply_rule,
+    beta_table,
     collect_points,
+    edge_labels,
     fit_polynomial,
     fit_table,
+    max_item_temperature,
+    poly_beta,
+    refit_norms,
     run_temperature_fit,
+    seed_fits,
+    size_table,
 )
-from attnlimits.experiments.softmax_not_enough.figures import plot_fit
 from attnlimits.experiments.store import ResultStore
-from attnlimits.normalizers import POLY_COEFFS, adaptive_beta
+from attnlimits.normalizers import POLY_COEFFS, adaptive_beta, adaptive_stats
+
+GRID = TemperatureFitConfig().thetas()
 
 
-def test_fit_recovers_known_coefficients() -> None:
+# ---- the θ search ------------------------------------------------------------------------
+
+
+def brute_force(scores: Tensor, index: Tensor, thetas: np.ndarray) -> tuple[list[int], Tensor]:
+    """Per row, a Python loop over θ with torch.softmax: first θ of the largest weight."""
+    positions, weights = [], torch.empty(len(scores), len(thetas), dtype=scores.dtype)
+    for r in range(len(scores)):
+        for k, t in enumerate(thetas):
+            weights[r, k] = torch.softmax(scores[r] / float(t), -1)[index[r]]
+        best = 0
+        for k in range(len(thetas)):
+            if weights[r, k] > weights[r, best]:
+                best = k
+        positions.append(best)
+    return positions, weights
+
+
+def test_search_equals_brute_force_with_ties(gen: torch.Generator) -> None:
+    scores = torch.randn(60, 9, generator=gen, dtype=torch.float64) * 3
+    scores[:20] = (scores[:20] * 2).round() / 2  # many tied logits
+    scores[20:25] = 1.5  # every logit tied: the weight is 1/n at every θ
+    index = torch.randint(9, (60,), generator=gen)
+    thetas = np.round(np.arange(0.05, 3.0001, 0.05), 12)
+    found = max_item_temperature(scores, index, thetas)
+    positions, weights = brute_force(scores, index, thetas)
+    best = weights.max(1).values
+    assert torch.allclose(found.weight, best, rtol=1e-12, atol=0)
+    # the same θ wherever the maximum is unique beyond rounding; on exact ties, the first
+    runner_up = weights.masked_fill(weights == best[:, None], -1).max(1).values
+    clear = (best - runner_up) > 1e-12 * best
+    assert clear.sum() > 30
+    assert found.position[clear].tolist() == torch.tensor(positions)[clear].tolist()
+    assert (found.position[20:25] == 0).all()
+    assert torch.equal(found.theta, torch.as_tensor(thetas)[found.position])
+    one = int(np.argmin(np.abs(thetas - 1.0)))
+    assert torch.allclose(found.weight_one, weights[:, one], rtol=1e-12, atol=0)
+
+
+def test_search_dim_dtype_and_batch_shape(gen: torch.Generator) -> None:
+    scores = torch.randn(3, 4, 11, generator=gen, dtype=torch.float64)
+    index = torch.randint(11, (3, 4), generator=gen)
+    ref = max_item_temperature(scores, index, GRID)
+    moved = max_item_temperature(scores.transpose(1, 2), index, GRID, dim=1)
+    assert torch.equal(ref.position, moved.position) and ref.position.shape == (3, 4)
+    chunked = max_item_temperature(scores, index, GRID, chunk_elements=1)  # one θ at a time
+    assert torch.equal(ref.position, chunked.position)
+    f32 = max_item_temperature(scores.float(), index, GRID)
+    assert f32.weight.dtype == torch.float32
+    assert torch.allclose(f32.weight.double(), ref.weight, rtol=1e-5)
+
+
+def _true_theta(e: Tensor, i: int) -> float:
+    """The continuous optimum via β: log w(β) is concave, so a bounded scalar search finds it."""
+
+    def neg_log_weight(beta: float) -> float:
+        return -float(torch.log_softmax(beta * e, -1)[i])
+
+    return 1.0 / minimize_scalar(neg_log_weight, bounds=(1e-3, 1e3), method="bounded").x
+
+
+def test_interior_optimum_hand_made() -> None:
+    # max item (index 1) second: w → 0 as θ → 0 and → 1/n as θ → ∞, with a peak between
+    e = torch.tensor([2.0, 1.5] + [0.0] * 30, dtype=torch.float64)
+    found = max_item_temperature(e, torch.tensor(1), GRID)
+    assert edge_labels(found.position.numpy(), len(GRID)) == ""
+    assert abs(float(found.theta) - _true_theta(e, 1)) <= GRID[1] - GRID[0]  # within a step
+    assert float(found.weight) > max(float(found.weight_one), 1 / len(e))
+    assert float(torch.softmax(e / 0.01, -1)[1]) < 1e-3 < float(found.weight)
+
+
+def test_edge_optima_flagged() -> None:
+    # e_i below the mean logit: the optimum is θ = ∞, so the last grid point
+    high = torch.tensor([3.0, -1.0, 0.0, 0.0], dtype=torch.float64)
+    # e_i a hair (1e-6) below the top, the rest 0.02 below: the peak is at θ ≈ 0.0016 < θ_min
+    low = torch.tensor([1.0, 1.0 - 1e-6, 0.98, 0.98], dtype=torch.float64)
+    assert _true_theta(low, 1) < GRID[0]
+    found = max_item_temperature(torch.stack([high, low]), torch.tensor([1, 1]), GRID)
+    assert edge_labels(found.position.numpy(), len(GRID)).tolist() == ["high", "low"]
+    assert found.theta.tolist() == [GRID[-1], GRID[0]]
+
+
+@pytest.mark.parametrize(
+    ("scores", "index", "thetas", "match"),
+    [
+        (torch.zeros(2, 3), torch.tensor([0, 1]), [0.0, 1.0], "finite and > 0"),
+        (torch.zeros(2, 3), torch.tensor([0, 1]), [-1.0], "finite and > 0"),
+        (torch.zeros(2, 3), torch.tensor([0, 3]), [1.0], "out of range"),
+        (torch.zeros(2, 3), torch.tensor([0, -1]), [1.0], "out of range"),
+        (torch.zeros(2, 3), torch.tensor([0, 1, 2]), [1.0], "shape without dim"),
+        (torch.zeros(2, 3), torch.tensor([0.0, 1.0]), [1.0], "integer"),
+        (torch.zeros(2, 3), torch.tensor([0, 1]), [], "non-empty"),
+        (torch.zeros(2, 3, dtype=torch.long), torch.tensor([0, 1]), [1.0], "floating"),
+        (torch.tensor([[0.0, math.nan]]), torch.tensor([0]), [1.0], "NaN"),
+        (torch.full((1, 2), -math.inf), torch.tensor([0]), [1.0], "finite score"),
+    ],
+)
+def test_search_rejects_bad_input(
+    scores: Tensor, index: Tensor, thetas: list[float], match: str
+) -> None:
+    with pytest.raises(ValueError, match=match):
+        max_item_temperature(scores, index, thetas)
+
+
+@given(
+    st.lists(st.floats(-20, 20), min_size=2, max_size=30),
+    st.integers(0, 29),
+    st.lists(st.integers(0, len(GRID) - 1), min_size=1, max_size=8),
+)
+def test_weight_star_beats_every_grid_point(logits: list[float], i: int, probe: list[int]) -> None:
+    e = torch.tensor(logits, dtype=torch.float64)
+    i = i % len(logits)
+    found = max_item_temperature(e, torch.tensor(i), GRID)
+    w_star = float(found.weight)
+    assert w_star == pytest.approx(float(torch.softmax(e / float(found.theta), -1)[i]), rel=1e-9)
+    for k in probe:
+        assert w_star >= float(torch.softmax(e / GRID[k], -1)[i]) * (1 - 1e-12)
+    assert w_star >= float(found.weight_one) * (1 - 1e-12)
+    assert float(found.weight_one) == pytest.approx(float(torch.softmax(e, -1)[i]), rel=1e-9)
+
+
+# ---- collecting points on a stub model ----------------------------------------------------
+
+
+class StubModel(nn.Module):
+    """``seeds``, ``cfg``, ``encode`` and ``forward_multi`` of the max-retrieval model: scores
+    e = items · w_s per seed (deterministic in the items), readout = attention-pooled class."""
+
+    def __init__(self, seeds: tuple[int, ...] = (3, 5), n_classes: int = 4) -> None:
+        super().__init__()
+        self.seeds = seeds
+        self.cfg = SimpleNamespace(n_classes=n_classes, query_dim=3)
+        w = torch.randn(len(seeds), 1 + n_classes, generator=torch.Generator().manual_seed(1))
+        w[:, 0] = torch.tensor([6.0, 2.0][: len(seeds)])  # priority counts, the class too
+        self.w = nn.Parameter(w)
+        self.calls: list[tuple[Tensor, Tensor]] = []
+
+    def encode(self, items: Tensor, query: Tensor) -> tuple[Tensor, Tensor]:
+        e = torch.einsum("bnd,sd->sbn", items, self.w) + 0.1 * query[:, :1]  # (S, B, n)
+        self.calls.append((items, e))
+        return items.expand(len(self.seeds), *items.shape), e
+
+    def forward_multi(
+        self, items: Tensor, query: Tensor, norms: list[tuple[str, dict[str, Any]]]
+    ) -> list[Tensor]:
+        f, e = self.encode(items, query)
+        out = []
+        for name, params in norms:
+            a = normalizers.get(name)(e, dim=-1, **params)  # (S, B, n)
+            out.append((a.unsqueeze(-1) * f[..., 1:]).sum(-2))  # (S, B, C)
+        return out
+
+
+def stub() -> Any:
+    """A :class:`StubModel`, typed as the model the functions expect (duck typing)."""
+    return StubModel()
+
+
+@torch.no_grad()
+def test_collect_points_on_stub() -> None:
+    model = stub()
+    cfg = TemperatureFitConfig(sizes=(6, 40), sets_per_size=50, chunk_items=128)
+    pts = collect_points(model, cfg)
+    assert list(pts.columns) == POINT_COLUMNS
+    assert set(pts["seed"]) == {3, 5} and set(pts["size"]) == {6, 40}
+    assert (pts["entropy"] <= np.log(pts["size"]) + 1e-5).all()
+    assert (pts["weight_star"] >= pts["weight_one"] * (1 - 1e-6)).all()
+    assert np.allclose(pts["beta_star"], 1 / pts["theta_star"])
+    assert np.isin(pts["theta_star"], GRID).all()
+    assert set(pts["edge"]) <= {"", "low", "high"}
+    assert (pts["edge"] == "high").eq(pts["theta_star"] == GRID[-1]).all()
+    for n in cfg.sizes:  # rebuild each size's sets from what the stub saw
+        calls = [c for c in model.calls if c[0].shape[1] == n]
+        items = torch.cat([c[0] for c in calls])  # (sets, n, d)
+        e = torch.cat([c[1] for c in calls], 1)  # (S, sets, n)
+        assert items.shape[0] == cfg.sets_per_size
+        kept = e.argmax(-1) != items[..., 0].argmax(-1)  # (S, sets)
+        here = pts[pts["size"] == n]
+        assert len(here) == int(kept.sum()) > 0
+        s = torch.tensor(here["seed"].map({3: 0, 5: 1}).to_numpy())
+        k = torch.tensor(here["set"].to_numpy())
+        assert kept[s, k].all()
+        assert np.allclose(here["entropy"], adaptive_stats(e[s, k])[0].numpy(), atol=1e-6)
+    again = collect_points(stub(), cfg)
+    pd.testing.assert_frame_equal(pts, again)  # seeded: the same sets every run
+
+
+def test_collect_points_nothing_kept() -> None:
+    model = stub()
+    with torch.no_grad():
+        model.w.zero_()
+        model.w[:, 0] = 1.0  # scores follow priority: nothing is kept
+    pts = collect_points(model, TemperatureFitConfig(sizes=(8,), sets_per_size=5))
+    assert list(pts.columns) == POINT_COLUMNS and len(pts) == 0
+    with pytest.raises(ValueError, match="no kept"):
+        fit_table(pts, TemperatureFitConfig())
+
+
+def test_run_temperature_fit_and_figure(tmp_path: Path) -> None:
+    model = stub()
+    cfg = TemperatureFitConfig(sizes=(8, 32), sets_per_size=60)
+    out = run_temperature_fit(model, cfg, ResultStore(tmp_path))
+    assert set(out) == {
+        f"temperature_fit_{t}" for t in ("points", "sizes", "coeffs", "beta", "seed_fits")
+    }
+    norms = refit_norms(out["temperature_fit_coeffs"], cfg.threshold)
+    assert list(norms) == ["adaptive (refit)"]
+    refit = out["temperature_fit_coeffs"].set_index("fit").loc["refit", "coeffs"]
+    assert norms["adaptive (refit)"] == ("adaptive", {"coeffs": tuple(refit), "threshold": 0.5})
+    sizes = out["temperature_fit_sizes"]
+    assert sizes["kept"].sum() == len(out["temperature_fit_points"])
+    assert (sizes["n_sets"] == 2 * 60).all()
+    assert list(out["temperature_fit_seed_fits"]["seed"]) == [3, 5]
+    # the points are a stored part: a rerun reads them back unchanged
+    again = run_temperature_fit(model, cfg, ResultStore(tmp_path))
+    pd.testing.assert_frame_equal(again["temperature_fit_points"], out["temperature_fit_points"])
+    fig = plot_fit(out["temperature_fit_points"], out["temperature_fit_coeffs"])
+    assert len(fig.axes) == 2
+    assert "θ*" in fig.axes[0].get_ylabel() and "β*" in fig.axes[1].get_ylabel()
+
+
+# ---- fits and tables ------------------------------------------------------------------------
+
+
+def _points(H: np.ndarray, beta: np.ndarray, seed: int = 0) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"seed": seed, "size": 64, "entropy": H, "beta_star": beta, "theta_star": 1 / beta,
+         "edge": ""}
+    )  # fmt: skip
+
+
+def test_fit_polynomial_recovers_known_coefficients() -> None:
     rng = np.random.default_rng(0)
     H = rng.uniform(0.5, 6.0, 2000)
     beta = np.polyval(POLY_COEFFS, H) + rng.normal(0, 1e-3, H.size)
     assert np.allclose(fit_polynomial(H, beta, 4), POLY_COEFFS, atol=2e-3)
 
 
-def test_inverse_fit_recovers_temperature_polynomial() -> None:
+def test_fit_table_recovers_both_readings() -> None:
+    H = np.linspace(0.6, 4.0, 400)
+    beta_poly = np.array([0.01, -0.1, 0.2, 0.5, 1.5])  # β > 1 on [0.6, 4]: the rule is inert
+    fits = fit_table(_points(H, np.polyval(beta_poly, H)), TemperatureFitConfig())
+    assert list(fits["fit"]) == ["paper", "refit", "refit_inverse"]
+    assert list(fits["inverse"]) == [False, False, True]
+    assert np.allclose(fits.loc[1, "coeffs"], beta_poly, atol=1e-8)
+    assert fits.loc[1, "rmse_beta"] < 1e-8 and (fits["n_points"] == 400).all()
+    theta_poly = np.array([0.002, -0.01, 0.02, -0.1, 0.8])  # θ < 1 on [0.6, 4]
+    fits = fit_table(_points(H, 1 / np.polyval(theta_poly, H)), TemperatureFitConfig())
+    assert np.allclose(fits.loc[2, "coeffs"], theta_poly, atol=1e-8)
+    assert fits.loc[2, "rmse_beta"] < 1e-8
+
+
+def test_beta_table_matches_polyval_and_rule() -> None:
+    H = np.linspace(0.6, 4.0, 50)
+    fits = fit_table(_points(H, 1.5 + 0.1 * H), TemperatureFitConfig())
+    table = beta_table(fits, entropies=(0.3, 1, 2, 3, 4))
+    assert len(table) == 3 * 5
+    for row in fits.itertuples():
+        sub = table[table["fit"] == row.fit]
+        raw = np.polyval(row.coeffs, sub["entropy"])
+        raw = 1 / raw if row.inverse else raw
+        assert np.allclose(sub["beta_raw"], raw)
+        rule = np.where(sub["entropy"] > 0.5, np.maximum(raw, 1.0), 1.0)
+        assert np.allclose(sub["beta_rule"], rule)
+    paper = table[(table["fit"] == "paper") & (table["entropy"] >= 1)]
+    assert np.allclose(paper["beta_raw"], [1.27, 2.10, 2.25, 2.39], atol=0.005)  # published
+
+
+def test_seed_fits_spread() -> None:
+    H = np.linspace(0.6, 4.0, 100)
+    pts = pd.concat(
+        [_points(H, 1 + H, seed=0), _points(H, 2 + H, seed=1), _points(H[:3], H[:3], 2)]
+    )
+    table = seed_fits(pts, TemperatureFitConfig())
+    assert list(table["seed"]) == [0, 1, 2] and list(table["n_points"]) == [100, 100, 3]
+    assert np.allclose(table.loc[0, ["beta_H1", "beta_H2", "beta_H3", "beta_H4"]], [2, 3, 4, 5])
+    assert np.allclose(table.loc[1, ["beta_H1", "beta_H4"]], [3, 6])
+    assert table.loc[2, ["beta_H1", "beta_H4"]].isna().all()  # 3 points < degree + 1
+
+
+def test_size_table_counts_edges() -> None:
+    pts = _points(np.array([1.0, 2.0, 3.0]), np.array([0.5, 2.0, 100.0]))
+    pts["edge"] = ["high", "", "low"]
+    table = size_table(pts, TemperatureFitConfig(sizes=(64, 128), sets_per_size=10), n_seeds=2)
+    assert table.loc[0, ["n_sets", "kept", "edge_low", "edge_high"]].tolist() == [20, 3, 1, 1]
+    assert table.loc[0, "kept_frac"] == pytest.approx(0.15)
+    assert table.loc[1, "kept"] == 0 and math.isnan(table.loc[1, "edge_frac"])
+
+
+def test_inverse_rule_and_threshold() -> None:
     true = np.array([0.01, -0.05, 0.1, -0.2, 0.9])  # 1/β as a polynomial in H
     H = np.linspace(0.6, 4.0, 500)
     beta = 1.0 / np.polyval(true, H)
     assert np.allclose(fit_polynomial(H, beta, 4, inverse=True), true, atol=1e-8)
     assert np.allclose(apply_rule(H, true, inverse=True), np.maximum(beta, 1.0))
-
-
-def test_rule_threshold_and_floor() -> None:
+    assert poly_beta([1.0], [-1.0], inverse=True)[0] == np.inf  # θ ≤ 0: unbounded sharpening
     H = np.array([0.0, 0.3, 0.5, 0.51, 2.0, 5.0, 7.0])
-    beta = apply_rule(H, POLY_COEFFS)
-    assert np.all(beta >= 1.0) and np.all(beta[:3] == 1.0)
-    expected = adaptive_beta(torch.as_tensor(H), POLY_COEFFS, 0.5).numpy()
-    assert np.allclose(beta, expected)
-    assert beta[4] == pytest.approx(np.polyval(POLY_COEFFS, 2.0))
+    got = apply_rule(H, POLY_COEFFS)
+    assert np.all(got >= 1.0) and np.all(got[:3] == 1.0)
+    assert np.allclose(got, adaptive_beta(torch.as_tensor(H), POLY_COEFFS, 0.5).numpy())
 
 
-def test_beta_grid() -> None:
-    grid = TemperatureFitConfig().beta_grid()
-    assert grid[0] == 1.0 and grid[-1] == pytest.approx(50.0) and len(grid) == 200
-    assert np.allclose(grid[1:] / grid[:-1], grid[1] / grid[0])  # geometric
+# ---- config -------------------------------------------------------------------------------
+
+
+def test_theta_grid_is_linear_with_one_on_it() -> None:
+    assert GRID[0] == 0.005 and GRID[-1] == 2.0 and len(GRID) == 400
+    assert np.allclose(np.diff(GRID), 0.005) and 1.0 in GRID
+    grid = TemperatureFitConfig(theta_min=0.1, theta_max=0.5, theta_step=0.1).thetas()
+    assert grid.tolist() == [0.1, 0.2, 0.3, 0.4, 0.5]
 
 
 @pytest.mark.parametrize(
-    "kwargs",
+    ("kwargs", "match"),
     [
-        {"sizes": ()},
-        {"sizes": (1,)},
-        {"beta_min": 0.0},
-        {"beta_min": 5.0, "beta_max": 2.0},
-        {"n_beta": 1},
-        {"sets_per_size": 0},
+        ({"sizes": ()}, "sizes"),
+        ({"sizes": (1,)}, "sizes"),
+        ({"theta_min": 0.0}, "0 < theta_min"),
+        ({"theta_min": 2.0, "theta_max": 1.0}, "theta_min < theta_max"),
+        ({"theta_step": 0.0}, "theta_step > 0"),
+        ({"theta_step": 0.3}, "whole number"),
+        ({"theta_max": math.inf}, "finite"),
+        ({"sets_per_size": 0}, "sets_per_size"),
+        ({"chunk_items": 0}, "chunk_items"),
+        ({"degree": -1}, "degree"),
+        ({"threshold": math.nan}, "threshold"),
     ],
 )
-def test_bad_config_raises(kwargs: dict) -> None:  # type: ignore[type-arg]
-    with pytest.raises(ValueError):
+def test_bad_config_raises(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
         TemperatureFitConfig(**kwargs)
-
-
-def test_collect_points_and_run(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    torch.manual_seed(0)
-    model = MaxRetrievalModel(ModelConfig(width=32))  # untrained: most inputs are errors
-    cfg = TemperatureFitConfig(sizes=(8, 64), sets_per_size=40, n_beta=12, chunk_items=256)
-    pts = collect_points(model, cfg)
-    assert list(pts.columns) == ["size", "entropy", "beta_star", "p_star", "p_one"]
-    assert len(pts) > 10 and (pts["beta_star"] >= 1.0).all()
-    assert (pts["p_star"] >= pts["p_one"] - 1e-6).all()  # β = 1 is on the grid
-    assert (pts["entropy"] <= np.log(pts["size"]) + 1e-4).all()
-    fits = fit_table(pts, cfg)
-    assert list(fits["fit"]) == ["paper", "refit", "refit_inverse"]
-    assert all(len(c) == 5 for c in fits["coeffs"])
-    out = run_temperature_fit(model, cfg, EvalConfig(sizes=(8,), n_sets=50), ResultStore(tmp_path))
-    norms = set(out["temperature_fit_accuracy"]["norm"])
-    assert norms == {"softmax", "adaptive_paper", "adaptive_refit"}
-    coeffs = out["temperature_fit_coeffs"]
-    assert all(len(c) == 5 for c in coeffs["coeffs"])
-    assert len(plot_fit(out["temperature_fit_points"], coeffs).axes) == 1

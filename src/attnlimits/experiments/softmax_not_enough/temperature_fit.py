@@ -1,19 +1,36 @@
-"""Deriving the adaptive-temperature polynomial β(H) (Veličković et al., App. F; Fig. 6 analogue).
+"""How the adaptive-temperature polynomial β(H) was derived (paper B, Veličković et al.,
+*Softmax is not Enough*, App. F; Fig. 6 analogue).
 
-From a trained softmax max-retrieval model:
+Procedure, each step labelled:
 
-1. draw fresh sets at several sizes; keep the inputs the model gets wrong, i.e. where the
-   maximum item's class does not get the largest output logit;
-2. per kept input, grid-search the inverse temperature β applied to the attention scores,
-   softmax(β·e), for the β that gives the maximum item's class the highest output probability;
-   record (H, β*) with H the entropy (nats) of the unsharpened attention softmax(e);
-3. fit a degree-4 polynomial β(H) with ``numpy.polyfit`` ("inverse" = inverse temperature:
-   β itself is the fitted quantity, see docs/max_retrieval.md for why);
-4. apply the listing's rule: β = max(poly(H), 1) where H > 0.5, else 1.
+1. Inputs: fresh sets of a trained softmax max-retrieval model (*paper*), at ``cfg.sizes``,
+   ``cfg.sets_per_size`` per size (*ours*: the paper's sizes and counts are lost in our copy).
+   Every seed of a stacked model sees the same sets (*ours*: seeds become comparable).
+2. Kept: the inputs where the item of maximal priority does **not** get the largest attention
+   logit, ``argmax_i e_i != argmax_i ρ_i`` (*paper*; the others are discarded because their
+   optimal temperature is 0).
+3. Per kept input, grid-search the temperature θ on a linear grid (*paper*: "fixed increments
+   between two bounds"; the bounds are lost in our copy, our choice 0.005 … 2.0 in steps of
+   0.005, see :class:`~.config.TemperatureFitConfig` for why) for the θ that maximises the
+   maximal item's attention weight w(θ) = softmax(e/θ)[i_max] (*paper*); first maximiser on
+   ties (*ours*). Record (H, β* = 1/θ*), H the entropy in nats of the unsharpened softmax(e)
+   exactly as the adaptive normaliser computes it (*paper*: the listing's H).
+4. Fit a degree-4 polynomial with ``np.polyfit`` (*paper*). "Inverse" is ambiguous: ``refit``
+   fits β* against H, the reading the listing's use of the polynomial (it multiplies the
+   logits by poly(H)) implies; ``refit_inverse`` fits θ* against H and uses β = 1/poly(H).
+   Every kept point enters the fit, edge points included (*ours*: the paper names no
+   exclusion; their count is reported).
+5. The listing's rule: β = max(poly(H), 1) where H > 0.5, else 1 (*paper*).
 
-The objective in step 2 is the output probability, not the max item's attention weight: the
-latter is monotone in β (it tends to 1 when the max item has the top score and to 0 when it
-does not), so its grid optimum would always sit at an end of the grid.
+The grid search has one peak to find. With β = 1/θ, log w(β) = β e_i − log Σ_j exp(β e_j) has
+d/dβ = e_i − E_β[e] and d²/dβ² = −Var_β(e) ≤ 0 (Prop. 3.2's variance), so it is concave in β
+and w is unimodal in θ. E_β[e] rises from mean(e) at β = 0 to max(e) as β → ∞, so for a kept
+input (e_i < max e) the optimum is interior, β* solving E_β[e] = e_i, whenever
+e_i > mean(e); w → 0 as θ → 0 and → 1/n as θ → ∞. Where e_i ≤ mean(e) the optimum is θ = ∞
+and no finite grid holds it: those inputs land on the grid's upper edge. Optima on either
+edge are flagged (``edge`` = "low" / "high") and counted per size (:func:`size_table`).
+(Earlier releases called w monotone in θ and maximised the output probability instead; w is
+not monotone, and App. F's objective is the attention weight.)
 """
 
 from __future__ import annotations
@@ -25,13 +42,17 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from attnlimits.experiments.softmax_not_enough.config import (
-    EvalConfig,
-    NormSpec,
-    TemperatureFitConfig,
+from attnlimits.experiments.softmax_not_enough.config import NormSpec, TemperatureFitConfig
+from attnlimits.experiments.softmax_not_enough.model import (
+    MaxRetrievalModel,
+    make_batch,
+    set_generator,
 )
-from attnlimits.experiments.softmax_not_enough.evaluate import evaluate
-from attnlimits.experiments.softmax_not_enough.model import MaxRetrievalModel, make_batch
+from attnlimits.experiments.softmax_not_enough.theta_search import (
+    ThetaSearch,
+    edge_labels,
+    max_item_temperature,
+)
 from attnlimits.experiments.store import ResultStore
 from attnlimits.normalizers.adaptive import (
     ENTROPY_THRESHOLD,
@@ -41,62 +62,110 @@ from attnlimits.normalizers.adaptive import (
 )
 
 __all__ = [
+    "ThetaSearch",
     "apply_rule",
+    "beta_table",
     "collect_points",
+    "edge_labels",
     "fit_polynomial",
     "fit_table",
+    "max_item_temperature",
+    "poly_beta",
+    "refit_norms",
     "run_temperature_fit",
+    "seed_fits",
+    "size_table",
 ]
+
+POINT_COLUMNS = [
+    "seed", "size", "set", "entropy", "theta_star", "beta_star", "weight_star", "weight_one",
+    "edge",
+]  # fmt: skip
 
 
 def _entropy(e: Tensor) -> Tensor:
-    """The listing's H (nats) of softmax(e), as the adaptive normaliser computes it."""
+    """The listing's H (nats) of softmax(e) over the last axis, as the normaliser computes it."""
     return adaptive_stats(e)[0]
 
 
 @torch.no_grad()
 def collect_points(model: MaxRetrievalModel, cfg: TemperatureFitConfig) -> pd.DataFrame:
-    """(H, β*) per kept input: ``size, entropy, beta_star, p_star, p_one`` (p = P(target))."""
+    """App. F's points: one row per kept (seed, set), columns :data:`POINT_COLUMNS`.
+
+    ``set`` numbers the sets of one size (the same set for every seed); ``theta_star`` is on
+    ``cfg.thetas()``, ``beta_star = 1/theta_star``; ``weight_star`` / ``weight_one`` are the
+    maximal item's attention weight at θ* and at θ = 1 (the grid point nearest 1); ``edge``
+    is "low" / "high" where θ* is the grid's first / last point, else "".
+    """
     mc = model.cfg
     device = next(model.parameters()).device
-    betas = cfg.beta_grid().tolist()
-    gen = torch.Generator(device=device).manual_seed(cfg.seed)
+    grid = cfg.thetas()
+    thetas = torch.as_tensor(grid, device=device)
+    S = len(model.seeds)
+    seeds = torch.tensor(model.seeds, device=device)
     model.eval()
-    rows = []
+    parts = []
     for n in cfg.sizes:
+        gen = set_generator(cfg.seed, n, device)
         per_chunk = max(1, cfg.chunk_items // n)
         for start in range(0, cfg.sets_per_size, per_chunk):
             b = min(per_chunk, cfg.sets_per_size - start)
-            items, query, target = make_batch(
+            items, query, _ = make_batch(
                 b, n, n_classes=mc.n_classes, query_dim=mc.query_dim, generator=gen, device=device
             )
-            g, e = model.encode(items, query)  # (b, n, W), (b, 1, n)
-            if cfg.only_errors:  # β = 1 is plain softmax: keep what it gets wrong
-                wrong = model.readout(g, torch.softmax(e, -1)).argmax(-1) != target
-                g, e, target = g[wrong], e[wrong], target[wrong]
-            if len(target) == 0:
+            _, e = model.encode(items, query)  # (S, b, n)
+            i_max = items[..., 0].argmax(-1).expand(S, b)  # (S, b): the maximal item
+            keep = e.argmax(-1) != i_max  # (S, b)
+            if not keep.any():
                 continue
-            p_t = torch.stack(  # (n_beta, kept): P(target class) at each β on the grid
-                [
-                    torch.softmax(model.readout(g, torch.softmax(beta * e, -1)), -1)
-                    .gather(1, target[:, None])
-                    .squeeze(1)
-                    for beta in betas
-                ]
+            found = max_item_temperature(e[keep], i_max[keep], thetas)  # each (kept,)
+            pos = found.position.cpu().numpy()
+            theta_star = grid[pos]
+            edge = edge_labels(pos, len(grid))
+            sets = torch.arange(start, start + b, device=device).expand(S, b)
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "seed": seeds[:, None].expand(S, b)[keep].cpu().numpy(),
+                        "size": n,
+                        "set": sets[keep].cpu().numpy(),
+                        "entropy": _entropy(e[keep]).double().cpu().numpy(),
+                        "theta_star": theta_star,
+                        "beta_star": 1.0 / theta_star,
+                        "weight_star": found.weight.double().cpu().numpy(),
+                        "weight_one": found.weight_one.double().cpu().numpy(),
+                        "edge": edge,
+                    }
+                )
             )
-            best = p_t.argmax(0)  # first maximiser on ties
-            H = _entropy(e).squeeze(1)
-            rows += [
-                {
-                    "size": n,
-                    "entropy": float(H[i]),
-                    "beta_star": betas[int(best[i])],
-                    "p_star": float(p_t[best[i], i]),
-                    "p_one": float(p_t[0, i]),
-                }
-                for i in range(len(target))
-            ]
-    return pd.DataFrame(rows, columns=["size", "entropy", "beta_star", "p_star", "p_one"])
+    if not parts:  # nothing kept: an empty table with the columns' types
+        dtypes = dict.fromkeys(POINT_COLUMNS, float) | {"seed": int, "size": int, "set": int}
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in (dtypes | {"edge": str}).items()})
+    return pd.concat(parts, ignore_index=True)
+
+
+def size_table(points: pd.DataFrame, cfg: TemperatureFitConfig, n_seeds: int) -> pd.DataFrame:
+    """Per size: sets drawn (over seeds), kept, the kept fraction, optima on each edge of the
+    grid, and the range of H: ``size, n_sets, kept, kept_frac, edge_low, edge_high,
+    edge_frac, entropy_min, entropy_max``."""
+    rows = []
+    for n in cfg.sizes:
+        p = points[points["size"] == n]
+        low, high = int((p["edge"] == "low").sum()), int((p["edge"] == "high").sum())
+        rows.append(
+            {
+                "size": n,
+                "n_sets": cfg.sets_per_size * n_seeds,
+                "kept": len(p),
+                "kept_frac": len(p) / (cfg.sets_per_size * n_seeds),
+                "edge_low": low,
+                "edge_high": high,
+                "edge_frac": (low + high) / len(p) if len(p) else float("nan"),
+                "entropy_min": float(p["entropy"].min()) if len(p) else float("nan"),
+                "entropy_max": float(p["entropy"].max()) if len(p) else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def fit_polynomial(
@@ -104,11 +173,26 @@ def fit_polynomial(
 ) -> np.ndarray:
     """Least-squares polynomial, highest degree first (``np.polyfit``).
 
-    ``inverse=False`` (our reading, the one the listing uses): fit β(H). ``inverse=True``: fit
-    the temperature 1/β(H) instead; then β = 1/poly(H).
+    ``inverse=False`` (the reading the listing's use implies): fit β(H). ``inverse=True``: fit
+    the temperature θ = 1/β against H instead; then β = 1/poly(H).
     """
     y = 1.0 / np.asarray(beta, float) if inverse else np.asarray(beta, float)
     return np.polyfit(np.asarray(entropy, float), y, degree)
+
+
+def poly_beta(
+    entropy: np.ndarray | Sequence[float],
+    coeffs: Sequence[float] | np.ndarray,
+    *,
+    inverse: bool = False,
+) -> np.ndarray:
+    """The raw β of a polynomial, no rule: poly(H), or 1/poly(H) for a temperature polynomial
+    (``inverse=True``; +inf where poly(H) ≤ 0: a temperature at or below 0 is unbounded
+    sharpening)."""
+    poly = np.polyval(np.asarray(coeffs, float), np.asarray(entropy, float))
+    if not inverse:
+        return poly
+    return np.where(poly > 0, 1.0 / np.where(poly > 0, poly, 1.0), np.inf)
 
 
 def apply_rule(
@@ -122,17 +206,21 @@ def apply_rule(
 
     With ``inverse=True`` the polynomial is the temperature: β = max(1/poly(H), 1).
     """
-    H = torch.from_numpy(np.array(entropy, dtype=float))
+    H = np.array(entropy, dtype=float)
     if not inverse:
-        return adaptive_beta(H, tuple(coeffs), threshold).numpy()
-    poly = np.polyval(np.asarray(coeffs, float), H.numpy())
-    beta = np.where(poly > 0, 1.0 / np.where(poly > 0, poly, 1.0), np.inf)
-    return np.where(H.numpy() > threshold, np.maximum(beta, 1.0), 1.0)
+        return adaptive_beta(torch.from_numpy(H), tuple(coeffs), threshold).numpy()
+    return np.where(H > threshold, np.maximum(poly_beta(H, coeffs, inverse=True), 1.0), 1.0)
 
 
 def fit_table(points: pd.DataFrame, cfg: TemperatureFitConfig) -> pd.DataFrame:
-    """Paper polynomial vs our refits: coefficients and RMS error in β on the points."""
-    H, b = points["entropy"].to_numpy(), points["beta_star"].to_numpy()
+    """The published polynomial and our two refits on every kept point: ``fit, inverse,
+    coeffs, rmse_beta, n_points`` (RMS error in β between the rule and β*)."""
+    if len(points) <= cfg.degree:
+        raise ValueError(
+            f"need more than degree = {cfg.degree} points to fit, got {len(points)} (no kept "
+            "inputs: try more sets_per_size or larger sizes)"
+        )
+    H, b = points["entropy"].to_numpy(float), points["beta_star"].to_numpy(float)
     fits: dict[str, tuple[np.ndarray, bool]] = {
         "paper": (np.asarray(POLY_COEFFS), False),
         "refit": (fit_polynomial(H, b, cfg.degree), False),
@@ -153,30 +241,86 @@ def fit_table(points: pd.DataFrame, cfg: TemperatureFitConfig) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def beta_table(
+    fits: pd.DataFrame,
+    entropies: Sequence[float] = (1.0, 2.0, 3.0, 4.0),
+    threshold: float = ENTROPY_THRESHOLD,
+) -> pd.DataFrame:
+    """β of each fit at each H: ``fit, inverse, entropy, beta_raw`` (:func:`poly_beta`) and
+    ``beta_rule`` (:func:`apply_rule`). The paper's polynomial gives 1.27 / 2.10 / 2.25 / 2.39
+    at H = 1 / 2 / 3 / 4."""
+    H = np.asarray(entropies, float)
+    parts = [
+        pd.DataFrame(
+            {
+                "fit": row.fit,
+                "inverse": bool(row.inverse),
+                "entropy": H,
+                "beta_raw": poly_beta(H, row.coeffs, inverse=bool(row.inverse)),
+                "beta_rule": apply_rule(H, row.coeffs, threshold, inverse=bool(row.inverse)),
+            }
+        )
+        for row in fits.itertuples()
+    ]
+    return pd.concat(parts, ignore_index=True)
+
+
+def seed_fits(
+    points: pd.DataFrame,
+    cfg: TemperatureFitConfig,
+    entropies: Sequence[float] = (1.0, 2.0, 3.0, 4.0),
+) -> pd.DataFrame:
+    """The β-against-H refit per seed, to show the spread over seeds: ``seed, n_points,
+    coeffs`` and the raw β at each H (columns ``beta_H1`` …); NaN where a seed has too few
+    points for the degree."""
+    rows = []
+    for seed, p in points.groupby("seed", sort=True):
+        ok = len(p) > cfg.degree
+        c = (
+            fit_polynomial(p["entropy"].to_numpy(float), p["beta_star"].to_numpy(float), cfg.degree)
+            if ok
+            else np.full(cfg.degree + 1, np.nan)
+        )
+        beta = poly_beta(np.asarray(entropies, float), c)
+        rows.append(
+            {"seed": int(seed), "n_points": len(p), "coeffs": [float(x) for x in c]}
+            | {f"beta_H{h:g}": float(v) for h, v in zip(entropies, beta, strict=True)}
+        )
+    return pd.DataFrame(rows)
+
+
 def run_temperature_fit(
     model: MaxRetrievalModel,
     cfg: TemperatureFitConfig,
-    eval_cfg: EvalConfig,
     store: ResultStore,
     *,
     name: str = "temperature_fit",
 ) -> dict[str, pd.DataFrame]:
-    """Collect points, fit, evaluate accuracy with each polynomial: tables ``{name}_points``,
-    ``{name}_coeffs`` (coefficients as text), ``{name}_accuracy``."""
+    """Collect points and fit. Tables: ``{name}_points``, ``{name}_sizes`` (:func:`size_table`),
+    ``{name}_coeffs`` (:func:`fit_table`), ``{name}_beta`` (:func:`beta_table`),
+    ``{name}_seed_fits``. The points are a stored part, so a resumed run does not redo them.
+
+    The accuracy with each polynomial is measured in the benchmark's own evaluation pass
+    (:func:`refit_norms` gives the normalisers), on the same sets as softmax.
+    """
+    params = {"model": model.cfg, "seeds": model.seeds, "fit": cfg}
     with store.timed(f"{name}.collect"):
-        points = collect_points(model, cfg)
+        points = store.part("fit_points", params, name, lambda: collect_points(model, cfg))
     fits = fit_table(points, cfg)
-    norms: dict[str, NormSpec] = {"softmax": ("softmax", {})}
-    for row in fits.itertuples():
-        if not row.inverse:  # the registry's adaptive normaliser takes β-polynomials
-            norms[f"adaptive_{row.fit}"] = (
-                "adaptive",
-                {"coeffs": tuple(row.coeffs), "threshold": cfg.threshold},
-            )
-    with store.timed(f"{name}.evaluate"):
-        acc = evaluate(model, eval_cfg, norms)
     return {
         f"{name}_points": points,
-        f"{name}_coeffs": fits.assign(coeffs=fits["coeffs"].map(lambda c: [float(v) for v in c])),
-        f"{name}_accuracy": acc,
+        f"{name}_sizes": size_table(points, cfg, len(model.seeds)),
+        f"{name}_coeffs": fits,
+        f"{name}_beta": beta_table(fits, threshold=cfg.threshold),
+        f"{name}_seed_fits": seed_fits(points, cfg),
+    }
+
+
+def refit_norms(fits: pd.DataFrame, threshold: float = ENTROPY_THRESHOLD) -> dict[str, NormSpec]:
+    """The registry's ``adaptive`` normaliser with each refitted β-polynomial of ``fits``
+    (``refit``; inverse fits are θ-polynomials, which the normaliser does not take)."""
+    return {
+        f"adaptive ({row.fit})": ("adaptive", {"coeffs": tuple(row.coeffs), "threshold": threshold})
+        for row in fits.itertuples()
+        if not row.inverse and row.fit != "paper"
     }
