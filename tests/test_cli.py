@@ -50,6 +50,8 @@ CASES: list[tuple[str, list[str], str | None]] = [
     ("an output folder that cannot be written", [*LIM, "--model", "{MODEL}", "--quick", "--out", "{TMP}/file/sub"], "blocker"),
     ("one seed for a paired t-test", [*SNE, "--seeds", "1", "--out", "{OUT}"], None),
     ("an unknown normaliser", [*SNE, "--normalizers", "softmax,bogus", "--out", "{OUT}"], None),
+    ("an unknown model variant", [*SNE, "--model-variant", "flax", "--out", "{OUT}"], None),
+    ("an unknown LR schedule", [*SNE, "--schedule", "linear", "--out", "{OUT}"], None),
     ("zero prompts", [*LC, "--prompts", "0", "--out", "{OUT}"], None),
     ("a report of a folder without a run", ["report", "{TMP}"], None),
 ]  # fmt: skip

@@ -236,6 +236,21 @@ def reproduce_softmax_not_enough(
     temperature_fit: Annotated[
         bool | None, typer.Option(help="Refit the adaptive-temperature polynomial (App. F).")
     ] = None,
+    model_variant: Annotated[
+        str | None,
+        typer.Option(help="listing (the paper's Flax listing, default) or ours (earlier model)."),
+    ] = None,
+    schedule: Annotated[
+        str | None, typer.Option(help="Learning rate: cosine (default, decays to 0) or constant.")
+    ] = None,
+    regularizer: Annotated[
+        str | None,
+        typer.Option(help="coupled (Adam + L2 in the loss, default) or decoupled (AdamW)."),
+    ] = None,
+    ablation: Annotated[
+        bool | None,
+        typer.Option(help="Also train schedule × regulariser × variant (8 × seeds models)."),
+    ] = None,
 ) -> None:
     """Veličković et al. (2025): max retrieval, adaptive temperature, dispersion, claims report."""
     options = {
@@ -243,6 +258,10 @@ def reproduce_softmax_not_enough(
         "normalizers": _names(normalizers),
         "device": device,
         "temperature_fit": temperature_fit,
+        "model_variant": model_variant,
+        "schedule": schedule,
+        "regularizer": regularizer,
+        "ablation": ablation,
     }
     _run("softmax-not-enough", options, quick=quick, out=out, fresh=fresh)
 

@@ -10,6 +10,7 @@ from attnlimits.experiments.skeleton import Experiment
 from attnlimits.experiments.softmax_not_enough.claims import claims, sections
 from attnlimits.experiments.softmax_not_enough.compute import compute, entropy_vs_temperature
 from attnlimits.experiments.softmax_not_enough.config import (
+    ABLATION,
     SWAPS,
     TRAINED,
     Config,
@@ -29,18 +30,33 @@ from attnlimits.experiments.softmax_not_enough.evaluate import (
     summary_table,
 )
 from attnlimits.experiments.softmax_not_enough.figures import figures
-from attnlimits.experiments.softmax_not_enough.model import MaxRetrievalModel, make_batch
-from attnlimits.experiments.softmax_not_enough.seeds import run_cross_normalizers, run_max_retrieval
+from attnlimits.experiments.softmax_not_enough.model import (
+    MaxRetrievalModel,
+    make_batch,
+    make_seed_batches,
+)
+from attnlimits.experiments.softmax_not_enough.seeds import (
+    run_ablation,
+    run_cross_normalizers,
+    run_max_retrieval,
+    trained_model,
+)
 from attnlimits.experiments.softmax_not_enough.temperature_fit import (
+    ThetaSearch,
     apply_rule,
+    beta_table,
     collect_points,
     fit_polynomial,
     fit_table,
+    max_item_temperature,
+    refit_norms,
     run_temperature_fit,
+    seed_fits,
 )
-from attnlimits.experiments.softmax_not_enough.train import checkpoint_path, train
+from attnlimits.experiments.softmax_not_enough.train import checkpoint_path, lr_factor, train
 
 __all__ = [
+    "ABLATION",
     "EXPERIMENT",
     "SWAPS",
     "TRAINED",
@@ -53,9 +69,11 @@ __all__ = [
     "NormSpec",
     "SoftmaxNotEnoughConfig",
     "TemperatureFitConfig",
+    "ThetaSearch",
     "TrainConfig",
     "apply_rule",
     "attention_profile",
+    "beta_table",
     "checkpoint_path",
     "claims",
     "collect_points",
@@ -65,14 +83,21 @@ __all__ = [
     "figures",
     "fit_polynomial",
     "fit_table",
+    "lr_factor",
     "make_batch",
+    "make_seed_batches",
+    "max_item_temperature",
     "paired_table",
+    "refit_norms",
+    "run_ablation",
     "run_cross_normalizers",
     "run_max_retrieval",
     "run_temperature_fit",
     "sections",
+    "seed_fits",
     "summary_table",
     "train",
+    "trained_model",
 ]
 
 EXPERIMENT = Experiment(

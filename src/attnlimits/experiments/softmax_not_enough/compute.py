@@ -24,11 +24,19 @@ from attnlimits.experiments.softmax_not_enough.config import (
     TRAINED,
     Config,
     CrossConfig,
+    NormSpec,
     TemperatureFitConfig,
 )
-from attnlimits.experiments.softmax_not_enough.seeds import run_cross_normalizers, run_max_retrieval
-from attnlimits.experiments.softmax_not_enough.temperature_fit import run_temperature_fit
-from attnlimits.experiments.softmax_not_enough.train import checkpoint_path, train
+from attnlimits.experiments.softmax_not_enough.seeds import (
+    run_ablation,
+    run_cross_normalizers,
+    run_max_retrieval,
+    trained_model,
+)
+from attnlimits.experiments.softmax_not_enough.temperature_fit import (
+    refit_norms,
+    run_temperature_fit,
+)
 from attnlimits.experiments.store import ResultStore
 from attnlimits.metrics import entropy_from_scores
 
@@ -53,19 +61,28 @@ def entropy_vs_temperature(
 
 
 def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[str, pd.DataFrame]:
-    """Everything ``cfg`` asks for, as tables (resumable through checkpoints and parts)."""
+    """Everything ``cfg`` asks for, as tables (resumable through checkpoints and parts).
+
+    Order: train every seed (one batched model); the App. F refit on its logits; one
+    evaluation pass for softmax, adaptive temperature and adaptive with the refit polynomial;
+    then the ablation and the cross-normaliser table if asked for.
+    """
     bench = cfg.benchmark()
     store.update_meta(benchmark=bench)
-    tables = run_max_retrieval(bench, store)
-    tables["entropy_vs_temperature"] = entropy_vs_temperature(cfg.spreads)
+    tables: dict[str, pd.DataFrame] = {}
+    extra: dict[str, NormSpec] = {}
     if cfg.temperature_fit:
-        model_cfg = replace(bench.model, normalizer="softmax", normalizer_params={})
-        ckpt = checkpoint_path(store.root / "checkpoints", model_cfg, bench.train, bench.seeds[0])
-        model, _ = train(model_cfg, bench.train, bench.seeds[0], ckpt=ckpt)
+        with store.timed("max_retrieval.train"):
+            model, _ = trained_model(bench, store, replace(bench.model, normalizer="softmax"))
         quick = cfg.preset == "quick"
-        fit_cfg = TemperatureFitConfig(sets_per_size=300) if quick else TemperatureFitConfig()
+        fit_cfg = TemperatureFitConfig(sets_per_size=50) if quick else TemperatureFitConfig()
         store.update_meta(temperature_fit=fit_cfg)
-        tables |= run_temperature_fit(model, fit_cfg, bench.eval, store)
+        tables |= run_temperature_fit(model, fit_cfg, store)
+        extra = refit_norms(tables["temperature_fit_coeffs"], fit_cfg.threshold)
+    tables |= run_max_retrieval(bench, store, extra_norms=extra)
+    tables["entropy_vs_temperature"] = entropy_vs_temperature(cfg.spreads)
+    if cfg.ablation:
+        tables |= run_ablation(bench, store)
     if cfg.normalizers:
         trained = {n: TRAINED[n] for n in cfg.normalizers}
         tables |= run_cross_normalizers(CrossConfig(base=bench, trained=trained), store)

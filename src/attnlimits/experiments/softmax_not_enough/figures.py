@@ -12,11 +12,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from attnlimits.experiments.softmax_not_enough.temperature_fit import apply_rule
+from attnlimits.experiments.softmax_not_enough.temperature_fit import apply_rule, poly_beta
 from attnlimits.normalizers.adaptive import ENTROPY_THRESHOLD
 
 __all__ = [
     "figures",
+    "plot_ablation",
     "plot_accuracy",
     "plot_attention_profile",
     "plot_entropy_vs_temperature",
@@ -50,6 +51,31 @@ def plot_accuracy(summary: pd.DataFrame) -> Figure:
     )
     ax.axhline(0.1, color="0.7", lw=0.8, ls=":")  # chance
     ax.legend(fontsize=7, ncol=2)
+    return fig
+
+
+def plot_ablation(summary: pd.DataFrame) -> Figure:
+    """Ablation: accuracy vs set size, one panel per (schedule, regulariser); colour = model
+    variant, solid = softmax, dashed = adaptive (inference only); bars = SE over seeds."""
+    panels = summary[["schedule", "regularizer"]].drop_duplicates().to_records(index=False)
+    fig = Figure(figsize=(4.2 * len(panels), 3.8))
+    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
+    colours = {"listing": "C0", "ours": "C1"}
+    for ax, (schedule, reg) in zip(axes, panels, strict=True):
+        sub = summary[(summary["schedule"] == schedule) & (summary["regularizer"] == reg)]
+        for (variant, norm), grp in sub.groupby(["variant", "norm"], sort=False):
+            grp = grp.sort_values("size")
+            ax.errorbar(
+                grp["size"], grp["mean"], yerr=grp["se"].fillna(0.0), capsize=2, marker="o",
+                ms=3, color=colours.get(str(variant), "C2"),
+                ls="-" if norm == "softmax" else "--", label=f"{variant}, {norm}",
+            )  # fmt: skip
+        ax.axhline(0.1, color="0.7", lw=0.8, ls=":")
+        ax.set(xscale="log", xlabel="set size n", title=f"{schedule} LR, {reg} L2", ylim=(0, 1))
+    axes[0].set_ylabel("accuracy (mean ± SE over seeds)")
+    axes[0].legend(fontsize=7)
+    fig.suptitle("Ablation: schedule × regulariser × model variant")
+    fig.tight_layout()
     return fig
 
 
@@ -120,32 +146,48 @@ def plot_entropy_vs_temperature(df: pd.DataFrame, n: int) -> Figure:
 def plot_fit(
     points: pd.DataFrame, fits: pd.DataFrame, threshold: float = ENTROPY_THRESHOLD
 ) -> Figure:
-    """Fig. 6 analogue: the (H, β*) points and each polynomial, raw (dashed) and under the rule."""
-    fig = Figure(figsize=(6, 4))
-    ax = fig.add_subplot()
-    ax.scatter(
-        points["entropy"], points["beta_star"], s=4, alpha=0.3, color="0.4", label="β* (grid)"
-    )
+    """Fig. 6 analogue (App. F): per kept input, the grid's best temperature θ* (left) and
+    β* = 1/θ* (right) against the entropy H of softmax(e); inputs whose optimum sits on the
+    grid's edge are drawn as crosses. Each polynomial (published and refits) is drawn raw
+    (dashed) and under the listing's rule (solid), as θ = 1/β(H) on the left."""
+    fig = Figure(figsize=(11, 4.2))
+    ax_t, ax_b = fig.subplots(1, 2)
+    edge = points["edge"].astype(str) != ""
+    for ax, col in ((ax_t, "theta_star"), (ax_b, "beta_star")):
+        ax.scatter(
+            points.loc[~edge, "entropy"], points.loc[~edge, col], s=4, alpha=0.3, color="0.4",
+            label=f"interior optimum ({int((~edge).sum())})",
+        )  # fmt: skip
+        ax.scatter(
+            points.loc[edge, "entropy"], points.loc[edge, col], s=10, marker="x", lw=0.6,
+            alpha=0.6, color="C3", label=f"optimum on the grid's edge ({int(edge.sum())})",
+        )  # fmt: skip
     H = np.linspace(0.0, max(float(points["entropy"].max()), 1.0) if len(points) else 6.0, 300)
     for (_, row), color in zip(fits.iterrows(), ("C0", "C1", "C2"), strict=False):
-        c = np.asarray(row["coeffs"])
-        raw = np.polyval(c, H)
-        raw = 1.0 / np.where(raw > 0, raw, np.nan) if row["inverse"] else raw
-        ax.plot(H, raw, "--", color=color, lw=1)
-        ax.plot(
-            H,
-            apply_rule(H, c, threshold, inverse=row["inverse"]),
-            color=color,
-            label=f"{row['fit']} (RMSE {row['rmse_beta']:.2f})",
-        )
-    ax.axvline(threshold, color="0.7", lw=0.8)
-    ax.set(
-        xlabel="entropy H of softmax(e) (nats)",
-        ylabel="inverse temperature β",
-        yscale="log",
-        title="Adaptive temperature: β*(H) and degree-4 fits",
+        c, inv = np.asarray(row["coeffs"], float), bool(row["inverse"])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            raw = poly_beta(H, c, inverse=inv)
+            raw = np.where(raw > 0, raw, np.nan)  # β ≤ 0 is no temperature
+            rule = apply_rule(H, c, threshold, inverse=inv)
+            label = f"{row['fit']} (RMSE in β {row['rmse_beta']:.2f})"
+            for ax, f in ((ax_t, lambda b: 1.0 / b), (ax_b, lambda b: b)):
+                ax.plot(H, f(raw), "--", color=color, lw=1)
+                ax.plot(H, f(rule), color=color, label=label)
+    for ax, col in ((ax_t, "theta_star"), (ax_b, "beta_star")):
+        ax.axvline(threshold, color="0.7", lw=0.8)
+        ax.set(xlabel="entropy H of softmax(e) (nats)", yscale="log")
+        if len(points):  # the points' range: a raw polynomial may run off to 0 or ∞
+            ax.set_ylim(float(points[col].min()) / 2, float(points[col].max()) * 2)
+    ax_t.set(
+        ylabel="best temperature θ* (grid argmax)",
+        title="Best temperature per input; curves θ = 1/β(H)",
     )
-    ax.legend(fontsize=8)
+    ax_b.set(
+        ylabel="inverse temperature β* = 1/θ*",
+        title="β*(H); polynomials raw (dashed) and under the rule (solid)",
+    )
+    ax_b.legend(fontsize=7)
+    fig.tight_layout()
     return fig
 
 
@@ -161,6 +203,8 @@ def figures(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> dict
         fits = tables["temperature_fit_coeffs"]
         threshold = meta.get("temperature_fit", {}).get("threshold", ENTROPY_THRESHOLD)
         figs["temperature_fit"] = plot_fit(tables["temperature_fit_points"], fits, threshold)
+    if "ablation_summary" in tables:
+        figs["ablation"] = plot_ablation(tables["ablation_summary"])
     if "cross_summary" in tables:
         figs["cross_accuracy"] = plot_accuracy(tables["cross_summary"])
     return figs
