@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,6 +18,8 @@ from attnlimits.experiments.softmax_not_enough import (
     claims,
     entropy_vs_temperature,
 )
+from attnlimits.experiments.softmax_not_enough.claims import size_table
+from attnlimits.experiments.softmax_not_enough.setup import setup_table
 
 
 def test_entropy_rises_with_temperature_and_is_capped_by_log_n():
@@ -32,6 +38,9 @@ def test_entropy_rises_with_temperature_and_is_capped_by_log_n():
         ({"seeds": 1}, "seeds"),
         ({"normalizers": ("nope",)}, "unknown"),
         ({"normalizers": ("ssmax",)}, "softmax"),
+        ({"model_variant": "flax"}, "variant"),
+        ({"schedule": "linear"}, "schedule"),
+        ({"regularizer": "l1"}, "regularizer"),
     ],
 )
 def test_bad_config_is_a_clear_error(kw, match):
@@ -44,8 +53,10 @@ def _tables(adaptive_gain: float, spread_over: bool = False) -> dict[str, pd.Dat
     prof = pd.DataFrame({"norm": "softmax", "size": sizes, "rank": 0, "attention": [0.9, 0.5, 0.2]})
     rows = []
     for s in sizes:
-        rows.append({"norm": "softmax", "size": s, "mean": 0.5, "p_value": np.nan})
-        rows.append({"norm": "adaptive", "size": s, "mean": 0.5 + adaptive_gain, "p_value": 0.01})
+        rows.append({"norm": "softmax", "size": s, "mean": 0.5, "se": 0.01, "t": np.nan,
+                     "p_value": np.nan})  # fmt: skip
+        rows.append({"norm": "adaptive", "size": s, "mean": 0.5 + adaptive_gain, "se": 0.01,
+                     "t": 3.0 if adaptive_gain > 0 else -3.0, "p_value": 0.01})  # fmt: skip
     log = pd.DataFrame({"spread": [1.0, 2.0], "bound": [3.0, 1.5 if spread_over else 3.0]})
     return {
         "attention_profile": prof,
@@ -61,6 +72,45 @@ def test_claims_follow_the_numbers():
     assert (good == "reproduced").all()
     bad = claims(_tables(-0.1, spread_over=True), meta)["verdict"].tolist()
     assert bad[1] == "not reproduced" and bad[3] == "not reproduced"
+
+
+def test_size_table_verdicts_and_reasons():
+    summary = _tables(0.1)["summary"]
+    table = size_table(summary, id_size=16).set_index("size")
+    assert table.loc[64, "verdict"] == "adaptive significantly better" and table.loc[64, "agrees"]
+    # in distribution the paper expects no difference: a significant gain is flagged, explained
+    assert not table.loc[16, "agrees"] and "distribution" in table.loc[16, "likely reason"]
+    assert table.loc[64, "softmax (%)"] == "50.0 ± 1.0"
+    # near chance, no significant difference is explained by dispersion
+    near = summary.assign(mean=0.1, p_value=np.where(summary["norm"] == "adaptive", 0.4, np.nan))
+    row = size_table(near, id_size=16).set_index("size").loc[256]
+    assert row["verdict"] == "no significant difference" and "chance" in row["likely reason"]
+
+
+def test_setup_table_labels_every_setting_and_docs_show_it():
+    bench = json.loads(json.dumps(asdict(SoftmaxNotEnoughConfig().benchmark())))
+    table = setup_table(bench)
+    assert set(table["label"]) <= {"paper", "paper, value lost in our copy", "ours"}
+    assert {"model", "optimiser", "schedule", "steps", "seeds"} <= set(table["setting"])
+    row = table.set_index("setting")
+    assert row.loc["optimiser", "label"] == "paper" and "Adam" in row.loc["optimiser", "this run"]
+    assert "cosine" in row.loc["schedule", "this run"]
+    ours = setup_table(
+        json.loads(
+            json.dumps(
+                asdict(
+                    SoftmaxNotEnoughConfig(
+                        model_variant="ours", regularizer="decoupled", schedule="constant"
+                    ).benchmark()
+                )
+            )
+        )
+    )
+    assert (ours.set_index("setting").loc[["model", "optimiser", "schedule"], "label"]
+            == "ours").all()  # fmt: skip
+    docs = (Path(__file__).parents[1] / "docs" / "max_retrieval.md").read_text()
+    for r in table.itertuples():
+        assert f"| {r.setting} | {r._2} | {r.label} |" in docs, r.setting
 
 
 def test_cli_rejects_bad_input(tmp_path):
