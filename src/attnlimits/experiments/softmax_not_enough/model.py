@@ -336,12 +336,10 @@ class MaxRetrievalModel(nn.Module):
         2·σ_max(W_q)·σ_max(W_k)·‖u‖·max‖h_i‖ when there is no query bias, and holds with one.
         Returns two ``[S]`` tensors (scaled scores), each the maximum over the batch.
         """
-        shared = self._shared(items, query)
-        _, e = self.encode(items, query)
+        f, e = self.encode(items, query)
         spread = (e.amax(-1) - e.amin(-1)).amax(-1)  # (S,)
-        h = self._d("item2")(self.act(self._d("item1")(items, shared)))
-        h = self.act(h) if self.listing else h  # (S, B, n, W)
-        q = self.query_vector(query, shared)  # (S, B, W)
+        h = f if self.listing else self._d("item2")(f)  # (S, B, n, W): the encoder's output
+        q = self.query_vector(query, self._shared(items, query))  # (S, B, W)
         eye = torch.eye(q.shape[-1], dtype=q.dtype, device=q.device)
         w_k = self._d("w_k").weight.unsqueeze(1)  # (S, 1, W, W)
         bound = theory.projected_spread_bound(eye, w_k, q, h)  # (S, B)
