@@ -17,7 +17,7 @@ from scipy.optimize import minimize_scalar
 from torch import Tensor, nn
 
 from attnlimits import normalizers
-from attnlimits.experiments.softmax_not_enough.config import TemperatureFitConfig
+from attnlimits.experiments.softmax_not_enough.config import TemperatureFitConfig, TrainConfig
 from attnlimits.experiments.softmax_not_enough.figures import plot_fit
 from attnlimits.experiments.softmax_not_enough.temperature_fit import (
     POINT_COLUMNS,
@@ -240,7 +240,8 @@ def test_collect_points_nothing_kept() -> None:
 def test_run_temperature_fit_and_figure(tmp_path: Path) -> None:
     model = stub()
     cfg = TemperatureFitConfig(sizes=(8, 32), sets_per_size=60)
-    out = run_temperature_fit(model, cfg, ResultStore(tmp_path))
+    trained = TrainConfig(steps=0)
+    out = run_temperature_fit(model, cfg, ResultStore(tmp_path), train_cfg=trained)
     assert set(out) == {
         f"temperature_fit_{t}" for t in ("points", "sizes", "coeffs", "beta", "seed_fits")
     }
@@ -253,8 +254,12 @@ def test_run_temperature_fit_and_figure(tmp_path: Path) -> None:
     assert (sizes["n_sets"] == 2 * 60).all()
     assert list(out["temperature_fit_seed_fits"]["seed"]) == [3, 5]
     # the points are a stored part: a rerun reads them back unchanged
-    again = run_temperature_fit(model, cfg, ResultStore(tmp_path))
+    again = run_temperature_fit(model, cfg, ResultStore(tmp_path), train_cfg=trained)
     pd.testing.assert_frame_equal(again["temperature_fit_points"], out["temperature_fit_points"])
+    assert len(list((tmp_path / "parts").glob("fit_points-*"))) == 1
+    # a model trained with other settings gets its own points, never the stored ones
+    run_temperature_fit(model, cfg, ResultStore(tmp_path), train_cfg=TrainConfig(steps=1))
+    assert len(list((tmp_path / "parts").glob("fit_points-*"))) == 2
     fig = plot_fit(out["temperature_fit_points"], out["temperature_fit_coeffs"])
     assert len(fig.axes) == 2
     assert "θ*" in fig.axes[0].get_ylabel() and "β*" in fig.axes[1].get_ylabel()

@@ -77,7 +77,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         quick = cfg.preset == "quick"
         fit_cfg = TemperatureFitConfig(sets_per_size=50) if quick else TemperatureFitConfig()
         store.update_meta(temperature_fit=fit_cfg)
-        tables |= run_temperature_fit(model, fit_cfg, store)
+        tables |= run_temperature_fit(model, fit_cfg, store, train_cfg=bench.train)
         extra = refit_norms(tables["temperature_fit_coeffs"], fit_cfg.threshold)
     tables |= run_max_retrieval(bench, store, extra_norms=extra)
     tables["entropy_vs_temperature"] = entropy_vs_temperature(cfg.spreads)

@@ -42,7 +42,11 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from attnlimits.experiments.softmax_not_enough.config import NormSpec, TemperatureFitConfig
+from attnlimits.experiments.softmax_not_enough.config import (
+    NormSpec,
+    TemperatureFitConfig,
+    TrainConfig,
+)
 from attnlimits.experiments.softmax_not_enough.model import (
     MaxRetrievalModel,
     make_batch,
@@ -294,16 +298,19 @@ def run_temperature_fit(
     cfg: TemperatureFitConfig,
     store: ResultStore,
     *,
+    train_cfg: TrainConfig,
     name: str = "temperature_fit",
 ) -> dict[str, pd.DataFrame]:
     """Collect points and fit. Tables: ``{name}_points``, ``{name}_sizes`` (:func:`size_table`),
     ``{name}_coeffs`` (:func:`fit_table`), ``{name}_beta`` (:func:`beta_table`),
-    ``{name}_seed_fits``. The points are a stored part, so a resumed run does not redo them.
+    ``{name}_seed_fits``. The points are a stored part, keyed by everything that fixes the
+    model's weights (its config, ``train_cfg``, the seeds) and ``cfg``, so a resumed run does
+    not redo them and a model trained otherwise never reads them.
 
     The accuracy with each polynomial is measured in the benchmark's own evaluation pass
     (:func:`refit_norms` gives the normalisers), on the same sets as softmax.
     """
-    params = {"model": model.cfg, "seeds": model.seeds, "fit": cfg}
+    params = {"model": model.cfg, "train": train_cfg, "seeds": model.seeds, "fit": cfg}
     with store.timed(f"{name}.collect"):
         points = store.part("fit_points", params, name, lambda: collect_points(model, cfg))
     fits = fit_table(points, cfg)
