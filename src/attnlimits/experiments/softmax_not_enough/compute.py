@@ -14,8 +14,6 @@ Dispersion in a real LM is the separate experiment :mod:`attnlimits.experiments.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pandas as pd
 import torch
@@ -31,6 +29,7 @@ from attnlimits.experiments.softmax_not_enough.seeds import (
     run_ablation,
     run_cross_normalizers,
     run_max_retrieval,
+    softmax_model,
     trained_model,
 )
 from attnlimits.experiments.softmax_not_enough.temperature_fit import (
@@ -73,7 +72,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     extra: dict[str, NormSpec] = {}
     if cfg.temperature_fit:
         with store.timed("max_retrieval.train"):
-            model, _ = trained_model(bench, store, replace(bench.model, normalizer="softmax"))
+            model, _ = trained_model(bench, store, softmax_model(bench))
         quick = cfg.preset == "quick"
         fit_cfg = TemperatureFitConfig(sets_per_size=50) if quick else TemperatureFitConfig()
         store.update_meta(temperature_fit=fit_cfg)

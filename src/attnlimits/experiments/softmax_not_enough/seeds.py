@@ -35,7 +35,13 @@ from attnlimits.experiments.softmax_not_enough.model import MaxRetrievalModel
 from attnlimits.experiments.softmax_not_enough.train import checkpoint_path, train
 from attnlimits.experiments.store import ResultStore
 
-__all__ = ["run_ablation", "run_cross_normalizers", "run_max_retrieval", "trained_model"]
+__all__ = [
+    "run_ablation",
+    "run_cross_normalizers",
+    "run_max_retrieval",
+    "softmax_model",
+    "trained_model",
+]
 
 
 def trained_model(
@@ -76,7 +82,8 @@ def _softmax_and_adaptive(cfg: MaxRetrievalConfig) -> dict[str, NormSpec]:
     return {"softmax": ("softmax", {}), "adaptive": ("adaptive", dict(cfg.adaptive_params))}
 
 
-def _softmax_model(cfg: MaxRetrievalConfig) -> ModelConfig:
+def softmax_model(cfg: MaxRetrievalConfig) -> ModelConfig:
+    """``cfg``'s model with the softmax normaliser: the model the benchmark trains."""
     return replace(cfg.model, normalizer="softmax", normalizer_params={})
 
 
@@ -92,7 +99,7 @@ def run_max_retrieval(
     Tables: ``accuracy`` (tidy), ``summary``, ``paired`` (paper layout: softmax vs adaptive),
     ``training_log``, ``attention_profile`` (softmax and adaptive).
     """
-    mcfg = _softmax_model(cfg)
+    mcfg = softmax_model(cfg)
     norms = _softmax_and_adaptive(cfg)
     store.update_meta(max_retrieval={"config": cfg, "threads": torch.get_num_threads()})
     with store.timed("max_retrieval.train_eval"):
@@ -148,7 +155,7 @@ def run_ablation(cfg: MaxRetrievalConfig, store: ResultStore) -> dict[str, pd.Da
                 train=replace(cfg.train, schedule=schedule, regularizer=regularizer),  # type: ignore[arg-type]
                 model=replace(cfg.model, variant=variant),  # type: ignore[arg-type]
             )
-            acc, _ = _train_and_eval(run, _softmax_model(run), norms, store)
+            acc, _ = _train_and_eval(run, softmax_model(run), norms, store)
             setting = {"schedule": schedule, "regularizer": regularizer, "variant": variant}
             parts.append(acc.assign(**setting))
             summaries.append(summary_table(acc).assign(**setting))
