@@ -3,6 +3,8 @@
 - :func:`streaming_attention`: ``softmax(c·l) @ v`` with ``c`` = 1/T (``"softmax"``), s·log n
   (``"ssmax"``) or paper B's adaptive β(H) (``"adaptive"``), over key blocks; GQA, causal with
   a decode offset, boolean keep-masks; :class:`AttentionStats` on request.
+- :func:`attention_row_stats`: per-row entropy, maximum weight, sink mass, logit spread and
+  weights at given offsets, streamed from q and k (what ``scan`` and the monitor record).
 - :func:`naive_attention`: the same definition over materialised scores (tests, benchmarks).
 - transformers: importing this package registers ``attn_implementation`` names
   ``attnlimits_softmax_t``, ``attnlimits_ssmax``, ``attnlimits_adaptive``; :func:`patch`
@@ -11,6 +13,7 @@
 
 from attnlimits.kernels.hf import CONFIG_ATTR, HF_NAMES, patch, register, register_defaults
 from attnlimits.kernels.reference import naive_attention
+from attnlimits.kernels.row_stats import RowStats, attention_row_stats
 from attnlimits.kernels.streaming import NORMALIZERS, AttentionStats, streaming_attention
 
 register_defaults()
@@ -20,6 +23,8 @@ __all__ = [
     "HF_NAMES",
     "NORMALIZERS",
     "AttentionStats",
+    "RowStats",
+    "attention_row_stats",
     "naive_attention",
     "patch",
     "register",
