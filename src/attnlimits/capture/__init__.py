@@ -3,7 +3,8 @@
 - :func:`load_model`: named offline models (``"smollm2-135m"``, ``"minilm-l6"``), ``"gpt2"``,
   or any hub id / local directory; eager attention, with :class:`ModelInfo` facts.
 - :func:`capture`: streaming capture, one :class:`LayerCapture` per layer handed to a callback;
-  :func:`capture_all` keeps them all (small inputs); :func:`capturing` wraps your own forward.
+  :func:`capture_all` keeps them all (small inputs); :func:`capturing` wraps your own forward;
+  :func:`capture_qkv`: the same without maps (SDPA output, q/k/v per layer) for long contexts.
 
 Axis order: maps ``[batch, head, query, key]``, q/k/v ``[batch, head, pos, d]``; masks are
 boolean, True = attend. See ``docs/capture.md``.
@@ -11,11 +12,14 @@ boolean, True = attend. See ``docs/capture.md``.
 
 from attnlimits.capture.capture import (
     CAPTURE_IMPL,
+    STREAM_IMPL,
     TENSOR_KEYS,
     LayerCapture,
+    LayerQKV,
     capture,
     capture_all,
     capture_keys,
+    capture_qkv,
     capturing,
 )
 from attnlimits.capture.models import (
@@ -33,8 +37,10 @@ from attnlimits.capture.models import (
 __all__ = [
     "CAPTURE_IMPL",
     "NAMED_MODELS",
+    "STREAM_IMPL",
     "TENSOR_KEYS",
     "LayerCapture",
+    "LayerQKV",
     "LoadedModel",
     "ModelInfo",
     "ModelUnavailableError",
@@ -42,6 +48,7 @@ __all__ = [
     "capture",
     "capture_all",
     "capture_keys",
+    "capture_qkv",
     "capturing",
     "check_device",
     "check_model_available",

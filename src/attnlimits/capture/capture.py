@@ -5,11 +5,9 @@ transformers (>= 5) routes GPT-2, Llama and BERT attention through
 with q and k already rotated where the model uses rotary embeddings. We register one function
 there, ``"attnlimits_capture"``, that computes exactly the eager attention (same ops in the same
 order, so logits are bit-identical to ``attn_implementation="eager"``) and hands the layer's
-tensors to a callback. A matching mask function makes the model build a boolean keep-mask
-(causal for decoders, padding-only for encoders), always materialised so it can be recorded.
-
-Memory: a :class:`LayerCapture` lives only until ``on_layer`` returns; what the callback returns
-is all that is kept. The layer inputs (hidden states) come from forward pre-hooks on the blocks.
+tensors to a callback, with a boolean keep-mask always materialised; ``"attnlimits_capture_qkv"``
+(:func:`capture_qkv`) runs SDPA instead and hands over q, k, v only. A capture lives only until
+``on_layer`` returns. The layer inputs (hidden states) come from forward pre-hooks on the blocks.
 """
 
 from __future__ import annotations
@@ -34,15 +32,20 @@ from attnlimits.hf_bridge import (
 
 __all__ = [
     "CAPTURE_IMPL",
+    "STREAM_IMPL",
     "TENSOR_KEYS",
     "LayerCapture",
+    "LayerQKV",
     "capture",
     "capture_all",
     "capture_keys",
+    "capture_qkv",
     "capturing",
 ]
 
 CAPTURE_IMPL = "attnlimits_capture"
+#: The implementation of :func:`capture_qkv`: SDPA output, q/k/v handed over.
+STREAM_IMPL = "attnlimits_capture_qkv"
 # Tensor fields of LayerCapture, in order: a contract (pinned by tests/test_capture.py).
 TENSOR_KEYS = ("hidden_in", "q", "k", "v", "scores", "mask", "weights")
 # The block input is named after the block; every other tensor after the attention module.
@@ -52,8 +55,9 @@ T = TypeVar("T")
 
 
 @dataclass
-class LayerCapture:
-    """One layer's attention, detached, in the library's axis order.
+class LayerQKV:
+    """One layer's attention inputs, detached, in the library's axis order, without the maps:
+    what :func:`capture_qkv` hands over (stream statistics with ``kernels.attention_row_stats``).
 
     Attributes
     ----------
@@ -62,13 +66,37 @@ class LayerCapture:
     hidden_in : ``[batch, pos, d_model]`` the block's input hidden states (before any layer norm)
     q : ``[batch, head, pos, d]`` queries, after rotary embedding where the model uses it
     k, v : ``[batch, kv_head, pos, d]`` keys (after rotary) and values, per key/value head
+    mask : boolean keep-mask the model applied (True = attend), ``[batch, 1, query, key]``, or
+        None where the model skipped a plain causal or bidirectional mask (``causal`` says which)
+    kv_head_of : ``[head]`` long, the kv head each query head reads (GQA)
+    scaling : the factor applied to ``q·kᵀ`` (``1/√d`` for all three families)
+    causal : whether the module is causal
+    """
+
+    layer: int
+    block: str
+    attention: str
+    hidden_in: Tensor
+    q: Tensor
+    k: Tensor
+    v: Tensor
+    mask: Tensor | None
+    kv_head_of: Tensor
+    scaling: float
+    causal: bool
+
+
+@dataclass
+class LayerCapture:
+    """One layer's attention, detached, in the library's axis order: the fields of
+    :class:`LayerQKV` (``mask`` always materialised) and the maps.
+
+    Attributes
+    ----------
     scores : ``[batch, head, query, key]`` the model's own scaled ``q·kᵀ·scaling``, no mask added
     mask : ``[batch, 1, query, key]`` boolean keep-mask the model applied (True = attend);
         broadcasts over heads
     weights : ``[batch, head, query, key]`` the attention weights the model used (before dropout)
-    kv_head_of : ``[head]`` long, the kv head each query head reads (GQA)
-    scaling : the factor applied to ``q·kᵀ`` (``1/√d`` for all three families)
-    causal : whether the module is causal
     """
 
     layer: int
@@ -112,7 +140,7 @@ class _StopForward(Exception):
 class _Session:
     """Routes attention calls of one model's modules to one callback."""
 
-    def __init__(self, layers: set[int], on_layer: Callable[[LayerCapture], Any], stop: bool):
+    def __init__(self, layers: set[int], on_layer: Callable[[Any], Any], stop: bool):
         self.layers, self.on_layer, self.stop = layers, on_layer, stop
         self.last = max(layers) if layers else -1
         self.hidden: dict[int, Tensor] = {}
@@ -137,6 +165,41 @@ def _keep_and_additive(attention_mask: Tensor | None, like: Tensor) -> tuple[Ten
     return keep, attention_mask  # a float mask handed in ready-made: eager adds it as it is
 
 
+def _scaling(query: Tensor, scaling: float | None, kwargs: dict[str, Any]) -> float:
+    for unsupported in ("softcap", "s_aux", "sinks"):
+        if kwargs.get(unsupported) is not None:
+            raise NotImplementedError(f"capture does not model attention with {unsupported}")
+    return float(query.size(-1) ** -0.5 if scaling is None else scaling)
+
+
+def _hand_over(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, **extra: Any) -> None:
+    """Give the watching session (if any) this layer's tensors, as ``LayerCapture`` when the
+    maps are in ``extra`` (scores, weights), else ``LayerQKV``; stop after the last layer."""
+    session = _SESSIONS.get(id(module))
+    if session is None:
+        return
+    layer, block, attn = session.where[id(module)]
+    if layer not in session.layers:
+        return
+    n_rep = query.shape[1] // key.shape[1]
+    fields: dict[str, Any] = {
+        "layer": layer,
+        "block": block,
+        "attention": attn,
+        "hidden_in": session.hidden.pop(layer),
+        "q": query.detach(),
+        "k": key.detach(),
+        "v": value.detach(),
+        "kv_head_of": torch.arange(query.shape[1], device=query.device) // n_rep,
+        "causal": bool(getattr(module, "is_causal", False)),
+    } | {k: v.detach() if isinstance(v, Tensor) else v for k, v in extra.items()}
+    cap = LayerCapture(**fields) if "weights" in extra else LayerQKV(**fields)
+    session.results[layer] = session.on_layer(cap)
+    del cap, fields
+    if session.stop and layer == session.last:
+        raise _StopForward
+
+
 def _capture_attention(
     module: nn.Module,
     query: Tensor,  # [b, head, q, d]
@@ -148,11 +211,7 @@ def _capture_attention(
     **kwargs: Any,
 ) -> tuple[Tensor, Tensor]:
     """Eager attention (as in transformers' ``eager_attention_forward``) that reports each layer."""
-    for unsupported in ("softcap", "s_aux", "sinks"):
-        if kwargs.get(unsupported) is not None:
-            raise NotImplementedError(f"capture does not model attention with {unsupported}")
-    if scaling is None:
-        scaling = query.size(-1) ** -0.5
+    scaling = _scaling(query, scaling, kwargs)
     n_rep = query.shape[1] // key.shape[1]
     scores = torch.matmul(query, repeat_kv(key, n_rep).transpose(2, 3)) * scaling  # [b, h, q, k]
     keep, additive = _keep_and_additive(attention_mask, scores)
@@ -160,35 +219,44 @@ def _capture_attention(
     weights = nn.functional.softmax(masked, dim=-1, dtype=torch.float32).to(query.dtype)
     dropped = nn.functional.dropout(weights, p=dropout, training=module.training)
     out = torch.matmul(dropped, repeat_kv(value, n_rep)).transpose(1, 2).contiguous()  # [b,q,h,d]
-
-    session = _SESSIONS.get(id(module))
-    if session is not None:
-        layer, block, attn = session.where[id(module)]
-        if layer in session.layers:
-            n_heads = query.shape[1]
-            cap = LayerCapture(
-                layer=layer,
-                block=block,
-                attention=attn,
-                hidden_in=session.hidden.pop(layer),
-                q=query.detach(),
-                k=key.detach(),
-                v=value.detach(),
-                scores=scores.detach(),
-                mask=keep.detach(),
-                weights=weights.detach(),
-                kv_head_of=torch.arange(n_heads, device=query.device) // n_rep,
-                scaling=float(scaling),
-                causal=bool(getattr(module, "is_causal", False)),
-            )
-            session.results[layer] = session.on_layer(cap)
-            del cap
-            if session.stop and layer == session.last:
-                raise _StopForward
+    _hand_over(
+        module, query, key, value, scores=scores, mask=keep, weights=weights, scaling=scaling
+    )
     return out, weights
 
 
 register_attention(CAPTURE_IMPL, _capture_attention, mask="materialized")
+
+
+def _stream_attention(
+    module: nn.Module,
+    query: Tensor,  # [b, head, q, d]
+    key: Tensor,  # [b, kv_head, k, d]
+    value: Tensor,  # [b, kv_head, k, d]
+    attention_mask: Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: Any,
+) -> tuple[Tensor, None]:
+    """SDPA attention (no ``[query, key]`` map kept) that hands each layer's q, k, v over."""
+    scaling = _scaling(query, scaling, kwargs)
+    n_rep = query.shape[1] // key.shape[1]
+    out = nn.functional.scaled_dot_product_attention(
+        query,
+        repeat_kv(key, n_rep),
+        repeat_kv(value, n_rep),
+        attn_mask=attention_mask,
+        dropout_p=dropout if module.training else 0.0,
+        scale=scaling,
+        is_causal=bool(getattr(module, "is_causal", False))
+        and attention_mask is None
+        and query.shape[2] > 1,
+    ).transpose(1, 2)
+    _hand_over(module, query, key, value, mask=keep_mask(attention_mask), scaling=scaling)
+    return out.contiguous(), None
+
+
+register_attention(STREAM_IMPL, _stream_attention, mask="sdpa")
 
 
 def _layer_set(layers: Iterable[int] | None, n_layers: int) -> set[int]:
@@ -204,16 +272,20 @@ def _layer_set(layers: Iterable[int] | None, n_layers: int) -> set[int]:
 @contextlib.contextmanager
 def capturing(
     model: nn.Module | LoadedModel,
-    on_layer: Callable[[LayerCapture], Any],
+    on_layer: Callable[[Any], Any],
     *,
     layers: Iterable[int] | None = None,
+    materialize: bool = True,
     _stop_after_last: bool = False,
 ) -> Iterator[dict[int, Any]]:
     """Within the block, every forward of ``model`` calls ``on_layer`` once per chosen layer.
 
     Yields the dict ``{layer: on_layer's return value}``, filled as the forward runs. The model's
     attention implementation is switched to ``"attnlimits_capture"`` (numerically eager) and
-    restored on exit. ``layers=None`` means all layers.
+    restored on exit. ``layers=None`` means all layers. With ``materialize=False`` the
+    implementation is ``"attnlimits_capture_qkv"`` instead: the output comes from PyTorch's
+    ``scaled_dot_product_attention`` (no ``[query, key]`` map is built) and ``on_layer`` gets a
+    :class:`LayerQKV`.
     """
     net: Any = model.model if isinstance(model, LoadedModel) else model
     mods = attention_modules(net)
@@ -239,7 +311,7 @@ def capturing(
             hooks.append(block.register_forward_pre_hook(pre_hook(i), with_kwargs=True))
         for key in session.where:
             _SESSIONS[key] = session
-        set_attn_implementation(net, CAPTURE_IMPL)
+        set_attn_implementation(net, CAPTURE_IMPL if materialize else STREAM_IMPL)
         yield session.results
     finally:
         set_attn_implementation(net, previous)
@@ -248,6 +320,34 @@ def capturing(
         for h in hooks:
             h.remove()
         session.hidden.clear()
+
+
+def _forward(
+    model: nn.Module | LoadedModel,
+    input_ids: Tensor,
+    on_layer: Callable[[Any], Any],
+    layers: Iterable[int] | None,
+    attention_mask: Tensor | None,
+    materialize: bool,
+) -> dict[int, Any]:
+    net: Any = model.model if isinstance(model, LoadedModel) else model
+    if input_ids.ndim != 2:
+        raise ValueError(f"input_ids must be [batch, pos], got shape {tuple(input_ids.shape)}")
+    device = next(net.parameters()).device
+    params = inspect.signature(net.forward).parameters
+    takes_cache = "use_cache" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    kwargs: dict[str, Any] = {"use_cache": False} if takes_cache else {}
+    if attention_mask is not None:
+        kwargs["attention_mask"] = attention_mask.to(device)
+    with (
+        capturing(
+            net, on_layer, layers=layers, materialize=materialize, _stop_after_last=True
+        ) as results,
+        torch.no_grad(),
+        contextlib.suppress(_StopForward),
+    ):
+        net(input_ids.to(device), **kwargs)
+    return results
 
 
 def capture(
@@ -267,22 +367,22 @@ def capture(
 
     Returns ``{layer: on_layer(capture)}`` for the chosen layers (``None`` = all).
     """
-    net: Any = model.model if isinstance(model, LoadedModel) else model
-    if input_ids.ndim != 2:
-        raise ValueError(f"input_ids must be [batch, pos], got shape {tuple(input_ids.shape)}")
-    device = next(net.parameters()).device
-    params = inspect.signature(net.forward).parameters
-    takes_cache = "use_cache" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-    kwargs: dict[str, Any] = {"use_cache": False} if takes_cache else {}
-    if attention_mask is not None:
-        kwargs["attention_mask"] = attention_mask.to(device)
-    with (
-        capturing(net, on_layer, layers=layers, _stop_after_last=True) as results,
-        torch.no_grad(),
-        contextlib.suppress(_StopForward),
-    ):
-        net(input_ids.to(device), **kwargs)
-    return results
+    return _forward(model, input_ids, on_layer, layers, attention_mask, materialize=True)
+
+
+def capture_qkv(
+    model: nn.Module | LoadedModel,
+    input_ids: Tensor,
+    *,
+    on_layer: Callable[[LayerQKV], T],
+    layers: Iterable[int] | None = None,
+    attention_mask: Tensor | None = None,
+) -> dict[int, T]:
+    """As :func:`capture`, but no ``[query, key]`` map is ever built: the model runs PyTorch's
+    ``scaled_dot_product_attention`` and ``on_layer`` gets each layer's :class:`LayerQKV`
+    (memory O(L·d) per layer, for contexts whose maps would not fit).
+    """
+    return _forward(model, input_ids, on_layer, layers, attention_mask, materialize=False)
 
 
 def capture_all(
