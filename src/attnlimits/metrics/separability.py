@@ -70,6 +70,10 @@ def normalize_to_sphere(x: Tensor, radius: float = 1.0, *, dim: int = -1) -> Ten
     return x * (radius / norms)
 
 
+#: Rows of the pairwise-distance matrix held at once by :func:`min_pairwise_distances`.
+_ROW_CHUNK = 1024
+
+
 def min_pairwise_distance(
     x: Tensor, mask: Tensor | None = None, *, distinct: bool = False
 ) -> Tensor:
@@ -100,21 +104,26 @@ def min_pairwise_distance(
 
 def min_pairwise_distances(x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """(δ over all pairs, δ over distinct pairs) of :func:`min_pairwise_distance`, from one
-    pass over the pairwise distances; Assumption 2 holds where the first is > 0."""
+    pass over the pairwise distances (rows in chunks, memory O(chunk·K)); Assumption 2 holds
+    where the first is > 0."""
     check_finite(x, "x", allow_neg_inf=False)
     if x.ndim < 2:
         raise ValueError(f"x must be [..., K, d], got shape {tuple(x.shape)}")
     check_nonempty(x, -2, "x")
-    dist = torch.cdist(x, x, compute_mode="donot_use_mm_for_euclid_dist")  # (..., K, K)
     k = x.shape[-2]
-    pair = ~torch.eye(k, dtype=torch.bool, device=x.device)
     keep = check_mask(mask, x[..., 0])
-    if keep is not None:
-        pair = pair & keep.unsqueeze(-1) & keep.unsqueeze(-2)
-    out = []
-    for ok in (pair, pair & (dist > 0)):
-        delta = dist.masked_fill(~ok, math.inf).amin((-2, -1))
-        out.append(torch.where(torch.isinf(delta), torch.full_like(delta, math.nan), delta))
+    kept = None if keep is None else keep.expand(x.shape[:-1])
+    best = [torch.full(x.shape[:-2], math.inf, dtype=x.dtype, device=x.device) for _ in range(2)]
+    for i0 in range(0, k, _ROW_CHUNK):  # rows in chunks: memory O(chunk·K), not O(K²)
+        i1 = min(i0 + _ROW_CHUNK, k)
+        dist = torch.cdist(x[..., i0:i1, :], x, compute_mode="donot_use_mm_for_euclid_dist")
+        rows = torch.arange(i0, i1, device=x.device)
+        pair = rows[:, None] != torch.arange(k, device=x.device)[None, :]  # (chunk, K)
+        if kept is not None:
+            pair = pair & kept[..., i0:i1, None] & kept[..., None, :]
+        for j, ok in enumerate((pair, pair & (dist > 0))):
+            best[j] = torch.minimum(best[j], dist.masked_fill(~ok, math.inf).amin((-2, -1)))
+    out = [torch.where(torch.isinf(b), torch.full_like(b, math.nan), b) for b in best]
     return out[0], out[1]
 
 
