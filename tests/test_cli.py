@@ -23,6 +23,7 @@ DOC = REPO / "docs" / "reliability.md"
 LIM = ["reproduce", "limitations"]
 SNE = ["reproduce", "softmax-not-enough"]
 LC = ["demo", "long-context"]
+SCAN = ["scan"]
 
 # (what a user tried, argv with {MODEL} {BOOK} {OUT} {TMP} placeholders, setup)
 CASES: list[tuple[str, list[str], str | None]] = [
@@ -53,6 +54,12 @@ CASES: list[tuple[str, list[str], str | None]] = [
     ("an unknown model variant", [*SNE, "--model-variant", "flax", "--out", "{OUT}"], None),
     ("an unknown LR schedule", [*SNE, "--schedule", "linear", "--out", "{OUT}"], None),
     ("zero prompts", [*LC, "--prompts", "0", "--out", "{OUT}"], None),
+    ("scan: lengths below 4", [*SCAN, "{MODEL}", "--lengths", "2,8", "--out", "{OUT}"], None),
+    ("scan: one sampled row", [*SCAN, "{MODEL}", "--rows", "1", "--out", "{OUT}"], None),
+    ("scan: an unknown device", [*SCAN, "{MODEL}", "--device", "tpu", "--out", "{OUT}"], None),
+    ("scan: a model folder that does not exist", [*SCAN, "{TMP}/no-model", "--out", "{OUT}"], None),
+    ("scan: a text too short for the windows (before the model loads)", [*SCAN, "{TMP}/no-model", "--text", "{TMP}/short.txt", "--out", "{OUT}"], None),
+    ("scan: L beyond the model's context", [*SCAN, "{MODEL}", "--text", "{BOOK}", "--lengths", "512", "--out", "{OUT}"], None),
     ("a report of a folder without a run", ["report", "{TMP}"], None),
 ]  # fmt: skip
 

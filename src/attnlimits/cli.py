@@ -280,6 +280,52 @@ def demo_long_context(
     _run("long-context", options, quick=quick, out=out, fresh=fresh)
 
 
+@app.command("scan")
+def scan(
+    model: Annotated[
+        str,
+        typer.Argument(
+            help="Named model (smollm2-135m, minilm-l6, gpt2), hub id, local folder or GGUF file."
+        ),
+    ],
+    text: Text = None,
+    lengths: Annotated[
+        str | None, typer.Option(help="Lengths L, e.g. 256,1024,4096 (default 256 … 4096).")
+    ] = None,
+    windows: Annotated[
+        int | None, typer.Option(help="Token windows spread over the text (default 4).")
+    ] = None,
+    rows: Annotated[
+        int | None, typer.Option(help="Sampled rows per window and length for Alg. 3-5 (16).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Results folder (default results/scan/<model>).")
+    ] = None,
+    device: Device = None,
+    quick: Quick = False,
+    fresh: Fresh = False,
+    beyond_context: Annotated[
+        bool | None,
+        typer.Option(help="Scan lengths past the model's context (a warning, not an error)."),
+    ] = None,
+) -> None:
+    """Every layer × head × length of MODEL: entropy, max weight, sink mass, spread, β, critical
+    N, N_s/N, ‖J‖₂, dispersion; a kind per head and the papers' flags, in report.md."""
+    from attnlimits.experiments.limitations.side_by_side import model_folder
+
+    options = {
+        "model": model,
+        "text": text,
+        "lengths": _numbers(lengths, int, "lengths"),
+        "windows": windows,
+        "rows": rows,
+        "device": device,
+        "beyond_context": beyond_context,
+    }
+    folder = out or Path("results/scan") / model_folder(model)
+    _run("scan", options, quick=quick, out=folder, fresh=fresh)
+
+
 @app.command("report")
 def report(
     folder: Annotated[Path, typer.Argument(help="A results folder of a finished run.")],

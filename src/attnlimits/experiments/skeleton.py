@@ -60,6 +60,7 @@ EXPERIMENTS = {
     "limitations": "attnlimits.experiments.limitations",
     "softmax-not-enough": "attnlimits.experiments.softmax_not_enough",
     "long-context": "attnlimits.experiments.long_context",
+    "scan": "attnlimits.experiments.scan",
 }
 
 

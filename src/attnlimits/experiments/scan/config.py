@@ -1,0 +1,134 @@
+"""What ``attnlimits scan`` measures: lengths, windows, sampled rows and the N grid.
+
+Every setting is *ours* (neither paper scans a model head by head); where a setting borrows a
+paper's value it says which.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import asdict, dataclass, fields
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from attnlimits._checks import check_int_at_least
+
+__all__ = ["Config", "analysed_lengths", "band"]
+
+#: Context of the named models whose positions end before the default lengths; their default
+#: lengths stop there (MiniLM-L6 has 512 learned positions).
+_CONTEXT = {"minilm-l6": 512}
+_QUICK: dict[str, Any] = {"lengths": (128, 256), "windows": 1, "rows": 12}
+
+
+def _positive_ints(name: str, values: Any) -> tuple[int, ...]:
+    try:
+        items = () if isinstance(values, (str, bytes)) else tuple(values)
+    except TypeError:
+        items = ()
+    if not items or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in items):
+        raise ValueError(f"{name} must be positive integers, got {values!r}")
+    if min(items) < 1:
+        raise ValueError(f"{name} must be positive integers, got {values!r}")
+    return tuple(sorted({int(v) for v in items}))
+
+
+@dataclass(frozen=True)
+class Config:
+    """The scan of one model; defaults: SmolLM2-135M, L = 256 … 4096, four windows."""
+
+    model: str = "smollm2-135m"
+    text: Path | None = None
+    device: str = "cpu"
+    lengths: tuple[int, ...] = (256, 512, 1024, 2048, 4096)
+    windows: int = 4  # token windows spread over the book; mean and spread over them
+    rows: int = 16  # query rows per window and length sampled for Alg. 3-5 (materialised rows)
+    ns: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)  # N grid of the per-head critical N
+    n_separability: int = 16  # N of N_s/N (paper A, Fig. 3: saturates from N ≈ 16)
+    ks_alpha: float = 0.01  # paper A's text
+    critical_fraction: float = 0.06  # paper A: critical N ≈ 0.06 L ("fewer than 6% of tokens")
+    analysis_max_length: int = 1024  # Alg. 3-5 (materialised rows) up to paper A's largest L
+    induction_period: int = 128  # random tokens repeated once: 2 × 128 tokens
+    beyond_context: bool = False  # lengths past the model's context: a warning, not an error
+    block_size: int = 512  # query rows and key columns per block of the streamed statistics
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lengths", _positive_ints("lengths", self.lengths))
+        object.__setattr__(self, "ns", _positive_ints("ns", self.ns))
+        if self.text is not None:
+            if not isinstance(self.text, (str, PathLike)):
+                raise ValueError(f"text must be a file path or None, got {self.text!r}")
+            object.__setattr__(self, "text", Path(self.text))
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ValueError(
+                f"model must be a name, hub id, folder or GGUF file, got {self.model!r}"
+            )
+        for name, least in (
+            ("windows", 1),
+            ("rows", 2),
+            ("n_separability", 1),
+            ("analysis_max_length", 2),
+            ("induction_period", 2),
+            ("block_size", 1),
+            ("seed", 0),
+        ):
+            check_int_at_least(getattr(self, name), name, least)
+        if min(self.lengths) < 4:
+            raise ValueError(f"every length must be >= 4, got lengths {self.lengths}")
+        if not 0 < self.ks_alpha < 1:
+            raise ValueError(f"ks_alpha must lie in (0, 1), got {self.ks_alpha}")
+        if not (math.isfinite(self.critical_fraction) and 0 < self.critical_fraction < 1):
+            raise ValueError(f"critical_fraction must lie in (0, 1), got {self.critical_fraction}")
+        if not isinstance(self.beyond_context, bool):
+            raise ValueError(f"beyond_context must be true or false, got {self.beyond_context!r}")
+
+    @property
+    def max_length(self) -> int:
+        return max(self.lengths)
+
+    @classmethod
+    def quick(cls, **given: Any) -> Config:
+        """L = 128, 256, one window, 12 rows (the CI smoke run); ``given`` values win."""
+        return cls.preset(quick=True, **given)
+
+    @classmethod
+    def preset(cls, *, quick: bool = False, **given: Any) -> Config:
+        """The defaults or the quick preset, then the caller's values (None = not given).
+
+        A named model with a short context (MiniLM-L6: 512) keeps the default lengths up to it
+        unless the caller gave lengths.
+        """
+        given = {k: v for k, v in given.items() if v is not None}
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(given) - names)
+        if unknown:
+            raise TypeError(f"unknown scan setting(s) {unknown}; known: {sorted(names)}")
+        values = {**(_QUICK if quick else {}), **given}
+        context = _CONTEXT.get(str(values.get("model", cls.model)))
+        if context and "lengths" not in given:
+            kept = tuple(n for n in values.get("lengths", cls.lengths) if n <= context)
+            values["lengths"] = kept or (context,)
+        return cls(**values)
+
+    def cache_params(self, model_id: str, text_sha: str) -> dict[str, object]:
+        """What a window's per-layer results depend on (not the device or the window count:
+        window i's tokens move with the count, so the count stays in)."""
+        params = asdict(self)
+        for key in ("device", "text", "model", "beyond_context"):
+            params.pop(key)
+        return {**params, "model_id": model_id, "text_sha256": text_sha}
+
+
+def band(length: int, causal: bool) -> tuple[int, int]:
+    """The query rows that stand for length L: under a causal mask the rows that see between
+    L/2 + 1 and L keys, ``[L // 2, L)`` (a row's weights are the same in every window longer
+    than it); in a bidirectional model every row of its own L-token window, ``[0, L)``."""
+    return (length // 2, length) if causal else (0, length)
+
+
+def analysed_lengths(cfg: Config) -> tuple[int, ...]:
+    """The lengths at which Alg. 3-5 run (materialised rows; up to ``analysis_max_length``)."""
+    return tuple(n for n in cfg.lengths if n <= cfg.analysis_max_length)

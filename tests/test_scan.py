@@ -1,0 +1,298 @@
+"""attnlimits scan: the per-head values against materialised maps, the rules, the run end to end."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from attnlimits import metrics
+from attnlimits.capture import capture, capture_qkv, load_model
+from attnlimits.corpus import load_text
+from attnlimits.experiments import skeleton
+from attnlimits.experiments.scan import EXPERIMENT, Config, critical_table, kinds
+from attnlimits.experiments.scan.config import band
+from attnlimits.experiments.scan.heads import band_means, duplicate_keys, sampled_rows
+from attnlimits.experiments.scan.taxonomy import dispersion_slopes, flag_heads, head_kind
+from attnlimits.metrics import critical_n
+from tiny_models import tiny_model_dir
+
+#: the module, not the function the package exports under the same name
+scan_compute = importlib.import_module("attnlimits.experiments.scan.compute")
+LENGTHS = (16, 32, 64)
+
+
+@pytest.fixture(scope="module")
+def text():
+    return load_text()
+
+
+@pytest.fixture(scope="module")
+def model_dirs(tmp_path_factory, text):
+    root = tmp_path_factory.mktemp("scan_models")
+    families = ("llama", "bert")
+    return {f: tiny_model_dir(root, f, text[:100_000], max_positions=128) for f in families}
+
+
+# ---- the rules ---------------------------------------------------------------------------------
+
+
+def test_config_presets_and_bad_values():
+    assert Config.quick().lengths == (128, 256) and Config.quick(windows=3).windows == 3
+    assert Config.preset(model="minilm-l6").lengths == (256, 512)  # its 512 positions
+    assert Config.preset(model="minilm-l6", lengths=(1024,)).lengths == (1024,)  # given: kept
+    assert Config(lengths=(512, 256, 256)).lengths == (256, 512)
+    for bad in (
+        {"lengths": (2,)},
+        {"lengths": ()},
+        {"rows": 1},
+        {"windows": 0},
+        {"ks_alpha": 1.0},
+        {"critical_fraction": 0.0},
+        {"model": " "},
+    ):
+        with pytest.raises(ValueError):
+            Config(**bad)
+    with pytest.raises(TypeError, match="unknown scan setting"):
+        Config.preset(lenghts=(4,))
+
+
+def test_band_is_the_rows_that_see_half_to_all_of_l_keys():
+    assert band(256, causal=True) == (128, 256)
+    assert band(256, causal=False) == (0, 256)
+
+
+def test_kinds_take_the_first_rule_met():
+    df = pd.DataFrame(
+        {
+            "induction": [0.5, 0.1, 0.1, 0.1, 0.1, 0.1, np.nan],
+            "sink_mass": [0.9, 0.6, 0.1, 0.1, 0.1, 0.1, 0.1],
+            "prev_token": [0.9, 0.9, 0.6, 0.1, 0.1, 0.1, 0.1],
+            "local_mass": [0.9, 0.9, 0.9, 0.6, 0.1, 0.1, 0.1],
+            "max_weight": [0.9, 0.9, 0.9, 0.9, 0.4, 0.1, 0.1],
+        }
+    )
+    assert list(kinds(df)) == [
+        "induction",
+        "sink",
+        "previous-token",
+        "local",
+        "sharp",
+        "broad",
+        "broad",
+    ]
+
+
+def test_head_kind_is_the_kind_at_most_lengths_ties_to_the_longer():
+    df = pd.DataFrame(
+        {
+            "layer": 0,
+            "head": [0, 0, 0, 1, 1],
+            "length": [1, 2, 3, 1, 2],
+            "kind": ["sink", "sharp", "sink", "sink", "broad"],
+        }
+    )
+    assert head_kind(df).to_dict() == {(0, 0): "sink", (0, 1): "broad"}
+
+
+def test_dispersion_slope_of_one_over_l_is_minus_one():
+    lengths = np.array([64, 128, 256, 512])
+    df = pd.DataFrame(
+        {
+            "layer": 0,
+            "head": np.repeat([0, 1], 4),
+            "length": np.tile(lengths, 2),
+            "max_weight": np.r_[3.0 / lengths, np.full(4, 0.5)],
+            "entropy": np.r_[np.log(lengths), np.full(4, 1.0)],
+        }
+    )
+    s = dispersion_slopes(df).set_index("head")
+    assert s.loc[0, "dispersion_slope"] == pytest.approx(-1.0)
+    assert s.loc[0, "entropy_slope"] == pytest.approx(1.0)
+    assert s.loc[1, "dispersion_slope"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_flags():
+    df = pd.DataFrame(
+        {
+            "length": 100,
+            "critical_n": [10, 5, -1, -1],
+            "n_max_tested": 50,
+            "support_fraction": [0.07, 0.05, 0.0, 0.0],
+            "dispersion_slope": [-1.0, -0.5, np.nan, -0.8],
+            "jacobian_norm": [0.001, 0.1, np.nan, 0.5],
+            "duplicate_keys": [3, 0, np.nan, 0],
+        }
+    )
+    f = flag_heads(df, 0.06)
+    assert f["flag_critical_n"].tolist() == [True, False, True, True]  # -1: none passes
+    assert f["flag_active_set"].tolist() == [True, False, False, False]
+    assert f["flag_dispersing"].tolist() == [True, False, False, True]
+    assert f["flag_vanishing_gradient"].tolist() == [True, False, False, False]
+    assert f["flag_assumption2"].tolist() == [True, False, False, False]
+
+
+def test_duplicate_keys_against_pairs():
+    gen = torch.Generator().manual_seed(0)
+    v = torch.randn(2, 12, 3, generator=gen)
+    v[0, 5] = v[0, 2]
+    v[0, 9] = v[0, 2]
+    v[1, 0] = v[1, 11]
+    want = [
+        sum(any(torch.equal(v[h, i], v[h, j]) for j in range(12) if j != i) for i in range(12))
+        for h in range(2)
+    ]
+    assert want == [3, 2]
+    assert duplicate_keys(v, torch.tensor([0, 0, 1, 1])).tolist() == [3, 3, 2, 2]
+
+
+def test_critical_table_is_paper_a_alg3_over_heads():
+    """Per length and layer, the same critical N as metrics.critical_n on the per-head means."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for layer in range(2):
+        for head in range(12):
+            for n in (1, 2, 4, 8):
+                e = rng.normal(10, 1)
+                d = e - (8.0 if n < 4 + 2 * layer else 0.0) + rng.normal(0, 0.3)
+                rows += [
+                    {
+                        "length": 32,
+                        "layer": layer,
+                        "head": head,
+                        "N": n,
+                        "window": w,
+                        "row": r,
+                        "distance": d,
+                        "expectation": e,
+                    }
+                    for w in range(2)
+                    for r in range(3)
+                ]
+    samples = pd.DataFrame(rows)
+    by_layer, _, tests = critical_table(samples, 0.01)
+    per_head = samples.groupby(["layer", "N", "head"])[["distance", "expectation"]].mean()
+    for layer in range(2):
+        sub = per_head.xs(layer, level="layer")
+        ns = [1, 2, 4, 8]
+        d = np.stack([sub.xs(n, level="N")["distance"].to_numpy() for n in ns])
+        e = np.stack([sub.xs(n, level="N")["expectation"].to_numpy() for n in ns])
+        want = critical_n(ns, d, e, alpha=0.01).critical_n
+        assert by_layer.set_index("layer").loc[layer, "critical_n"] == want
+    assert by_layer["critical_n"].tolist() == [4, 8]
+    assert set(tests["scope"]) == {"layer", "model"}
+
+
+# ---- per-head values against materialised maps -------------------------------------------------
+
+
+@pytest.mark.parametrize("family", ["llama", "bert"])
+def test_band_means_and_sampled_rows_match_the_materialised_map(model_dirs, family):
+    loaded = load_model(str(model_dirs[family]))
+    ids = torch.randint(0, 50, (1, 64), generator=torch.Generator().manual_seed(1))
+    cfg = Config(lengths=LENGTHS, rows=5, ns=(1, 2, 4))
+    lengths = LENGTHS if loaded.info.causal else (64,)
+    streamed = capture_qkv(
+        loaded, ids, on_layer=lambda c: (band_means(c, lengths, cfg), sampled_rows(c, 64, cfg))
+    )
+    maps = capture(loaded, ids, on_layer=lambda c: (c.weights[0].double(), c.mask[0, 0]))
+    for layer, (means, (per_head, samples)) in streamed.items():
+        w, keep = maps[layer]
+        for length in lengths:
+            a, b = band(length, loaded.info.causal)
+            sub = means[means["length"] == length].set_index("head")
+            rows = w[:, a:b, :length] if loaded.info.causal else w
+            km = keep[a:b, :length] if loaded.info.causal else keep
+            want = {
+                "entropy": metrics.attention_entropy(rows, mask=km).mean(-1),
+                "max_weight": metrics.max_weight(rows, mask=km).mean(-1),
+                "sink_mass": rows[..., 0].mean(-1),
+                "prev_token": torch.stack(  # row 0 has no previous token: weight 0
+                    [rows[:, i, a + i - 1] * (a + i > 0) for i in range(b - a)], -1
+                ).mean(-1),
+            }
+            for name, ref in want.items():
+                np.testing.assert_allclose(
+                    sub[name].to_numpy(),
+                    ref.numpy(),
+                    rtol=1e-4,
+                    atol=1e-6,
+                    err_msg=f"{family} {name} L={length}",
+                )
+        assert per_head["jacobian_norm"].between(0, 0.5).all()
+        assert per_head["separability"].between(0, 1).all()
+        assert samples["distance"].notna().all() and (samples["distance"] >= 0).all()
+
+
+# ---- the run ----------------------------------------------------------------------------------
+
+
+def test_scan_runs_end_to_end_resumes_and_redraws(model_dirs, tmp_path, monkeypatch):
+    cfg = Config(
+        model=str(model_dirs["llama"]),
+        lengths=LENGTHS,
+        windows=2,
+        rows=4,
+        ns=(1, 2, 4),
+        induction_period=8,
+    )
+    out = tmp_path / "scan"
+    report = skeleton.run(EXPERIMENT, cfg, out, progress=False)
+    heads = pd.read_parquet(out / "tables" / "heads.parquet")
+    for col in (
+        "layer",
+        "head",
+        "length",
+        "entropy",
+        "max_weight",
+        "sink_mass",
+        "kind",
+        "logit_spread",
+        "beta",
+        "critical_n",
+        "separability",
+        "jacobian_norm",
+        "dispersion_slope",
+        "induction",
+        "entropy_std",
+        "flag_dispersing",
+    ):
+        assert col in heads, col
+    assert len(heads) == 2 * 4 * len(LENGTHS) and (heads["windows"] == 2).all()
+    assert (out / "tables" / "heads.csv").is_file()
+    summary = pd.read_parquet(out / "tables" / "head_summary.parquet")
+    assert len(summary) == 8 and summary["kind"].notna().all()
+    text = report.read_text()
+    for section in ("## Head kinds", "## Flagged heads", "## Differences from the papers"):
+        assert section in text
+    for fig in ("heatmaps", "kinds", "dispersion"):
+        assert (out / "figures" / f"{fig}.png").is_file()
+
+    def no_forward(*args, **kwargs):
+        raise AssertionError("a resumed scan with every part saved runs no forward")
+
+    monkeypatch.setattr(scan_compute, "capture_qkv", no_forward)
+    (out / "tables").rename(tmp_path / "old_tables")
+    skeleton.run(EXPERIMENT, cfg, out, progress=False)
+    again = pd.read_parquet(out / "tables" / "heads.parquet")
+    pd.testing.assert_frame_equal(again, heads)
+    assert skeleton.redraw(out) == report
+
+
+def test_bidirectional_model_gets_one_pass_per_length(model_dirs, tmp_path):
+    cfg = Config(model=str(model_dirs["bert"]), lengths=(16, 32), windows=1, rows=4, ns=(1, 2))
+    skeleton.run(EXPERIMENT, cfg, tmp_path / "bert", progress=False)
+    heads = pd.read_parquet(tmp_path / "bert" / "tables" / "heads.parquet")
+    assert sorted(heads["length"].unique()) == [16, 32]
+    assert "induction" not in heads or heads["induction"].isna().all()
+
+
+def test_a_model_whose_attention_skips_the_interface_is_named(model_dirs, tmp_path, monkeypatch):
+    monkeypatch.setattr(scan_compute, "capture_qkv", lambda *a, **k: {})
+    cfg = Config(model=str(model_dirs["llama"]), lengths=(16,), windows=1, rows=4, ns=(1,))
+    with pytest.raises(ValueError, match=r"attention interface.*eager, sdpa"):
+        skeleton.run(EXPERIMENT, cfg, tmp_path / "x", progress=False)
+    assert not (tmp_path / "x").exists()
