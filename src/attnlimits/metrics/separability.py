@@ -192,10 +192,10 @@ def separability_curve(
 
     Fields are ``[..., Q, n_N]`` (the grid axis last). The work N leaves alone is done
     once: the checks, the rank of every key (the top-N sets are nested), s_N by row gathers
-    (:func:`~attnlimits.metrics._topn.nested_products`) and the Gram matrix of x. Per N,
+    (:func:`~attnlimits.metrics._topn.nested_products`). Per N,
     the ball radius needs ⟨x_j, s⟩ for every key (one [Q, d]×[d, K] product, or the Gram route
     when x is shared by every head); the inside distances
-    ||s − α_i x_i||, i ∈ I_N, come in float64 from the Gram block of I_N,
+    ||s − α_i x_i||, i ∈ I_N, come in float64 from the Gram block of I_N (the selected rows),
     ||s − α_i x_i||² = αᵀG α − 2α_i(Gα)_i + α_i²G_ii, which is exactly 0 at N = 1.
     """
     n_values = tuple(sorted({int(n) for n in ns}))
@@ -211,16 +211,17 @@ def separability_curve(
     delta = torch.as_tensor(delta, dtype=r.attn.dtype, device=attn.device)
     check_geometry(m, delta)
     m, delta = m.unsqueeze(-1), delta.unsqueeze(-1) if delta.ndim > 0 else delta  # per row
-    x64 = r.x.double()
-    gram = x64 @ x64.mT  # (..., K, K), float64
-    shared = gram.reshape(gram.shape[-2:]).to(r.x.dtype) if gram_pays(r.x, n_values) else None
+    shared = None
+    if gram_pays(r.x, n_values):
+        x64 = r.x.double().reshape(r.x.shape[-2:])
+        shared = (x64 @ x64.mT).to(r.x.dtype)  # (K, K)
     parts = [
         _block(
             prepare_rows(a, x[..., :k, :], n_values[0], keep),
             n_values,
             m,
             delta,
-            gram[..., :k, :k],
+            r.x[..., :k, :],
             None if shared is None else shared[:k, :k],
         )
         for a, keep, k in query_blocks(attn, mask, n_values[-1] + 1)
@@ -229,13 +230,15 @@ def separability_curve(
     return SeparabilityMetrics(*(torch.cat(f, -2) for f in zip(*parts, strict=True)))
 
 
-def _inside(gram: Tensor, alpha_sel: Tensor, idx: Tensor) -> Tensor:
-    """||s − α_i x_i|| for i ∈ I_N (float64, [..., Q, N]) from the Gram block of I_N."""
-    k = gram.shape[-1]
-    batch = torch.broadcast_shapes(gram.shape[:-2], idx.shape[:-2])
-    t = table_index(gram, 3).expand(*batch, 1, 1, 1)
+def _inside(x: Tensor, alpha_sel: Tensor, idx: Tensor) -> Tensor:
+    """||s − α_i x_i|| for i ∈ I_N (float64, [..., Q, N]) from the Gram block of I_N, built from
+    the selected rows of x only (O(Q·N²·d), never the [K, K] Gram matrix)."""
+    k, d = x.shape[-2:]
+    batch = torch.broadcast_shapes(x.shape[:-2], idx.shape[:-2])
+    t = table_index(x, 2).expand(*batch, 1, 1)
     idx = idx.expand(*batch, *idx.shape[-2:])
-    g = gram.reshape(-1, k, k)[t, idx.unsqueeze(-1), idx.unsqueeze(-2)]  # (..., Q, N, N)
+    xs = x.reshape(-1, k, d)[t, idx].double()  # (..., Q, N, d)
+    g = xs @ xs.mT  # (..., Q, N, N)
     a = alpha_sel.double()
     t_i = a * (g @ a.unsqueeze(-1)).squeeze(-1)  # α_i (Gα)_i
     u_i = a * (g.diagonal(dim1=-2, dim2=-1) * a)  # α_i² G_ii, rounded as t_i is at N = 1
@@ -247,7 +250,7 @@ def _block(
     n_values: tuple[int, ...],
     m: Tensor,
     delta: Tensor,
-    gram: Tensor,
+    x: Tensor,
     shared: Tensor | None,
 ) -> SeparabilityMetrics:
     """The per-row part of :func:`separability_curve` on one block of query rows."""
@@ -261,7 +264,7 @@ def _block(
         outside = ((a * a * r.sq - 2 * a * inner + s_sq).clamp_min(0)).sqrt()
         ball = outside.masked_fill(~(r.keep & ~sel), math.inf).amin(-1)  # r, (..., Q)
         alpha_sel = a.gather(-1, idx)  # (..., Q, N)
-        inside = _inside(gram, alpha_sel, idx)
+        inside = _inside(x, alpha_sel, idx)
         ratio = (inside <= ball.double().unsqueeze(-1)).sum(-1).to(a.dtype) / n
         lower, upper = separability_bounds(alpha_sel, ball, m, delta, check=False)
         ok = r.n_keys >= n + 1
