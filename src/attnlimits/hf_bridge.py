@@ -6,7 +6,10 @@ in transformers (a renamed registry, a new mask convention) is mended in one pla
 - :func:`keep_mask`: a transformers attention mask as a boolean keep-mask, by one rule;
 - :func:`repeat_kv`: grouped-query attention's key/value heads repeated to the query heads;
 - :func:`register_attention` / :func:`attention_function`: the ``attn_implementation`` registry;
-- :func:`set_attn_implementation` / :func:`using_attention`: switch a loaded model's attention.
+  :func:`register_attention_like` registers a wrapper that gets the masks of the implementation
+  it wraps, :func:`eager_attention_function` a model family's own eager attention;
+- :func:`set_attn_implementation` / :func:`using_attention`: switch a loaded model's attention;
+  :func:`uses_attention_interface`: whether a model's attention goes through the registry.
 
 Model loading uses transformers' public ``Auto*`` API only and lives in
 :mod:`attnlimits.capture.models`. transformers is imported inside the functions that need it:
@@ -26,11 +29,14 @@ from torch import Tensor
 __all__ = [
     "additive_bias",
     "attention_function",
+    "eager_attention_function",
     "get_attn_implementation",
     "keep_mask",
     "register_attention",
+    "register_attention_like",
     "repeat_kv",
     "set_attn_implementation",
+    "uses_attention_interface",
     "using_attention",
 ]
 
@@ -97,6 +103,54 @@ def register_attention(name: str, fn: Callable[..., Any], *, mask: MaskKind = "s
     mask_fn = sdpa_mask if mask == "sdpa" else _materialized_mask
     ALL_MASK_ATTENTION_FUNCTIONS.register(name, mask_fn)
     return name
+
+
+def register_attention_like(name: str, fn: Callable[..., Any], like: str) -> str:
+    """Register ``fn`` as ``attn_implementation=name``, given the masks ``like`` is given.
+
+    For wrappers of ``like``: the model builds for ``name`` exactly the mask it builds for
+    ``like`` (eager's additive float mask, SDPA's boolean one or None where it can be skipped,
+    flash attention's padding mask), or hands the mask over unchanged where ``like`` has no mask
+    function (a custom implementation). Re-registering replaces; returns ``name``.
+    """
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
+    from transformers.modeling_utils import AttentionInterface
+
+    AttentionInterface.register(name, fn)
+    # transformers decides whether to build a mask from the class-wide mapping (masking_utils)
+    masks = type(ALL_MASK_ATTENTION_FUNCTIONS)._global_mapping
+    if like in masks:
+        masks[name] = masks[like]
+    else:
+        masks.pop(name, None)
+    return name
+
+
+def eager_attention_function(module: Any) -> Callable[..., Any]:
+    """The eager attention of ``module``'s model family: its modeling file's
+    ``eager_attention_forward``, which models call where ``attn_implementation="eager"``
+    (transformers registers no global eager function). ``TypeError`` if the family has none."""
+    import sys
+
+    fn = getattr(sys.modules.get(type(module).__module__), "eager_attention_forward", None)
+    if not callable(fn):
+        raise TypeError(
+            f"{type(module).__name__} ({type(module).__module__}) has no eager_attention_forward: "
+            "its eager attention does not go through transformers' attention interface"
+        )
+    return fn
+
+
+def uses_attention_interface(model: Any) -> bool:
+    """Whether ``model`` (a transformers ``PreTrainedModel``) calls its attention through the
+    ``attn_implementation`` registry, so that :func:`set_attn_implementation` reaches it.
+
+    transformers' own test (a look at the modeling file's source) where it has one; True for a
+    model with a config on versions without it."""
+    if not hasattr(model, "config"):
+        return False
+    check = getattr(type(model), "_can_set_attn_implementation", None)
+    return bool(check()) if callable(check) else True
 
 
 def attention_function(name: str) -> Callable[..., Any]:
