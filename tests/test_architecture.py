@@ -30,6 +30,7 @@ LAYERS = {
     "capture": 3,
     "kernels": 3,
     "experiments": 4,
+    "monitor": 4,
     "errata": 5,
     "cli": 5,
     "_registration": 5,  # registers the kernels with transformers for the package face
