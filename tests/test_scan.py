@@ -122,7 +122,7 @@ def test_flags():
             "critical_n": [10, 5, -1, -1],
             "n_max_tested": 50,
             "support_fraction": [0.07, 0.05, 0.0, 0.0],
-            "dispersion_slope": [-1.0, -0.5, np.nan, -0.8],
+            "dispersion_slope": [-1.0, -0.4, np.nan, -0.8],
             "jacobian_norm": [0.001, 0.1, np.nan, 0.5],
             "duplicate_keys": [3, 0, np.nan, 0],
         }

@@ -38,8 +38,17 @@ DIFFERENCES = (
 )
 
 
-def _at_longest(heads: pd.DataFrame) -> pd.DataFrame:
-    return heads[heads["length"] == heads["length"].max()]
+def _at_longest(heads: pd.DataFrame, column: str = "entropy") -> pd.DataFrame:
+    """The rows of the longest length at which ``column`` was measured (Alg. 3-5 stop at
+    ``analysis_max_length``; the streamed values reach the longest scanned length)."""
+    measured = heads.dropna(subset=[column])
+    return measured[measured["length"] == measured["length"].max()]
+
+
+def _last_measured(heads: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Per (layer, head): each column at the longest length where it was measured."""
+    ordered = heads.sort_values("length")
+    return ordered.groupby(["layer", "head"])[columns].last()
 
 
 def head_list(df: pd.DataFrame, column: str | None = None, limit: int = 40) -> str:
@@ -62,7 +71,9 @@ def _frac(c: float, length: int) -> str:
 
 def _frac_range(values: pd.Series) -> str:
     v = values.dropna()
-    return f"{v.min():.3f}–{v.max():.3f} L" if len(v) else "none in the grid"
+    if not len(v):
+        return "none in the grid"
+    return f"{v.min():.3f} L" if v.min() == v.max() else f"{v.min():.3f}–{v.max():.3f} L"
 
 
 def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.DataFrame:
@@ -102,15 +113,17 @@ def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.Da
                 "verdict": verdict([bool(slopes.median() <= DISPERSING_SLOPE), share > 0]),
             }
         )
-    sep = _at_longest(heads)["separability"].dropna()
-    n_sep = int(_at_longest(heads)["n_separability"].max()) if len(sep) else 0
+    at = _at_longest(heads, "separability") if heads["separability"].notna().any() else heads[:0]
+    sep = at["separability"]
+    n_sep = int(at["n_separability"].max()) if len(sep) else 0
+    sep_length = int(at["length"].max()) if len(sep) else 0
     if len(sep):
         rows.append(
             {
                 "claim": "A (iv): N_s/N saturates between 0.70 and 0.85 from N ≈ 16",
                 "paper": "0.70–0.85 (GPT-2)",
                 "measured": f"median {sep.median():.3f} (N = {n_sep}, "
-                f"L = {int(heads['length'].max())}); IQR {sep.quantile(0.25):.3f}–"
+                f"L = {sep_length}); IQR {sep.quantile(0.25):.3f}–"
                 f"{sep.quantile(0.75):.3f}",
                 "rule": "reproduced if the median head lies in [0.70, 0.85]",
                 "verdict": verdict([bool(0.70 <= sep.median() <= 0.85)]),
@@ -177,21 +190,28 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
         "vanishing_gradient": "jacobian_norm",
         "assumption2": "duplicate_keys",
     }
-    shown = longest[[c for c in values.values() if c in longest and c not in summary]]
+    shown = _last_measured(heads, [c for c in values.values() if c in heads and c not in summary])
     table = summary.join(shown, on=["layer", "head"])
     for flag, says in FLAGS.items():
         hit = table[table[f"flag_{flag}"]]
-        lines.append(
-            f"- **{flag}** ({len(hit)} of {len(table)} heads; {says}): "
-            f"{head_list(hit, values[flag])}"
-        )
+        listed = head_list(hit, values[flag])
+        if flag == "critical_n":  # a property of the layer: its layers, with critical N / L
+            layers = heads.dropna(subset=["critical_n"]).groupby("layer")["critical_n_over_L"]
+            hit_layers = sorted({int(v) for v in hit["layer"]})
+            listed = "layers " + (
+                ", ".join(f"{i} ({_frac_range(layers.get_group(i))})" for i in hit_layers)
+                if hit_layers
+                else "none"
+            )
+        lines.append(f"- **{flag}** ({len(hit)} of {len(table)} heads; {says}): {listed}")
     lines += [
         "",
         f"Rules: the layer's critical N / L > {params.get('critical_fraction', 0.06)}, or the "
         f"head's exp(H)/L > {params.get('critical_fraction', 0.06)}, at some length; slope "
         f"of log max weight vs log L ≤ {DISPERSING_SLOPE}; mean ‖J‖₂ < {VANISHING_JACOBIAN} at "
         "some length; two equal value vectors in some window. Values shown: at the longest "
-        "length (critical N / L, ‖J‖₂, duplicate keys) or over lengths (slope).",
+        "length where measured (critical N / L, exp(H)/L, ‖J‖₂, duplicate keys) or over "
+        "lengths (slope).",
         "",
         "## Differences from the papers",
         "",

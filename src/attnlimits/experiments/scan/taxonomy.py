@@ -14,7 +14,8 @@ The **flags** restate the papers' guidelines as tests on one head:
   the effective support exp(H) (the perplexity of a row) exceeds ``critical_fraction`` of its
   keys on average;
 - ``dispersing``: paper B's Lemma 2.1: with bounded logits the largest weight falls as O(1/L);
-  flagged where the maximum weight falls at least like L^-0.75 over the scanned lengths;
+  flagged where the maximum weight falls at least like 1/√L (slope of log max weight against
+  log L ≤ −0.5, half-way to 1/L's −1) over the scanned lengths;
 - ``vanishing_gradient``: paper A, Alg. 5 / Fig. 4: the softmax Jacobian, at most 1/(2T), drops
   by orders of magnitude where attention saturates or spreads; flagged where the head's mean
   exact ‖J‖₂ at its own scale is below 0.01 (two orders under the 1/2 bound at T = 1);
@@ -50,7 +51,7 @@ KINDS: tuple[tuple[str, str, float, str], ...] = (
     ("broad", "", 0.0, "none of the above: the weight is spread (dispersed)"),
 )  # fmt: skip
 #: A head disperses where log max weight falls at least this fast in log L (1/L is −1).
-DISPERSING_SLOPE = -0.75
+DISPERSING_SLOPE = -0.5
 #: A head's gradients vanish where its mean exact ‖J‖₂ (T = 1) is below this (bound: 1/2).
 VANISHING_JACOBIAN = 0.01
 #: Flag -> what the paper says (the report prints it beside the flagged heads).
