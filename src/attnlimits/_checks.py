@@ -10,6 +10,8 @@ Conventions (see ``docs/conventions.md``):
 from __future__ import annotations
 
 import math
+import numbers
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -27,6 +29,7 @@ __all__ = [
     "keep_mask",
     "key_counts",
     "normalize_dim",
+    "positive_ints",
 ]
 
 
@@ -60,6 +63,20 @@ def check_int_at_least(value: int, name: str, low: int) -> None:
     for every integer argument: ``"{name} must be an int >= {low}, got {value!r}"``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+
+
+def positive_ints(name: str, values: Any) -> tuple[int, ...]:
+    """``values`` as a non-empty tuple of ints >= 1 (numpy integers too; no floats, no bools),
+    or a ``ValueError`` naming ``name``."""
+    try:
+        items = () if isinstance(values, (str, bytes)) else tuple(values)
+    except TypeError:
+        items = ()
+    if not items or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in items):
+        raise ValueError(f"{name} must be positive integers, got {values!r}")
+    if min(items) < 1:
+        raise ValueError(f"{name} must be positive integers, got {values!r}")
+    return tuple(int(v) for v in items)
 
 
 def check_nonempty(x: Tensor, dim: int, name: str = "scores") -> None:

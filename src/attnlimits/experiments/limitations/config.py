@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,9 +32,6 @@ Placement = Literal["spread", "start"]
 #: The N grids, and the lengths they must stay below (Alg. 2 and 4 run at the longest L).
 _N_GRIDS = ("ns_alg2", "ns_alg3", "ns_alg4")
 _NS_ALG3 = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128)
-#: Context of the named models shorter than the paper's L = 1024 (their default L grid stops
-#: there; MiniLM-L6 has 512 positions).
-_CONTEXT = {"minilm-l6": 512}
 _QUICK: dict[str, Any] = {
     "windows": 1,
     "mc_rows": 8,
@@ -142,15 +139,9 @@ class Config:
         there), so ``quick(lengths=(32, 64))`` works; N values the caller gave are checked as
         given, and an error names the caller's own option.
         """
-        given = {k: v for k, v in given.items() if v is not None}
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(given) - names)
-        if unknown:
-            raise TypeError(f"unknown limitations setting(s) {unknown}; known: {sorted(names)}")
-        values = {**(_QUICK if quick else {}), **given}
-        context = _CONTEXT.get(str(values.get("model", cls.model)))
-        if context and "lengths" not in given:  # e.g. MiniLM: L up to its 512 positions
-            values["lengths"] = tuple(n for n in values.get("lengths", cls.lengths) if n <= context)
+        from attnlimits.experiments.skeleton import preset_values
+
+        values, given = preset_values(cls, _QUICK if quick else {}, given, "limitations")
         top = max(values.get("lengths", cls.lengths))
         for name in _N_GRIDS:
             if name not in given:

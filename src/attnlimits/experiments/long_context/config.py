@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import asdict, dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import Any, Literal
 
-from attnlimits._checks import check_int_at_least
+from attnlimits._checks import check_int_at_least, positive_ints
 from attnlimits.kernels.spec import resolve_params
 
 __all__ = ["MODES", "Config", "LongContextConfig", "Mode"]
@@ -27,19 +26,6 @@ _INT_FIELDS = {
     "spread_length": 0,
     "spread_windows": 1,
 }
-
-
-def _positive_ints(name: str, values: Any) -> tuple[int, ...]:
-    """``values`` as a non-empty tuple of ints >= 1 (numpy integers too; no floats, no bools)."""
-    try:
-        items = () if isinstance(values, (str, bytes)) else tuple(values)
-    except TypeError:
-        items = ()
-    if not items or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in items):
-        raise ValueError(f"{name} must be positive integers, got {values!r}")
-    if min(items) < 1:
-        raise ValueError(f"{name} must be positive integers, got {values!r}")
-    return tuple(int(v) for v in items)
 
 
 @dataclass(frozen=True)
@@ -70,7 +56,7 @@ class Config:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "ns", _positive_ints("ns", self.ns))
+        object.__setattr__(self, "ns", positive_ints("ns", self.ns))
         object.__setattr__(self, "modes", tuple(self.modes))
         if self.text is not None:
             if not isinstance(self.text, (str, PathLike)):

@@ -7,32 +7,16 @@ paper's value it says which.
 from __future__ import annotations
 
 import math
-import numbers
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from attnlimits._checks import check_int_at_least
+from attnlimits._checks import check_int_at_least, positive_ints
 
 __all__ = ["Config", "analysed_lengths", "band"]
 
-#: Context of the named models whose positions end before the default lengths; their default
-#: lengths stop there (MiniLM-L6 has 512 learned positions).
-_CONTEXT = {"minilm-l6": 512}
 _QUICK: dict[str, Any] = {"lengths": (128, 256), "windows": 1, "rows": 12}
-
-
-def _positive_ints(name: str, values: Any) -> tuple[int, ...]:
-    try:
-        items = () if isinstance(values, (str, bytes)) else tuple(values)
-    except TypeError:
-        items = ()
-    if not items or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in items):
-        raise ValueError(f"{name} must be positive integers, got {values!r}")
-    if min(items) < 1:
-        raise ValueError(f"{name} must be positive integers, got {values!r}")
-    return tuple(sorted({int(v) for v in items}))
 
 
 @dataclass(frozen=True)
@@ -56,8 +40,10 @@ class Config:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "lengths", _positive_ints("lengths", self.lengths))
-        object.__setattr__(self, "ns", _positive_ints("ns", self.ns))
+        object.__setattr__(
+            self, "lengths", tuple(sorted(set(positive_ints("lengths", self.lengths))))
+        )
+        object.__setattr__(self, "ns", tuple(sorted(set(positive_ints("ns", self.ns)))))
         if self.text is not None:
             if not isinstance(self.text, (str, PathLike)):
                 raise ValueError(f"text must be a file path or None, got {self.text!r}")
@@ -101,16 +87,9 @@ class Config:
         A named model with a short context (MiniLM-L6: 512) keeps the default lengths up to it
         unless the caller gave lengths.
         """
-        given = {k: v for k, v in given.items() if v is not None}
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(given) - names)
-        if unknown:
-            raise TypeError(f"unknown scan setting(s) {unknown}; known: {sorted(names)}")
-        values = {**(_QUICK if quick else {}), **given}
-        context = _CONTEXT.get(str(values.get("model", cls.model)))
-        if context and "lengths" not in given:
-            kept = tuple(n for n in values.get("lengths", cls.lengths) if n <= context)
-            values["lengths"] = kept or (context,)
+        from attnlimits.experiments.skeleton import preset_values
+
+        values, _ = preset_values(cls, _QUICK if quick else {}, given, "scan")
         return cls(**values)
 
     def cache_params(self, model_id: str, text_sha: str) -> dict[str, object]:
