@@ -296,3 +296,17 @@ def test_a_model_whose_attention_skips_the_interface_is_named(model_dirs, tmp_pa
     with pytest.raises(ValueError, match=r"attention interface.*eager, sdpa"):
         skeleton.run(EXPERIMENT, cfg, tmp_path / "x", progress=False)
     assert not (tmp_path / "x").exists()
+
+
+def test_the_docs_print_the_rules_the_code_applies():
+    from attnlimits.experiments.scan.claims import DIFFERENCES
+    from attnlimits.experiments.scan.taxonomy import FLAGS, KINDS
+    from conftest import REPO
+
+    doc = (REPO / "docs" / "scan.md").read_text(encoding="utf-8")
+    for kind, column, _, rule in KINDS:
+        assert f"| {kind} | `{column or '—'}` | {rule} |" in doc, kind
+    for name, says in FLAGS.items():
+        assert f"| `flag_{name}` | {says} |" in doc, name
+    for line in DIFFERENCES:
+        assert f"- {line}" in doc
