@@ -15,6 +15,8 @@ Two kinds of quantity, from one :class:`~attnlimits.capture.LayerQKV`:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 import torch
@@ -22,7 +24,7 @@ from torch import Tensor
 
 from attnlimits.capture import LayerQKV
 from attnlimits.experiments.scan.config import Config, band
-from attnlimits.kernels import attention_row_stats
+from attnlimits.kernels import RowStats, attention_row_stats
 from attnlimits.metrics import (
     distance_curve,
     normalize_to_sphere,
@@ -38,6 +40,18 @@ __all__ = ["LOCAL", "band_means", "duplicate_keys", "induction_scores", "sampled
 LOCAL = 8
 
 
+def _row_stats(qkv: LayerQKV, offsets: Sequence[int], cfg: Config) -> RowStats:
+    return attention_row_stats(
+        qkv.q,
+        qkv.k,
+        mask=qkv.mask,
+        causal=qkv.causal,
+        scale=qkv.scaling,
+        offsets=offsets,
+        block_size=cfg.block_size,
+    )
+
+
 def _nanmean(x: Tensor) -> np.ndarray:
     """Mean over the last axis ignoring NaN (rows with no key), as float64 numpy."""
     return torch.nanmean(x.double(), dim=-1).cpu().numpy()
@@ -45,15 +59,7 @@ def _nanmean(x: Tensor) -> np.ndarray:
 
 def band_means(qkv: LayerQKV, lengths: tuple[int, ...], cfg: Config) -> pd.DataFrame:
     """Per head and length: the band means of the streamed per-row statistics."""
-    r = attention_row_stats(
-        qkv.q,
-        qkv.k,
-        mask=qkv.mask,
-        causal=qkv.causal,
-        scale=qkv.scaling,
-        offsets=range(LOCAL),
-        block_size=cfg.block_size,
-    )
+    r = _row_stats(qkv, range(LOCAL), cfg)
     n = r.n_keys[0].double()  # (head, rows)
     per_row = {
         "entropy": r.entropy[0],
@@ -145,15 +151,7 @@ def induction_scores(qkv: LayerQKV, period: int, cfg: Config) -> pd.DataFrame:
     """Per head, on ``period`` random tokens repeated once: the mean weight a second-copy token
     puts on the token after its first occurrence (offset ``period − 1``; the induction score
     of Olsson et al. 2022) and on the previous token."""
-    r = attention_row_stats(
-        qkv.q,
-        qkv.k,
-        mask=qkv.mask,
-        causal=qkv.causal,
-        scale=qkv.scaling,
-        offsets=(period - 1, 1),
-        block_size=cfg.block_size,
-    )
+    r = _row_stats(qkv, (period - 1, 1), cfg)
     second = r.offset_weights[0, :, period:]  # (head, rows of the second copy, 2)
     return pd.DataFrame(
         {
