@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.collections import LineCollection
 from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 from attnlimits.experiments.scan.taxonomy import KINDS
 
@@ -40,22 +42,36 @@ def _model(meta: Mapping[str, Any]) -> str:
     return str(meta.get("model", {}).get("id", "model"))
 
 
-def _grid(df: pd.DataFrame, column: str) -> np.ndarray:
-    return df.pivot(index="layer", columns="head", values=column).to_numpy(dtype=float)
+def _grid(df: pd.DataFrame, column: str, like: pd.DataFrame | None = None) -> np.ndarray:
+    """``column`` as a layer × head array, every layer and head of ``like`` present (NaN holes)."""
+    full = df if like is None else like
+    wide = df.pivot(index="layer", columns="head", values=column)
+    wide = wide.reindex(index=sorted(full["layer"].unique()), columns=sorted(full["head"].unique()))
+    return wide.to_numpy(dtype=float)
 
 
 def fig_heatmaps(heads: pd.DataFrame, meta: Mapping[str, Any]) -> Figure:
-    """One layer × head heatmap per diagnostic at the longest length (NaN cells blank)."""
-    length = int(heads["length"].max())
-    at = heads[heads["length"] == length]
-    fig = Figure(figsize=(17, 11))
-    axes = fig.subplots(3, 4)
+    """One layer × head heatmap per diagnostic, each at the longest length where it was
+    measured (Alg. 3-5 stop at ``analysis_max_length``; the title says which L)."""
+    fig = Figure(figsize=(13, 8.5))
+    axes = fig.subplots(3, 4, sharex=True, sharey=True)
     for ax, (column, title, cmap) in zip(axes.flat, HEATMAPS, strict=True):
-        grid = _grid(at, column) if column in at else np.full((1, 1), np.nan)
+        measured = heads.dropna(subset=[column]) if column in heads else heads[:0]
+        grid, where = np.full((1, 1), np.nan), "not measured"
+        if len(measured):
+            length = int(measured["length"].max())
+            at = measured[measured["length"] == length]
+            grid, where = _grid(at, column, heads), f"L = {length}"
+            if column == "dispersion_slope":
+                where = "over lengths"
         im = ax.imshow(grid, aspect="auto", cmap=cmap, interpolation="nearest")
-        ax.set(title=title, xlabel="head", ylabel="layer")
-        fig.colorbar(im, ax=ax, shrink=0.85)
-    fig.suptitle(f"{_model(meta)}: per-head diagnostics at L = {length} (mean over windows)")
+        ax.set_title(f"{title}, {where}", fontsize=8)
+        fig.colorbar(im, ax=ax, shrink=0.9)
+    for ax in axes[-1]:
+        ax.set_xlabel("head")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("layer")
+    fig.suptitle(f"{_model(meta)}: per-head diagnostics (mean over windows)")
     fig.tight_layout()
     return fig
 
@@ -84,10 +100,15 @@ def fig_dispersion(heads: pd.DataFrame, summary: pd.DataFrame, meta: Mapping[str
     colors = dict(zip([k[0] for k in KINDS], _KIND_COLORS, strict=True))
     fig = Figure(figsize=(11, 4.2))
     left, right = fig.subplots(1, 2)
-    for (layer, head), g in heads.sort_values("length").groupby(["layer", "head"]):
-        c = colors[str(kind.get((layer, head), "broad"))]
-        left.plot(g["length"], g["max_weight"], color=c, lw=0.6, alpha=0.5)
-        right.plot(g["length"], g["entropy_norm"], color=c, lw=0.6, alpha=0.5)
+    ordered = heads.sort_values(["layer", "head", "length"])
+    head_kinds = [str(kind.get(key, "broad")) for key, _ in ordered.groupby(["layer", "head"])]
+    for ax, column in ((left, "max_weight"), (right, "entropy_norm")):  # one collection a panel
+        wide = ordered.pivot_table(index=["layer", "head"], columns="length", values=column)
+        x = wide.columns.to_numpy(dtype=float)
+        segments = [np.column_stack([x, row]) for row in wide.to_numpy(dtype=float)]
+        ax.add_collection(LineCollection(segments, colors=[colors[k] for k in head_kinds],
+                                         linewidths=0.6, alpha=0.5))  # fmt: skip
+        ax.autoscale_view()
     lengths = np.sort(heads["length"].unique()).astype(float)
     start = float(heads.loc[heads["length"] == lengths[0], "max_weight"].median())
     left.plot(lengths, start * lengths[0] / lengths, "k:", lw=2, label="∝ 1/L")
@@ -97,6 +118,7 @@ def fig_dispersion(heads: pd.DataFrame, summary: pd.DataFrame, meta: Mapping[str
     right.set(xscale="log", xlabel="L (tokens)", ylabel="entropy / log(keys) (row mean)")
     for ax in (left, right):
         ax.set_xticks(lengths, [str(int(n)) for n in lengths])
+        ax.xaxis.set_minor_formatter(NullFormatter())
     left.legend(fontsize=7, ncol=2)
     fig.suptitle(f"{_model(meta)}: dispersion with length (paper B, Lemma 2.1), mean over windows")
     fig.tight_layout()
