@@ -24,6 +24,15 @@ EXPECTED_NAMES = [
     "topk",
     "sigmoid",
     "stick_breaking",
+    "softmax1",
+    "sink_softmax",
+    "softpick",
+    "softcap",
+    "relu",
+    "relu2",
+    "logn",
+    "yarn",
+    "llama4_temperature",
 ]
 # half-precision tolerance (absolute, plus relative for the unbounded ones)
 HALF_TOL = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
@@ -52,11 +61,14 @@ def test_registry_names_are_a_contract() -> None:
 
 
 def test_registry_metadata() -> None:
-    normalised = {"softmax", "sparsemax", "entmax15", "entmax_bisect", "ssmax", "adaptive", "topk"}
+    normalised = {"softmax", "sparsemax", "entmax15", "entmax_bisect", "ssmax", "adaptive", "topk",
+                  "softcap", "logn", "yarn", "llama4_temperature"}  # fmt: skip
     assert {n for n in NAMES if nz.sums_to_one(n)} == normalised
     assert nz.info("stick_breaking").row_sum == "at_most_one"
     assert nz.info("ssa_normalized").row_sum == "at_most_one"
     assert nz.info("sigmoid").row_sum == "unbounded"
+    assert {nz.info(n).row_sum for n in ("softmax1", "sink_softmax", "softpick")} == {"at_most_one"}
+    assert nz.info("relu2").row_sum == "unbounded" and nz.info("softpick").sparse
     assert not nz.info("ssa").nonnegative
 
 
@@ -245,6 +257,15 @@ def test_bad_masks_and_inputs_raise(name: str) -> None:
         ("adaptive", {"coeffs": (1.0, math.inf)}),
         ("adaptive", {"threshold": math.nan}),
         ("sigmoid", {"bias": -math.inf}),
+        ("sink_softmax", {"sink": math.nan}),
+        ("sink_softmax", {"sink": torch.zeros(3)}),
+        ("softpick", {"eps": 0.0}),
+        ("softcap", {"cap": 0.0}),
+        ("relu", {"power": 0}),
+        ("logn", {"train_length": 1}),
+        ("yarn", {"factor": 0.5}),
+        ("llama4_temperature", {"scale": -0.1}),
+        ("llama4_temperature", {"floor_scale": 0}),
     ],
 )
 def test_bad_params_raise(name: str, params: dict) -> None:

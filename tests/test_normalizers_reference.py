@@ -323,3 +323,79 @@ def test_stick_breaking_recency(gen: torch.Generator) -> None:
     """Equal logits: the most recent kept key gets the largest share."""
     out = nz.stick_breaking(torch.zeros(1, 5), mask=torch.tensor([[1, 1, 0, 1, 0]]).bool())
     torch.testing.assert_close(out, torch.tensor([[0.125, 0.25, 0.0, 0.5, 0.0]]))
+
+
+# ---------------------------------------------------------------- sinks, softpick, ReLU, scalings
+
+
+def _row_loop(x: torch.Tensor, mask: torch.Tensor, row_fn) -> torch.Tensor:
+    """The naive reference: ``row_fn`` on each row's kept scores (float64), zeros elsewhere."""
+    ref = torch.zeros_like(x)
+    for i, kept, cols in _rows(x, mask):
+        if len(kept):
+            ref[i, cols] = torch.from_numpy(np.asarray(row_fn(kept), dtype=np.float64))
+    return ref
+
+
+def _exp_rows(c_of_n):
+    """softmax(c(n)·l) for one row, n its kept keys."""
+
+    def row(v: np.ndarray) -> np.ndarray:
+        z = c_of_n(len(v)) * v
+        e = np.exp(z - z.max())
+        return e / e.sum()
+
+    return row
+
+
+REFERENCES = {
+    "softmax1": (nz.softmax1, {}, lambda v: np.exp(v) / (1 + np.exp(v).sum())),
+    "sink_softmax": (nz.sink_softmax, {"sink": 1.5},
+                     lambda v: np.exp(v) / (np.exp(1.5) + np.exp(v).sum())),
+    "softpick": (nz.softpick, {"eps": 1e-3}, lambda v: np.maximum(np.exp(v - v.max())
+                 - np.exp(-v.max()), 0) / (np.abs(np.exp(v - v.max()) - np.exp(-v.max())).sum()
+                 + 1e-3)),
+    "softcap": (nz.softcap, {"cap": 2.0}, lambda v: _exp_rows(lambda n: 1.0)(2 * np.tanh(v / 2))),
+    "relu": (nz.relu_attention, {}, lambda v: np.maximum(v, 0) / len(v)),
+    "relu2": (nz.relu2_attention, {}, lambda v: np.maximum(v, 0) ** 2 / len(v)),
+    "logn": (nz.logn_softmax, {"train_length": 4},
+             _exp_rows(lambda n: max(1.0, math.log(n) / math.log(4)))),
+    "yarn": (nz.yarn_softmax, {"factor": 8.0}, _exp_rows(lambda n: (0.1 * math.log(8) + 1) ** 2)),
+    "llama4_temperature": (nz.llama4_temperature, {"scale": 0.3, "floor_scale": 3},
+                           _exp_rows(lambda n: 1 + 0.3 * math.log(n // 3 + 1))),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+def test_new_normalizers_match_row_loops(name: str, gen: torch.Generator) -> None:
+    fn, params, row = REFERENCES[name]
+    assert nz.get(name) is fn
+    x = torch.randn(12, 11, generator=gen, dtype=torch.float64) * 2
+    mask = torch.rand(12, 11, generator=gen) > 0.3
+    mask[0] = False
+    torch.testing.assert_close(fn(x, mask=mask, **params), _row_loop(x, mask, row))
+
+
+def test_sinks_take_mass_and_softpick_zeroes_negative_logits() -> None:
+    x = torch.tensor([[-30.0, -30.0], [30.0, -1.0]], dtype=torch.float64)
+    s1 = nz.softmax1(x)
+    assert s1[0].sum() < 1e-12 and s1[1, 0] == pytest.approx(1.0)  # can attend to nothing
+    per_head = nz.sink_softmax(torch.zeros(2, 1, 3), sink=torch.tensor([[[0.0]], [[-50.0]]]))
+    torch.testing.assert_close(per_head.sum(-1).flatten(), torch.tensor([0.75, 1.0]))
+    sp = nz.softpick(torch.tensor([[2.0, 0.0, -1.0, 1.0]]))
+    assert (sp[0, 1:3] == 0).all() and sp.sum() < 1
+
+
+def test_length_scalings_leave_short_rows_alone_and_sharpen_long_ones(gen: torch.Generator) -> None:
+    L = 40
+    x = torch.randn(L, L, generator=gen, dtype=torch.float64)
+    causal = torch.ones(L, L, dtype=torch.bool).tril()
+    plain = nz.softmax(x, mask=causal)
+    logn = nz.logn_softmax(x, mask=causal, train_length=16)
+    llama = nz.llama4_temperature(x, mask=causal, floor_scale=16)
+    torch.testing.assert_close(logn[:16], plain[:16])  # n ≤ 16: c = 1
+    torch.testing.assert_close(llama[:15], plain[:15])
+    h = lambda p: -(p * p.clamp_min(1e-300).log()).sum(-1)  # noqa: E731
+    assert (h(logn[20:]) < h(plain[20:])).all() and (h(llama[20:]) < h(plain[20:])).all()
+    capped = nz.softcap_logits(torch.tensor([-math.inf, 0.0, 1e6]), cap=5.0)
+    assert capped[0] == -math.inf and capped[2] == pytest.approx(5.0)

@@ -39,10 +39,23 @@ from attnlimits.normalizers.adaptive import (
 )
 from attnlimits.normalizers.base import general, softmax
 from attnlimits.normalizers.entmax import entmax15, entmax_bisect, sparsemax
+from attnlimits.normalizers.length_scaling import (
+    llama4_temperature,
+    logn_softmax,
+    softcap,
+    softcap_logits,
+    yarn_softmax,
+)
 from attnlimits.normalizers.scalable import ssmax
 from attnlimits.normalizers.self_adjust import ssa, ssa_normalized
+from attnlimits.normalizers.sinks import sink_softmax, softmax1, softpick
 from attnlimits.normalizers.topk import topk_softmax
-from attnlimits.normalizers.unnormalized import sigmoid, stick_breaking
+from attnlimits.normalizers.unnormalized import (
+    relu2_attention,
+    relu_attention,
+    sigmoid,
+    stick_breaking,
+)
 
 __all__ = [
     "ENTROPY_EPS",
@@ -60,8 +73,17 @@ __all__ = [
     "general",
     "get",
     "info",
+    "llama4_temperature",
+    "logn_softmax",
+    "relu2_attention",
+    "relu_attention",
     "sigmoid",
+    "sink_softmax",
+    "softcap",
+    "softcap_logits",
     "softmax",
+    "softmax1",
+    "softpick",
     "sparsemax",
     "ssa",
     "ssa_normalized",
@@ -69,6 +91,7 @@ __all__ = [
     "stick_breaking",
     "sums_to_one",
     "topk_softmax",
+    "yarn_softmax",
 ]
 
 Normalizer = Callable[..., Tensor]
@@ -141,6 +164,28 @@ _ENTRIES = (
         True,
         False,
         "Tan et al. 2025 (arXiv 2410.17980)",
+    ),
+    NormalizerInfo("softmax1", softmax1, "at_most_one", True, False, "Miller 2023, off by one"),
+    NormalizerInfo(
+        "sink_softmax", sink_softmax, "at_most_one", True, False, "a learned sink logit (gpt-oss)"
+    ),
+    NormalizerInfo(
+        "softpick", softpick, "at_most_one", True, True, "Zuhri et al. 2025 (arXiv 2504.20966)"
+    ),
+    NormalizerInfo("softcap", softcap, "one", True, False, "Gemma Team 2024 (Gemma 2), §2"),
+    NormalizerInfo(
+        "relu", relu_attention, "unbounded", True, True, "Wortsman et al. 2023 (2309.08586)"
+    ),
+    NormalizerInfo("relu2", relu2_attention, "unbounded", True, True, "squared ReLU / L"),
+    NormalizerInfo("logn", logn_softmax, "one", True, False, "Bai et al. 2023 (Qwen), LogN"),
+    NormalizerInfo("yarn", yarn_softmax, "one", True, False, "Peng et al. 2023 (YaRN), Eq. 22"),
+    NormalizerInfo(
+        "llama4_temperature",
+        llama4_temperature,
+        "one",
+        True,
+        False,
+        "Llama 4 attention temperature tuning (transformers)",
     ),
 )
 

@@ -44,8 +44,14 @@ def prepare(scores: Tensor, mask: Tensor | None, dim: int) -> tuple[Tensor, Tens
 
 
 def finish(out: Tensor, keep: Tensor, like: Tensor) -> Tensor:
-    """Exact zeros at dropped entries, cast to ``like``'s dtype."""
-    return torch.where(keep, out, 0.0).to(like.dtype)
+    """Exact zeros at dropped entries, cast to ``like``'s dtype; for half types, values beyond
+    its range saturate at its largest finite value instead of becoming inf (unbounded maps
+    such as ReLU²/n can exceed 65504)."""
+    out = torch.where(keep, out, 0.0)
+    if like.dtype in _HALF:
+        big = torch.finfo(like.dtype).max
+        out = out.clamp(-big, big)
+    return out.to(like.dtype)
 
 
 def masked_max(x: Tensor, keep: Tensor, dim: int) -> Tensor:

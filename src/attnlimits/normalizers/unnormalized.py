@@ -1,4 +1,4 @@
-"""Attention weights that do not sum to one: sigmoid and stick-breaking attention."""
+"""Attention weights that do not sum to one: sigmoid, stick-breaking and ReLU attention."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import torch
 import torch.nn.functional as nnf
 from torch import Tensor
 
-from attnlimits._checks import key_counts
+from attnlimits._checks import check_int_at_least, key_counts
 from attnlimits.normalizers._common import finish, prepare
 
-__all__ = ["sigmoid", "stick_breaking"]
+__all__ = ["relu2_attention", "relu_attention", "sigmoid", "stick_breaking"]
 
 
 def sigmoid(
@@ -98,3 +98,27 @@ def stick_breaking(scores: Tensor, dim: int = -1, *, mask: Tensor | None = None)
     n = x.shape[d]
     after = torch.cat([suffix.narrow(d, 1, n - 1), torch.zeros_like(suffix.narrow(d, 0, 1))], d)
     return finish(torch.exp(nnf.logsigmoid(x) + after), keep, scores)
+
+
+def relu_attention(
+    scores: Tensor, dim: int = -1, *, mask: Tensor | None = None, power: int = 1
+) -> Tensor:
+    r"""ReLU attention divided by the length, **not normalised**.
+
+    .. math:: a_n = \mathrm{ReLU}(l_n)^p / n
+
+    ``power = 1``: ReLU/L (Wortsman et al. 2023, "Replacing softmax with ReLU in Vision
+    Transformers", arXiv 2309.08586: ReLU divided by the sequence length); ``power = 2``: squared
+    ReLU (ReLU², as in Primer's squared-ReLU feed-forward, So et al. 2021, used as an attention
+    map in linear-attention work). ``n`` is the row's kept keys. Exact zeros for ``l ≤ 0``; rows
+    are unbounded (no competition between keys, so no dispersion in paper B's sense).
+    """
+    check_int_at_least(power, "power", 1)
+    x, keep, d = prepare(scores, mask, dim)
+    n = key_counts(keep, x, d).clamp_min(1.0)
+    return finish(torch.relu(x) ** power / n, keep, scores)
+
+
+def relu2_attention(scores: Tensor, dim: int = -1, *, mask: Tensor | None = None) -> Tensor:
+    """:func:`relu_attention` with ``power = 2`` (ReLU²/L)."""
+    return relu_attention(scores, dim, mask=mask, power=2)

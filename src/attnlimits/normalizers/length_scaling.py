@@ -1,0 +1,105 @@
+"""Softmaxes with a logit scale that grows with the context: the length scalings models ship.
+
+Each is ``softmax(c · l)`` over the kept keys with an inverse temperature ``c`` set by ``n``,
+the number of kept keys of the row (under a causal mask, the query position + 1), as
+Scalable-Softmax (:func:`attnlimits.normalizers.ssmax`) does; they differ in ``c(n)``. All
+counter paper B's dispersion (Lemma 2.1) by growing the logit spread with the context.
+:func:`softcap` is the opposite transform: it bounds the logits (Gemma 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from attnlimits._checks import check_int_at_least, check_positive, key_counts
+from attnlimits.normalizers._common import finish, masked_softmax, prepare
+
+__all__ = ["llama4_temperature", "logn_softmax", "softcap", "softcap_logits", "yarn_softmax"]
+
+
+def _scaled(
+    scores: Tensor, mask: Tensor | None, dim: int, c_of_n: Callable[[Tensor], Tensor]
+) -> Tensor:
+    """softmax(c(n)·l) over the kept keys, n the row's kept keys."""
+    x, keep, d = prepare(scores, mask, dim)
+    c = c_of_n(key_counts(keep, x, d).clamp_min(1.0))
+    return finish(masked_softmax(c * x, keep, d), keep, scores)
+
+
+def logn_softmax(
+    scores: Tensor, dim: int = -1, *, mask: Tensor | None = None, train_length: int = 8192
+) -> Tensor:
+    r"""Qwen's log-n attention scaling: :math:`c = \max(1, \log n / \log L_\mathrm{train})`.
+
+    Qwen (Bai et al. 2023, Qwen Technical Report, "LogN-Scaling"; ``use_logn_attn`` in its
+    modeling code, which multiplies the query at position ``p`` by
+    :math:`\max(1, \log_{L_\mathrm{train}}(p + 1))`): no change within the training length,
+    a logarithmic sharpening beyond it. ``train_length`` ≥ 2.
+    """
+    check_int_at_least(train_length, "train_length", 2)
+    log_train = float(torch.log(torch.tensor(float(train_length))))
+    return _scaled(scores, mask, dim, lambda n: (n.log() / log_train).clamp_min(1.0))
+
+
+def yarn_softmax(
+    scores: Tensor, dim: int = -1, *, mask: Tensor | None = None, factor: float = 4.0
+) -> Tensor:
+    r"""YaRN's attention factor (Peng et al. 2023, arXiv 2309.00071, Eq. 22): logits times
+    :math:`(0.1 \ln s + 1)^2` for a context extended ``s`` = ``factor`` times.
+
+    YaRN scales both q and k by :math:`\sqrt{1/t} = 0.1 \ln s + 1` (transformers applies the
+    ``attention_factor`` to the rotary cos and sin), so the logits grow by its square; the same
+    for every row (no dependence on n). ``factor`` ≥ 1 (1: plain softmax).
+    """
+    check_positive(factor, "factor")
+    if factor < 1:
+        raise ValueError(f"factor must be >= 1 (the context extension ratio), got {factor}")
+    mscale = 0.1 * float(torch.log(torch.tensor(float(factor)))) + 1.0
+    return _scaled(scores, mask, dim, lambda n: torch.full_like(n, mscale**2))
+
+
+def llama4_temperature(
+    scores: Tensor,
+    dim: int = -1,
+    *,
+    mask: Tensor | None = None,
+    scale: float = 0.1,
+    floor_scale: int = 8192,
+) -> Tensor:
+    r"""Llama 4's attention temperature tuning: :math:`c = 1 + \mathrm{scale} \cdot
+    \log(\lfloor n / \mathrm{floor\_scale} \rfloor + 1)`.
+
+    transformers' Llama 4 (``attn_temperature_tuning``, ``attn_scale`` = 0.1, ``floor_scale`` =
+    8192) multiplies the query at position ``p`` by
+    :math:`\log(\lfloor (p + 1)/\mathrm{floor\_scale} \rfloor + 1) \cdot \mathrm{attn\_scale} + 1`;
+    here ``p + 1`` is the row's kept keys ``n``. 1 up to ``floor_scale`` keys, then a stepwise
+    logarithmic sharpening.
+    """
+    check_positive(scale, "scale")
+    check_int_at_least(floor_scale, "floor_scale", 1)
+    return _scaled(
+        scores, mask, dim, lambda n: 1.0 + scale * torch.log(torch.floor(n / floor_scale) + 1.0)
+    )
+
+
+def softcap_logits(scores: Tensor, cap: float = 50.0) -> Tensor:
+    r"""Logit soft-capping :math:`\mathrm{cap} \cdot \tanh(l / \mathrm{cap})` (Gemma 2, Gemma
+    Team 2024, §2: attention logits capped at 50): compose with any normaliser,
+    ``normalizers.get(name)(softcap_logits(scores, cap), mask=...)``; ``-inf`` stays ``-inf``."""
+    check_positive(cap, "cap")
+    return torch.where(torch.isneginf(scores), scores, cap * torch.tanh(scores / cap))
+
+
+def softcap(
+    scores: Tensor, dim: int = -1, *, mask: Tensor | None = None, cap: float = 50.0
+) -> Tensor:
+    r"""Softmax of soft-capped logits, :math:`\mathrm{softmax}(\mathrm{cap}\tanh(l/\mathrm{cap}))`
+    (Gemma 2). Capping bounds the spread by 2·cap, so by paper B's Lemma 2.1 the weights
+    must disperse as O(1/n) once n is large; see :func:`softcap_logits` to cap before another
+    normaliser."""
+    check_positive(cap, "cap")
+    x, keep, d = prepare(scores, mask, dim)
+    return finish(masked_softmax(cap * torch.tanh(x / cap), keep, d), keep, scores)
