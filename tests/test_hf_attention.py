@@ -155,7 +155,7 @@ def test_patch_restores_on_error_and_rejects_bad_input():
         raise RuntimeError("boom")
     assert model.config._attn_implementation == before
     assert not hasattr(model.config, K.CONFIG_ATTR)
-    with pytest.raises(ValueError, match="normalizer"), K.patch(model, "sparsemax"):
+    with pytest.raises(ValueError, match="normalizer"), K.patch(model, "softermax"):
         pass
     ids, _ = batch()
     with pytest.raises(ValueError, match="temperature"), K.patch(model, "softmax", temperature=0):

@@ -1,7 +1,9 @@
 """Hugging Face transformers integration: the streaming kernels as ``attn_implementation`` names.
 
-Importing :mod:`attnlimits.kernels` registers (idempotently) three names with transformers'
-``AttentionInterface`` and, for their masks, with ``ALL_MASK_ATTENTION_FUNCTIONS``:
+Importing :mod:`attnlimits.kernels` registers (idempotently) an ``attn_implementation`` name
+for every normaliser of :mod:`attnlimits.normalizers` with transformers' ``AttentionInterface``
+and, for their masks, with ``ALL_MASK_ATTENTION_FUNCTIONS``. Three run the streaming kernels
+(O(L) memory):
 
 =========================  ============  ==============================================
 name                       normaliser    parameters (``config.attnlimits_params``)
@@ -10,6 +12,12 @@ name                       normaliser    parameters (``config.attnlimits_params`
 ``attnlimits_ssmax``       ``ssmax``     ``s`` (default 0.43, as ``normalizers.ssmax``)
 ``attnlimits_adaptive``    ``adaptive``  ``coeffs``, ``threshold`` (paper B's listing)
 =========================  ============  ==============================================
+
+Every other registry entry ``<name>`` is ``attnlimits_<name>`` (``attnlimits_sparsemax``,
+``attnlimits_softpick``, ``attnlimits_logn``, ...), run by
+:func:`~attnlimits.kernels.chunked.chunked_attention`: materialised one block of
+``block_size`` query rows at a time (peak about three ``[B, Hq, block_size, Lk]`` tensors), its
+parameters those of the normaliser (``config.attnlimits_params = {"train_length": 4096}``).
 
 Parameters reach the kernel through the model, not through module-level state: each attention
 call reads the dict ``module.config.attnlimits_params`` (missing = defaults; the key
@@ -28,21 +36,25 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import torch
 from torch import Tensor, nn
 
 from attnlimits.hf_bridge import additive_bias, keep_mask, register_attention, using_attention
+from attnlimits.kernels.chunked import chunked_attention
 from attnlimits.kernels.reference import naive_attention
-from attnlimits.kernels.spec import resolve_params
+from attnlimits.kernels.spec import NORMALIZERS, resolve_params
 from attnlimits.kernels.streaming import streaming_attention
+from attnlimits.normalizers import available, get
 
 __all__ = ["CONFIG_ATTR", "HF_NAMES", "make_attention_function", "patch", "register"]
 
-#: Registered implementation name -> normaliser of :func:`streaming_attention`.
+#: Registered implementation name -> normaliser: the three streamed ones, then every other
+#: registry entry as ``attnlimits_<name>`` (materialised per block of query rows).
 HF_NAMES: dict[str, str] = {
     "attnlimits_softmax_t": "softmax",
     "attnlimits_ssmax": "ssmax",
     "attnlimits_adaptive": "adaptive",
-}
+} | {f"attnlimits_{n}": n for n in available() if n not in NORMALIZERS}
 #: Config attribute holding the kernel parameters of the built-in names.
 CONFIG_ATTR = "attnlimits_params"
 _DEFAULT_BLOCK = 256
@@ -64,7 +76,9 @@ def make_attention_function(
 
     Parameters
     ----------
-    normalizer : {"softmax", "ssmax", "adaptive"}
+    normalizer : str
+        ``"softmax"``, ``"ssmax"`` or ``"adaptive"`` run :func:`streaming_attention`; any other
+        registry name runs :func:`~attnlimits.kernels.chunked.chunked_attention`.
     frozen : dict, optional
         Fixed kernel parameters; when None they are read per call from
         ``module.config.attnlimits_params``.
@@ -109,7 +123,12 @@ def make_attention_function(
             causal = bool(is_causal) and Lq > 1
             if causal and key.shape[2] > Lq:  # empty static cache: sdpa's top-left alignment
                 key, value = key[:, :, :Lq], value[:, :, :Lq]
-        if naive:
+        if normalizer not in NORMALIZERS:
+            out = chunked_attention(
+                query, key, value, normalizer, mask=mask, causal=causal, scale=scaling,
+                chunk_rows=block, **params,
+            )  # fmt: skip
+        elif naive:
             out = naive_attention(
                 query, key, value, normalizer, mask=mask, causal=causal, scale=scaling, **params
             )
@@ -131,7 +150,11 @@ def register(name: str, normalizer: str, *, naive: bool = False, **params: Any) 
     Returns ``name``; re-registering a name replaces it. Parameters are checked now, not at the
     first forward. Example: ``register("ssmax_s04", "ssmax", s=0.4)``.
     """
-    resolve_params(normalizer, {k: v for k, v in params.items() if k != "block_size"})
+    given = {k: v for k, v in params.items() if k != "block_size"}
+    if normalizer in NORMALIZERS:
+        resolve_params(normalizer, given)
+    else:  # the normaliser checks its own parameters
+        get(normalizer)(torch.zeros(1, 2), **given)
     fn = make_attention_function(normalizer, frozen=params, naive=naive)
     return register_attention(name, fn)
 
@@ -150,9 +173,9 @@ def patch(model: Any, normalizer: str = "adaptive", **params: Any) -> Iterator[A
     """Run an already loaded model with a streaming kernel inside a ``with`` block.
 
     Sets ``model.set_attn_implementation(name)`` and ``model.config.attnlimits_params = params``
-    and restores both on exit (also on error). ``normalizer`` is ``"softmax"``, ``"ssmax"``,
-    ``"adaptive"`` or an ``attnlimits_*`` name; ``params`` are that normaliser's parameters plus
-    an optional ``block_size``.
+    and restores both on exit (also on error). ``normalizer`` is any registry name
+    (:func:`attnlimits.normalizers.available`) or an ``attnlimits_*`` name; ``params`` are that
+    normaliser's parameters plus an optional ``block_size``.
 
     Examples
     --------
