@@ -16,7 +16,10 @@ from attnlimits.hf_bridge import attention_function
 from attnlimits.kernels.chunked import chunked_attention
 from test_hf_attention import batch, logits, tiny_llama
 
-CHUNKED = sorted(n for n in nz.available() if n not in K.NORMALIZERS)
+#: every entry without a name of its own before (softmax_t, ssmax, adaptive): the length
+#: scalings stream, the others run chunked
+CHUNKED = sorted(n for n in nz.available() if n not in ("softmax", "ssmax", "adaptive"))
+STREAMED_SCALINGS = ("logn", "yarn", "llama4_temperature")
 
 
 def test_every_registry_entry_has_an_attn_implementation():
@@ -93,6 +96,33 @@ def test_entries_that_reduce_to_softmax_give_eager_logits(name: str, params: dic
             got = logits(model, ids, am)
     keep = am.bool()
     torch.testing.assert_close(got[keep], want[keep], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", STREAMED_SCALINGS)
+@pytest.mark.parametrize("masked", [False, True])
+def test_length_scalings_stream_as_the_tensor_function(name: str, masked: bool) -> None:
+    """The streaming kernel (O(L) memory) gives the materialised normaliser's attention, with
+    the kept-key counts from the shapes (causal, no mask) or from a padding mask."""
+    assert name in K.NORMALIZERS
+    gen = torch.Generator().manual_seed(2)
+    q = torch.randn(2, 4, 23, 8, generator=gen, dtype=torch.float64) * 2
+    k = torch.randn(2, 2, 23, 8, generator=gen, dtype=torch.float64) * 2
+    v = torch.randn(2, 2, 23, 5, generator=gen, dtype=torch.float64)
+    params = {"logn": {"train_length": 5}, "yarn": {"factor": 16.0},
+              "llama4_temperature": {"attn_scale": 0.5, "floor_scale": 4}}[name]  # fmt: skip
+    keep = torch.ones(2, 1, 23, 23, dtype=torch.bool).tril()
+    mask = None
+    if masked:
+        keep[1, ..., :6] = False
+        keep[1, :, :6, 0] = True
+        mask = keep
+    out = K.streaming_attention(q, k, v, name, mask=mask, causal=not masked, block_size=4,
+                                **params)  # fmt: skip
+    scores = q @ k.repeat_interleave(2, 1).transpose(-1, -2) * 8**-0.5
+    want = nz.get(name)(scores, mask=keep, **params) @ v.repeat_interleave(2, 1)
+    torch.testing.assert_close(out, want)
+    with pytest.raises(ValueError, match="triton"):
+        K.streaming_attention(q, k, v, name, backend="triton")
 
 
 def test_register_checks_the_normalizers_own_parameters():

@@ -264,7 +264,7 @@ def test_bad_masks_and_inputs_raise(name: str) -> None:
         ("relu", {"power": 0}),
         ("logn", {"train_length": 1}),
         ("yarn", {"factor": 0.5}),
-        ("llama4_temperature", {"scale": -0.1}),
+        ("llama4_temperature", {"attn_scale": -0.1}),
         ("llama4_temperature", {"floor_scale": 0}),
     ],
 )

@@ -361,7 +361,7 @@ REFERENCES = {
     "logn": (nz.logn_softmax, {"train_length": 4},
              _exp_rows(lambda n: max(1.0, math.log(n) / math.log(4)))),
     "yarn": (nz.yarn_softmax, {"factor": 8.0}, _exp_rows(lambda n: (0.1 * math.log(8) + 1) ** 2)),
-    "llama4_temperature": (nz.llama4_temperature, {"scale": 0.3, "floor_scale": 3},
+    "llama4_temperature": (nz.llama4_temperature, {"attn_scale": 0.3, "floor_scale": 3},
                            _exp_rows(lambda n: 1 + 0.3 * math.log(n // 3 + 1))),
 }  # fmt: skip
 

@@ -13,8 +13,9 @@ name                       normaliser    parameters (``config.attnlimits_params`
 ``attnlimits_adaptive``    ``adaptive``  ``coeffs``, ``threshold`` (paper B's listing)
 =========================  ============  ==============================================
 
-Every other registry entry ``<name>`` is ``attnlimits_<name>`` (``attnlimits_sparsemax``,
-``attnlimits_softpick``, ``attnlimits_logn``, ...), run by
+Every other registry entry ``<name>`` is ``attnlimits_<name>``: the length scalings (``logn``,
+``yarn``, ``llama4_temperature``) through :func:`streaming_attention`, the rest
+(``attnlimits_sparsemax``, ``attnlimits_softpick``, ...) through
 :func:`~attnlimits.kernels.chunked.chunked_attention`: materialised one block of
 ``block_size`` query rows at a time (peak about three ``[B, Hq, block_size, Lk]`` tensors), its
 parameters those of the normaliser (``config.attnlimits_params = {"train_length": 4096}``).
@@ -54,7 +55,7 @@ HF_NAMES: dict[str, str] = {
     "attnlimits_softmax_t": "softmax",
     "attnlimits_ssmax": "ssmax",
     "attnlimits_adaptive": "adaptive",
-} | {f"attnlimits_{n}": n for n in available() if n not in NORMALIZERS}
+} | {f"attnlimits_{n}": n for n in available() if n not in ("softmax", "ssmax", "adaptive")}
 #: Config attribute holding the kernel parameters of the built-in names.
 CONFIG_ATTR = "attnlimits_params"
 _DEFAULT_BLOCK = 256

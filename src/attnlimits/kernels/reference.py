@@ -12,7 +12,12 @@ import torch
 from torch import Tensor
 
 from attnlimits.hf_bridge import repeat_kv
-from attnlimits.kernels.spec import AttentionStats, check_inputs, resolve_params
+from attnlimits.kernels.spec import (
+    AttentionStats,
+    check_inputs,
+    inverse_temperature,
+    resolve_params,
+)
 from attnlimits.normalizers.adaptive import adaptive_beta
 from attnlimits.normalizers.base import softmax
 
@@ -45,9 +50,9 @@ def naive_attention(
     r"""Materialised ``softmax(c·l) @ v`` with the same arguments and result as streaming_attention.
 
     ``l = scale·q·kᵀ``; ``H = −Σ p log p`` (exact, ``0·log 0 = 0``) with ``p = softmax(l)``;
-    ``c`` = 1/T, s·log n or β(H) as in :func:`attnlimits.kernels.streaming_attention`. Computes
-    in the input dtype (pass float64 for a reference). Key/value heads are repeated for
-    grouped-query attention.
+    ``c`` = 1/T, s·log n, a length scaling c(n) or β(H) as in
+    :func:`attnlimits.kernels.streaming_attention`. Computes in the input dtype (pass float64
+    for a reference). Key/value heads are repeated for grouped-query attention.
     """
     opts = resolve_params(normalizer, params)
     scale, mask = check_inputs(q, k, v, mask, scale, block_size=1)
@@ -67,10 +72,10 @@ def naive_attention(
     H = -torch.special.xlogy(p, p).sum(-1)
     if normalizer == "softmax":
         c = torch.full_like(H, 1.0 / float(opts["temperature"]))
-    elif normalizer == "ssmax":
-        c = float(opts["s"]) * torch.log(n.clamp_min(1).to(H.dtype))
-    else:
+    elif normalizer == "adaptive":
         c = adaptive_beta(H, opts["coeffs"], opts["threshold"])
+    else:  # ssmax and the length scalings: c from the kept keys n
+        c = inverse_temperature(normalizer, opts, n.to(H.dtype))
     w = softmax(c[..., None] * logits, mask=keep)
     out = w @ vr  # (B, Hq, Lq, dv)
     if not return_stats:

@@ -22,9 +22,22 @@ from attnlimits.normalizers.adaptive import (
     check_adaptive_params,
 )
 from attnlimits.normalizers.base import softmax
+from attnlimits.normalizers.length_scaling import (
+    LENGTH_SCALES,
+    check_length_scale,
+    llama4_temperature,
+    logn_softmax,
+    yarn_softmax,
+)
 from attnlimits.normalizers.scalable import ssmax
 
-__all__ = ["NORMALIZERS", "AttentionStats", "check_inputs", "resolve_params"]
+__all__ = [
+    "NORMALIZERS",
+    "AttentionStats",
+    "check_inputs",
+    "inverse_temperature",
+    "resolve_params",
+]
 
 
 def _default(fn: Callable[..., Any], name: str) -> Any:
@@ -37,6 +50,12 @@ NORMALIZERS: dict[str, dict[str, Any]] = {
     "softmax": {"temperature": _default(softmax, "temperature")},
     "ssmax": {"s": _default(ssmax, "s")},
     "adaptive": {"coeffs": POLY_COEFFS, "threshold": ENTROPY_THRESHOLD},
+    "logn": {"train_length": _default(logn_softmax, "train_length")},
+    "yarn": {"factor": _default(yarn_softmax, "factor")},
+    "llama4_temperature": {
+        "attn_scale": _default(llama4_temperature, "attn_scale"),
+        "floor_scale": _default(llama4_temperature, "floor_scale"),
+    },
 }
 
 
@@ -91,6 +110,18 @@ def resolve_params(normalizer: str, params: dict[str, Any]) -> dict[str, Any]:
         check_positive(out["temperature"], "temperature")
     elif normalizer == "ssmax":
         check_positive(out["s"], "s")
+    elif normalizer in LENGTH_SCALES:
+        check_length_scale(normalizer, out)
     else:
         check_adaptive_params(out["coeffs"], out["threshold"])
     return out
+
+
+def inverse_temperature(normalizer: str, opts: dict[str, Any], n: Tensor) -> Tensor:
+    """The per-row c of a normaliser whose c depends on the kept keys ``n`` only: ssmax and the
+    length scalings (softmax's c is a constant, adaptive's depends on H: ``ValueError``)."""
+    if normalizer == "ssmax":
+        return float(opts["s"]) * torch.log(n.clamp_min(1))
+    if normalizer in LENGTH_SCALES:
+        return LENGTH_SCALES[normalizer](n, **opts)
+    raise ValueError(f"{normalizer!r}'s inverse temperature does not follow from n alone")

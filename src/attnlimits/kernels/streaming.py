@@ -29,12 +29,20 @@ from typing import Any, Literal, NamedTuple, overload
 import torch
 from torch import Tensor
 
-from attnlimits.kernels.spec import NORMALIZERS, AttentionStats, check_inputs, resolve_params
+from attnlimits.kernels.spec import (
+    NORMALIZERS,
+    AttentionStats,
+    check_inputs,
+    inverse_temperature,
+    resolve_params,
+)
 from attnlimits.normalizers.adaptive import adaptive_beta
 
 __all__ = ["NORMALIZERS", "AttentionStats", "Backend", "streaming_attention"]
 
 Backend = Literal["auto", "torch", "triton"]
+#: Normalisers the fused Triton kernel implements.
+_TRITON = ("softmax", "ssmax", "adaptive")
 
 
 # exp(-1000) is exactly 0 in float32 and float64 (float64's smallest subnormal is e^-744.4):
@@ -264,7 +272,9 @@ def streaming_attention(
     """
     opts = resolve_params(normalizer, params)
     scale, mask = check_inputs(q, k, v, mask, scale, block_size)
-    if _use_triton(backend, q, k, v, mask):
+    if normalizer not in _TRITON and backend == "triton":
+        raise ValueError(f"backend='triton' runs {', '.join(_TRITON)} only, not {normalizer!r}")
+    if normalizer in _TRITON and _use_triton(backend, q, k, v, mask):
         from attnlimits.kernels import triton_attention
 
         return triton_attention._forward(
@@ -287,16 +297,17 @@ def streaming_attention(
         i1 = min(i0 + block_size, Lq)
         bq = i1 - i0
         qf = (p.q5[:, :, :, i0:i1].to(acc) * scale).reshape(B, Hkv, G * bq, -1)  # (B, Hkv, G·bq, d)
+        length_scaled = normalizer not in ("softmax", "adaptive")  # c from the kept keys n
         need_pass1 = (
-            normalizer == "adaptive" or return_stats or (normalizer == "ssmax" and mask is not None)
+            normalizer == "adaptive" or return_stats or (length_scaled and mask is not None)
         )
         H, n = _stats_pass(p, qf, i0, i1) if need_pass1 else (None, None)
         if n is None:
             n = _analytic_counts(p, i0, i1)
         if normalizer == "softmax":
             c = torch.full_like(qf[..., 0], 1.0 / float(opts["temperature"]))
-        elif normalizer == "ssmax":
-            c = float(opts["s"]) * torch.log(n.clamp_min(1).to(acc))  # n = 0: row masked anyway
+        elif length_scaled:  # ssmax, logn, yarn, llama4_temperature; n = 0: row masked anyway
+            c = inverse_temperature(normalizer, opts, n.to(acc))
         else:
             assert H is not None
             c = adaptive_beta(H, opts["coeffs"], opts["threshold"])

@@ -9,7 +9,9 @@ counter paper B's dispersion (Lemma 2.1) by growing the logit spread with the co
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -17,7 +19,18 @@ from torch import Tensor
 from attnlimits._checks import check_int_at_least, check_positive, key_counts
 from attnlimits.normalizers._common import finish, masked_softmax, prepare
 
-__all__ = ["llama4_temperature", "logn_softmax", "softcap", "softcap_logits", "yarn_softmax"]
+__all__ = [
+    "LENGTH_SCALES",
+    "check_length_scale",
+    "llama4_scale",
+    "llama4_temperature",
+    "logn_scale",
+    "logn_softmax",
+    "softcap",
+    "softcap_logits",
+    "yarn_scale",
+    "yarn_softmax",
+]
 
 
 def _scaled(
@@ -27,6 +40,44 @@ def _scaled(
     x, keep, d = prepare(scores, mask, dim)
     c = c_of_n(key_counts(keep, x, d).clamp_min(1.0))
     return finish(masked_softmax(c * x, keep, d), keep, scores)
+
+
+def logn_scale(n: Tensor, train_length: int = 8192) -> Tensor:
+    """Qwen's c(n) = max(1, log n / log train_length) (see :func:`logn_softmax`)."""
+    return (n.clamp_min(1.0).log() / math.log(train_length)).clamp_min(1.0)
+
+
+def yarn_scale(n: Tensor, factor: float = 4.0) -> Tensor:
+    """YaRN's c = (0.1 ln factor + 1)², the same for every row (see :func:`yarn_softmax`)."""
+    return torch.full_like(n, (0.1 * math.log(factor) + 1.0) ** 2)
+
+
+def llama4_scale(n: Tensor, attn_scale: float = 0.1, floor_scale: int = 8192) -> Tensor:
+    """Llama 4's c(n) = 1 + attn_scale·log(⌊n / floor_scale⌋ + 1) (:func:`llama4_temperature`)."""
+    return 1.0 + attn_scale * torch.log(torch.floor(n / floor_scale) + 1.0)
+
+
+def check_length_scale(name: str, params: dict[str, Any]) -> None:
+    """Check the parameters of the length scaling ``name`` (logn, yarn, llama4_temperature)."""
+    if name == "logn":
+        check_int_at_least(params["train_length"], "train_length", 2)
+    elif name == "yarn":
+        check_positive(params["factor"], "factor")
+        if params["factor"] < 1:
+            raise ValueError(
+                f"factor must be >= 1 (the context extension ratio), got {params['factor']}"
+            )
+    else:
+        check_positive(params["attn_scale"], "attn_scale")
+        check_int_at_least(params["floor_scale"], "floor_scale", 1)
+
+
+#: Normaliser name -> c(n, **params): the length scalings, shared with the streaming kernels.
+LENGTH_SCALES: dict[str, Callable[..., Tensor]] = {
+    "logn": logn_scale,
+    "yarn": yarn_scale,
+    "llama4_temperature": llama4_scale,
+}
 
 
 def logn_softmax(
@@ -39,9 +90,8 @@ def logn_softmax(
     :math:`\max(1, \log_{L_\mathrm{train}}(p + 1))`): no change within the training length,
     a logarithmic sharpening beyond it. ``train_length`` ≥ 2.
     """
-    check_int_at_least(train_length, "train_length", 2)
-    log_train = float(torch.log(torch.tensor(float(train_length))))
-    return _scaled(scores, mask, dim, lambda n: (n.log() / log_train).clamp_min(1.0))
+    check_length_scale("logn", {"train_length": train_length})
+    return _scaled(scores, mask, dim, lambda n: logn_scale(n, train_length))
 
 
 def yarn_softmax(
@@ -54,11 +104,8 @@ def yarn_softmax(
     ``attention_factor`` to the rotary cos and sin), so the logits grow by its square; the same
     for every row (no dependence on n). ``factor`` ≥ 1 (1: plain softmax).
     """
-    check_positive(factor, "factor")
-    if factor < 1:
-        raise ValueError(f"factor must be >= 1 (the context extension ratio), got {factor}")
-    mscale = 0.1 * float(torch.log(torch.tensor(float(factor)))) + 1.0
-    return _scaled(scores, mask, dim, lambda n: torch.full_like(n, mscale**2))
+    check_length_scale("yarn", {"factor": factor})
+    return _scaled(scores, mask, dim, lambda n: yarn_scale(n, factor))
 
 
 def llama4_temperature(
@@ -66,23 +113,21 @@ def llama4_temperature(
     dim: int = -1,
     *,
     mask: Tensor | None = None,
-    scale: float = 0.1,
+    attn_scale: float = 0.1,
     floor_scale: int = 8192,
 ) -> Tensor:
-    r"""Llama 4's attention temperature tuning: :math:`c = 1 + \mathrm{scale} \cdot
+    r"""Llama 4's attention temperature tuning: :math:`c = 1 + \mathrm{attn\_scale} \cdot
     \log(\lfloor n / \mathrm{floor\_scale} \rfloor + 1)`.
 
     transformers' Llama 4 (``attn_temperature_tuning``, ``attn_scale`` = 0.1, ``floor_scale`` =
-    8192) multiplies the query at position ``p`` by
+    8192; the parameter keeps transformers' name, as ``scale`` is the kernels' logit scale)
+    multiplies the query at position ``p`` by
     :math:`\log(\lfloor (p + 1)/\mathrm{floor\_scale} \rfloor + 1) \cdot \mathrm{attn\_scale} + 1`;
     here ``p + 1`` is the row's kept keys ``n``. 1 up to ``floor_scale`` keys, then a stepwise
     logarithmic sharpening.
     """
-    check_positive(scale, "scale")
-    check_int_at_least(floor_scale, "floor_scale", 1)
-    return _scaled(
-        scores, mask, dim, lambda n: 1.0 + scale * torch.log(torch.floor(n / floor_scale) + 1.0)
-    )
+    check_length_scale("llama4_temperature", {"attn_scale": attn_scale, "floor_scale": floor_scale})
+    return _scaled(scores, mask, dim, lambda n: llama4_scale(n, attn_scale, floor_scale))
 
 
 def softcap_logits(scores: Tensor, cap: float = 50.0) -> Tensor:
