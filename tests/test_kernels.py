@@ -8,10 +8,28 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from attnlimits import normalizers as nz
 from attnlimits.kernels import AttentionStats, naive_attention, streaming_attention
+from attnlimits.kernels.spec import NORMALIZERS
 from attnlimits.normalizers.adaptive import ENTROPY_EPS
 
-PARAMS = {"softmax": {"temperature": 0.7}, "ssmax": {"s": 0.8}, "adaptive": {}}
+#: Parameters chosen so that each normaliser departs from plain softmax on these inputs.
+PARAMS = {
+    "softmax": {"temperature": 0.7},
+    "ssmax": {"s": 0.8},
+    "adaptive": {},
+    "logn": {"train_length": 8},
+    "yarn": {"factor": 8.0},
+    "llama4_temperature": {"attn_scale": 0.3, "floor_scale": 4},
+    "softcap": {"cap": 2.0},
+    "softmax1": {},
+    "sink_softmax": {"sink": 0.7},
+}
+STREAMED = sorted(NORMALIZERS)
+
+
+def test_params_cover_every_streamed_normalizer():
+    assert set(PARAMS) == set(NORMALIZERS)
 
 
 def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -58,7 +76,7 @@ def check_against_naive(q, k, v, normalizer, *, mask=None, causal=False, block_s
     return got
 
 
-@pytest.mark.parametrize("normalizer", ["softmax", "ssmax", "adaptive"])
+@pytest.mark.parametrize("normalizer", STREAMED)
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("mask_kind", [None, "padding", "full"])
 def test_matches_float64_naive(gen, normalizer, causal, mask_kind):
@@ -67,7 +85,7 @@ def test_matches_float64_naive(gen, normalizer, causal, mask_kind):
     check_against_naive(q, k, v, normalizer, mask=mask, causal=causal)
 
 
-@pytest.mark.parametrize("normalizer", ["softmax", "ssmax", "adaptive"])
+@pytest.mark.parametrize("normalizer", STREAMED)
 def test_float64_inputs_are_exact(gen, normalizer):
     q, k, v = (x.double() for x in inputs(gen))
     mask = make_mask("full", gen, 2, 4, 19, 29)
@@ -78,7 +96,7 @@ def test_float64_inputs_are_exact(gen, normalizer):
 @given(
     B=st.integers(1, 2), Hkv=st.integers(1, 3), G=st.integers(1, 3), Lq=st.integers(1, 17),
     extra=st.integers(0, 17), d=st.integers(1, 9), block=st.integers(1, 20),
-    normalizer=st.sampled_from(["softmax", "ssmax", "adaptive"]), causal=st.booleans(),
+    normalizer=st.sampled_from(STREAMED), causal=st.booleans(),
     masked=st.booleans(), seed=st.integers(0, 2**16),
 )  # fmt: skip
 def test_random_shapes(B, Hkv, G, Lq, extra, d, block, normalizer, causal, masked, seed):
@@ -107,7 +125,7 @@ def test_gqa_equals_repeated_heads(gen):
     torch.testing.assert_close(got, rep, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("normalizer", ["softmax", "ssmax", "adaptive"])
+@pytest.mark.parametrize("normalizer", STREAMED)
 def test_decode_step_equals_last_row(gen, normalizer):
     """One query against the whole KV cache is the last row of the full causal computation."""
     q, k, v = inputs(gen, Lq=23, Lk=23)
@@ -118,19 +136,22 @@ def test_decode_step_equals_last_row(gen, normalizer):
     torch.testing.assert_close(step, full[:, :, -1:], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("normalizer", ["softmax", "ssmax", "adaptive"])
+@pytest.mark.parametrize("normalizer", STREAMED)
 def test_all_masked_rows_are_zero(gen, normalizer):
     q, k, v = inputs(gen)
     mask = torch.zeros(2, 4, 19, 29, dtype=torch.bool)
     mask[1] = True
-    res = streaming_attention(q, k, v, normalizer, mask=mask, return_stats=True)
+    kw = PARAMS[normalizer]
+    res = streaming_attention(q, k, v, normalizer, mask=mask, return_stats=True, **kw)
     assert not torch.isnan(res.output).any()
     assert (res.output[0] == 0).all() and (res.entropy[0] == 0).all()
     assert (res.out_entropy[0] == 0).all() and (res.n_keys[0] == 0).all()
     if normalizer == "adaptive":
         assert (res.beta[0] == 1).all()
     # causal with more queries than keys: the first Lq − Lk rows see no key
-    res = streaming_attention(q[:, :, :10], k[:, :, :4], v[:, :, :4], normalizer, causal=True)
+    res = streaming_attention(
+        q[:, :, :10], k[:, :, :4], v[:, :, :4], normalizer, causal=True, **PARAMS[normalizer]
+    )
     assert (res[:, :, :6] == 0).all() and (res[:, :, 6:].abs().sum(-1) > 0).all()
 
 
@@ -166,7 +187,7 @@ def test_entropy_differs_from_listing_eps_by_at_most_n_eps(gen):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("normalizer", ["softmax", "ssmax", "adaptive"])
+@pytest.mark.parametrize("normalizer", STREAMED)
 def test_half_precision_finite_and_close(gen, dtype, normalizer):
     q, k, v = inputs(gen, Lq=40, Lk=40)
     mask = make_mask("full", gen, 2, 4, 40, 40)
@@ -216,14 +237,10 @@ def test_bad_input_raises(gen):
         streaming_attention(q.double(), k, v)
 
 
-@pytest.mark.parametrize("normalizer", ["softmax", "ssmax", "adaptive"])
+@pytest.mark.parametrize("normalizer", STREAMED)
 def test_agrees_with_materialised_normalizers(gen, normalizer):
-    """Same numbers as attnlimits.normalizers applied to the scaled logits, then @ v."""
-    from attnlimits.normalizers.adaptive import adaptive_softmax
-    from attnlimits.normalizers.base import softmax
-    from attnlimits.normalizers.scalable import ssmax
-
-    fn = {"softmax": softmax, "ssmax": ssmax, "adaptive": adaptive_softmax}[normalizer]
+    """Same numbers as the registry's normaliser applied to the scaled logits, then @ v."""
+    fn = nz.get(normalizer)
     q, k, v = (x.double() for x in inputs(gen))
     mask = make_mask("full", gen, 2, 4, 19, 29)
     logits = q @ k.repeat_interleave(2, 1).transpose(-1, -2) / 8**0.5  # (B, Hq, Lq, Lk)
@@ -233,13 +250,35 @@ def test_agrees_with_materialised_normalizers(gen, normalizer):
     torch.testing.assert_close(got, ref, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("normalizer", ["softmax", "adaptive"])
+@pytest.mark.parametrize("normalizer", ["softmax", "adaptive", "softcap", "sink_softmax"])
 def test_gradcheck(gen, normalizer):
     """Autograd through the block loop is correct (memory then grows as O(L²): inference first)."""
     q, k, v = (x.double().requires_grad_() for x in inputs(gen, B=1, Lq=5, Lk=7, d=3, dv=2))
     mask = torch.rand(1, 1, 5, 7, generator=gen) > 0.3
 
     def f(q, k, v):
-        return streaming_attention(q, k, v, normalizer, mask=mask, causal=True, block_size=3)
+        return streaming_attention(
+            q, k, v, normalizer, mask=mask, causal=True, block_size=3, **PARAMS[normalizer]
+        )
 
     assert torch.autograd.gradcheck(f, (q, k, v))
+
+
+def test_sinks_per_query_head_follow_gqa(gen):
+    """One sink logit per query head; query head h reads kv head h // G (here G = 2)."""
+    q, k, v = (x.double() for x in inputs(gen))
+    sinks = [0.5, -1.0, 2.0, 0.0]
+    got = streaming_attention(q, k, v, "sink_softmax", causal=True, block_size=5, sink=sinks)
+    logits = q @ k.repeat_interleave(2, 1).transpose(-1, -2) / 8**0.5
+    causal = torch.ones(19, 29, dtype=torch.bool).tril(29 - 19)
+    w = nz.sink_softmax(logits, mask=causal, sink=torch.tensor(sinks)[:, None, None].double())
+    torch.testing.assert_close(got, w @ v.repeat_interleave(2, 1))
+    plain = streaming_attention(q, k, v, "softmax1", causal=True, block_size=5)
+    torch.testing.assert_close(got[:, 3], plain[:, 3])  # sink 0 is softmax1
+    assert all(not torch.allclose(got[:, h], plain[:, h]) for h in range(3))
+    with pytest.raises(ValueError, match="3 values for 4 query heads"):
+        streaming_attention(q, k, v, "sink_softmax", sink=[0.0, 1.0, 2.0])
+    with pytest.raises(ValueError, match="finite"):
+        streaming_attention(q, k, v, "sink_softmax", sink=float("nan"))
+    with pytest.raises(ValueError, match="cap"):
+        streaming_attention(q, k, v, "softcap", cap=0.0)

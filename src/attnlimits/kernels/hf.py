@@ -14,7 +14,8 @@ name                       normaliser    parameters (``config.attnlimits_params`
 =========================  ============  ==============================================
 
 Every other registry entry ``<name>`` is ``attnlimits_<name>``: the length scalings (``logn``,
-``yarn``, ``llama4_temperature``) through :func:`streaming_attention`, the rest
+``yarn``, ``llama4_temperature``), ``softcap``, ``softmax1`` and ``sink_softmax`` (``sink``: one
+logit, or a list with one per query head) through :func:`streaming_attention`, the rest
 (``attnlimits_sparsemax``, ``attnlimits_softpick``, ...) through
 :func:`~attnlimits.kernels.chunked.chunked_attention`: materialised one block of
 ``block_size`` query rows at a time (peak about three ``[B, Hq, block_size, Lk]`` tensors), its

@@ -27,16 +27,21 @@ from attnlimits.normalizers.length_scaling import (
     check_length_scale,
     llama4_temperature,
     logn_softmax,
+    softcap,
     yarn_softmax,
 )
 from attnlimits.normalizers.scalable import ssmax
+from attnlimits.normalizers.sinks import sink_softmax
 
 __all__ = [
     "NORMALIZERS",
+    "UNIT_TEMPERATURE",
     "AttentionStats",
     "check_inputs",
     "inverse_temperature",
+    "logit_cap",
     "resolve_params",
+    "sink_logits",
 ]
 
 
@@ -56,7 +61,13 @@ NORMALIZERS: dict[str, dict[str, Any]] = {
         "attn_scale": _default(llama4_temperature, "attn_scale"),
         "floor_scale": _default(llama4_temperature, "floor_scale"),
     },
+    "softcap": {"cap": _default(softcap, "cap")},
+    "softmax1": {},
+    "sink_softmax": {"sink": _default(sink_softmax, "sink")},
 }
+#: Normalisers whose inverse temperature is 1: a logit transform (softcap) or an extra
+#: denominator term (softmax1, sink_softmax) instead.
+UNIT_TEMPERATURE = ("softcap", "softmax1", "sink_softmax")
 
 
 class AttentionStats(NamedTuple):
@@ -112,9 +123,42 @@ def resolve_params(normalizer: str, params: dict[str, Any]) -> dict[str, Any]:
         check_positive(out["s"], "s")
     elif normalizer in LENGTH_SCALES:
         check_length_scale(normalizer, out)
-    else:
+    elif normalizer == "softcap":
+        check_positive(out["cap"], "cap")
+    elif normalizer == "sink_softmax":
+        out["sink"] = _sink_tensor(out["sink"])
+    elif normalizer == "adaptive":
         check_adaptive_params(out["coeffs"], out["threshold"])
     return out
+
+
+def _sink_tensor(sink: Any) -> Tensor:
+    """The sink logit(s) as a float64 tensor of shape [] or [Hq]; finite, else ValueError."""
+    try:
+        t = torch.as_tensor(sink, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(f"sink must be one number or one per query head, got {sink!r}") from err
+    if t.ndim > 1 or not bool(torch.isfinite(t).all()):
+        raise ValueError(f"sink must be finite: one number or one per query head, got {sink!r}")
+    return t
+
+
+def logit_cap(normalizer: str, opts: dict[str, Any]) -> float | None:
+    """softcap's cap (logits become cap·tanh(l/cap) before normalising); None for the others."""
+    return float(opts["cap"]) if normalizer == "softcap" else None
+
+
+def sink_logits(normalizer: str, opts: dict[str, Any], heads: int) -> Tensor | None:
+    """The sink logit of each of ``heads`` query heads, float64 ``[heads]`` (softmax1: zeros;
+    sink_softmax: its ``sink``); None for normalisers without a sink."""
+    if normalizer == "softmax1":
+        return torch.zeros(heads, dtype=torch.float64)
+    if normalizer != "sink_softmax":
+        return None
+    sink = opts["sink"]
+    if sink.ndim == 1 and sink.numel() != heads:
+        raise ValueError(f"sink has {sink.numel()} values for {heads} query heads")
+    return sink.expand(heads)
 
 
 def inverse_temperature(normalizer: str, opts: dict[str, Any], n: Tensor) -> Tensor:

@@ -10,6 +10,11 @@ scaled logits ``l = scale·q·k`` times a per-row inverse temperature ``c``:
   plus a counting pass when a boolean mask is given;
 - ``"adaptive"``: c = β(H), H the entropy of softmax(l) (paper B, Figure 4 listing and
   Appendix G), two passes.
+- the length scalings ``"logn"``, ``"yarn"``, ``"llama4_temperature"``: c = c(n) of
+  :mod:`attnlimits.normalizers.length_scaling`, one pass (as ssmax);
+- ``"softcap"``: c = 1 on capped logits cap·tanh(l/cap) (Gemma 2), one pass;
+- ``"softmax1"``, ``"sink_softmax"``: c = 1 and one more logit (0, or a sink per query head)
+  that takes weight but has no value: the online state starts from it, one pass.
 
 Pass 1 (:func:`_stats_pass`) streams the keys keeping per row the running maximum ``m``,
 ``Z = Σ exp(l − m)`` and ``U = Σ exp(l − m)·(l − m)``; when ``m`` grows to ``m'`` both are
@@ -31,10 +36,13 @@ from torch import Tensor
 
 from attnlimits.kernels.spec import (
     NORMALIZERS,
+    UNIT_TEMPERATURE,
     AttentionStats,
     check_inputs,
     inverse_temperature,
+    logit_cap,
     resolve_params,
+    sink_logits,
 )
 from attnlimits.normalizers.adaptive import adaptive_beta
 
@@ -61,6 +69,8 @@ class _Problem(NamedTuple):
     scale: float
     block: int
     acc: torch.dtype  # float32, or float64 for float64 inputs
+    cap: float | None  # softcap: logits l -> cap·tanh(l/cap) before anything else
+    sink: Tensor | None  # [Hkv, G] sink logit per query head (softmax1, sink_softmax)
 
 
 def _key_range(p: _Problem, i0: int, i1: int) -> range:
@@ -88,6 +98,8 @@ def _scores(
     B, Hkv, G = p.q5.shape[:3]
     kb = p.k[:, :, j0:j1].to(p.acc)  # (B, Hkv, bk, d)
     s = qf @ kb.transpose(-1, -2)  # (B, Hkv, G·bq, bk)
+    if p.cap is not None:
+        s = torch.tanh(s / p.cap) * p.cap
     keep = _keep(p, i0, i1, j0, j1)
     if keep is not None:
         s.view(B, Hkv, G, i1 - i0, j1 - j0).masked_fill_(~keep, -math.inf)
@@ -148,11 +160,16 @@ def _output_pass(
     """Pass 2: online softmax(coef·l) @ v for query rows [i0, i1); coef is [B, Hkv, G·bq].
 
     Returns (output [B, Hkv, G·bq, dv] in the accumulation dtype, H of the applied weights or None).
+    A sink (softmax1, sink_softmax) is one more logit of value 0: the running state starts at
+    m = sink, Z = 1, acc = 0, so it enters the denominator only (and H, as one more outcome).
     """
     B, Hkv, G = p.q5.shape[:3]
     bq = i1 - i0
     m = torch.full((B, Hkv, G * bq), -math.inf, dtype=p.acc, device=qf.device)
     Z = torch.zeros_like(m)
+    if p.sink is not None:
+        m = p.sink.to(p.acc)[None, :, :, None].expand(B, Hkv, G, bq).reshape(B, Hkv, G * bq)
+        Z = torch.ones_like(m)
     U = torch.zeros_like(m)
     acc = torch.zeros((B, Hkv, G * bq, p.v.shape[-1]), dtype=p.acc, device=qf.device)
     qc = qf * coef[..., None]  # fold the per-row inverse temperature into the queries
@@ -177,6 +194,12 @@ def _analytic_counts(p: _Problem, i0: int, i1: int) -> Tensor:
     pos = torch.arange(i0, i1, device=p.k.device) + p.offset
     n = (pos + 1).clamp(0, Lk) if p.causal else torch.full_like(pos, Lk)
     return n.expand(B, Hkv, G, i1 - i0).reshape(B, Hkv, G * (i1 - i0))  # (B, Hkv, G·bq)
+
+
+def _sinks(normalizer: str, opts: dict[str, Any], Hkv: int, G: int, device: Any) -> Tensor | None:
+    """The sink logits as [Hkv, G] (query head h = kv head h // G, member h % G), or None."""
+    sink = sink_logits(normalizer, opts, Hkv * G)
+    return None if sink is None else sink.view(Hkv, G).to(device)
 
 
 def _use_triton(backend: str, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> bool:
@@ -229,6 +252,13 @@ def streaming_attention(
       :math:`β = \max(\mathrm{poly}(H), 1)` if :math:`H >` ``threshold`` else 1, with
       :math:`H = -\sum_j p_j \log p_j`, :math:`p = \mathrm{softmax}(l)` streamed as in paper B,
       Appendix G (see :func:`attnlimits.normalizers.adaptive.adaptive_beta`).
+    - ``"logn"``, ``"yarn"``, ``"llama4_temperature"``: :math:`c = c(n)` (their parameters in
+      :mod:`attnlimits.normalizers.length_scaling`);
+    - ``"softcap"`` (``cap``): :math:`c = 1` on :math:`\mathrm{cap}\tanh(l/\mathrm{cap})`;
+      ``entropy`` is then that of the capped logits;
+    - ``"softmax1"``, ``"sink_softmax"`` (``sink``: one number, or one per query head):
+      :math:`e^{l_n} / (e^{s} + \sum_j e^{l_j})` with ``s = 0`` for softmax1; ``out_entropy``
+      counts the sink as one more outcome.
 
     Parameters
     ----------
@@ -237,8 +267,8 @@ def streaming_attention(
     k, v : Tensor
         Keys ``[B, Hkv, Lk, d]`` and values ``[B, Hkv, Lk, dv]``; ``Hq`` a multiple of ``Hkv``
         (grouped-query attention: query head ``h`` reads key/value head ``h // (Hq // Hkv)``).
-    normalizer : {"softmax", "ssmax", "adaptive"}
-        Which inverse temperature to apply; its parameters go in ``**params``.
+    normalizer : str
+        One of :data:`NORMALIZERS` (above); its parameters go in ``**params``.
     mask : Tensor, optional
         Boolean keep-mask (True = attend) broadcastable to ``[B, Hq, Lq, Lk]``; read block by block.
     causal : bool
@@ -289,6 +319,7 @@ def streaming_attention(
         k=k, v=v,
         mask5=None if mask is None else mask.unflatten(1, (Hkv, G)),  # (B, Hkv, G, Lq, Lk), a view
         causal=causal, offset=Lk - Lq, scale=scale, block=block_size, acc=acc,
+        cap=logit_cap(normalizer, opts), sink=_sinks(normalizer, opts, Hkv, G, q.device),
     )  # fmt: skip
     out = torch.empty((B, Hkv, G, Lq, dv), dtype=q.dtype, device=q.device)
     stats = [torch.zeros((B, Hkv, G, Lq), dtype=acc, device=q.device) for _ in range(3)]
@@ -297,7 +328,7 @@ def streaming_attention(
         i1 = min(i0 + block_size, Lq)
         bq = i1 - i0
         qf = (p.q5[:, :, :, i0:i1].to(acc) * scale).reshape(B, Hkv, G * bq, -1)  # (B, Hkv, G·bq, d)
-        length_scaled = normalizer not in ("softmax", "adaptive")  # c from the kept keys n
+        length_scaled = normalizer not in ("softmax", "adaptive", *UNIT_TEMPERATURE)
         need_pass1 = (
             normalizer == "adaptive" or return_stats or (length_scaled and mask is not None)
         )
@@ -306,6 +337,8 @@ def streaming_attention(
             n = _analytic_counts(p, i0, i1)
         if normalizer == "softmax":
             c = torch.full_like(qf[..., 0], 1.0 / float(opts["temperature"]))
+        elif normalizer in UNIT_TEMPERATURE:
+            c = torch.ones_like(qf[..., 0])
         elif length_scaled:  # ssmax, logn, yarn, llama4_temperature; n = 0: row masked anyway
             c = inverse_temperature(normalizer, opts, n.to(acc))
         else:
