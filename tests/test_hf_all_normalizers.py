@@ -19,7 +19,7 @@ from test_hf_attention import batch, logits, tiny_llama
 #: every entry without a name of its own before (softmax_t, ssmax, adaptive): the length
 #: scalings stream, the others run chunked
 CHUNKED = sorted(n for n in nz.available() if n not in ("softmax", "ssmax", "adaptive"))
-STREAMED_SCALINGS = ("logn", "yarn", "llama4_temperature")
+STREAMED_SCALINGS = ("logn", "yarn", "llama4_temperature", "ssmax_trained")
 
 
 def test_every_registry_entry_has_an_attn_implementation():
@@ -109,7 +109,8 @@ def test_length_scalings_stream_as_the_tensor_function(name: str, masked: bool) 
     k = torch.randn(2, 2, 23, 8, generator=gen, dtype=torch.float64) * 2
     v = torch.randn(2, 2, 23, 5, generator=gen, dtype=torch.float64)
     params = {"logn": {"train_length": 5}, "yarn": {"factor": 16.0},
-              "llama4_temperature": {"attn_scale": 0.5, "floor_scale": 4}}[name]  # fmt: skip
+              "llama4_temperature": {"attn_scale": 0.5, "floor_scale": 4},
+              "ssmax_trained": {"train_length": 5}}[name]  # fmt: skip
     keep = torch.ones(2, 1, 23, 23, dtype=torch.bool).tril()
     mask = None
     if masked:

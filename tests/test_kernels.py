@@ -24,6 +24,7 @@ PARAMS = {
     "softcap": {"cap": 2.0},
     "softmax1": {},
     "sink_softmax": {"sink": 0.7},
+    "ssmax_trained": {"train_length": 8},
 }
 STREAMED = sorted(NORMALIZERS)
 

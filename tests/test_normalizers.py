@@ -33,6 +33,9 @@ EXPECTED_NAMES = [
     "logn",
     "yarn",
     "llama4_temperature",
+    "ssmax_trained",
+    "as_entmax",
+    "stieltjes",
 ]
 # half-precision tolerance (absolute, plus relative for the unbounded ones)
 HALF_TOL = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
@@ -62,7 +65,8 @@ def test_registry_names_are_a_contract() -> None:
 
 def test_registry_metadata() -> None:
     normalised = {"softmax", "sparsemax", "entmax15", "entmax_bisect", "ssmax", "adaptive", "topk",
-                  "softcap", "logn", "yarn", "llama4_temperature"}  # fmt: skip
+                  "softcap", "logn", "yarn", "llama4_temperature", "ssmax_trained", "as_entmax",
+                  "stieltjes"}  # fmt: skip
     assert {n for n in NAMES if nz.sums_to_one(n)} == normalised
     assert nz.info("stick_breaking").row_sum == "at_most_one"
     assert nz.info("ssa_normalized").row_sum == "at_most_one"
@@ -70,6 +74,8 @@ def test_registry_metadata() -> None:
     assert {nz.info(n).row_sum for n in ("softmax1", "sink_softmax", "softpick")} == {"at_most_one"}
     assert nz.info("relu2").row_sum == "unbounded" and nz.info("softpick").sparse
     assert not nz.info("ssa").nonnegative
+    assert nz.info("as_entmax").sparse and not nz.info("stieltjes").sparse
+    assert "cosine_logits" not in nz.REGISTRY  # makes logits from q and k: not a normaliser
 
 
 def test_registry_unknown_name_lists_available() -> None:
@@ -266,6 +272,22 @@ def test_bad_masks_and_inputs_raise(name: str) -> None:
         ("yarn", {"factor": 0.5}),
         ("llama4_temperature", {"attn_scale": -0.1}),
         ("llama4_temperature", {"floor_scale": 0}),
+        ("ssmax_trained", {"train_length": 1}),
+        ("ssmax_trained", {"train_length": 4096.0}),
+        ("as_entmax", {"alpha": 1.0}),
+        ("as_entmax", {"n_iter": 0}),
+        ("as_entmax", {"delta": -1.0}),
+        ("as_entmax", {"beta": -0.5}),
+        ("as_entmax", {"delta": 0.0, "beta": 0.0}),
+        ("as_entmax", {"gamma": math.nan}),
+        ("as_entmax", {"gamma": True}),
+        ("as_entmax", {"beta": torch.ones(3)}),
+        ("as_entmax", {"beta": torch.tensor([[1.0], [-1.0]])}),
+        ("stieltjes", {"q": 0.0}),
+        ("stieltjes", {"q": -1.0}),
+        ("stieltjes", {"q": math.inf}),
+        ("stieltjes", {"n_iter": 0}),
+        ("stieltjes", {"n_iter": 2.5}),
     ],
 )
 def test_bad_params_raise(name: str, params: dict) -> None:

@@ -52,6 +52,24 @@ def adaptive_listing(logits: np.ndarray) -> np.ndarray:
     return sm(logits * beta)
 
 
+def stieltjes_ref(v: np.ndarray, q: float) -> np.ndarray:
+    """(λ - v)^{-q} with Σ = 1, λ by Brent's method on [max + 1, max + n^{1/q}], one row;
+    no renormalisation (the root is solved to machine precision)."""
+    top = v.max()
+
+    def excess(lam: float) -> float:
+        return float(((lam - v) ** -q).sum() - 1.0)
+
+    lam = brentq(excess, top + 1.0, top + len(v) ** (1 / q), xtol=1e-14, rtol=1e-15, maxiter=500)
+    return (lam - v) ** -q
+
+
+def as_entmax_ref(v: np.ndarray, alpha: float, delta: float, beta: float, gamma: float):
+    """α-entmax of (δ + β log(n + 1)^γ)·v by root bracketing, one row of n kept keys."""
+    c = delta + beta * math.log(len(v) + 1) ** gamma
+    return _threshold_projection(c * v, 1 / (alpha - 1), alpha - 1)
+
+
 def stick_breaking_ref(l: list[float]) -> list[float]:
     sig = [1 / (1 + math.exp(-v)) for v in l]
     out = []
@@ -363,6 +381,11 @@ REFERENCES = {
     "yarn": (nz.yarn_softmax, {"factor": 8.0}, _exp_rows(lambda n: (0.1 * math.log(8) + 1) ** 2)),
     "llama4_temperature": (nz.llama4_temperature, {"attn_scale": 0.3, "floor_scale": 3},
                            _exp_rows(lambda n: 1 + 0.3 * math.log(n // 3 + 1))),
+    "ssmax_trained": (nz.ssmax_trained, {"train_length": 4},
+                      _exp_rows(lambda n: math.log(n) / math.log(4))),
+    "as_entmax": (nz.as_entmax, {"alpha": 1.7, "delta": 0.5, "beta": 2.0, "gamma": -0.5},
+                  lambda v: as_entmax_ref(v, 1.7, 0.5, 2.0, -0.5)),
+    "stieltjes": (nz.stieltjes, {"q": 2.5}, lambda v: stieltjes_ref(v, 2.5)),
 }  # fmt: skip
 
 
@@ -399,3 +422,94 @@ def test_length_scalings_leave_short_rows_alone_and_sharpen_long_ones(gen: torch
     assert (h(logn[20:]) < h(plain[20:])).all() and (h(llama[20:]) < h(plain[20:])).all()
     capped = nz.softcap_logits(torch.tensor([-math.inf, 0.0, 1e6]), cap=5.0)
     assert capped[0] == -math.inf and capped[2] == pytest.approx(5.0)
+
+
+def test_ssmax_trained_is_ssmax_and_softmax_at_the_training_length(gen: torch.Generator) -> None:
+    L, train = 24, 16
+    x = torch.randn(2, L, L, generator=gen, dtype=torch.float64) * 2
+    causal = torch.ones(L, L, dtype=torch.bool).tril()
+    out = nz.ssmax_trained(x, mask=causal, train_length=train)
+    torch.testing.assert_close(out, nz.ssmax(x, mask=causal, s=1 / math.log(train)))
+    plain = nz.softmax(x, mask=causal)
+    torch.testing.assert_close(out[:, train - 1], plain[:, train - 1])  # n = 16 keys: c = 1
+    h = lambda p: -(p * p.clamp_min(1e-300).log()).sum(-1)  # noqa: E731
+    assert (h(out[:, 1 : train - 1]) > h(plain[:, 1 : train - 1])).all()  # softer before
+    assert (h(out[:, train:]) < h(plain[:, train:])).all()  # sharper beyond
+    c = nz.length_scaling.LENGTH_SCALES["ssmax_trained"](torch.tensor([1.0, 16.0, 256.0]), 16)
+    torch.testing.assert_close(c, torch.tensor([0.0, 1.0, 2.0]))
+
+
+# ---------------------------------------------------------------- ASEntmax, Stieltjes, cosine
+
+
+def test_as_entmax_per_head_tensors_and_gradient_to_beta(gen: torch.Generator) -> None:
+    x = torch.randn(2, 5, 7, generator=gen, dtype=torch.float64) * 2
+    causal = torch.ones(5, 7, dtype=torch.bool).tril(2)
+    beta = torch.tensor([[[0.0]], [[1.5]]], dtype=torch.float64, requires_grad=True)
+    out = nz.as_entmax(x, mask=causal, beta=beta, gamma=2.0)
+    torch.testing.assert_close(out[0], nz.entmax_bisect(x[0], mask=causal))  # β = 0, δ = 1
+    torch.testing.assert_close(out[1], nz.as_entmax(x[1], mask=causal, beta=1.5, gamma=2.0))
+    (out * torch.randn(out.shape, generator=gen, dtype=out.dtype)).sum().backward()
+    assert beta.grad is not None and torch.isfinite(beta.grad).all() and beta.grad[1] != 0
+    assert (out == 0).any() and (out[causal.expand_as(out)] == 0).any()  # sparse at kept keys
+
+
+@pytest.mark.parametrize("q", [0.3, 1.0, 4.0, 16.0])
+def test_stieltjes_matches_root_finding_and_is_stationary(q: float, gen: torch.Generator) -> None:
+    x = torch.randn(10, 9, generator=gen, dtype=torch.float64) * 3
+    mask = torch.rand(10, 9, generator=gen) > 0.3
+    mask[0] = False
+    out = nz.stieltjes(x, mask=mask, q=q)
+    torch.testing.assert_close(out, _row_loop(x, mask, lambda v: stieltjes_ref(v, q)))
+    # the maximiser of p·l + q/(q-1) Σ p^{1-1/q} (Σ log p at q = 1): l + p^{-1/q} = λ on the keys
+    lam = torch.where(mask, x + out.clamp_min(1e-300) ** (-1 / q), math.nan)
+    rows = mask.any(-1)
+    spread = lam.nan_to_num(0).amax(-1) - torch.where(mask, lam, math.inf).amin(-1)
+    assert (spread[rows] < 1e-8 * lam.nan_to_num(0).abs().amax(-1)[rows].clamp_min(1)).all()
+
+
+def test_stieltjes_uniform_rows_long_rows_and_float32(gen: torch.Generator) -> None:
+    torch.testing.assert_close(nz.stieltjes(torch.zeros(1, 5)), torch.full((1, 5), 0.2))
+    x = torch.randn(2, 5000, generator=gen, dtype=torch.float64) * 4
+    ref = nz.stieltjes(x, q=0.5)
+    torch.testing.assert_close(ref[0].numpy(), stieltjes_ref(x[0].numpy(), 0.5))
+    torch.testing.assert_close(nz.stieltjes(x.float(), q=0.5), ref.float(), rtol=1e-4, atol=1e-7)
+    # q = 1, logits (3, 0): 1/μ + 1/(μ + 3) = 1 with μ = λ - 3, so μ = (√13 - 1)/2, p_top = 1/μ
+    top = nz.stieltjes(torch.tensor([[3.0, 0.0]], dtype=torch.float64), q=1.0)[0, 0]
+    assert top.item() == pytest.approx((math.sqrt(13) + 1) / 6, rel=1e-12)
+
+
+def test_cosine_logits_match_loop_and_compose_with_softmax(gen: torch.Generator) -> None:
+    q = torch.randn(2, 3, 4, 5, generator=gen, dtype=torch.float64)
+    k = torch.randn(2, 1, 6, 5, generator=gen, dtype=torch.float64)  # one key head, broadcast
+    k[0, 0, 2] = 0.0  # a zero key: logits 0
+    scale = torch.tensor([1.0, 10.0, 100.0], dtype=torch.float64).view(3, 1, 1)  # per head
+    out = nz.cosine_logits(q, k, scale=scale)
+    assert out.shape == (2, 3, 4, 6)
+    ref = torch.zeros_like(out)
+    for b, h, i, j in np.ndindex(*out.shape):
+        qi, kj = q[b, h, i].numpy(), k[b, 0, j].numpy()
+        norms = max(np.linalg.norm(qi), 1e-12) * max(np.linalg.norm(kj), 1e-12)
+        ref[b, h, i, j] = scale[h, 0, 0].item() * float(qi @ kj) / norms
+    torch.testing.assert_close(out, ref)
+    assert (out[0, :, :, 2] == 0).all() and (out.abs() <= scale + 1e-12).all()
+    causal = torch.ones(4, 6, dtype=torch.bool).tril(2)
+    swin = torch.softmax(ref.masked_fill(~causal, -math.inf), -1)  # Swin V2 Eq. 2 with B = 0
+    torch.testing.assert_close(nz.softmax(nz.cosine_logits(q, k, scale=scale), mask=causal), swin)
+
+
+@pytest.mark.parametrize(
+    ("q", "k", "params", "match"),
+    [
+        (torch.zeros(2, 3), torch.zeros(2, 4), {}, "share d"),
+        (torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.float64), {}, "dtype"),
+        (torch.zeros(2, 2, 3), torch.zeros(3, 2, 3), {}, "broadcast"),
+        (torch.full((2, 3), math.nan), torch.zeros(2, 3), {}, "NaN"),
+        (torch.zeros(2, 3), torch.zeros(2, 3), {"scale": 0.0}, "scale"),
+        (torch.zeros(2, 3), torch.zeros(2, 3), {"eps": -1.0}, "eps"),
+        (torch.zeros(3), torch.zeros(3), {}, "share d"),
+    ],
+)
+def test_cosine_logits_errors(q, k, params: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        nz.cosine_logits(q, k, **params)

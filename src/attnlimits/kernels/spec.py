@@ -28,6 +28,7 @@ from attnlimits.normalizers.length_scaling import (
     llama4_temperature,
     logn_softmax,
     softcap,
+    ssmax_trained,
     yarn_softmax,
 )
 from attnlimits.normalizers.scalable import ssmax
@@ -64,6 +65,7 @@ NORMALIZERS: dict[str, dict[str, Any]] = {
     "softcap": {"cap": _default(softcap, "cap")},
     "softmax1": {},
     "sink_softmax": {"sink": _default(sink_softmax, "sink")},
+    "ssmax_trained": {"train_length": _default(ssmax_trained, "train_length")},
 }
 #: Normalisers whose inverse temperature is 1: a logit transform (softcap) or an extra
 #: denominator term (softmax1, sink_softmax) instead.

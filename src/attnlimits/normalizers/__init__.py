@@ -12,7 +12,8 @@ broadcastable). Common contract, checked by ``tests/test_normalizers.py`` for ev
 
 Not every normaliser returns a distribution: :data:`INFO` records which do
 (``row_sum == "one"``), which sum to at most one, and which are unbounded. See
-``docs/normalizers.md`` for the table of formulas and sources.
+``docs/normalizers.md`` for the table of formulas and sources. :func:`cosine_logits` (cosine
+attention) is not a normaliser: it makes logits from q and k, to pass to any entry.
 
 >>> from attnlimits import normalizers
 >>> f = normalizers.get("sparsemax")
@@ -38,17 +39,20 @@ from attnlimits.normalizers.adaptive import (
     adaptive_stats,
 )
 from attnlimits.normalizers.base import general, softmax
-from attnlimits.normalizers.entmax import entmax15, entmax_bisect, sparsemax
+from attnlimits.normalizers.cosine import cosine_logits
+from attnlimits.normalizers.entmax import as_entmax, entmax15, entmax_bisect, sparsemax
 from attnlimits.normalizers.length_scaling import (
     llama4_temperature,
     logn_softmax,
     softcap,
     softcap_logits,
+    ssmax_trained,
     yarn_softmax,
 )
 from attnlimits.normalizers.scalable import ssmax
 from attnlimits.normalizers.self_adjust import ssa, ssa_normalized
 from attnlimits.normalizers.sinks import sink_softmax, softmax1, softpick
+from attnlimits.normalizers.stieltjes import stieltjes
 from attnlimits.normalizers.topk import topk_softmax
 from attnlimits.normalizers.unnormalized import (
     relu2_attention,
@@ -67,7 +71,9 @@ __all__ = [
     "adaptive_beta",
     "adaptive_softmax",
     "adaptive_stats",
+    "as_entmax",
     "available",
+    "cosine_logits",
     "entmax15",
     "entmax_bisect",
     "general",
@@ -88,7 +94,9 @@ __all__ = [
     "ssa",
     "ssa_normalized",
     "ssmax",
+    "ssmax_trained",
     "stick_breaking",
+    "stieltjes",
     "sums_to_one",
     "topk_softmax",
     "yarn_softmax",
@@ -186,6 +194,25 @@ _ENTRIES = (
         True,
         False,
         "Llama 4 attention temperature tuning (transformers)",
+    ),
+    NormalizerInfo(
+        "ssmax_trained",
+        ssmax_trained,
+        "one",
+        True,
+        False,
+        "Nakanishi 2025 (arXiv 2501.19399), s = 1/log L_train (ours)",
+    ),
+    NormalizerInfo(
+        "as_entmax", as_entmax, "one", True, True, "Vasylenko et al. 2025 (arXiv 2506.16640)"
+    ),
+    NormalizerInfo(
+        "stieltjes",
+        stieltjes,
+        "one",
+        True,
+        False,
+        "(λ − l)^{-q}: jtaylor-eng/asentmax proposal §1 (no paper found)",
     ),
 )
 

@@ -1,4 +1,5 @@
-r"""Sparse normalisers: sparsemax and α-entmax (exact for α = 2 and 1.5, bisection for any α > 1).
+r"""Sparse normalisers: sparsemax and α-entmax (exact for α = 2 and 1.5, bisection for any α > 1),
+and α-entmax with a length-dependent temperature (ASEntmax).
 
 α-entmax (Peters, Niculae & Martins 2019, "Sparse Sequence-to-Sequence Models", Eq. 9) is
 
@@ -24,10 +25,10 @@ import torch
 from torch import Tensor
 from torch.autograd import Function
 
-from attnlimits._checks import check_int_at_least
+from attnlimits._checks import check_int_at_least, key_counts
 from attnlimits.normalizers._common import finish, masked_max, prepare
 
-__all__ = ["entmax15", "entmax_bisect", "sparsemax"]
+__all__ = ["as_entmax", "entmax15", "entmax_bisect", "sparsemax"]
 
 
 def _shift_and_fill(x: Tensor, keep: Tensor, dim: int, alpha: float) -> Tensor:
@@ -241,4 +242,92 @@ def entmax_bisect(
     x, keep, d = prepare(scores, mask, dim)
     z = _shift_and_fill(x, keep, d, float(alpha))
     p = _EntmaxBisectFunction.apply(z, d, float(alpha), n_iter)
+    return finish(p, keep, scores)
+
+
+def _as_tensor_param(value: float | Tensor, name: str, like: Tensor) -> Tensor:
+    """``value`` (number, or tensor broadcastable to ``like``) as a finite tensor of its dtype."""
+    if isinstance(value, Tensor):
+        if not bool(torch.isfinite(value).all()):
+            raise ValueError(f"{name} must be finite")
+        try:
+            if torch.broadcast_shapes(value.shape, like.shape) != like.shape:
+                raise RuntimeError
+        except RuntimeError:
+            raise ValueError(
+                f"{name} of shape {tuple(value.shape)} must broadcast to the per-row shape "
+                f"{tuple(like.shape)} (size 1 along dim)"
+            ) from None
+        return value.to(like.dtype)
+    if isinstance(value, bool) or not (isinstance(value, numbers.Real) and math.isfinite(value)):
+        raise ValueError(f"{name} must be a finite number or tensor, got {value!r}")
+    return torch.tensor(float(value), dtype=like.dtype, device=like.device)
+
+
+def as_entmax(
+    scores: Tensor,
+    dim: int = -1,
+    *,
+    mask: Tensor | None = None,
+    alpha: float = 1.5,
+    delta: float | Tensor = 1.0,
+    beta: float | Tensor = 1.0,
+    gamma: float | Tensor = 1.0,
+    n_iter: int = 50,
+) -> Tensor:
+    r"""Adaptive-Scalable α-entmax (ASEntmax): α-entmax of logits scaled by the context length.
+
+    .. math::
+        \mathrm{ASEntmax}(l) = \alpha\text{-entmax}\big((\delta + \beta\,(\log m)^{\gamma})\, l\big)
+
+    Vasylenko, Pitorro, Martins & Treviso 2025, "Long-Context Generalization with Sparse
+    Attention", arXiv 2506.16640 (ASEntmax section; we could not check the equation number
+    from here). The scale is computed as the authors' code does (deep-spin/asentmax,
+    ``sparse_gemma.py``, ``_apply_length_scaling``): ``log_position = log(arange(2, L + 2))``, so
+    :math:`m = n + 1` for a row with ``n`` kept keys, which keeps :math:`(\log m)^\gamma` finite
+    for γ < 0 on one-key rows. There β = softplus(·) ≥ 0 and γ = 2·tanh(·) are predicted
+    per head from each query's hidden state and δ = 1; here they are parameters, numbers or
+    tensors broadcastable to the per-row shape (``scores``' shape with size 1 along ``dim``,
+    e.g. ``[head, 1, 1]``), and gradients reach them. β = 0 is plain α-entmax scaled by δ.
+    α-entmax is :func:`entmax_bisect`.
+
+    Parameters
+    ----------
+    scores : Tensor
+        Logits, any shape, e.g. ``[batch, head, query, key]``. ``-inf`` counts as masked.
+    dim : int
+        Normalised axis, default ``-1``.
+    mask : Tensor of bool, optional
+        Keep-mask (True = attend), broadcastable to ``scores``.
+    alpha : float
+        α > 1; default 1.5, the paper's.
+    delta, beta : float or Tensor
+        δ ≥ 0 and β ≥ 0, not both 0. δ = 1 is the authors' default; β = 1 is ours (learned
+        in the paper).
+    gamma : float or Tensor
+        Exponent γ, finite; default 1 (ours; learned in the paper, in (-2, 2)), which makes the
+        scale grow like log n as in Scalable-Softmax.
+    n_iter : int
+        Bisection steps of :func:`entmax_bisect`, ``>= 1``. Default 50.
+
+    Returns
+    -------
+    Tensor
+        Same shape and dtype as ``scores``; sums to one along ``dim`` in rows with a kept key;
+        sparse; masked entries and all-masked rows are 0.
+
+    Raises
+    ------
+    ValueError
+        Bad scores or mask; α, δ, β, γ or ``n_iter`` out of range.
+    """
+    x, keep, d = prepare(scores, mask, dim)
+    m = key_counts(keep, x, d).clamp_min(1.0) + 1.0  # n + 1 >= 2 (all-masked rows: any m)
+    dl = _as_tensor_param(delta, "delta", m)
+    b = _as_tensor_param(beta, "beta", m)
+    g = _as_tensor_param(gamma, "gamma", m)
+    if bool((dl < 0).any() or (b < 0).any() or (dl + b <= 0).any()):
+        raise ValueError("delta and beta must be >= 0 and not both 0 (the scale must be > 0)")
+    scale = dl + b * m.log() ** g
+    p = entmax_bisect(scale * x, d, mask=keep, alpha=alpha, n_iter=n_iter)
     return finish(p, keep, scores)

@@ -2,7 +2,8 @@
 
 Each is ``softmax(c · l)`` over the kept keys with an inverse temperature ``c`` set by ``n``,
 the number of kept keys of the row (under a causal mask, the query position + 1), as
-Scalable-Softmax (:func:`attnlimits.normalizers.ssmax`) does; they differ in ``c(n)``. All
+Scalable-Softmax (:func:`attnlimits.normalizers.ssmax`) does; they differ in ``c(n)``
+(:func:`ssmax_trained` is SSMax itself, with its ``s`` set by a training length). All
 counter paper B's dispersion (Lemma 2.1) by growing the logit spread with the context.
 :func:`softcap` is the opposite transform: it bounds the logits (Gemma 2).
 """
@@ -28,6 +29,8 @@ __all__ = [
     "logn_softmax",
     "softcap",
     "softcap_logits",
+    "ssmax_trained",
+    "ssmax_trained_scale",
     "yarn_scale",
     "yarn_softmax",
 ]
@@ -57,9 +60,14 @@ def llama4_scale(n: Tensor, attn_scale: float = 0.1, floor_scale: int = 8192) ->
     return 1.0 + attn_scale * torch.log(torch.floor(n / floor_scale) + 1.0)
 
 
+def ssmax_trained_scale(n: Tensor, train_length: int = 2048) -> Tensor:
+    """SSMax's c(n) = s log n with s = 1 / log train_length (see :func:`ssmax_trained`)."""
+    return n.clamp_min(1.0).log() / math.log(train_length)
+
+
 def check_length_scale(name: str, params: dict[str, Any]) -> None:
-    """Check the parameters of the length scaling ``name`` (logn, yarn, llama4_temperature)."""
-    if name == "logn":
+    """Check the parameters of the length scaling ``name`` (a key of :data:`LENGTH_SCALES`)."""
+    if name in ("logn", "ssmax_trained"):
         check_int_at_least(params["train_length"], "train_length", 2)
     elif name == "yarn":
         check_positive(params["factor"], "factor")
@@ -77,6 +85,7 @@ LENGTH_SCALES: dict[str, Callable[..., Tensor]] = {
     "logn": logn_scale,
     "yarn": yarn_scale,
     "llama4_temperature": llama4_scale,
+    "ssmax_trained": ssmax_trained_scale,
 }
 
 
@@ -128,6 +137,23 @@ def llama4_temperature(
     """
     check_length_scale("llama4_temperature", {"attn_scale": attn_scale, "floor_scale": floor_scale})
     return _scaled(scores, mask, dim, lambda n: llama4_scale(n, attn_scale, floor_scale))
+
+
+def ssmax_trained(
+    scores: Tensor, dim: int = -1, *, mask: Tensor | None = None, train_length: int = 2048
+) -> Tensor:
+    r"""Scalable-Softmax with s = 1 / log L_train: :math:`c(n) = \log n / \log L_\mathrm{train}`.
+
+    SSMax (Nakanishi 2025, arXiv 2501.19399: softmax of :math:`s \log(n)\, l`, ``s`` learned
+    per layer and head; :func:`attnlimits.normalizers.ssmax` with ``s = 1/log(train_length)``).
+    This choice of ``s`` is ours, not the paper's: it is the one that makes SSMax equal plain
+    softmax (c = 1) exactly at ``n = train_length``, so a model trained with softmax at that
+    length sees the same attention there: softer below it, sharper beyond it. Qwen's
+    :func:`logn_softmax` is the same c(n) floored at 1 (no change below the training length).
+    ``train_length`` ≥ 2; default 2048 (ours).
+    """
+    check_length_scale("ssmax_trained", {"train_length": train_length})
+    return _scaled(scores, mask, dim, lambda n: ssmax_trained_scale(n, train_length))
 
 
 def softcap_logits(scores: Tensor, cap: float = 50.0) -> Tensor:
