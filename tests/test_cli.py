@@ -24,6 +24,7 @@ LIM = ["reproduce", "limitations"]
 SNE = ["reproduce", "softmax-not-enough"]
 LC = ["demo", "long-context"]
 SCAN = ["scan"]
+CMP = ["compare"]
 
 # (what a user tried, argv with {MODEL} {BOOK} {OUT} {TMP} placeholders, setup)
 CASES: list[tuple[str, list[str], str | None]] = [
@@ -60,6 +61,12 @@ CASES: list[tuple[str, list[str], str | None]] = [
     ("scan: a model folder that does not exist", [*SCAN, "{TMP}/no-model", "--out", "{OUT}"], None),
     ("scan: a text too short for the windows (before the model loads)", [*SCAN, "{TMP}/no-model", "--text", "{TMP}/short.txt", "--out", "{OUT}"], None),
     ("scan: L beyond the model's context", [*SCAN, "{MODEL}", "--text", "{BOOK}", "--lengths", "512", "--out", "{OUT}"], None),
+    ("compare: an unknown normaliser", [*CMP, "--normalizers", "softmax,bogus", "--out", "{OUT}"], None),
+    ("compare: a parameter the normaliser refuses", [*CMP, "--normalizers", "topk:k=0", "--out", "{OUT}"], None),
+    ("compare: a parameter without a value", [*CMP, "--normalizers", "topk:k", "--out", "{OUT}"], None),
+    ("compare: a temperature on the baseline", [*CMP, "--normalizers", "softmax:temperature=2", "--out", "{OUT}"], None),
+    ("compare: L beyond the model's context", [*CMP, "--model", "{MODEL}", "--text", "{BOOK}", "--lengths", "512", "--out", "{OUT}"], None),
+    ("compare: lengths too short for the probes", [*CMP, "--model", "{MODEL}", "--text", "{BOOK}", "--lengths", "32,64", "--out", "{OUT}"], None),
     ("a report of a folder without a run", ["report", "{TMP}"], None),
 ]  # fmt: skip
 

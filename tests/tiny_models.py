@@ -18,10 +18,13 @@ from transformers import (
 from attnlimits.corpus import word_tokenizer
 
 
-def tiny_model_dir(root: Path, family: str, text: str, *, max_positions: int = 256) -> Path:
-    """Save a tiny random ``family`` model ("llama" with GQA, "gpt2", "bert") under ``root``."""
+def tiny_model_dir(
+    root: Path, family: str, text: str, *, max_positions: int = 256, digits: bool = False
+) -> Path:
+    """Save a tiny random ``family`` model ("llama" with GQA, "gpt2", "bert") under ``root``;
+    ``digits``: its tokenizer splits numbers into digits (:func:`word_tokenizer`)."""
     torch.manual_seed(0)
-    tok = word_tokenizer(text)
+    tok = word_tokenizer(text, digits=digits)
     vocab = len(tok)
     if family == "llama":
         cfg = LlamaConfig(

@@ -131,6 +131,9 @@ Quick = Annotated[bool, typer.Option(help="Small grids (smoke run); options you 
 Fresh = Annotated[
     bool, typer.Option(help="Delete a previous run in --out with other settings, start afresh.")
 ]
+Beyond = Annotated[
+    bool | None, typer.Option(help="Allow lengths past the model's context (a warning only).")
+]
 
 
 Models = Annotated[
@@ -304,10 +307,7 @@ def scan(
     device: Device = None,
     quick: Quick = False,
     fresh: Fresh = False,
-    beyond_context: Annotated[
-        bool | None,
-        typer.Option(help="Scan lengths past the model's context (a warning, not an error)."),
-    ] = None,
+    beyond_context: Beyond = None,
 ) -> None:
     """Every layer × head × length of MODEL: entropy, max weight, sink mass, spread, β, critical
     N, N_s/N, ‖J‖₂, dispersion; a kind per head and the papers' flags, in report.md."""
@@ -324,6 +324,55 @@ def scan(
     }
     folder = out or Path("results/scan") / model_folder(model)
     _run("scan", options, quick=quick, out=folder, fresh=fresh)
+
+
+@app.command("compare")
+def compare(
+    model: Annotated[str | None, typer.Option(help="A causal LM, as for scan.")] = None,
+    normalizers: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated specs, name or name:param=value;param=value, e.g. "
+            "adaptive,logn:train_length=2048,topk:k=64 (softmax, the baseline, always runs)."
+        ),
+    ] = None,
+    lengths: Annotated[
+        str | None, typer.Option(help="Lengths L, e.g. 512,2048,8192 (default 512 … 8192).")
+    ] = None,
+    sequences: Annotated[int | None, typer.Option(help="Book stretches (default 3).")] = None,
+    probes_per_length: Annotated[
+        int | None, typer.Option(help="Retrieval probes per length and sequence (default 4).")
+    ] = None,
+    train_length: Annotated[
+        int | None,
+        typer.Option(help="train_length of logn / ssmax_trained (default: the model's context)."),
+    ] = None,
+    text: Text = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Results folder (default results/compare/<model>).")
+    ] = None,
+    device: Device = None,
+    quick: Quick = False,
+    fresh: Fresh = False,
+    beyond_context: Beyond = None,
+) -> None:
+    """Swap normalisers into a causal LM at inference: perplexity, a retrieval probe and head
+    entropy per length, with their cost, in report.md."""
+    from attnlimits.experiments.limitations.side_by_side import model_folder
+
+    options = {
+        "model": model,
+        "normalizers": None if normalizers is None else tuple(normalizers.split(",")),
+        "lengths": _numbers(lengths, int, "lengths"),
+        "sequences": sequences,
+        "probes_per_length": probes_per_length,
+        "train_length": train_length,
+        "text": text,
+        "device": device,
+        "beyond_context": beyond_context,
+    }
+    folder = out or Path("results/compare") / model_folder(model or "smollm2-135m")
+    _run("compare", options, quick=quick, out=folder, fresh=fresh)
 
 
 @app.command("report")

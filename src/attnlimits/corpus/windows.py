@@ -142,21 +142,27 @@ def spread_windows(
     return SpreadWindows(torch.tensor(rows, dtype=torch.long), tuple(starts), lines)
 
 
-def word_tokenizer(text: str, size: int = 400) -> Any:
+def word_tokenizer(text: str, size: int = 400, *, digits: bool = False) -> Any:
     """An offline word-level tokenizer over the ``size`` most frequent words of ``text``.
 
     For randomly initialised models (tests, benchmarks) where no pretrained tokenizer can be
     downloaded: words and punctuation split by ``tokenizers``' Whitespace pre-tokenizer, the
-    rest mapped to ``[UNK]``; ``[PAD]`` is id 1. Returns a ``PreTrainedTokenizerFast``.
+    rest mapped to ``[UNK]``; ``[PAD]`` is id 1. ``digits``: numbers split into single digits,
+    each a token of its own. Returns a ``PreTrainedTokenizerFast``.
     """
-    from tokenizers import Tokenizer
+    from tokenizers import Tokenizer, pre_tokenizers
     from tokenizers.models import WordLevel
-    from tokenizers.pre_tokenizers import Whitespace
     from transformers import PreTrainedTokenizerFast
 
     counts = Counter(re.findall(r"\w+|[^\w\s]", text[:200_000]))
     top = [w for w, _ in counts.most_common(size - 2)]
+    if digits:
+        top = [*"0123456789", *(w for w in top if not w.isdigit())][: size - 2]
     vocab = {"[UNK]": 0, "[PAD]": 1} | {w: i + 2 for i, w in enumerate(top)}
     tok = Tokenizer(WordLevel(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = Whitespace()
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    if digits:
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.Whitespace(), pre_tokenizers.Digits(individual_digits=True)]
+        )
     return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]")

@@ -61,6 +61,7 @@ EXPERIMENTS = {
     "softmax-not-enough": "attnlimits.experiments.softmax_not_enough",
     "long-context": "attnlimits.experiments.long_context",
     "scan": "attnlimits.experiments.scan",
+    "compare": "attnlimits.experiments.compare",
 }
 
 

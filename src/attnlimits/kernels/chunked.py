@@ -12,6 +12,7 @@ inputs): at B = 1, Hq = 9, chunk_rows = 256, Lk = 8192 that is 3 × 75 MB, never
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -57,14 +58,38 @@ def chunked_attention(
     out = torch.empty((B, Hq, Lq, v.shape[-1]), dtype=q.dtype, device=q.device)
     for i0 in range(0, Lq, chunk_rows):
         i1 = min(i0 + chunk_rows, Lq)
+        # causal: keys past the chunk's last row are masked for every row of it, and a masked
+        # key is the same as a missing one (the normalisers' contract), so they are skipped
+        lk = max(1, min(Lk, Lk - Lq + i1)) if causal else Lk
         qc = q[:, :, i0:i1].to(work).unflatten(1, (Hkv, G))  # (B, Hkv, G, c, d)
-        scores = (qc @ kf.transpose(-1, -2) * scale).flatten(1, 2)  # (B, Hq, c, Lk)
-        keep = torch.ones((1, 1, i1 - i0, Lk), dtype=torch.bool, device=q.device)
+        scores = (qc @ kf[..., :lk, :].transpose(-1, -2) * scale).flatten(1, 2)  # (B, Hq, c, lk)
+        keep = torch.ones((1, 1, i1 - i0, lk), dtype=torch.bool, device=q.device)
         if causal:
             pos = torch.arange(i0, i1, device=q.device) + (Lk - Lq)
-            keep = keep & (torch.arange(Lk, device=q.device)[None, :] <= pos[:, None])
+            keep = keep & (torch.arange(lk, device=q.device)[None, :] <= pos[:, None])
         if mask is not None:
-            keep = keep & mask[:, :, i0:i1]
-        weights = fn(scores, mask=keep, **params).unflatten(1, (Hkv, G))  # (B, Hkv, G, c, Lk)
-        out[:, :, i0:i1] = (weights @ vf).flatten(1, 2).to(q.dtype)
+            keep = keep & mask[:, :, i0:i1, :lk]
+        if normalizer == "topk":
+            out[:, :, i0:i1] = _topk_rows(scores, keep, vf[..., :lk, :], params).to(q.dtype)
+            continue
+        weights = fn(scores, mask=keep, **params).unflatten(1, (Hkv, G))  # (B, Hkv, G, c, lk)
+        out[:, :, i0:i1] = (weights @ vf[..., :lk, :]).flatten(1, 2).to(q.dtype)
     return out
+
+
+def _topk_rows(scores: Tensor, keep: Tensor, vf: Tensor, params: dict[str, Any]) -> Tensor:
+    """Top-k attention without the dense map: softmax over each row's k largest kept scores,
+    then those k value rows gathered, ``[B, Hq, c, dv]``. The same selection (``torch.topk`` on
+    the same masked scores, ties included) as :func:`~attnlimits.normalizers.topk_softmax`,
+    which the tests compare it with (``benchmarks/bench_chunked.py`` times it)."""
+    k = params.get("k", 5)
+    get("topk")(scores[..., :1], k=k)  # the normaliser checks k
+    B, Hq, c, lk = scores.shape
+    Hkv = vf.shape[1]
+    top = scores.masked_fill(~keep, -math.inf).topk(min(k, lk), dim=-1)  # (B, Hq, c, k)
+    w = torch.softmax(top.values, dim=-1).nan_to_num(0.0)  # an all-masked row: 0
+    v = vf[:, :, 0].repeat_interleave(Hq // Hkv, dim=1)  # (B, Hq, lk, dv)
+    picked = torch.gather(  # (B, Hq, c·k, dv): the chosen value rows
+        v, 2, top.indices.reshape(B, Hq, -1, 1).expand(-1, -1, -1, v.shape[-1])
+    )
+    return (w.unsqueeze(-1) * picked.view(B, Hq, c, -1, v.shape[-1])).sum(-2)

@@ -14,7 +14,6 @@ deviation over the windows, kind and flags), ``head_summary`` (one row per layer
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import asdict
 from functools import partial
@@ -27,6 +26,8 @@ from tqdm.auto import tqdm
 
 from attnlimits.capture import LayerQKV, LoadedModel, ModelInfo, capture_qkv, load_model
 from attnlimits.corpus import load_text, spread_windows, text_sha256
+from attnlimits.experiments._inputs import check_context as _check_context
+from attnlimits.experiments._inputs import check_text_room
 from attnlimits.experiments.scan.config import Config, analysed_lengths
 from attnlimits.experiments.scan.heads import band_means, induction_scores, sampled_rows
 from attnlimits.experiments.scan.taxonomy import dispersion_slopes, flag_heads, head_kind, kinds
@@ -61,12 +62,7 @@ NO_INTERFACE = (
 
 def check_context(cfg: Config, info: ModelInfo) -> None:
     """A length past the model's context: an error, or with ``beyond_context`` a warning."""
-    if info.max_context is None or cfg.max_length <= info.max_context:
-        return
-    message = f"L = {cfg.max_length} exceeds {cfg.model}'s context of {info.max_context} tokens"
-    if not cfg.beyond_context:
-        raise ValueError(f"{message}; pass --beyond-context to scan past it anyway")
-    warnings.warn(f"{message}: scanning past it as asked (--beyond-context)", stacklevel=2)
+    _check_context(cfg.model, cfg.max_length, info.max_context, cfg.beyond_context, "scan")
 
 
 def induction_ids(loaded: LoadedModel, period: int, window: int, seed: int) -> torch.Tensor:
@@ -221,11 +217,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     """Scan ``cfg.model``: per (window, layer) parts make an interrupted scan resumable."""
     text = load_text(cfg.text)
     source = str(cfg.text or "War and Peace")
-    if len(text) < cfg.max_length * cfg.windows:  # a token is at least one character
-        raise ValueError(
-            f"{source} has {len(text):,} characters, too short for {cfg.windows} window(s) of "
-            f"{cfg.max_length} tokens; give a longer text, fewer windows or shorter lengths"
-        )
+    check_text_room(text, source, cfg.max_length, cfg.windows, "window")
     loaded = load_model(cfg.model, device=cfg.device)
     info = loaded.info
     check_context(cfg, info)

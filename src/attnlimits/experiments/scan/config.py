@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from os import PathLike
 from pathlib import Path
 from typing import Any
 
 from attnlimits._checks import check_int_at_least, positive_ints
+from attnlimits.experiments._inputs import check_model_name, text_path
 
 __all__ = ["Config", "analysed_lengths", "band"]
 
@@ -44,14 +44,8 @@ class Config:
             self, "lengths", tuple(sorted(set(positive_ints("lengths", self.lengths))))
         )
         object.__setattr__(self, "ns", tuple(sorted(set(positive_ints("ns", self.ns)))))
-        if self.text is not None:
-            if not isinstance(self.text, (str, PathLike)):
-                raise ValueError(f"text must be a file path or None, got {self.text!r}")
-            object.__setattr__(self, "text", Path(self.text))
-        if not isinstance(self.model, str) or not self.model.strip():
-            raise ValueError(
-                f"model must be a name, hub id, folder or GGUF file, got {self.model!r}"
-            )
+        object.__setattr__(self, "text", text_path(self.text))
+        check_model_name(self.model)
         for name, least in (
             ("windows", 1),
             ("rows", 2),
