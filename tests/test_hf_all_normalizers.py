@@ -132,3 +132,20 @@ def test_register_checks_the_normalizers_own_parameters():
     assert K.register("logn_4k", "logn", train_length=4096) == "logn_4k"
     with pytest.raises(ValueError):
         K.register("bad_logn", "logn", train_length=math.pi)
+
+
+def test_the_normalizers_table_lists_every_entry_and_how_it_runs_in_models() -> None:
+    """docs/normalizers.md has one row per registry entry; its last column says whether the
+    entry streams (kernels.spec.NORMALIZERS) or runs query-chunked."""
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[1] / "docs" / "normalizers.md").read_text(encoding="utf-8")
+    rows = {
+        cells[1].strip("` "): cells[-2].strip()
+        for line in doc.splitlines()
+        if line.startswith("| `") and (cells := line.split("|"))
+    }
+    assert set(nz.available()) <= set(rows)
+    for name in nz.available():
+        want = "streaming, O(L)" if name in K.NORMALIZERS else "query-chunked"
+        assert rows[name] == want, name
