@@ -14,9 +14,12 @@ import inspect
 import math
 import re
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
+
+from attnlimits.cli._errors import fail as _fail
+from attnlimits.cli.sweep import sweep as sweep_command
 
 app = typer.Typer(
     help="Measure where softmax attention runs out of resolution.",
@@ -27,11 +30,6 @@ reproduce = typer.Typer(help="Reproduce a paper's experiments end to end.", no_a
 app.add_typer(reproduce, name="reproduce")
 demo = typer.Typer(help="Demonstrations on real models.", no_args_is_help=True)
 app.add_typer(demo, name="demo")
-
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=code)
 
 
 def _numbers(text: str | None, kind: type, name: str) -> tuple | None:
@@ -134,7 +132,6 @@ Fresh = Annotated[
 Beyond = Annotated[
     bool | None, typer.Option(help="Allow lengths past the model's context (a warning only).")
 ]
-
 
 Models = Annotated[
     list[str] | None,
@@ -391,9 +388,8 @@ def report(
     typer.echo(f"report: {path}")
 
 
-def main() -> None:  # pragma: no cover - console entry point
-    app()
-
+app.command("sweep")(sweep_command)  # its options: cli/sweep.py
+main = app  # the console entry point
 
 if __name__ == "__main__":  # pragma: no cover
     main()

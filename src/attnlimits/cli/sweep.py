@@ -1,0 +1,51 @@
+"""The ``attnlimits sweep`` command: its options, and errors as one line (the CLI's rules).
+
+Registered by :mod:`attnlimits.cli`. Bad input
+(a bad spec, no Ray, a busy folder) ends in one line on stderr and exit code 2; failed cells
+in exit code 1 after the merged report is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from attnlimits.cli._errors import fail as _fail
+
+__all__ = ["sweep"]
+
+
+def sweep(
+    spec: Annotated[
+        Path,
+        typer.Argument(
+            help="TOML spec: experiment, quick, fixed settings, axes (lists of values)."
+        ),
+    ],
+    backend: Annotated[
+        str, typer.Option(help="serial (in this process), or ray (one task per cell).")
+    ] = "serial",
+    address: Annotated[
+        str | None,
+        typer.Option(help="Ray cluster, e.g. ray://head:10001 (default $RAY_ADDRESS, else local)."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Results folder (default results/sweep/<SPEC's stem>).")
+    ] = None,
+) -> None:
+    """One experiment over a grid of settings, cell by cell, serially or on Ray; the cells'
+    tables merged with the axis values as columns (docs/distributed.md)."""
+    from attnlimits.experiments.sweep import load_spec, run_sweep
+
+    try:
+        loaded = load_spec(spec)
+        path, failed = run_sweep(loaded, out, backend=backend, address=address)
+    except (ValueError, OSError, ImportError) as err:  # bad spec, no Ray, busy folder
+        _fail(str(err))
+    except KeyboardInterrupt:
+        _fail("interrupted; rerun the command to resume (finished cells are skipped)", 130)
+    typer.echo(f"report: {path}")
+    if failed:
+        _fail(f"{failed} of {len(loaded.cells)} cell(s) failed; their errors are in {path}", 1)

@@ -1,0 +1,48 @@
+"""One sweep end to end: check the spec, run the cells, merge their tables, write the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from attnlimits.experiments.store import ResultStore
+from attnlimits.experiments.sweep.backends import FAILED, check_backend, run_cells
+from attnlimits.experiments.sweep.merge import merge_tables, write_sweep_report
+from attnlimits.experiments.sweep.spec import Spec, load_spec
+
+__all__ = ["default_out", "run_sweep"]
+
+
+def default_out(spec_path: Path | str) -> Path:
+    """``results/sweep/<spec file's stem>``."""
+    return Path("results/sweep") / Path(spec_path).stem
+
+
+def run_sweep(
+    spec: Spec | Path | str,
+    out: Path | str | None = None,
+    *,
+    backend: str = "serial",
+    address: str | None = None,
+    progress: bool = True,
+) -> tuple[Path, int]:
+    """Run every cell of ``spec`` into ``out/cells/<id>`` (see :func:`run_cells`), then write
+    the merged tables, ``run.json`` and ``report.md`` into ``out``.
+
+    Returns (``report.md``'s path, how many cells failed). A bad spec or backend raises
+    ``ValueError`` (no Ray: ``ImportError``) before any folder is made; a failing cell does not
+    stop the others. ``out`` is locked for the sweep (a second sweep into it gets
+    ``FolderBusyError``).
+    """
+    from attnlimits.experiments import skeleton
+
+    check_backend(backend)  # an unknown backend or a missing Ray: before any folder or cell
+    if not isinstance(spec, Spec):
+        spec = load_spec(spec)
+    out = Path(out) if out is not None else default_out(spec.path)
+    experiment = skeleton.get(spec.experiment)
+    store = ResultStore(out)
+    with store.lock(), store.timed("sweep"):
+        results = run_cells(experiment, spec.cells, out, backend, address, progress=progress)
+        tables = merge_tables(spec, results, out)
+        report = write_sweep_report(spec, results, store, tables, backend=backend, address=address)
+    return report, sum(status == FAILED for status, _ in results.values())

@@ -1,0 +1,161 @@
+"""A sweep's spec: one experiment, settings every cell shares, and the axes of its grid.
+
+A spec is a TOML file::
+
+    experiment = "compare"        # a key of skeleton.EXPERIMENTS
+    quick = true                  # optional: the experiment's quick preset first
+    [fixed]                       # settings of every cell
+    lengths = [128, 256]
+    [axes]                        # each a list of values; the cells are their cartesian product
+    seed = [0, 1]
+    normalizers = [["softmax", "adaptive"], ["softmax", "logn:train_length=128"]]
+
+Every cell's ``Config`` is built (``Config.preset(quick=..., **settings)``) when the spec is
+loaded, so a bad value in any cell fails before any work, in one line naming the file.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import sys
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from attnlimits.experiments.store import params_hash
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = ["Cell", "Spec", "label", "load_spec"]
+
+_TOP_KEYS = ("experiment", "quick", "fixed", "axes")
+#: Settings naming a file or folder: a relative path is made absolute when the spec is loaded,
+#: so a Ray worker started in another folder finds the same file.
+_PATH_SETTINGS = ("text", "model")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the grid: its axis values and the Config built from them."""
+
+    id: str  # a short hash of the experiment and the whole Config: the cell's folder name
+    name: str  # the axis values, readable: "normalizers=softmax,adaptive;seed=1"
+    axes: dict[str, Any]  # axis name -> this cell's value (as in the spec)
+    config: Any  # the experiment's Config
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A loaded, checked spec: every cell's Config is already built."""
+
+    path: Path
+    text: str  # the TOML as written (recorded in the sweep's run.json)
+    experiment: str
+    quick: bool
+    fixed: dict[str, Any]
+    axes: dict[str, list[Any]]
+    cells: tuple[Cell, ...]
+
+
+def label(value: Any) -> Any:
+    """An axis value as one table cell: scalars as they are, lists joined by commas."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(label(v)) for v in value)
+    return value
+
+
+def _tuples(value: Any) -> Any:
+    """TOML lists as tuples, nested ones too: the Configs' list-like fields are tuples."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+def _absolute(name: str, value: Any) -> Any:
+    if name in _PATH_SETTINGS and isinstance(value, str) and Path(value).exists():
+        return str(Path(value).resolve())
+    return value
+
+
+def _build(config_type: Any, quick: bool, settings: dict[str, Any]) -> Any:
+    """The Config of one cell: the preset (if ``quick``), then ``settings``, as the CLI does."""
+    given = {k: _absolute(k, _tuples(v)) for k, v in settings.items()}
+    if inspect.ismethod(getattr(config_type, "preset", None)):
+        return config_type.preset(quick=quick, **given)
+    return config_type.quick(**given) if quick else config_type(**given)
+
+
+def _table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: [{key}] must be a table of settings, got {value!r}")
+    return value
+
+
+def _parse(path: Path, text: str) -> tuple[str, bool, dict[str, Any], dict[str, list[Any]]]:
+    """The spec's four parts, checked for shape (names and values are checked by the Config)."""
+    from attnlimits.experiments import skeleton
+
+    where = str(path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"{where}: not valid TOML: {err}") from None
+    unknown = sorted(set(data) - set(_TOP_KEYS))
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}; a spec has {', '.join(_TOP_KEYS)}")
+    experiment = data.get("experiment")
+    if experiment not in skeleton.EXPERIMENTS:
+        known = ", ".join(skeleton.EXPERIMENTS)
+        raise ValueError(f"{where}: experiment must be one of {known}; got {experiment!r}")
+    quick = data.get("quick", False)
+    if not isinstance(quick, bool):
+        raise ValueError(f"{where}: quick must be true or false, got {quick!r}")
+    fixed, axes = _table(data, "fixed", where), _table(data, "axes", where)
+    for name, values in axes.items():
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"{where}: axis {name!r} must be a non-empty list, got {values!r}")
+        if len({repr(_tuples(v)) for v in values}) != len(values):
+            raise ValueError(f"{where}: axis {name!r} repeats a value: {values!r}")
+    both = sorted(set(fixed) & set(axes))
+    if both:
+        raise ValueError(f"{where}: {both} both fixed and an axis; keep one")
+    return str(experiment), quick, fixed, axes
+
+
+def load_spec(path: Path | str) -> Spec:
+    """Read and check the spec at ``path``; build every cell's Config (``ValueError`` if any
+    cell is bad, naming the file, the setting and, for a bad value, the cell)."""
+    from attnlimits.experiments import skeleton
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"cannot read sweep spec {path}: {err}") from None
+    experiment, quick, fixed, axes = _parse(path, text)
+    config_type = skeleton.get(experiment).config
+    names = {f.name for f in fields(config_type)}
+    unknown = sorted((set(fixed) | set(axes)) - names)
+    if unknown:
+        raise ValueError(
+            f"{path}: unknown {experiment} setting(s) {unknown}; known: {', '.join(sorted(names))}"
+        )
+    cells: list[Cell] = []
+    for values in itertools.product(*axes.values()):  # the first axis varies slowest
+        point = dict(zip(axes, values, strict=True))
+        name = ";".join(f"{k}={label(v)}" for k, v in point.items()) or "all"
+        try:
+            config = _build(config_type, quick, {**fixed, **point})
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"{path}: cell {name}: {err}") from None
+        cell_id = params_hash({"experiment": experiment, "config": config})
+        same = [c.name for c in cells if c.id == cell_id]
+        if same:  # e.g. normalizers ["adaptive"] and ["softmax", "adaptive"]: softmax is added
+            raise ValueError(f"{path}: cells {same[0]} and {name} have the same settings")
+        cells.append(Cell(id=cell_id, name=name, axes=point, config=config))
+    return Spec(path, text, experiment, quick, fixed, dict(axes), tuple(cells))
