@@ -389,7 +389,4 @@ def report(
 
 
 app.command("sweep")(sweep_command)  # its options: cli/sweep.py
-main = app  # the console entry point
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
+main = app  # the console entry point; python -m attnlimits.cli runs cli/__main__.py
