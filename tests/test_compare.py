@@ -291,3 +291,18 @@ def test_cli_refuses_bad_specs_in_one_line(tmp_path):
         res = runner.invoke(app, ["compare", "--normalizers", spec, "--out", str(tmp_path / "x")])
         assert res.exit_code == 2 and words in res.output, res.output
         assert not (tmp_path / "x").exists()
+
+
+def test_cli_compares_past_the_context_with_a_one_line_warning(model_dirs, tmp_path, book_path):
+    out = tmp_path / "beyond"
+    args = ["compare", "--model", str(model_dirs["llama"]), "--text", str(book_path),
+            "--normalizers", "logn:train_length=64", "--lengths", "64,256", "--sequences", "1",
+            "--probes-per-length", "1", "--beyond-context", "--out", str(out)]  # fmt: skip
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    warning = [line for line in res.output.splitlines() if line.startswith("warning:")]
+    assert warning == [
+        f"warning: L = 256 exceeds {model_dirs['llama']}'s context of 128 tokens: going past "
+        "it as asked (--beyond-context)"
+    ]
+    assert "UserWarning" not in res.output and (out / "report.md").is_file()

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from attnlimits.cli._errors import fail as _fail
+from attnlimits.cli._errors import one_line_warnings
 from attnlimits.cli.sweep import sweep as sweep_command
 
 app = typer.Typer(
@@ -103,7 +104,8 @@ def _run(
         except ValueError as err:
             _fail(str(err))
     try:
-        report = skeleton.run(experiment, config, out, fresh=fresh)
+        with one_line_warnings():
+            report = skeleton.run(experiment, config, out, fresh=fresh)
     except KeyboardInterrupt:
         from attnlimits.experiments.store import ResultStore
 
