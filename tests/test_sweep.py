@@ -167,6 +167,30 @@ def test_ray_gives_the_tables_serial_gives(llama, tmp_path):
         pd.testing.assert_frame_equal(serial[name], ray[name])
 
 
+@pytest.mark.slow  # ~30 s: a head and a worker node, two Ray runtimes on this machine
+def test_a_two_node_cluster_gives_the_tables_serial_gives(llama, tmp_path):
+    pytest.importorskip("ray", reason="Ray is an extra: pip install 'attnlimits[ray]'")
+    import ray
+    from ray.cluster_utils import Cluster
+
+    spec = _spec(tmp_path, _tiny(llama, 'normalizers = [["adaptive"], ["topk:k=8"]]'))
+    run_sweep(spec, tmp_path / "serial", progress=False)
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster.add_node(num_cpus=1)  # one cell per node at a time
+    try:
+        report, failed = run_sweep(
+            spec, tmp_path / "cluster", backend="ray", address=cluster.address, progress=False
+        )
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    assert failed == 0
+    serial, both = _tables(tmp_path / "serial"), _tables(tmp_path / "cluster")
+    assert serial.keys() == both.keys()
+    for name in serial:
+        pd.testing.assert_frame_equal(serial[name], both[name])
+
+
 # ---- the command ---------------------------------------------------------------------------------
 
 
