@@ -184,7 +184,7 @@ def test_a_two_node_cluster_gives_the_tables_serial_gives(llama, tmp_path):
     finally:
         ray.shutdown()
         cluster.shutdown()
-    assert failed == 0
+    assert failed == 0 and "backend ray" in report.read_text()
     serial, both = _tables(tmp_path / "serial"), _tables(tmp_path / "cluster")
     assert serial.keys() == both.keys()
     for name in serial:
