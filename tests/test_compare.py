@@ -190,7 +190,13 @@ def test_baseline_forward_is_the_model_and_its_entropy_the_eager_maps(llama, tex
 
 
 @pytest.mark.parametrize(
-    ("name", "params"), [("logn", {"train_length": 16}), ("topk", {"k": 4}), ("softmax1", {})]
+    ("name", "params"),
+    [
+        ("logn", {"train_length": 16}),
+        ("topk", {"k": 4}),
+        ("softmax1", {}),
+        ("sink_softmax", {"sink": [0.5, -1.0, 2.0, 0.0]}),  # one per query head
+    ],
 )
 def test_swapped_forward_is_the_patched_model_and_one_forward_serves_every_length(
     llama, text, name, params
@@ -205,7 +211,7 @@ def test_swapped_forward_is_the_patched_model_and_one_forward_serves_every_lengt
     torch.testing.assert_close(short.nll, res.nll[:63], rtol=1e-4, atol=1e-4)  # causal
     both = res.heads[res.heads["length"] == 64].reset_index(drop=True)
     pd.testing.assert_frame_equal(both, short.heads, atol=1e-4)
-    if name == "softmax1":
+    if name in ("softmax1", "sink_softmax"):
         assert (res.heads["mass"] < 1).all()
 
 

@@ -12,6 +12,7 @@ inputs): at B = 1, Hq = 9, chunk_rows = 256, Lk = 8192 that is 3 × 75 MB, never
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any
 
@@ -56,6 +57,10 @@ def chunked_attention(
     work = torch.float32 if q.dtype in (torch.float16, torch.bfloat16) else q.dtype
     kf, vf = k.to(work)[:, :, None], v.to(work)[:, :, None]  # (B, Hkv, 1, Lk, d)
     out = torch.empty((B, Hq, Lq, v.shape[-1]), dtype=q.dtype, device=q.device)
+    if normalizer == "topk":  # the sparse path: parameters checked once, as the normaliser does
+        fn(torch.zeros(1, 1), **params)
+        k_top = int(params.get("k", inspect.signature(fn).parameters["k"].default))
+        v_heads = vf[:, :, 0].repeat_interleave(G, dim=1)  # (B, Hq, Lk, dv)
     for i0 in range(0, Lq, chunk_rows):
         i1 = min(i0 + chunk_rows, Lq)
         # causal: keys past the chunk's last row are masked for every row of it, and a masked
@@ -70,25 +75,22 @@ def chunked_attention(
         if mask is not None:
             keep = keep & mask[:, :, i0:i1, :lk]
         if normalizer == "topk":
-            out[:, :, i0:i1] = _topk_rows(scores, keep, vf[..., :lk, :], params).to(q.dtype)
+            out[:, :, i0:i1] = _topk_rows(scores, keep, v_heads[:, :, :lk], k_top).to(q.dtype)
             continue
         weights = fn(scores, mask=keep, **params).unflatten(1, (Hkv, G))  # (B, Hkv, G, c, lk)
         out[:, :, i0:i1] = (weights @ vf[..., :lk, :]).flatten(1, 2).to(q.dtype)
     return out
 
 
-def _topk_rows(scores: Tensor, keep: Tensor, vf: Tensor, params: dict[str, Any]) -> Tensor:
+def _topk_rows(scores: Tensor, keep: Tensor, v: Tensor, k: int) -> Tensor:
     """Top-k attention without the dense map: softmax over each row's k largest kept scores,
-    then those k value rows gathered, ``[B, Hq, c, dv]``. The same selection (``torch.topk`` on
-    the same masked scores, ties included) as :func:`~attnlimits.normalizers.topk_softmax`,
-    which the tests compare it with (``benchmarks/bench_chunked.py`` times it)."""
-    k = params.get("k", 5)
-    get("topk")(scores[..., :1], k=k)  # the normaliser checks k
+    then those k value rows of ``v`` ``[B, Hq, lk, dv]`` gathered, ``[B, Hq, c, dv]``. The same
+    selection (``torch.topk`` on the same masked scores, ties included) as
+    :func:`~attnlimits.normalizers.topk_softmax`, which the tests compare it with
+    (``benchmarks/bench_chunked.py`` times it)."""
     B, Hq, c, lk = scores.shape
-    Hkv = vf.shape[1]
     top = scores.masked_fill(~keep, -math.inf).topk(min(k, lk), dim=-1)  # (B, Hq, c, k)
     w = torch.softmax(top.values, dim=-1).nan_to_num(0.0)  # an all-masked row: 0
-    v = vf[:, :, 0].repeat_interleave(Hq // Hkv, dim=1)  # (B, Hq, lk, dv)
     picked = torch.gather(  # (B, Hq, c·k, dv): the chosen value rows
         v, 2, top.indices.reshape(B, Hq, -1, 1).expand(-1, -1, -1, v.shape[-1])
     )

@@ -48,7 +48,14 @@ from attnlimits.kernels.spec import NORMALIZERS, resolve_params
 from attnlimits.kernels.streaming import streaming_attention
 from attnlimits.normalizers import available, get
 
-__all__ = ["CONFIG_ATTR", "HF_NAMES", "make_attention_function", "patch", "register"]
+__all__ = [
+    "CONFIG_ATTR",
+    "HF_NAMES",
+    "config_params",
+    "make_attention_function",
+    "patch",
+    "register",
+]
 
 #: Registered implementation name -> normaliser: the three streamed ones, then every other
 #: registry entry as ``attnlimits_<name>`` (materialised per block of query rows).
@@ -187,12 +194,19 @@ def patch(model: Any, normalizer: str = "adaptive", **params: Any) -> Iterator[A
     name = _INVERSE.get(normalizer, normalizer)
     if name not in HF_NAMES:
         raise ValueError(f"unknown normalizer {normalizer!r}; choose one of {sorted(_INVERSE)}")
+    with config_params(model, params), using_attention(model, name):
+        yield model
+
+
+@contextmanager
+def config_params(model: Any, params: dict[str, Any]) -> Iterator[Any]:
+    """Set ``model.config.attnlimits_params`` (what the registered names read per call) to a
+    copy of ``params`` inside the block; restore it, or its absence, on exit (also on error)."""
     config = model.config
     had, old_params = hasattr(config, CONFIG_ATTR), getattr(config, CONFIG_ATTR, None)
     try:
         setattr(config, CONFIG_ATTR, dict(params))
-        with using_attention(model, name):
-            yield model
+        yield model
     finally:
         if had:
             setattr(config, CONFIG_ATTR, old_params)

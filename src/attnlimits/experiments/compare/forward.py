@@ -27,7 +27,8 @@ from attnlimits.hf_bridge import (
     repeat_kv,
     using_attention,
 )
-from attnlimits.kernels.hf import CONFIG_ATTR
+from attnlimits.kernels.hf import config_params
+from attnlimits.kernels.spec import resolve_params, sink_logits
 from attnlimits.normalizers import get
 
 __all__ = ["ForwardResult", "band_rows", "run_forward"]
@@ -61,9 +62,10 @@ def _row_stats(
     idx = torch.from_numpy(rows).to(query.device)
     scores = scaling * (query[:, :, idx].float() @ k.transpose(-1, -2))  # (B, Hq, R, Lk)
     keep = torch.arange(k.shape[2], device=query.device)[None, :] <= idx[:, None]  # causal
-    if name == "sink_softmax":  # one sink, or one per query head: a [Hq, 1, 1] tensor
-        sink = torch.as_tensor(params.get("sink", 0.0), dtype=scores.dtype)
-        params = {"sink": sink.reshape(-1, 1, 1).expand(Hq, 1, 1)}
+    if name == "sink_softmax":  # one sink or one per query head, as the kernel reads them
+        sink = sink_logits(name, resolve_params(name, params), Hq)
+        assert sink is not None
+        params = {"sink": sink.to(scores)[:, None, None]}  # (Hq, 1, 1)
     w = get(name)(scores, mask=keep, **params)
     mass = w.sum(-1)
     p = w / mass.clamp_min(1e-30)[..., None]
@@ -110,30 +112,25 @@ def run_forward(
         return out
 
     register_attention_like(_RECORDER, recorder, like=impl)
-    config = model.config
-    had, old = hasattr(config, CONFIG_ATTR), getattr(config, CONFIG_ATTR, None)
-    setattr(config, CONFIG_ATTR, {**params, "block_size": block_size})
     start = time.perf_counter()
-    try:
-        with torch.inference_mode(), using_attention(model, _RECORDER):
-            hidden = model.base_model(ids).last_hidden_state[0]  # (L, d)
-            head = model.get_output_embeddings()
-            n = ids.shape[1] - 1  # rows with a next token
-            nll = torch.cat(
-                [
-                    nn.functional.cross_entropy(
-                        head(hidden[i : min(i + _LOGIT_CHUNK, n)]).float(),
-                        ids[0, i + 1 : min(i + _LOGIT_CHUNK, n) + 1],
-                        reduction="none",
-                    )
-                    for i in range(0, n, _LOGIT_CHUNK)
-                ]
-            )
-    finally:
-        if had:
-            setattr(config, CONFIG_ATTR, old)
-        else:
-            delattr(config, CONFIG_ATTR)
+    with (
+        torch.inference_mode(),
+        config_params(model, {**params, "block_size": block_size}),
+        using_attention(model, _RECORDER),
+    ):
+        hidden = model.base_model(ids).last_hidden_state[0]  # (L, d)
+        head = model.get_output_embeddings()
+        n = ids.shape[1] - 1  # rows with a next token
+        nll = torch.cat(
+            [
+                nn.functional.cross_entropy(
+                    head(hidden[i : min(i + _LOGIT_CHUNK, n)]).float(),
+                    ids[0, i + 1 : min(i + _LOGIT_CHUNK, n) + 1],
+                    reduction="none",
+                )
+                for i in range(0, n, _LOGIT_CHUNK)
+            ]
+        )
     seconds = time.perf_counter() - start
 
     def logits_at(positions: Tensor) -> Tensor:
