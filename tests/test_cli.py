@@ -68,6 +68,8 @@ CASES: list[tuple[str, list[str], str | None]] = [
     ("compare: L beyond the model's context", [*CMP, "--model", "{MODEL}", "--text", "{BOOK}", "--lengths", "512", "--out", "{OUT}"], None),
     ("compare: lengths too short for the probes", [*CMP, "--model", "{MODEL}", "--text", "{BOOK}", "--lengths", "32,64", "--out", "{OUT}"], None),
     ("a report of a folder without a run", ["report", "{TMP}"], None),
+    ("sweep: a spec file that does not exist", ["sweep", "{TMP}/none.toml", "--out", "{OUT}"], None),
+    ("sweep: an unknown backend", ["sweep", "{TMP}/none.toml", "--backend", "dask", "--out", "{OUT}"], None),
 ]  # fmt: skip
 
 

@@ -1,19 +1,33 @@
 """attnlimits sweep: spec checks, the grid of cells, merged tables, skipping finished cells, a
-failed cell, Ray against serial, and the command's one-line errors."""
+failed cell, models kept per worker, the text shipped, the scaling estimate against every
+schedule, Ray against serial, a killed worker and a killed driver, and the command's one-line
+errors."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
+import signal
+import socket
+import subprocess
 import sys
+import threading
+import time
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from attnlimits.cli import app
-from attnlimits.corpus import load_text
+from attnlimits.corpus import load_text, pack_text, unpack_text
+from attnlimits.corpus import text as text_module
 from attnlimits.experiments import skeleton
-from attnlimits.experiments.sweep import load_spec, run_sweep
+from attnlimits.experiments.store import _LOCK_NAME
+from attnlimits.experiments.sweep import load_spec, lpt_makespan, run_sweep, scaling_table
+from attnlimits.experiments.sweep.backends import check_address
 from tiny_models import tiny_model_dir
 
 #: Time columns differ from run to run; everything else must match exactly.
@@ -71,6 +85,13 @@ BAD_SPECS = [
         'experiment = "compare"\n[axes]\nnormalizers = [["adaptive"], ["nosuch"]]\n',
         "cell normalizers=nosuch: unknown normalizer 'nosuch'",
     ),
+    ('experiment = "compare"\nresources = 2\n', "[resources] must be a table"),
+    ('experiment = "compare"\n[resources]\ncpu = 2\n', "unknown [resources] key(s) ['cpu']"),
+    ('experiment = "compare"\n[resources]\ncpus = 0\n', "cpus must be a number > 0, got 0"),
+    ('experiment = "compare"\n[resources]\ngpus = -1\n', "gpus must be >= 0, got -1"),
+    ('experiment = "compare"\n[resources]\nmemory_gb = nan\n', "memory_gb must be >= 0"),
+    ('experiment = "compare"\n[resources]\ngpus = true\n', "gpus must be >= 0, got True"),
+    ('experiment = "compare"\n[resources]\nretries = 1.5\n', "retries must be a whole number"),
 ]
 
 
@@ -101,8 +122,81 @@ def test_cells_are_the_cartesian_product_in_a_stable_order(tmp_path):
     assert cfg.lengths == (128, 256) and cfg.sequences == 1  # fixed, and the quick preset
     assert len({c.id for c in spec.cells}) == 6
     assert [c.id for c in load_spec(spec.path).cells] == [c.id for c in spec.cells]
+    assert spec.resources == {"cpus": 1.0, "gpus": 0.0, "retries": 2}  # the defaults
     one = load_spec(_spec(tmp_path, 'experiment = "compare"\n', "one.toml"))
     assert [c.name for c in one.cells] == ["all"]
+
+
+def test_resources_default_to_one_cpu_and_a_gpu_where_a_cell_uses_cuda(tmp_path):
+    cuda = 'experiment = "compare"\n[axes]\ndevice = ["cpu", "cuda:0"]\n'
+    assert load_spec(_spec(tmp_path, cuda)).resources["gpus"] == 1.0
+    given = cuda + "[resources]\ncpus = 4\ngpus = 0.5\nmemory_gb = 6\nretries = 0\n"
+    resources = load_spec(_spec(tmp_path, given, "given.toml")).resources
+    assert resources == {"cpus": 4.0, "gpus": 0.5, "memory_gb": 6.0, "retries": 0}
+
+
+# ---- the scaling estimate --------------------------------------------------------------------
+
+
+def _best_makespan(seconds: list[float], slots: int) -> float:
+    """Every assignment of cells to workers (the naive reference; a few cells only)."""
+    best = float("inf")
+    for owners in itertools.product(range(slots), repeat=len(seconds)):
+        loads = [0.0] * slots
+        for owner, s in zip(owners, seconds, strict=True):
+            loads[owner] += s
+        best = min(best, max(loads))
+    return best
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0, 100), min_size=1, max_size=7), st.integers(1, 4))
+def test_longest_first_is_within_graham_bound_of_the_best_schedule(seconds, slots):
+    lpt, best = lpt_makespan(seconds, slots), _best_makespan(seconds, slots)
+    assert best - 1e-9 <= lpt <= (4 / 3 - 1 / (3 * slots)) * best + 1e-9
+    assert lpt >= max(max(seconds), sum(seconds) / slots) - 1e-9
+
+
+def test_scaling_table_and_bad_slots():
+    table = scaling_table([30.0, 10.0, 10.0, 10.0], slots=(1, 2, 4))
+    assert table["wall_s"].tolist() == [60.0, 30.0, 30.0]
+    assert table["speedup"].tolist() == [1.0, 2.0, 2.0] and table["efficiency"].iloc[2] == 0.5
+    with pytest.raises(ValueError, match="slots must be >= 1"):
+        lpt_makespan([1.0], 0)
+    with pytest.raises(ValueError, match="cell times must be >= 0"):
+        lpt_makespan([1.0, -2.0], 2)
+
+
+# ---- what a worker gets: the text shipped, a cluster address checked ---------------------------
+
+
+def test_a_shipped_text_is_read_without_its_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(text_module, "_shipped", {})
+    path = tmp_path / "book.txt"
+    path.write_text("Well, Prince, so Genoa and Lucca\nare now just family estates.\n")
+    expected = load_text(path)
+    packed = pack_text(path)
+    path.unlink()  # a worker on another machine: no copy of the file
+    with pytest.raises(FileNotFoundError):
+        load_text(path)
+    unpack_text(packed)
+    assert load_text(path) == expected
+    with pytest.raises(FileNotFoundError, match="text file not found"):
+        pack_text(tmp_path / "none.txt")
+
+
+def test_an_unreachable_cluster_address_fails_at_once():
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=f"cannot reach Ray at ray://127.0.0.1:{port}"):
+        check_address(f"ray://127.0.0.1:{port}")
+    assert time.perf_counter() - start < 30  # not Ray's minutes of retries
+    with pytest.raises(ValueError, match="must be host:port or ray://host:port"):
+        check_address("headnode")
+    for fine in (None, "auto", "local"):
+        check_address(fine)
 
 
 # ---- running it ----------------------------------------------------------------------------------
@@ -131,6 +225,18 @@ def test_serial_sweep_merges_tables_and_a_rerun_skips_finished_cells(llama, tmp_
     meta = json.loads((out / "run.json").read_text())
     assert meta["swept"] == "compare" and meta["spec"] == spec.read_text()
     assert [c["status"] for c in meta["cells"]] == ["done"] * 4
+    assert [c["models_loaded"] for c in meta["cells"]] == [1, 0, 0, 0]  # loaded once, kept
+    for cell in meta["cells"]:  # the skeleton's stages only: compare's own "forwards" is inside
+        total = json.loads((out / "cells" / cell["id"] / "run.json").read_text())
+        stages = total["wall_time_total_s"]
+        assert cell["wall_time_s"] == round(stages["compute"] + stages["report"], 1)
+    assert "## Scaling (estimate)" in text and "| 4 |" in text
+    fresh = tmp_path / "fresh"  # the last cell alone, with a model loaded for it
+    skeleton.run(skeleton.get("compare"), cells[3].config, fresh, progress=False)
+    alone, merged = _tables(fresh), _tables(out)
+    for name, df in alone.items():
+        rows = merged[name][merged[name]["cell"] == cells[3].id].iloc[:, 3:]
+        pd.testing.assert_frame_equal(rows.reset_index(drop=True), df)
 
     def boom(*args, **kwargs):
         raise AssertionError("a finished cell runs again")
@@ -155,14 +261,59 @@ def test_a_failed_cell_is_reported_and_the_others_finish(llama, tmp_path):
 
 
 @pytest.mark.slow  # ~20 s: starting a local Ray runtime on two busy cores
-def test_ray_gives_the_tables_serial_gives(llama, tmp_path):
+def test_ray_gives_the_tables_serial_gives_loading_the_model_once_per_worker(llama, tmp_path):
     pytest.importorskip("ray", reason="Ray is an extra: pip install 'attnlimits[ray]'")
-    spec = _spec(tmp_path, _tiny(llama, 'normalizers = [["adaptive"], ["topk:k=8"]]'))
+    spec = _spec(
+        tmp_path, _tiny(llama, 'normalizers = [["adaptive"], ["topk:k=8"]]\nseed = [0, 1, 2]')
+    )
     run_sweep(spec, tmp_path / "serial", progress=False)
     report, failed = run_sweep(spec, tmp_path / "ray", backend="ray", progress=False)
     assert failed == 0 and "backend ray" in report.read_text()
     serial, ray = _tables(tmp_path / "serial"), _tables(tmp_path / "ray")
     assert serial.keys() == ray.keys() and "summary" in serial
+    for name in serial:
+        pd.testing.assert_frame_equal(serial[name], ray[name])
+    cells = json.loads((tmp_path / "ray" / "run.json").read_text())["cells"]
+    loads: dict[str, int] = {}
+    for cell in cells:
+        loads[cell["worker"]] = loads.get(cell["worker"], 0) + cell["models_loaded"]
+    assert set(loads.values()) == {1}, loads  # each worker loaded the model for its first cell
+    assert len(loads) < len(cells), loads  # and kept it for the next
+
+
+def _kill_first_worker(out, killed: list[int], stop: threading.Event) -> None:
+    """SIGKILL the first process other than this one seen holding a cell's folder."""
+    while not stop.is_set():
+        for owner in out.glob(f"cells/*/{_LOCK_NAME}.owner"):
+            try:
+                pid = int(owner.read_text().split()[1])
+            except (OSError, ValueError, IndexError):
+                continue  # being written
+            if pid != os.getpid():
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
+        time.sleep(0.01)
+
+
+@pytest.mark.slow  # ~25 s: a local Ray runtime, a worker killed and its cell retried
+def test_a_worker_killed_mid_cell_is_retried_to_the_tables_serial_gives(llama, tmp_path):
+    pytest.importorskip("ray", reason="Ray is an extra: pip install 'attnlimits[ray]'")
+    spec = _spec(tmp_path, _tiny(llama, 'normalizers = [["adaptive"], ["topk:k=8"]]'))
+    run_sweep(spec, tmp_path / "serial", progress=False)
+    out, killed, stop = tmp_path / "ray", [], threading.Event()
+    killer = threading.Thread(target=_kill_first_worker, args=(out, killed, stop))
+    killer.start()
+    try:
+        report, failed = run_sweep(spec, out, backend="ray", progress=False)
+    finally:
+        stop.set()
+        killer.join()
+    assert len(killed) == 1 and failed == 0, report.read_text()
+    cells = json.loads((out / "run.json").read_text())["cells"]
+    assert all(c["status"] == "done" for c in cells)
+    assert all(not c["worker"].endswith(f":{killed[0]}") for c in cells)  # retried elsewhere
+    serial, ray = _tables(tmp_path / "serial"), _tables(out)
     for name in serial:
         pd.testing.assert_frame_equal(serial[name], ray[name])
 
@@ -191,6 +342,28 @@ def test_a_two_node_cluster_gives_the_tables_serial_gives(llama, tmp_path):
         pd.testing.assert_frame_equal(serial[name], both[name])
 
 
+@pytest.mark.slow  # ~20 s: two command-line processes
+def test_a_killed_sweep_finishes_the_rest_when_run_again(llama, tmp_path):
+    spec = _spec(tmp_path, _tiny(llama, 'normalizers = [["adaptive"], ["topk:k=8"]]'))
+    run_sweep(spec, tmp_path / "whole", progress=False)
+    first = load_spec(spec).cells[0]
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "attnlimits.cli", "sweep", str(spec), "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not (out / "cells" / first.id / "report.md").exists() and proc.poll() is None:
+        assert time.monotonic() < deadline, "the first cell never finished"
+        time.sleep(0.01)
+    proc.kill()  # the driver, in its second cell (or just after)
+    proc.wait()
+    report, failed = run_sweep(spec, out, progress=False)
+    assert failed == 0 and "| skipped |" in report.read_text()
+    whole, resumed = _tables(tmp_path / "whole"), _tables(out)
+    for name in whole:
+        pd.testing.assert_frame_equal(whole[name], resumed[name])
+
+
 # ---- the command ---------------------------------------------------------------------------------
 
 
@@ -211,3 +384,14 @@ def test_cli_bad_spec_and_missing_ray_end_in_one_line(tmp_path, monkeypatch):
         lines = res.output.strip().splitlines()
         assert res.exit_code == 2 and len(lines) == 1 and words in lines[0], res.output
         assert lines[0].startswith("error: ") and not out.exists()
+
+
+def test_cli_an_unreachable_address_ends_in_one_line(tmp_path):
+    pytest.importorskip("ray", reason="Ray is an extra: pip install 'attnlimits[ray]'")
+    good = _spec(tmp_path, 'experiment = "compare"\nquick = true\n', "good.toml")
+    args = ["sweep", str(good), "--backend", "ray", "--address", "127.0.0.1:9", "--out"]
+    res = CliRunner().invoke(app, [*args, str(tmp_path / "out")])
+    lines = res.output.strip().splitlines()
+    assert res.exit_code == 2 and len(lines) == 1, res.output
+    assert lines[0].startswith("error: cannot reach Ray at 127.0.0.1:9"), res.output
+    assert not (tmp_path / "out").exists()

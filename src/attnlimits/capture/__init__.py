@@ -5,11 +5,14 @@
 - :func:`capture`: streaming capture, one :class:`LayerCapture` per layer handed to a callback;
   :func:`capture_all` keeps them all (small inputs); :func:`capturing` wraps your own forward;
   :func:`capture_qkv`: the same without maps (SDPA output, q/k/v per layer) for long contexts.
+- :func:`keep_models` / :func:`keep_models_in_this_process`: load each model once for many runs
+  in one process (a sweep); :func:`models_loaded` counts the loads.
 
 Axis order: maps ``[batch, head, query, key]``, q/k/v ``[batch, head, pos, d]``; masks are
 boolean, True = attend. See ``docs/capture.md``.
 """
 
+from attnlimits.capture._kept import keep_models, keep_models_in_this_process, models_loaded
 from attnlimits.capture.capture import (
     CAPTURE_IMPL,
     STREAM_IMPL,
@@ -54,6 +57,9 @@ __all__ = [
     "capturing",
     "check_device",
     "check_model_available",
+    "keep_models",
+    "keep_models_in_this_process",
     "load_model",
     "model_info",
+    "models_loaded",
 ]

@@ -26,6 +26,7 @@ from urllib.parse import urlparse
 import torch
 from torch import nn
 
+from attnlimits.capture import _kept
 from attnlimits.corpus.text import cache_dir
 
 __all__ = [
@@ -339,11 +340,16 @@ def load_model(
     ``ForCausalLM``/``LMHeadModel``) load with their LM head; encoders as the bare model.
 
     Raises :class:`ModelUnavailableError` with one message naming the offline alternatives when
-    the model cannot be fetched (no network, ``HF_HUB_OFFLINE=1``, unknown id).
+    the model cannot be fetched (no network, ``HF_HUB_OFFLINE=1``, unknown id). Where a runner
+    keeps models (:func:`attnlimits.capture.keep_models`, a sweep), a model loaded before in this
+    process is returned as it is.
     """
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
     device = check_device(device)
+    key = (name_or_path, str(device), str(dtype))
+    if (kept := _kept.get(key)) is not None:
+        return kept
     source = _resolve(name_or_path)
     # a hub id with the hub out of reach: the local cache only, at once (not ~25 s of retries)
     offline = None if Path(source).is_dir() else _hub_unreachable()
@@ -373,4 +379,6 @@ def load_model(
             f"named models: {alternatives}."
         ) from err
     model = model.to(device).eval()  # type: ignore[arg-type]
-    return LoadedModel(model=model, tokenizer=tokenizer, info=model_info(model, name_or_path))
+    loaded = LoadedModel(model=model, tokenizer=tokenizer, info=model_info(model, name_or_path))
+    _kept.put(key, loaded)
+    return loaded

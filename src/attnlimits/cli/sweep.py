@@ -38,8 +38,10 @@ def sweep(
     """One experiment over a grid of settings, cell by cell, serially or on Ray; the cells'
     tables merged with the axis values as columns (docs/distributed.md)."""
     from attnlimits.experiments.sweep import load_spec, run_sweep
+    from attnlimits.experiments.sweep.backends import check_backend
 
     try:
+        check_backend(backend)  # the options first, then the file
         loaded = load_spec(spec)
         path, failed = run_sweep(loaded, out, backend=backend, address=address)
     except (ValueError, OSError, ImportError) as err:  # bad spec, no Ray, busy folder

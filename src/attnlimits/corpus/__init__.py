@@ -14,8 +14,10 @@ from attnlimits.corpus.text import (
     TextUnavailableError,
     cache_dir,
     load_text,
+    pack_text,
     strip_gutenberg,
     text_sha256,
+    unpack_text,
 )
 from attnlimits.corpus.windows import (
     SpreadWindows,
@@ -36,9 +38,11 @@ __all__ = [
     "check_windows",
     "encode",
     "load_text",
+    "pack_text",
     "spread_windows",
     "strip_gutenberg",
     "text_sha256",
     "token_windows",
+    "unpack_text",
     "word_tokenizer",
 ]

@@ -22,8 +22,10 @@ __all__ = [
     "TextUnavailableError",
     "cache_dir",
     "load_text",
+    "pack_text",
     "strip_gutenberg",
     "text_sha256",
+    "unpack_text",
 ]
 
 GUTENBERG_URL = "https://www.gutenberg.org/cache/epub/2600/pg2600.txt"
@@ -43,6 +45,11 @@ _END_MARK = re.compile(r"^\*\*\* ?END OF (THE|THIS) PROJECT GUTENBERG EBOOK.*$",
 
 class TextUnavailableError(OSError):
     """No local copy of the book and no way to download it."""
+
+
+#: Texts another process read and shipped here (a sweep's driver puts each cell's text in Ray's
+#: object store once; its workers need no copy of the file): source -> (path, raw bytes, verify).
+_shipped: dict[str, tuple[str, bytes, bool]] = {}
 
 
 def cache_dir() -> Path:
@@ -142,6 +149,27 @@ def _resolve(source: str | os.PathLike[str] | None) -> tuple[Path, bool]:
     return cached, True
 
 
+def _key(source: str | os.PathLike[str] | None) -> str:
+    return "" if source is None else str(Path(source).expanduser())
+
+
+def pack_text(
+    source: str | os.PathLike[str] | None = None,
+) -> dict[str, tuple[str, bytes, bool]]:
+    """The file ``load_text(source)`` reads in this process, as raw bytes, to ship to another
+    process (which hands it to :func:`unpack_text`); ``FileNotFoundError`` if it is missing."""
+    path, verify = _resolve(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"text file not found: {path}")
+    return {_key(source): (str(path), path.read_bytes(), verify)}
+
+
+def unpack_text(packed: dict[str, tuple[str, bytes, bool]]) -> None:
+    """From now on, ``load_text(source)`` in this process reads the bytes :func:`pack_text`
+    shipped for ``source`` (checked and decoded as a file would be) instead of a file."""
+    _shipped.update(packed)
+
+
 def load_text(source: str | os.PathLike[str] | None = None) -> str:
     """Return the text of *War and Peace* (or of ``source``), Gutenberg header and licence stripped.
 
@@ -155,10 +183,13 @@ def load_text(source: str | os.PathLike[str] | None = None) -> str:
     checksum does not match or a text is empty or not UTF-8 (the message names the file), and
     :class:`TextUnavailableError` when offline with no local copy.
     """
-    path, verify = _resolve(source)
-    if not path.is_file():
-        raise FileNotFoundError(f"text file not found: {path}")
-    raw = path.read_bytes()
+    if (shipped := _shipped.get(_key(source))) is not None:
+        path, raw, verify = Path(shipped[0]), shipped[1], shipped[2]
+    else:
+        path, verify = _resolve(source)
+        if not path.is_file():
+            raise FileNotFoundError(f"text file not found: {path}")
+        raw = path.read_bytes()
     if verify and (digest := text_sha256(raw)) != WAR_AND_PEACE_SHA256:
         raise ValueError(
             f"{path} has sha256 {digest}, expected {WAR_AND_PEACE_SHA256} (Gutenberg #2600)"

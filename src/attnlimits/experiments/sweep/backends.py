@@ -6,13 +6,21 @@ parts (a cell that a killed worker left half-done picks up where it stopped when
 it, or when the sweep is run again), ``run.json``, tables and ``report.md``. A cell already
 finished with the same settings is skipped without starting any work. A cell that fails is
 recorded with its error; the other cells go on.
+
+A process that runs cells keeps each model it loads (:func:`attnlimits.capture.keep_models`):
+the serial backend for the sweep, a Ray worker for its life, so a model is loaded once per
+worker, not once per cell. On Ray the driver reads each cell's text once and puts it in Ray's
+object store (:func:`attnlimits.corpus.pack_text`): workers on other machines need no copy.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +28,36 @@ from tqdm.auto import tqdm
 
 from attnlimits.experiments.sweep.spec import Cell
 
-__all__ = ["BACKENDS", "RAY_MISSING", "cell_folder", "check_backend", "finished", "run_cells"]
+__all__ = [
+    "BACKENDS",
+    "RAY_MISSING",
+    "CellResult",
+    "cell_folder",
+    "check_address",
+    "check_backend",
+    "finished",
+    "run_cells",
+]
 
 BACKENDS = ("serial", "ray")
 RAY_MISSING = "--backend ray needs Ray: pip install 'attnlimits[ray]'"
 #: Status of a cell after :func:`run_cells`: ran now, finished before (skipped), or failed.
 DONE, SKIPPED, FAILED = "done", "skipped", "failed"
-#: Cell id -> (status, error text or None).
-Results = dict[str, tuple[str, str | None]]
+_CONNECT_TIMEOUT = 5.0  # seconds to reach a cluster's address before Ray is asked to
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """How one cell went in this sweep run."""
+
+    status: str  # done, skipped or failed
+    error: str | None = None  # the error of a failed cell, one line
+    seconds: float | None = None  # wall time of this run of the cell (None: skipped)
+    worker: str | None = None  # "host:pid" of the process that ran it
+    loaded_models: int | None = None  # models it loaded from disk (0: its worker kept them)
+
+
+Results = dict[str, CellResult]
 
 
 def cell_folder(out: Path, cell: Cell) -> Path:
@@ -50,16 +80,35 @@ def finished(experiment: Any, cell: Cell, folder: Path) -> bool:
     )
 
 
-def _run_one(name: str, config: Any, folder: str) -> tuple[str, str | None]:
-    """One cell, in this process: (status, error text or None). Never raises an ordinary error,
-    so a Ray task retries only when its worker dies."""
+def _run_one(name: str, config: Any, folder: str) -> CellResult:
+    """One cell, in this process. Never raises an ordinary error, so a Ray task retries only
+    when its worker dies."""
+    from attnlimits.capture import models_loaded
     from attnlimits.experiments import skeleton
 
+    start, before = time.perf_counter(), models_loaded()
     try:
         skeleton.run(skeleton.get(name), config, Path(folder), progress=False)
+        status, error = DONE, None
     except Exception as err:
-        return FAILED, f"{type(err).__name__}: {err}"
-    return DONE, None
+        status, error = FAILED, f"{type(err).__name__}: {err}".splitlines()[0]
+    return CellResult(
+        status,
+        error,
+        round(time.perf_counter() - start, 2),
+        f"{socket.gethostname()}:{os.getpid()}",
+        models_loaded() - before,
+    )
+
+
+def _ray_cell(name: str, config: Any, folder: str, texts: dict[str, Any]) -> CellResult:
+    """One cell as a Ray task: this worker keeps its models, and reads the shipped texts."""
+    from attnlimits.capture import keep_models_in_this_process
+    from attnlimits.corpus import unpack_text
+
+    keep_models_in_this_process()
+    unpack_text(texts)
+    return _run_one(name, config, folder)
 
 
 def check_backend(backend: str) -> None:
@@ -70,6 +119,24 @@ def check_backend(backend: str) -> None:
         _import_ray()
 
 
+def check_address(address: str | None) -> None:
+    """A cluster address (``host:port`` or ``ray://host:port``) that answers within 5 s, else
+    ``ValueError`` at once (Ray itself retries an unreachable address for minutes); ``None``,
+    ``auto`` and ``local`` pass."""
+    if address in (None, "", "auto", "local"):
+        return
+    host, _, port = str(address).split("://", 1)[-1].rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"--address must be host:port or ray://host:port, got {address!r}")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), _CONNECT_TIMEOUT).close()
+    except OSError as err:
+        raise ValueError(
+            f"cannot reach Ray at {address} ({err.strerror or type(err).__name__}); start the "
+            "cluster (ray start --head) or check the address and that its port is open"
+        ) from None
+
+
 def _import_ray() -> Any:
     try:
         import ray
@@ -78,16 +145,45 @@ def _import_ray() -> Any:
     return ray
 
 
-def _tick(bar: Any, results: Results) -> None:
-    statuses = [s for s, _ in results.values()]
-    bar.set_postfix(done=len(statuses) - statuses.count(FAILED), failed=statuses.count(FAILED))
+def _postfix(bar: Any, results: Results, running: int) -> None:
+    statuses = [r.status for r in results.values()]
+    failed = statuses.count(FAILED)
+    bar.set_postfix(done=len(statuses) - failed, running=running, failed=failed)
+
+
+def _tick(bar: Any, results: Results, running: int = 0) -> None:
+    _postfix(bar, results, running)
     bar.update()
 
 
 def _serial(experiment: Any, todo: Sequence[Cell], out: Path, bar: Any, results: Results) -> None:
-    for cell in todo:
-        results[cell.id] = _run_one(experiment.name, cell.config, str(cell_folder(out, cell)))
-        _tick(bar, results)
+    from attnlimits.capture import keep_models
+
+    with keep_models():
+        for cell in todo:
+            _postfix(bar, results, running=1)
+            results[cell.id] = _run_one(experiment.name, cell.config, str(cell_folder(out, cell)))
+            _tick(bar, results)
+
+
+def _texts(todo: Sequence[Cell]) -> dict[str, Any]:
+    """Each distinct text the cells read, as raw bytes (a missing one: the cell says so)."""
+    from attnlimits.corpus import pack_text
+
+    texts: dict[str, Any] = {}
+    for source in {getattr(c.config, "text", None) for c in todo if hasattr(c.config, "text")}:
+        try:
+            texts |= pack_text(source)
+        except OSError:
+            continue  # the cell fails in its worker with load_text's own message
+    return texts
+
+
+def _slots(ray: Any, resources: dict[str, float]) -> int:
+    """How many cells the cluster runs at once, from its CPUs and GPUs (for the progress bar)."""
+    total = ray.cluster_resources()
+    fits = [total.get(k.upper(), 0.0) // resources[k] for k in ("cpus", "gpus") if resources[k]]
+    return max(1, int(min(fits))) if fits else 1
 
 
 def _ray(
@@ -97,6 +193,7 @@ def _ray(
     bar: Any,
     results: Results,
     address: str | None,
+    resources: dict[str, float],
 ) -> None:
     ray = _import_ray()
     started = not ray.is_initialized()
@@ -109,19 +206,27 @@ def _ray(
             where = where or "a local runtime"
             raise ValueError(f"cannot start or reach Ray at {where}: {text}") from None
     try:
-        task = ray.remote(num_cpus=1, max_retries=2)(_run_one)
+        options: dict[str, Any] = {"num_cpus": resources["cpus"], "num_gpus": resources["gpus"],
+                                   "max_retries": int(resources["retries"])}  # fmt: skip
+        if resources.get("memory_gb"):
+            options["memory"] = int(resources["memory_gb"] * 2**30)
+        task = ray.remote(**options)(_ray_cell)
+        texts = ray.put(_texts(todo))  # once, whatever the number of cells and workers
         pending = {
-            task.remote(experiment.name, cell.config, str(cell_folder(out, cell))): cell
+            task.remote(experiment.name, cell.config, str(cell_folder(out, cell)), texts): cell
             for cell in todo
         }
+        slots = _slots(ray, resources)
+        _postfix(bar, results, running=min(slots, len(pending)))
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             cell = pending.pop(ready[0])
             try:
                 results[cell.id] = ray.get(ready[0])
             except Exception as err:  # the worker died on every try (killed, out of memory)
-                results[cell.id] = (FAILED, f"{type(err).__name__}: {err}".splitlines()[0])
-            _tick(bar, results)
+                error = f"{type(err).__name__}: {err}".splitlines()[0]
+                results[cell.id] = CellResult(FAILED, error)
+            _tick(bar, results, running=min(slots, len(pending)))
     finally:
         if started:
             ray.shutdown()
@@ -134,18 +239,23 @@ def run_cells(
     backend: str = "serial",
     address: str | None = None,
     *,
+    resources: dict[str, float] | None = None,
     progress: bool = True,
 ) -> Results:
-    """Run every unfinished cell of a sweep; return cell id -> (status, error text or None).
+    """Run every unfinished cell of a sweep; return cell id -> :class:`CellResult`.
 
-    ``backend`` is ``"serial"`` (in this process, in order) or ``"ray"``: one task per cell
-    (one CPU each, retried twice if its worker dies) on the Ray runtime at ``address``, else
-    ``$RAY_ADDRESS``, else a local one started for this sweep.
+    ``backend`` is ``"serial"`` (in this process, in order) or ``"ray"``: one task per cell on
+    the Ray runtime at ``address``, else ``$RAY_ADDRESS``, else a local one started for this
+    sweep. Each task asks for ``resources`` (the spec's ``[resources]``: cpus, gpus, memory_gb,
+    retries; default one CPU, two retries if its worker dies).
     """
     check_backend(backend)
+    if backend == "ray" and not _import_ray().is_initialized():
+        check_address(address or os.environ.get("RAY_ADDRESS"))
     out = Path(out)
+    resources = {"cpus": 1.0, "gpus": 0.0, "retries": 2} | dict(resources or {})
     results: Results = {
-        c.id: (SKIPPED, None) for c in cells if finished(experiment, c, cell_folder(out, c))
+        c.id: CellResult(SKIPPED) for c in cells if finished(experiment, c, cell_folder(out, c))
     }
     todo = [c for c in cells if c.id not in results]
     bar = tqdm(total=len(cells), initial=len(results), desc=f"sweep ({backend})", unit="cell",
@@ -154,5 +264,5 @@ def run_cells(
         if todo and backend == "serial":
             _serial(experiment, todo, out, bar, results)
         elif todo:
-            _ray(experiment, todo, out, bar, results, address)
+            _ray(experiment, todo, out, bar, results, address, resources)
     return {c.id: results[c.id] for c in cells}

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 from attnlimits.experiments.store import ResultStore
-from attnlimits.experiments.sweep.backends import FAILED, check_backend, run_cells
+from attnlimits.experiments.sweep.backends import FAILED, check_address, check_backend, run_cells
 from attnlimits.experiments.sweep.merge import merge_tables, write_sweep_report
 from attnlimits.experiments.sweep.spec import Spec, load_spec
 
@@ -29,20 +31,27 @@ def run_sweep(
     the merged tables, ``run.json`` and ``report.md`` into ``out``.
 
     Returns (``report.md``'s path, how many cells failed). A bad spec or backend raises
-    ``ValueError`` (no Ray: ``ImportError``) before any folder is made; a failing cell does not
+    ``ValueError`` (no Ray: ``ImportError``; a cluster address that does not answer:
+    ``ValueError``) before any folder is made; a failing cell does not
     stop the others. ``out`` is locked for the sweep (a second sweep into it gets
     ``FolderBusyError``).
     """
     from attnlimits.experiments import skeleton
 
     check_backend(backend)  # an unknown backend or a missing Ray: before any folder or cell
+    if backend == "ray":
+        check_address(address or os.environ.get("RAY_ADDRESS"))  # likewise a dead address
     if not isinstance(spec, Spec):
         spec = load_spec(spec)
     out = Path(out) if out is not None else default_out(spec.path)
     experiment = skeleton.get(spec.experiment)
     store = ResultStore(out)
     with store.lock(), store.timed("sweep"):
-        results = run_cells(experiment, spec.cells, out, backend, address, progress=progress)
+        start = time.perf_counter()
+        results = run_cells(experiment, spec.cells, out, backend, address,
+                            resources=spec.resources, progress=progress)  # fmt: skip
+        elapsed = time.perf_counter() - start
         tables = merge_tables(spec, results, out)
-        report = write_sweep_report(spec, results, store, tables, backend=backend, address=address)
-    return report, sum(status == FAILED for status, _ in results.values())
+        report = write_sweep_report(spec, results, store, tables, backend=backend,
+                                    address=address, elapsed=elapsed)  # fmt: skip
+    return report, sum(r.status == FAILED for r in results.values())

@@ -9,6 +9,11 @@ A spec is a TOML file::
     [axes]                        # each a list of values; the cells are their cartesian product
     seed = [0, 1]
     normalizers = [["softmax", "adaptive"], ["softmax", "logn:train_length=128"]]
+    [resources]                   # optional: what one cell needs, for Ray to place it
+    cpus = 1                      # default 1
+    gpus = 0                      # default 1 where a cell runs on a cuda device, else 0
+    memory_gb = 4                 # default: no reservation
+    retries = 2                   # tries after a worker dies (killed, out of memory); default 2
 
 Every cell's ``Config`` is built (``Config.preset(quick=..., **settings)``) when the spec is
 loaded, so a bad value in any cell fails before any work, in one line naming the file.
@@ -18,8 +23,9 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import math
 import sys
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +38,8 @@ else:  # pragma: no cover - Python 3.10
 
 __all__ = ["Cell", "Spec", "label", "load_spec"]
 
-_TOP_KEYS = ("experiment", "quick", "fixed", "axes")
+_TOP_KEYS = ("experiment", "quick", "fixed", "axes", "resources")
+_RESOURCES = ("cpus", "gpus", "memory_gb", "retries")  # the keys of [resources]
 #: Settings naming a file or folder: a relative path is made absolute when the spec is loaded,
 #: so a Ray worker started in another folder finds the same file.
 _PATH_SETTINGS = ("text", "model")
@@ -59,6 +66,8 @@ class Spec:
     fixed: dict[str, Any]
     axes: dict[str, list[Any]]
     cells: tuple[Cell, ...]
+    #: What one cell asks Ray for: cpus, gpus, memory_gb (absent: none reserved), retries.
+    resources: dict[str, float] = field(default_factory=dict)
 
 
 def label(value: Any) -> Any:
@@ -96,8 +105,33 @@ def _table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     return value
 
 
-def _parse(path: Path, text: str) -> tuple[str, bool, dict[str, Any], dict[str, list[Any]]]:
-    """The spec's four parts, checked for shape (names and values are checked by the Config)."""
+def _resources(given: dict[str, Any], cells: list[Cell], where: str) -> dict[str, float]:
+    """[resources] checked, with the defaults filled in: 1 CPU; 1 GPU if a cell uses cuda."""
+    unknown = sorted(set(given) - set(_RESOURCES))
+    if unknown:
+        raise ValueError(f"{where}: unknown [resources] key(s) {unknown}; known: "
+                         f"{', '.join(_RESOURCES)}")  # fmt: skip
+    for key, value in given.items():
+        number = isinstance(value, int) if key == "retries" else isinstance(value, (int, float))
+        if (
+            not number
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+            or value < 0
+            or (key == "cpus" and value == 0)
+        ):
+            kind = {"retries": "a whole number >= 0", "cpus": "a number > 0"}.get(key, ">= 0")
+            raise ValueError(f"{where}: [resources] {key} must be {kind}, got {value!r}")
+    cuda = any(str(getattr(c.config, "device", "cpu")).startswith("cuda") for c in cells)
+    return {"cpus": 1.0, "gpus": 1.0 if cuda else 0.0, "retries": 2} | {
+        k: float(v) if k != "retries" else int(v) for k, v in given.items()
+    }
+
+
+def _parse(
+    path: Path, text: str
+) -> tuple[str, bool, dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The spec's five parts, checked for shape (names and values are checked by the Config)."""
     from attnlimits.experiments import skeleton
 
     where = str(path)
@@ -124,7 +158,7 @@ def _parse(path: Path, text: str) -> tuple[str, bool, dict[str, Any], dict[str, 
     both = sorted(set(fixed) & set(axes))
     if both:
         raise ValueError(f"{where}: {both} both fixed and an axis; keep one")
-    return str(experiment), quick, fixed, axes
+    return str(experiment), quick, fixed, axes, _table(data, "resources", where)
 
 
 def load_spec(path: Path | str) -> Spec:
@@ -137,7 +171,7 @@ def load_spec(path: Path | str) -> Spec:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise ValueError(f"cannot read sweep spec {path}: {err}") from None
-    experiment, quick, fixed, axes = _parse(path, text)
+    experiment, quick, fixed, axes, given = _parse(path, text)
     config_type = skeleton.get(experiment).config
     names = {f.name for f in fields(config_type)}
     unknown = sorted((set(fixed) | set(axes)) - names)
@@ -158,4 +192,5 @@ def load_spec(path: Path | str) -> Spec:
         if same:  # e.g. normalizers ["adaptive"] and ["softmax", "adaptive"]: softmax is added
             raise ValueError(f"{path}: cells {same[0]} and {name} have the same settings")
         cells.append(Cell(id=cell_id, name=name, axes=point, config=config))
-    return Spec(path, text, experiment, quick, fixed, dict(axes), tuple(cells))
+    resources = _resources(given, cells, str(path))
+    return Spec(path, text, experiment, quick, fixed, dict(axes), tuple(cells), resources)
