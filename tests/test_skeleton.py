@@ -86,6 +86,7 @@ def test_run_writes_everything_and_resumes(tmp_path):
     meta = json.loads((out / "run.json").read_text())
     assert meta["experiment"] == "toy" and meta["params"] == {"steps": 3, "fail_at": -1}
     assert meta["machine"]["torch_threads"] >= 1 and "torch" in meta["versions"]
+    assert meta["machine"]["cpu_capability"] and "mkl_instructions" in meta["machine"]
     assert CALLS == [0, 1, 2]
     skeleton.run(TOY, ToyConfig(), out, progress=False)
     assert CALLS == [0, 1, 2], "a rerun with the same settings recomputed saved parts"

@@ -142,11 +142,15 @@ def _cpu_model() -> str:
 
 
 def machine_info() -> dict[str, Any]:
-    """What the numbers may depend on besides versions: CPU, cores, torch's thread counts."""
+    """What the numbers may depend on besides versions: CPU, the vector instructions torch's
+    kernels use (``ATEN_CPU_CAPABILITY`` lowers them) and MKL's (``MKL_ENABLE_INSTRUCTIONS``),
+    cores, torch's thread counts (docs/determinism.md measures what each changes)."""
     import torch
 
     return {
         "cpu": _cpu_model(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "mkl_instructions": os.environ.get("MKL_ENABLE_INSTRUCTIONS"),
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "torch_interop_threads": torch.get_num_interop_threads(),
