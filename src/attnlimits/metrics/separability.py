@@ -211,10 +211,14 @@ def separability_curve(
     delta = torch.as_tensor(delta, dtype=r.attn.dtype, device=attn.device)
     check_geometry(m, delta)
     m, delta = m.unsqueeze(-1), delta.unsqueeze(-1) if delta.ndim > 0 else delta  # per row
-    shared = None
-    if gram_pays(r.x, n_values):
+    gram64 = None  # x shared by every head (hidden states): the float64 Gram matrix, once
+    if math.prod(r.x.shape[:-2]) == 1 and (
+        n_values[-1] < r.x.shape[-1] or gram_pays(r.x, n_values)
+    ):
         x64 = r.x.double().reshape(r.x.shape[-2:])
-        shared = (x64 @ x64.mT).to(r.x.dtype)  # (K, K)
+        gram64 = x64 @ x64.mT  # (K, K)
+    shared = gram64.to(r.x.dtype) if gram64 is not None and gram_pays(r.x, n_values) else None
+    inside_gram = gram64 if gram64 is not None and n_values[-1] < r.x.shape[-1] else None
     parts = [
         _block(
             prepare_rows(a, x[..., :k, :], n_values[0], keep),
@@ -223,6 +227,7 @@ def separability_curve(
             delta,
             r.x[..., :k, :],
             None if shared is None else shared[:k, :k],
+            None if inside_gram is None else inside_gram[:k, :k],
         )
         for a, keep, k in query_blocks(attn, mask, n_values[-1] + 1)
     ]
@@ -230,15 +235,19 @@ def separability_curve(
     return SeparabilityMetrics(*(torch.cat(f, -2) for f in zip(*parts, strict=True)))
 
 
-def _inside(x: Tensor, alpha_sel: Tensor, idx: Tensor) -> Tensor:
-    """||s − α_i x_i|| for i ∈ I_N (float64, [..., Q, N]) from the Gram block of I_N, built from
-    the selected rows of x only (O(Q·N²·d), never the [K, K] Gram matrix)."""
-    k, d = x.shape[-2:]
-    batch = torch.broadcast_shapes(x.shape[:-2], idx.shape[:-2])
-    t = table_index(x, 2).expand(*batch, 1, 1)
-    idx = idx.expand(*batch, *idx.shape[-2:])
-    xs = x.reshape(-1, k, d)[t, idx].double()  # (..., Q, N, d)
-    g = xs @ xs.mT  # (..., Q, N, N)
+def _inside(x: Tensor, alpha_sel: Tensor, idx: Tensor, gram64: Tensor | None = None) -> Tensor:
+    """||s − α_i x_i|| for i ∈ I_N (float64, [..., Q, N]) from the Gram block of I_N: read from
+    ``gram64`` (x x^T in float64, [K, K], when one x serves every head and N < d: O(Q·N²)),
+    else built from the selected rows of x (O(Q·N²·d), never the [K, K] Gram matrix)."""
+    if gram64 is not None:
+        g = gram64[idx.unsqueeze(-1), idx.unsqueeze(-2)]  # (..., Q, N, N)
+    else:
+        k, d = x.shape[-2:]
+        batch = torch.broadcast_shapes(x.shape[:-2], idx.shape[:-2])
+        t = table_index(x, 2).expand(*batch, 1, 1)
+        idx = idx.expand(*batch, *idx.shape[-2:])
+        xs = x.reshape(-1, k, d)[t, idx].double()  # (..., Q, N, d)
+        g = xs @ xs.mT  # (..., Q, N, N)
     a = alpha_sel.double()
     t_i = a * (g @ a.unsqueeze(-1)).squeeze(-1)  # α_i (Gα)_i
     u_i = a * (g.diagonal(dim1=-2, dim2=-1) * a)  # α_i² G_ii, rounded as t_i is at N = 1
@@ -252,6 +261,7 @@ def _block(
     delta: Tensor,
     x: Tensor,
     shared: Tensor | None,
+    inside_gram: Tensor | None = None,
 ) -> SeparabilityMetrics:
     """The per-row part of :func:`separability_curve` on one block of query rows."""
     order = key_ranks(r)
@@ -264,7 +274,7 @@ def _block(
         outside = ((a * a * r.sq - 2 * a * inner + s_sq).clamp_min(0)).sqrt()
         ball = outside.masked_fill(~(r.keep & ~sel), math.inf).amin(-1)  # r, (..., Q)
         alpha_sel = a.gather(-1, idx)  # (..., Q, N)
-        inside = _inside(x, alpha_sel, idx)
+        inside = _inside(x, alpha_sel, idx, inside_gram)
         ratio = (inside <= ball.double().unsqueeze(-1)).sum(-1).to(a.dtype) / n
         lower, upper = separability_bounds(alpha_sel, ball, m, delta, check=False)
         ok = r.n_keys >= n + 1
