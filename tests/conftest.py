@@ -29,6 +29,25 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_TEXT = REPO.parent / "shared" / "data" / "war_and_peace.txt"
 
 
+@pytest.fixture(params=["fused", "torch"])
+def metric_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a metric test twice: through the fused CPU kernels (attnlimits.metrics._fused) and
+    through the torch path they replace (``ATTNLIMITS_FUSED=0``), both against the test's
+    naive reference."""
+    if request.param == "fused":
+        pytest.importorskip("numba")
+        monkeypatch.setenv("ATTNLIMITS_FUSED", "1")
+    else:
+        monkeypatch.setenv("ATTNLIMITS_FUSED", "0")
+    return str(request.param)
+
+
+@pytest.fixture
+def torch_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The torch path only: for tests of its internals (query blocks, Gram routes, d_1 loop)."""
+    monkeypatch.setenv("ATTNLIMITS_FUSED", "0")
+
+
 @pytest.fixture
 def gen() -> torch.Generator:
     """A seeded CPU generator: every random test input is reproducible."""

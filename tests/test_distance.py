@@ -103,7 +103,7 @@ def test_metric_matches_naive_loop(gen, kind, n):
 
 @pytest.mark.parametrize("kind", MASKS)
 @pytest.mark.parametrize("d", [5, 40])  # d = 40 > K: s_N is built over several gathers
-def test_curve_matches_naive_loop_for_every_n(gen, kind, d):
+def test_curve_matches_naive_loop_for_every_n(gen, kind, d, metric_path):
     q, k, ns = 7, 9, (1, 2, 4, 7)
     mask = _mask(kind, q, k, gen)
     attn, x = _inputs(gen, (2,), q, k, d=d, mask=mask)
@@ -181,7 +181,7 @@ def test_monte_carlo_agrees_with_exact(gen):
 
 @pytest.mark.parametrize("kind", MASKS)
 @pytest.mark.parametrize("shared", [False, True])
-def test_monte_carlo_curve_agrees_with_enumeration(gen, kind, shared):
+def test_monte_carlo_curve_agrees_with_enumeration(gen, kind, shared, metric_path):
     """Every N of the grid from one random order per sample: within 4.5 SE of the exhaustive
     mean over C(L, N) subsets (the naive reference), per row, per head; shared x (one x for
     every head, d large) takes the Gram route."""
@@ -279,7 +279,7 @@ def test_jensen_sandwich_and_gap_bounds(seed, k, n_frac, c, d):
     c=st.floats(0.0, 20.0),
     causal=st.booleans(),
 )
-def test_theorem1_bound_holds_for_top_n(seed, k, n_frac, c, causal):
+def test_theorem1_bound_holds_for_top_n(seed, k, n_frac, c, causal):  # distance_metrics
     gen = torch.Generator().manual_seed(seed)
     n = min(1 + int(n_frac * (k - 1)), k - 1)
     mask = torch.ones(k, k, dtype=torch.bool).tril() if causal else None
@@ -385,7 +385,7 @@ def test_without_bound_skips_only_the_bound(gen):
 
 @pytest.mark.parametrize("shared_x", [False, True])
 @pytest.mark.parametrize("kind", ["none", "causal", "random"])
-def test_d1_running_max_path_matches_full_loop(gen, monkeypatch, shared_x, kind):
+def test_d1_running_max_path_matches_full_loop(gen, monkeypatch, shared_x, kind, torch_path):
     """d_1 from the running maximum (prefix rows) equals the loop over all selected keys."""
     from attnlimits.metrics import distance as dm
 
@@ -419,7 +419,7 @@ def test_d1_running_max_path_matches_full_loop(gen, monkeypatch, shared_x, kind)
 
 
 @pytest.mark.parametrize("gram_route", [False, True])
-def test_curve_with_x_shared_by_heads_matches_naive_loop(gen, monkeypatch, gram_route):
+def test_curve_with_x_shared_by_heads_matches_naive_loop(gen, monkeypatch, gram_route, torch_path):
     """One x for every head (hidden states): dense and sparse-Gram routes both match the loop."""
 
     monkeypatch.setattr(_topn, "_GRAM_FACTOR", 0 if gram_route else 10**9)
@@ -444,7 +444,7 @@ def test_curve_with_x_shared_by_heads_matches_naive_loop(gen, monkeypatch, gram_
             assert float(curve.bound[b, row, j]) == pytest.approx(ref[1], rel=1e-9, abs=1e-12)
 
 
-def test_query_blocks_give_the_unblocked_curves(gen, monkeypatch):
+def test_query_blocks_give_the_unblocked_curves(gen, monkeypatch, torch_path):
     """Rows split into query blocks (as at L = 1024) join back on the row axis, grid last."""
     q, k, ns = 9, 10, (1, 3, 5)
     mask = torch.ones(q, k, dtype=torch.bool).tril(k - q)

@@ -177,7 +177,7 @@ def naive_sensitivity(scores, mask, temps, epss, seed):
     return out
 
 
-def test_sensitivity_matches_naive_loop_with_causal_mask():
+def test_sensitivity_matches_naive_loop_with_causal_mask(metric_path):
     g = torch.Generator().manual_seed(3)
     scores = 2 * torch.randn(2, 2, 6, 6, generator=g)
     causal = torch.ones(6, 6, dtype=torch.bool).tril().expand(2, 2, 6, 6).clone()
@@ -193,7 +193,7 @@ def test_sensitivity_matches_naive_loop_with_causal_mask():
     assert bool((res.values[:, :, 0] == 0).all())  # one key: δ = 0
 
 
-def test_sensitivity_in_blocks_of_rows_with_cut_columns(monkeypatch):
+def test_sensitivity_in_blocks_of_rows_with_cut_columns(monkeypatch, torch_path):
     """Tiny blocks (rows sorted by kept count, columns cut to the block's kept keys) agree."""
     from attnlimits.metrics import jacobian
 
@@ -216,7 +216,7 @@ def test_sensitivity_in_blocks_of_rows_with_cut_columns(monkeypatch):
 
 
 @given(length=st.integers(2, 20), scale=st.floats(0.0, 10.0), seed=seeds)
-def test_sensitivity_obeys_corrected_bound_and_tracks_exact_norm(length, scale, seed):
+def test_sensitivity_obeys_corrected_bound_and_tracks_exact_norm(length, scale, seed):  # fused
     g = torch.Generator().manual_seed(seed)
     scores = scale * torch.randn(4, length, generator=g, dtype=torch.float64)
     temps = torch.tensor([0.03, 0.1, 1.0, 10.0], dtype=torch.float64)

@@ -151,7 +151,7 @@ def test_normalize_to_sphere(gen):
         normalize_to_sphere(x, 0.0)
 
 
-def test_min_pairwise_distance(gen):
+def test_min_pairwise_distance(gen, metric_path):
     x = torch.randn(2, 7, 3, generator=gen, dtype=F64)
     mask = torch.tensor([True, False, True, True, False, True, True])
     got = min_pairwise_distance(x, mask)
@@ -211,12 +211,16 @@ def test_fp16_input_gives_finite_values(gen):
 
 @pytest.mark.parametrize("d", [3, 40])  # d = 40 > K: s_N is built over several gathers
 @pytest.mark.parametrize("shared_x", [False, True])
-@pytest.mark.parametrize("gram_route", [False, True])
-def test_curve_matches_naive_loop_for_every_n(gen, monkeypatch, d, shared_x, gram_route):
-    """The grid (nested s_N, Gram-block inside distances) agrees with the row loop at every N."""
+@pytest.mark.parametrize("route", ["fused", "torch dense", "torch gram"])
+def test_curve_matches_naive_loop_for_every_n(gen, monkeypatch, d, shared_x, route):
+    """The grid agrees with the row loop at every N: through the fused kernels and both routes
+    of the torch path (nested s_N by dense products or sparse Gram rows)."""
     from attnlimits.metrics import _topn
 
-    monkeypatch.setattr(_topn, "_GRAM_FACTOR", 0 if gram_route else 10**9)
+    if route == "fused":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("ATTNLIMITS_FUSED", "1" if route == "fused" else "0")
+    monkeypatch.setattr(_topn, "_GRAM_FACTOR", 0 if route == "torch gram" else 10**9)
     q, k, ns = 10, 12, (1, 2, 3, 5, 9)
     mask = torch.ones(q, k, dtype=torch.bool).tril(k - q)
     attn, _ = _sphere_inputs(gen, q, k, mask=mask, lead=(3,))

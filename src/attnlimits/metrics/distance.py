@@ -27,6 +27,7 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import check_top_n
+from attnlimits.metrics import _fused
 from attnlimits.metrics._topn import (
     TopNRows,
     distance_from_products,
@@ -288,6 +289,9 @@ def distance_curve(
         raise ValueError("ns must hold at least one N")
     for n in n_values:
         check_top_n(n, attn.shape[-1])
+    fused = _fused_curve(attn, x, mask, n_values, tuple(forms), set(bound_ns), tuple(gap_forms))
+    if fused is not None:
+        return fused
     pair: _Pairwise | None = None
     gram: Tensor | None = None
     parts = []
@@ -363,3 +367,18 @@ def _curve_block(
     return DistanceCurve(
         n_values, torch.stack(dist, -1), exp, torch.stack(bound, -1), ok_all, gap or None
     )
+
+
+def _fused_curve(
+    attn: Tensor,
+    x: Tensor,
+    mask: Tensor | None,
+    n_values: tuple[int, ...],
+    forms: tuple[ExpectedForm, ...],
+    bound_ns: set[int],
+    gap_forms: tuple[GapForm, ...],
+) -> DistanceCurve | None:
+    """:func:`distance_curve` through the fused CPU kernels (:mod:`attnlimits.metrics._fused`),
+    or None where they do not apply (GPU, autograd, the ``rms`` form, Gram tables too large)."""
+    got = _fused.distance_grid(attn, x, mask, n_values, forms, bound_ns, gap_forms)
+    return None if got is None else DistanceCurve(n_values, *got)

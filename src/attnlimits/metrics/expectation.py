@@ -15,7 +15,9 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import check_positive, check_top_n
+from attnlimits.metrics import _fused
 from attnlimits.metrics._topn import (
+    TopNRows,
     distance_from_products,
     nested_products,
     prepare_rows,
@@ -144,15 +146,18 @@ def expected_distance_curve_mc(
         n_keys=r0.n_keys.expand(r0.attn.shape[:-1]).repeat_interleave(s_count, dim=-1),
     )
     u = torch.rand(rep.attn.shape, generator=generator, dtype=rep.attn.dtype, device=attn.device)
-    order = u.masked_fill(~rep.keep, -1.0).argsort(dim=-1, descending=True)
-    rank = rank_of(order)
-    gram = shared_gram(rep.x, n_values)
-    a2sq = rep.attn * rep.attn * rep.sq
-    out = []
-    for n, inner_s, s_sq in nested_products(rep, order, n_values, gram):
-        sel = (rank < n) & rep.keep
-        out.append(distance_from_products(rep, sel, inner_s, s_sq, a2sq))
-    d = torch.stack(out, -1).double()  # (..., S·Q, n_N)
+    d = _fused_draws(rep, u, n_values)
+    if d is None:
+        order = u.masked_fill(~rep.keep, -1.0).argsort(dim=-1, descending=True)
+        rank = rank_of(order)
+        gram = shared_gram(rep.x, n_values)
+        a2sq = rep.attn * rep.attn * rep.sq
+        out = []
+        for n, inner_s, s_sq in nested_products(rep, order, n_values, gram):
+            sel = (rank < n) & rep.keep
+            out.append(distance_from_products(rep, sel, inner_s, s_sq, a2sq))
+        d = torch.stack(out, -1)
+    d = d.double()  # (..., S·Q, n_N)
     d = d.unflatten(-2, (q, s_count))  # (..., Q, S, n_N)
     mean = d.mean(-2)
     stderr = d.std(-2) / math.sqrt(s_count)
@@ -163,3 +168,19 @@ def expected_distance_curve_mc(
         torch.where(ok, mean.to(r0.attn.dtype), nan),
         torch.where(ok, stderr.to(r0.attn.dtype), nan),
     )
+
+
+def _fused_draws(rep: TopNRows, u: Tensor, n_values: tuple[int, ...]) -> Tensor | None:
+    """d̃ of the random subsets (the first N keys by ``u``) through the fused CPU kernels
+    (:mod:`attnlimits.metrics._fused`), [..., S·Q, n_N]; None where they do not apply."""
+    if not _fused.enabled(rep.attn, rep.x, rep.keep):
+        return None
+    rows = _fused.flat_rows(rep.attn, rep.keep, rep.x)
+    gram = _fused.gram_tables(rows)
+    if gram is None:
+        return None
+    uniforms = u.expand(*rows.batch, *u.shape[-2:]).reshape(rows.alpha.shape).contiguous()
+    order = _fused.top_order(rows, n_values[-1], uniforms.numpy())
+    out = _fused.topn_rows(rows, order, gram, n_values)
+    assert out.distance is not None
+    return out.distance

@@ -29,6 +29,7 @@ from attnlimits._checks import (
     keep_mask,
     normalize_dim,
 )
+from attnlimits.metrics import _fused
 from attnlimits.normalizers.base import softmax
 
 __all__ = [
@@ -214,6 +215,9 @@ def softmax_jacobian_norms(
     x = torch.where(keep, scores.detach().to(torch.float64).movedim(dim, -1), -math.inf)
     x = x.sort(dim=-1, descending=True).values  # dropped keys last
     valid = keep.any(-1)
+    if _fused.enabled(x):
+        out = _fused.jacobian_rows(x, t, NEWTON_MAX_STEPS, NEWTON_RTOL, _G_RTOL, _TINY)
+        return RowValues(torch.where(valid.unsqueeze(-1), out, math.nan), valid)
     out = torch.zeros((*x.shape[:-1], t.numel()), dtype=torch.float64, device=x.device)
     if x.shape[-1] > 1:
         for i, temp in enumerate(t.tolist()):
@@ -313,6 +317,9 @@ def finite_difference_sensitivity(
     v = torch.randn(l.shape, generator=generator, dtype=torch.float64, device=l.device)
     v = torch.where(keep, v, 0.0)
     v = v / torch.linalg.vector_norm(v, dim=-1, keepdim=True).clamp_min(1e-300)
-    delta = _perturbed_distance(l, v, keep, t, eps)
+    if _fused.enabled(l, v):
+        delta = _fused.perturbation_rows(l, v, keep, t, eps)
+    else:
+        delta = _perturbed_distance(l, v, keep, t, eps)
     valid = keep.any(-1)
     return RowValues(torch.where(valid[..., None, None], delta, math.nan), valid)

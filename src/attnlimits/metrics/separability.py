@@ -27,6 +27,7 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import check_finite, check_mask, check_nonempty, check_positive
+from attnlimits.metrics import _fused
 from attnlimits.metrics._topn import (
     TopNRows,
     gram_pays,
@@ -113,6 +114,13 @@ def min_pairwise_distances(x: Tensor, mask: Tensor | None = None) -> tuple[Tenso
     k = x.shape[-2]
     keep = check_mask(mask, x[..., 0])
     kept = None if keep is None else keep.expand(x.shape[:-1])
+    if _fused.enabled(x) and k > 1:
+        flags = torch.ones(x.shape[:-1], dtype=torch.bool) if kept is None else kept
+        pair_all, pair_distinct = _fused.pairwise_min(x, flags)
+        return tuple(  # type: ignore[return-value]
+            torch.where(torch.isinf(b), torch.full_like(b, math.nan), b)
+            for b in (pair_all, pair_distinct)
+        )
     best = [torch.full(x.shape[:-2], math.inf, dtype=x.dtype, device=x.device) for _ in range(2)]
     for i0 in range(0, k, _ROW_CHUNK):  # rows in chunks: memory O(chunk·K), not O(K²)
         i1 = min(i0 + _ROW_CHUNK, k)
@@ -211,13 +219,16 @@ def separability_curve(
     delta = torch.as_tensor(delta, dtype=r.attn.dtype, device=attn.device)
     check_geometry(m, delta)
     m, delta = m.unsqueeze(-1), delta.unsqueeze(-1) if delta.ndim > 0 else delta  # per row
+    fused = _fused_curve(r, n_values, m, delta, (attn, mask))
+    if fused is not None:
+        return fused
     gram64 = None  # x shared by every head (hidden states): the float64 Gram matrix, once
     if math.prod(r.x.shape[:-2]) == 1 and (
         n_values[-1] < r.x.shape[-1] or gram_pays(r.x, n_values)
     ):
         x64 = r.x.double().reshape(r.x.shape[-2:])
         gram64 = x64 @ x64.mT  # (K, K)
-    shared = gram64.to(r.x.dtype) if gram64 is not None and gram_pays(r.x, n_values) else None
+    shared = gram64 if gram64 is not None and gram_pays(r.x, n_values) else None  # float64
     inside_gram = gram64 if gram64 is not None and n_values[-1] < r.x.shape[-1] else None
     parts = [
         _block(
@@ -233,6 +244,43 @@ def separability_curve(
     ]
     # query blocks join on the row axis, second-last (the grid axis is last)
     return SeparabilityMetrics(*(torch.cat(f, -2) for f in zip(*parts, strict=True)))
+
+
+def _fused_curve(
+    r: TopNRows,
+    n_values: tuple[int, ...],
+    m: Tensor,
+    delta: Tensor,
+    source: tuple[Tensor, Tensor | None],
+) -> SeparabilityMetrics | None:
+    """:func:`separability_curve` through the fused CPU kernels (:mod:`attnlimits.metrics._fused`:
+    the ball radius from the same recurrence as d̃, N_s counted in float64 from the Gram
+    tables of I_N), or None where they do not apply."""
+    if not _fused.enabled(r.attn, r.x, r.keep):
+        return None
+    rows = _fused.flat_rows(r.attn, r.keep, r.x, source=source)
+    gram64 = _fused.gram_tables(rows, torch.float64)
+    if gram64 is None:
+        return None
+    order = _fused.top_order(rows, n_values[-1])
+    radius, count = _fused.separability_rows(rows, order, gram64, n_values)
+    shape = radius.shape  # (*batch, Q, n_N)
+    alpha = torch.from_numpy(rows.alpha).view(*shape[:-1], -1)
+    top = torch.from_numpy(order).view(*shape[:-1], -1)
+    n_keys = r.n_keys.expand(shape[:-1])
+    nan = torch.tensor(math.nan, dtype=alpha.dtype)
+    fields: list[list[Tensor]] = [[], [], [], [], []]
+    for j, n in enumerate(n_values):
+        ok = n_keys >= n + 1
+        ball = radius[..., j].to(alpha.dtype)
+        lower, upper = separability_bounds(
+            alpha.gather(-1, top[..., :n]), ball, m, delta, check=False
+        )
+        ratio = (count[..., j] / n).to(alpha.dtype)
+        for dst, v in zip(fields, (ratio, lower, upper, ball), strict=False):
+            dst.append(torch.where(ok, v, nan))
+        fields[4].append(ok)
+    return SeparabilityMetrics(*(torch.stack(f, -1) for f in fields))
 
 
 def _inside(x: Tensor, alpha_sel: Tensor, idx: Tensor, gram64: Tensor | None = None) -> Tensor:
@@ -263,19 +311,26 @@ def _block(
     shared: Tensor | None,
     inside_gram: Tensor | None = None,
 ) -> SeparabilityMetrics:
-    """The per-row part of :func:`separability_curve` on one block of query rows."""
+    """The per-row part of :func:`separability_curve` on one block of query rows.
+
+    The ball radius and the inside distances are compared in float64: in rows whose I_N ends
+    in near-zero weights every ||s − α_i x_i|| is ≈ ||s||, and float32 cannot order them."""
     order = key_ranks(r)
     a = r.attn
+    r64 = r._replace(attn=a.double(), x=r.x.double(), sq=r.sq.double())
+    a64 = r64.attn
     nan = torch.tensor(math.nan, dtype=a.dtype, device=a.device)
     fields: list[list[Tensor]] = [[], [], [], [], []]
-    for n, inner, s_sq in nested_products(r, order, n_values, shared):
+    shared64 = None if shared is None else shared.double()
+    for n, inner, s_sq in nested_products(r64, order, n_values, shared64):
         idx = order[..., :n]
         sel = torch.zeros_like(r.keep).scatter_(-1, idx, True) & r.keep
-        outside = ((a * a * r.sq - 2 * a * inner + s_sq).clamp_min(0)).sqrt()
-        ball = outside.masked_fill(~(r.keep & ~sel), math.inf).amin(-1)  # r, (..., Q)
+        outside = ((a64 * a64 * r64.sq - 2 * a64 * inner + s_sq).clamp_min(0)).sqrt()
+        ball64 = outside.masked_fill(~(r.keep & ~sel), math.inf).amin(-1)  # r, (..., Q)
         alpha_sel = a.gather(-1, idx)  # (..., Q, N)
         inside = _inside(x, alpha_sel, idx, inside_gram)
-        ratio = (inside <= ball.double().unsqueeze(-1)).sum(-1).to(a.dtype) / n
+        ratio = (inside <= ball64.unsqueeze(-1)).sum(-1).to(a.dtype) / n
+        ball = ball64.to(a.dtype)
         lower, upper = separability_bounds(alpha_sel, ball, m, delta, check=False)
         ok = r.n_keys >= n + 1
         for dst, v in zip(fields, (ratio, lower, upper, ball), strict=False):

@@ -39,8 +39,8 @@ def exact_means(
     spread over sampled rows (or, where every row of a band is sampled, the Monte Carlo SE).
     """
     lengths = sorted(plan)
-    n_keys = mask[0].sum(-1)  # (Q,): kept keys per row, the same in every head
-    bands = []
+    n_keys = mask[0].sum(-1).numpy()  # (Q,): kept keys per row, the same in every head
+    bands: list[tuple[int, int, list[int], np.ndarray, np.ndarray]] = []
     lo = 0
     for lb in lengths:
         ns = sorted({n for length in lengths if length >= lb for n in plan[length] if n < lb})
@@ -54,32 +54,32 @@ def exact_means(
                 samples=cfg.mc_samples,
                 generator=gen,
             )
-            bands.append((lo, lb, rows, ns, mean.double(), se.double()))
+            bands.append((lo, lb, ns, mean.double().numpy(), se.double().numpy()))
         lo = lb
     out = []
     heads = attn.shape[0]
     for length, n_set in plan.items():
         for n in n_set:
             total = float((n_keys[:length] >= n + 1).sum())
-            acc = torch.zeros(heads, dtype=torch.float64)
-            var = torch.zeros(heads, dtype=torch.float64)
-            for b_lo, lb, _rows, ns, mean, se in bands:
+            acc = np.zeros(heads)
+            var = np.zeros(heads)
+            for b_lo, lb, ns, b_mean, b_se in bands:
                 in_band = float((n_keys[b_lo:lb] >= n + 1).sum())
                 if lb > length or n not in ns or in_band == 0:
                     continue
                 j = ns.index(n)
-                ok = ~torch.isnan(mean[0, :, j])
+                ok = ~np.isnan(b_mean[0, :, j])
                 m_v = int(ok.sum())
                 if m_v == 0:
                     acc += math.nan
                     continue
-                v, e = mean[:, ok, j], se[:, ok, j]
+                v, e = b_mean[:, ok, j], b_se[:, ok, j]
                 w = in_band / total
                 acc += w * v.mean(-1)
                 if m_v == in_band:  # every valid row of the band sampled: only MC noise
                     var += w * w * (e * e).sum(-1) / m_v**2
                 elif m_v >= 2:
-                    var += w * w * v.var(-1) / m_v
+                    var += w * w * v.var(-1, ddof=1) / m_v
                 else:
                     var += w * w * (e * e).sum(-1)
             out.append(
@@ -88,8 +88,8 @@ def exact_means(
                         "L": length,
                         "N": n,
                         "head": np.arange(heads),
-                        "expectation_exact": acc.numpy(),
-                        "expectation_exact_se": var.sqrt().numpy(),
+                        "expectation_exact": acc,
+                        "expectation_exact_se": np.sqrt(var),
                     }
                 )
             )

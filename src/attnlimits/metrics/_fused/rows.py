@@ -1,0 +1,218 @@
+"""Flattened rows for the fused kernels, the numba import and the switch (``enabled``)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import weakref
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+numba: Any
+try:  # numba is a dependency; without it (a platform with no wheel) the torch path runs
+    numba = importlib.import_module("numba")
+except ImportError:  # pragma: no cover - exercised only where numba has no wheel
+    numba = None
+
+
+def _plain(*args: Any, **kwargs: Any) -> Any:  # without numba the kernels stay plain Python,
+    return lambda f: f  # never called (enabled() is False)
+
+
+njit: Any = _plain if numba is None else numba.njit
+prange: Any = range if numba is None else numba.prange
+
+
+__all__ = [
+    "FlatRows",
+    "enabled",
+    "flat_rows",
+    "gram_tables",
+    "njit",
+    "prange",
+    "threads",
+    "top_order",
+]
+
+#: Largest Gram tables (all heads together) the kernels build, in bytes; beyond, torch runs.
+GRAM_BUDGET = 2**29
+#: Rows a thread takes at a time (dynamic scheduling: causal rows grow in cost along Q).
+_CHUNK = 16
+
+
+def enabled(*tensors: Tensor) -> bool:
+    """Whether the fused kernels serve these tensors: numba importable, not switched off,
+    every tensor on the CPU in float32/float64 (or bool/int) and none needing gradients."""
+    if numba is None or os.environ.get("ATTNLIMITS_FUSED", "1") == "0":
+        return False
+    for t in tensors:
+        if t.device.type != "cpu" or t.requires_grad:
+            return False
+        if t.is_floating_point() and t.dtype not in (torch.float32, torch.float64):
+            return False
+    return True
+
+
+def threads() -> None:
+    """numba's threads follow torch's (``torch.set_num_threads``)."""
+    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+    numba.set_parallel_chunksize(_CHUNK)
+
+
+class FlatRows(NamedTuple):
+    """Rows of a map flattened for the kernels (``R`` = batch × Q rows)."""
+
+    alpha: np.ndarray  # [R, K], 0 on dropped keys
+    keep: np.ndarray  # [R, K] bool
+    kend: np.ndarray  # [R] int64: last kept key + 1 (keys at or after it are never kept)
+    n_keys: np.ndarray  # [R] int64
+    table: np.ndarray  # [R] int64: which of ``x`` the row reads
+    x: Tensor  # [U, K, d]: the distinct x tables (heads sharing a KV head share one)
+    batch: tuple[int, ...]  # the broadcast batch shape; outputs are [*batch, Q, ·]
+    q: int
+    memo: dict[str, Any] | None = None  # what the caller's map shares across calls (orders)
+
+
+def _distinct(x3: Tensor) -> tuple[Tensor, Tensor]:
+    """The distinct tables of ``x3`` [T, K, d] and, per table, the index of its copy (query
+    heads of one KV head carry the same values: their Gram matrix is built once)."""
+    if x3.shape[0] > 64:
+        return x3, torch.arange(x3.shape[0])
+    kept: list[int] = []
+    which = []
+    for t in range(x3.shape[0]):
+        same = next((u for u, s in enumerate(kept) if torch.equal(x3[s], x3[t])), None)
+        if same is None:
+            kept.append(t)
+            same = len(kept) - 1
+        which.append(same)
+    return x3[kept], torch.tensor(which, dtype=torch.int64)
+
+
+#: The last map flattened with a ``source``: (identity of the caller's tensors, arrays, memo).
+_LAST: list[Any] = [None]
+
+
+def _same_source(source: tuple[Tensor, Tensor | None], entry: Any, tag: tuple[Any, ...]) -> bool:
+    if entry is None or entry[2] != tag:
+        return False
+    (attn_ref, attn_version), mask_part = entry[0], entry[1]
+    attn, mask = source
+    if attn_ref() is not attn or attn._version != attn_version:
+        return False
+    if mask is None or mask_part is None:
+        return mask is None and mask_part is None
+    return bool(mask_part[0]() is mask and mask._version == mask_part[1])
+
+
+def flat_rows(
+    attn: Tensor, keep: Tensor, x: Tensor, source: tuple[Tensor, Tensor | None] | None = None
+) -> FlatRows:
+    """Flatten ``attn``/``keep`` [..., Q, K] against ``x`` [..., K, d] (batch dims broadcast).
+
+    ``source``: the caller's own (map, mask) from which ``attn``/``keep`` were prepared. The
+    flattened map and its selection orders are then kept for the next call on the same,
+    unmodified tensors (a limitations layer scores one map against several x: values, hidden
+    states, on the sphere), identified by object and in-place version, held by weak reference.
+    """
+    q, k = attn.shape[-2:]
+    batch = tuple(torch.broadcast_shapes(attn.shape[:-2], keep.shape[:-2], x.shape[:-2]))
+    tag = (batch, tuple(attn.shape), attn.dtype)
+    if source is not None and _same_source(source, _LAST[0], tag):
+        a_np, kp_np, kend_np, n_keys_np, memo = _LAST[0][3]
+    else:
+        a = attn.expand(*batch, q, k).reshape(-1, k).contiguous()
+        kp = keep.expand(*batch, q, k).reshape(-1, k).contiguous()
+        n_keys = kp.sum(-1)
+        last = k - kp.flip(-1).to(torch.uint8).argmax(-1)
+        kend = torch.where(n_keys > 0, last, torch.zeros_like(last))
+        a_np, kp_np, kend_np, n_keys_np = a.numpy(), kp.numpy(), kend.numpy(), n_keys.numpy()
+        memo = {} if source is not None else None
+        if source is not None:
+            src_attn, src_mask = source
+            mask_part = None if src_mask is None else (weakref.ref(src_mask), src_mask._version)
+            arrays = (a_np, kp_np, kend_np, n_keys_np, memo)
+            _LAST[0] = ((weakref.ref(src_attn), src_attn._version), mask_part, tag, arrays)
+    lead = x.shape[:-2]
+    x_u, which = _distinct(x.reshape(-1, k, x.shape[-1]))
+    table = (
+        which.view(lead).reshape(*lead, 1).expand(*batch, q) if lead else which.expand(*batch, q)
+    )
+    return FlatRows(
+        a_np,
+        kp_np,
+        kend_np,
+        n_keys_np,
+        table.reshape(-1).contiguous().numpy(),
+        x_u,
+        batch,
+        q,
+        memo,
+    )
+
+
+def gram_tables(rows: FlatRows, dtype: torch.dtype | None = None) -> np.ndarray | None:
+    """x xᵀ per distinct table, [U, K, K] (None beyond :data:`GRAM_BUDGET`)."""
+    u, k = rows.x.shape[:2]
+    x3 = rows.x if dtype is None else rows.x.to(dtype)
+    if u * k * k * torch.finfo(x3.dtype).bits // 8 > GRAM_BUDGET:
+        return None
+    return (x3 @ x3.mT).contiguous().numpy()
+
+
+@njit(parallel=True, cache=True)
+def _top_kernel(alpha: Any, keep: Any, kend: Any, out: Any) -> None:  # pragma: no cover
+    """The first m kept keys of each row by descending weight, ties by key index: the m-th
+    largest weight by selection (``np.partition``, O(K)), the keys above it and then those
+    equal to it in key order, sorted by a stable sort of m values."""
+    rows = alpha.shape[0]
+    m = out.shape[1]
+    for r in prange(rows):
+        a = alpha[r]
+        vals = np.empty(kend[r], dtype=alpha.dtype)
+        keys = np.empty(kend[r], dtype=np.int64)
+        c = 0
+        for i in range(kend[r]):
+            if keep[r, i]:
+                vals[c] = -a[i]
+                keys[c] = i
+                c += 1
+        take = min(m, c)
+        if take == 0:
+            continue
+        cut = np.partition(vals[:c], take - 1)[take - 1]  # minus the take-th largest
+        chosen = np.empty(take, dtype=np.int64)
+        f = 0
+        for p in range(c):
+            if vals[p] < cut:
+                chosen[f] = keys[p]
+                f += 1
+        for p in range(c):
+            if f == take:
+                break
+            if vals[p] == cut:
+                chosen[f] = keys[p]
+                f += 1
+        neg = np.empty(take, dtype=alpha.dtype)
+        for p in range(take):
+            neg[p] = -a[chosen[p]]
+        for p, q in enumerate(np.argsort(neg, kind="mergesort")):
+            out[r, p] = chosen[q]
+
+
+def top_order(rows: FlatRows, m: int, values: np.ndarray | None = None) -> np.ndarray:
+    """The first ``m`` kept keys of each row by descending weight (or by ``values`` [R, K], e.g.
+    uniforms for random subsets), ties broken by key index (the order of a stable descending
+    ``argsort``), int64 [R, m]; slots past a row's kept keys hold 0 (no valid N reads them)."""
+    threads()
+    shared = rows.memo if values is None else None
+    if shared is not None and "order" in shared and shared["order"].shape[1] >= m:
+        return np.ascontiguousarray(shared["order"][:, :m])  # the top m of a longer order
+    out = np.zeros((rows.alpha.shape[0], m), dtype=np.int64)
+    _top_kernel(rows.alpha if values is None else values, rows.keep, rows.kend, out)
+    if shared is not None:
+        shared["order"] = out
+    return out
