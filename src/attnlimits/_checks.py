@@ -49,6 +49,8 @@ def check_finite(x: Tensor, name: str = "scores", *, allow_neg_inf: bool = True)
     """
     if not torch.is_floating_point(x):
         raise ValueError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+    if x.numel() and bool(torch.isfinite(x.sum())):  # no NaN, no ±inf: one reduction, no copy
+        return x
     if torch.isnan(x).any():
         raise ValueError(f"{name} contains NaN")
     if torch.isposinf(x).any():
@@ -165,6 +167,18 @@ def check_top_n(n: int, n_keys: int, name: str = "N") -> None:
         raise ValueError(f"{name} must be >= 1, got {n}")
     if n >= n_keys:
         raise ValueError(f"{name}={n} must be smaller than the number of keys ({n_keys})")
+
+
+def row_counts(keep: Tensor) -> Tensor:
+    """``keep.sum(-1)`` for a boolean mask, summed once over axes it is broadcast along (stride
+    0, e.g. one causal mask expanded over heads) and expanded back."""
+    compact = keep[
+        tuple(
+            slice(0, 1) if st == 0 and n > 1 else slice(None)
+            for st, n in zip(keep.stride()[:-1], keep.shape[:-1], strict=True)
+        )
+    ]
+    return compact.sum(-1).expand(keep.shape[:-1])
 
 
 def key_counts(mask: Tensor | None, like: Tensor, dim: int = -1) -> Tensor:

@@ -19,7 +19,13 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_finite, check_map_and_vectors, check_mask, check_top_n
+from attnlimits._checks import (
+    check_finite,
+    check_map_and_vectors,
+    check_mask,
+    check_top_n,
+    row_counts,
+)
 
 #: d·n_N must exceed this times N_max for the Gram route (:func:`gram_pays`).
 _GRAM_FACTOR = 32
@@ -51,7 +57,7 @@ def prepare_rows(attn: Tensor, x: Tensor, n: int, mask: Tensor | None) -> TopNRo
     keep = check_mask(mask, attn)
     keep = torch.ones_like(attn, dtype=torch.bool) if keep is None else keep
     attn = torch.where(keep, attn, torch.zeros_like(attn))
-    n_keys = keep.sum(-1).to(dtype)
+    n_keys = row_counts(keep).to(dtype)
     sq = (x * x).sum(-1).unsqueeze(-2)
     return TopNRows(attn, x, sq, keep, n_keys, n_keys >= n + 1)
 

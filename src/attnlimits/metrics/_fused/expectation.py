@@ -83,31 +83,39 @@ def _expectation_kernel(  # pragma: no cover - compiled by numba
                         total += math.sqrt(max(rest + c * (lin + c * sq[i]), zero))
                 out_main[r, jn] = outside * total
             if gap_at[jn]:  # the Jensen-gap bounds (theory.distance.jensen_gap_bound)
+                # main text and Eq. 25 share Σ_i (Σ_{j≠i} α_j²||x_j||²) / (2||μ_i||); sharp sums
+                # √(||μ_i||² + v_i) − ||μ_i||; one pass over the keys for all of them
                 m_ = length - 1.0
-                v_scale = n * (m_ - n) / (m_ * m_ * max(m_ - 1.0, 1.0))
+                v_scale = as_dtype(alpha, n * (m_ - n) / (m_ * m_ * max(m_ - 1.0, 1.0)))
+                m32 = as_dtype(alpha, m_)
+                shared = zero
+                sharp = zero
+                for i in range(k):
+                    if keep[r, i]:
+                        aa = a[i] * a[i] * sq[i]
+                        bb = a[i] * b_in[i]
+                        rest = aa - (bb + bb) + xb
+                        lin = (aa - bb) + (aa - bb)
+                        mean = math.sqrt(max(aa + c * (lin + c * rest), zero))  # ||μ_i||
+                        others = y_total - aa  # Σ_{j≠i} α_j²||x_j||²
+                        shared += others / (mean + mean)
+                        var = max(v_scale * (m32 * others - max(rest, zero)), zero)
+                        sharp += math.sqrt(mean * mean + var) - mean
                 for f in range(gap_forms.shape[0]):
-                    total64 = 0.0
-                    for i in range(k):
-                        if keep[r, i]:
-                            aa = a[i] * a[i] * sq[i]
-                            bb = a[i] * b_in[i]
-                            rest = aa - (bb + bb) + xb
-                            lin = (aa - bb) + (aa - bb)
-                            mean = math.sqrt(max(aa + c * (lin + c * rest), zero))  # ||μ_i||
-                            others = y_total - aa  # Σ_{j≠i} α_j²||x_j||²
-                            if gap_forms[f] == 0:  # main text: N/(L−1)
-                                total64 += c * others / (mean + mean)
-                            elif gap_forms[f] == 1:  # Eq. 25: N(L−N−1)
-                                total64 += n * (length - n - 1.0) * others / (mean + mean)
-                            else:  # sharp: √(||μ||² + v) − ||μ||
-                                var = max(v_scale * (m_ * others - max(rest, zero)), 0.0)
-                                total64 += math.sqrt(mean * mean + var) - mean
-                    out_gap[f, r, jn] = (length - n) / length * total64
+                    if gap_forms[f] == 0:  # main text: N/(L−1)
+                        out_gap[f, r, jn] = outside * c * shared
+                    elif gap_forms[f] == 1:  # Eq. 25: N(L−N−1)
+                        out_gap[f, r, jn] = (
+                            outside * as_dtype(alpha, n * (length - n - 1.0)) * shared
+                        )
+                    else:
+                        out_gap[f, r, jn] = outside * sharp
 
 
 _GAP_CODES = {"main_text": 0, "appendix": 1, "sharp": 2}
 
 
+@threads
 def expectation_rows(
     rows: FlatRows,
     gram: np.ndarray,
@@ -123,7 +131,6 @@ def expectation_rows(
     ``gram`` [U, K, K] = x xᵀ per table (its diagonal, ||x_i||², is read); ``inner`` [R, K] =
     ⟨x_i, x̄⟩ per row, x̄ = Σ α_i x_i (||x̄||² = Σ_i α_i ⟨x_i, x̄⟩).
     """
-    threads()
     sqs = np.ascontiguousarray(np.diagonal(gram, axis1=-2, axis2=-1))
     n_values = np.asarray(sorted(ns), dtype=np.int64)
     r_count, n_n = rows.alpha.shape[0], n_values.size

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import weakref
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple, ParamSpec, TypeVar
 
 import numpy as np
 import torch
 from torch import Tensor
+
+from attnlimits._checks import row_counts
 
 numba: Any
 try:  # numba is a dependency; without it (a platform with no wheel) the torch path runs
@@ -22,6 +26,8 @@ def _plain(*args: Any, **kwargs: Any) -> Any:  # without numba the kernels stay 
     return lambda f: f  # never called (enabled() is False)
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
 njit: Any = _plain if numba is None else numba.njit
 prange: Any = range if numba is None else numba.prange
 
@@ -56,10 +62,26 @@ def enabled(*tensors: Tensor) -> bool:
     return True
 
 
-def threads() -> None:
-    """numba's threads follow torch's (``torch.set_num_threads``)."""
-    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
-    numba.set_parallel_chunksize(_CHUNK)
+def threads(fn: Callable[P, R]) -> Callable[P, R]:
+    """Run ``fn`` (which launches kernels) with as many numba threads as torch uses
+    (``torch.set_num_threads``), rows handed out :data:`_CHUNK` at a time, and leave both
+    libraries' settings as they were. numba's OpenMP layer shares torch's libgomp and sets its
+    thread count when it first starts: without the restore, ``torch.set_num_threads(1)`` (the
+    test workers', or a user's) would silently become the machine's core count."""
+
+    @functools.wraps(fn)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        torch_threads = torch.get_num_threads()
+        numba.set_num_threads(max(1, min(torch_threads, numba.config.NUMBA_NUM_THREADS)))
+        chunk = numba.set_parallel_chunksize(_CHUNK)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            numba.set_parallel_chunksize(chunk)
+            if torch.get_num_threads() != torch_threads:
+                torch.set_num_threads(torch_threads)
+
+    return run
 
 
 class FlatRows(NamedTuple):
@@ -108,6 +130,7 @@ def _same_source(source: tuple[Tensor, Tensor | None], entry: Any, tag: tuple[An
     return bool(mask_part[0]() is mask and mask._version == mask_part[1])
 
 
+@threads
 def flat_rows(
     attn: Tensor, keep: Tensor, x: Tensor, source: tuple[Tensor, Tensor | None] | None = None
 ) -> FlatRows:
@@ -126,9 +149,9 @@ def flat_rows(
     else:
         a = attn.expand(*batch, q, k).reshape(-1, k).contiguous()
         kp = keep.expand(*batch, q, k).reshape(-1, k).contiguous()
-        n_keys = kp.sum(-1)
-        last = k - kp.flip(-1).to(torch.uint8).argmax(-1)
-        kend = torch.where(n_keys > 0, last, torch.zeros_like(last))
+        n_keys = row_counts(keep.expand(*batch, q, k)).reshape(-1).contiguous()
+        kend = torch.empty_like(n_keys)
+        _key_end(kp.numpy(), kend.numpy())
         a_np, kp_np, kend_np, n_keys_np = a.numpy(), kp.numpy(), kend.numpy(), n_keys.numpy()
         memo = {} if source is not None else None
         if source is not None:
@@ -161,6 +184,18 @@ def gram_tables(rows: FlatRows, dtype: torch.dtype | None = None) -> np.ndarray 
     if u * k * k * torch.finfo(x3.dtype).bits // 8 > GRAM_BUDGET:
         return None
     return (x3 @ x3.mT).contiguous().numpy()
+
+
+@njit(parallel=True, cache=True)
+def _key_end(keep: Any, out: Any) -> None:  # pragma: no cover - numba
+    """Per row, the last kept key + 1 (0 for a row that keeps none)."""
+    for r in prange(keep.shape[0]):
+        end = 0
+        for i in range(keep.shape[1] - 1, -1, -1):
+            if keep[r, i]:
+                end = i + 1
+                break
+        out[r] = end
 
 
 @njit(parallel=True, cache=True)
@@ -203,11 +238,11 @@ def _top_kernel(alpha: Any, keep: Any, kend: Any, out: Any) -> None:  # pragma: 
             out[r, p] = chosen[q]
 
 
+@threads
 def top_order(rows: FlatRows, m: int, values: np.ndarray | None = None) -> np.ndarray:
     """The first ``m`` kept keys of each row by descending weight (or by ``values`` [R, K], e.g.
     uniforms for random subsets), ties broken by key index (the order of a stable descending
     ``argsort``), int64 [R, m]; slots past a row's kept keys hold 0 (no valid N reads them)."""
-    threads()
     shared = rows.memo if values is None else None
     if shared is not None and "order" in shared and shared["order"].shape[1] >= m:
         return np.ascontiguousarray(shared["order"][:, :m])  # the top m of a longer order

@@ -273,6 +273,7 @@ def _empty(*shape: int, dtype: Any = np.float32) -> np.ndarray:
     return np.zeros(shape, dtype=dtype)
 
 
+@threads
 def topn_rows(
     rows: FlatRows,
     order: np.ndarray,
@@ -289,7 +290,6 @@ def topn_rows(
     [U, K, K] = x xᵀ per table (:func:`gram_tables`); ``bound_ns`` the N at which to return
     the Theorem 1.1 parts.
     """
-    threads()
     n_values = np.asarray(sorted(ns), dtype=np.int64)
     r_count, n_n = rows.alpha.shape[0], n_values.size
     dtype = rows.alpha.dtype
@@ -332,11 +332,11 @@ def topn_rows(
     )
 
 
+@threads
 def separability_rows(
     rows: FlatRows, order: np.ndarray, gram64: np.ndarray, ns: Sequence[int]
 ) -> tuple[Tensor, Tensor]:
     """(r, N_s) per row and N, [*batch, Q, n_N] each, float64 (:func:`_separability_kernel`)."""
-    threads()
     n_values = np.asarray(sorted(ns), dtype=np.int64)
     shape = (rows.alpha.shape[0], n_values.size)
     radius, count = np.empty(shape), np.empty(shape)
@@ -348,10 +348,10 @@ def separability_rows(
     return torch.from_numpy(radius).view(out), torch.from_numpy(count).view(out)
 
 
+@threads
 def pairwise_min(x: Tensor, keep: Tensor) -> tuple[Tensor, Tensor]:
     """(min over pairs, min over pairs at distance > 0) of ||x_i − x_j|| per table, over kept
     keys: ``x`` [..., K, d], ``keep`` [..., K] (broadcast to x's batch); inf where no pair."""
-    threads()
     lead, (k, d) = x.shape[:-2], x.shape[-2:]
     x3 = x.reshape(-1, k, d).contiguous()
     kp = keep.expand(*lead, k).reshape(-1, k).contiguous()

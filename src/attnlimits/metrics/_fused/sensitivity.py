@@ -130,11 +130,11 @@ def _jacobian_kernel(  # pragma: no cover - compiled by numba
             out[r, ti] = lam / t
 
 
+@threads
 def perturbation_rows(
     logits: Tensor, v: Tensor, keep: Tensor, temps: Tensor, eps: Tensor
 ) -> Tensor:
     """:func:`_perturbation_kernel` on rows ``[..., L]`` (float64): ``[..., n_T, n_ε]``."""
-    threads()
     k = logits.shape[-1]
     flat = [t.reshape(-1, k).contiguous() for t in (logits.double(), v.double(), keep)]
     n_keys = flat[2].sum(-1)
@@ -148,11 +148,11 @@ def perturbation_rows(
     return torch.from_numpy(out).view(*logits.shape[:-1], temps.numel(), eps.numel())
 
 
+@threads
 def jacobian_rows(
     logits: Tensor, temps: Tensor, steps: int, rtol: float, g_rtol: float, tiny: float
 ) -> Tensor:
     """:func:`_jacobian_kernel` on rows ``[..., K]`` sorted descending (float64): ``[..., n_T]``."""
-    threads()
     k = logits.shape[-1]
     flat = logits.double().reshape(-1, k).contiguous()
     out = np.empty((flat.shape[0], temps.numel()))
