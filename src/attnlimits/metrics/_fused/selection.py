@@ -136,10 +136,12 @@ def _topn_kernel(  # pragma: no cover - compiled by numba; tested through topn_r
                 # d_1² = max_{i ∉ I_N, j ∈ I_N} ||x_i − x_j||². Per j ∈ I_N, an upper bound
                 # on its part: ||x_j|| + max_{i ∉ I_N}||x_i|| (triangle inequality) and, in
                 # prefix rows, the running maximum over every i ≤ t, exact when its argmax
-                # is not in I_N. Keys j by descending bound; once a bound cannot beat the
-                # best so far, no later j can; only the others scan their K distances.
+                # is not in I_N. The j of the largest bound first; then every j whose bound
+                # can still beat the best so far (the others are skipped): only those scan
+                # their K distances.
                 rest_norm = math.sqrt(_wmax(sq, w, k))  # max_{kept i ∉ I_N} ||x_i||
                 reach = np.empty(n, dtype=np.float64)
+                first = 0
                 for p in range(n):
                     key = o[p]
                     mass += a[key]
@@ -148,11 +150,14 @@ def _topn_kernel(  # pragma: no cover - compiled by numba; tested through topn_r
                     bound = bound * bound
                     if prefix[r]:
                         bound = min(bound, pmax[t, key, k - 1])
-                    reach[p] = -bound
+                    reach[p] = bound
+                    if bound > reach[first]:
+                        first = p
                 d1_sq = 0.0
-                for p in np.argsort(reach):
-                    if -reach[p] * (1.0 + 1e-5) < d1_sq:
-                        break
+                for step in range(n + 1):
+                    p = first if step == 0 else step - 1
+                    if (step > 0 and p == first) or reach[p] * (1.0 + 1e-5) < d1_sq:
+                        continue
                     key = o[p]
                     if prefix[r] and w[parg[t, key, k - 1]] > 0.0:
                         part = pmax[t, key, k - 1]
