@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -107,6 +108,33 @@ def test_bad_specs_fail_in_one_line_naming_the_file(tmp_path, body, words):
 def test_bad_toml_names_the_line(tmp_path):
     with pytest.raises(ValueError, match=r"line 3"):
         load_spec(_spec(tmp_path, 'experiment = "compare"\n\nquick = \n'))
+
+
+def test_a_yaml_spec_gives_the_cells_of_its_toml_twin():
+    """The shipped limitations example in both formats: the same cells, the same Configs."""
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    toml, yaml = (load_spec(examples / f"sweep-limitations.{ext}") for ext in ("toml", "yaml"))
+    assert [c.id for c in yaml.cells] == [c.id for c in toml.cells] and len(toml.cells) == 4
+    assert [c.name for c in toml.cells][1] == "placement=spread;x_sources=hidden"
+    assert (
+        toml.cells[1].config.x_sources == ("hidden",) and toml.cells[2].config.placement == "start"
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ("experiment: compare\nquick: [\n", "not valid YAML"),
+        ("- experiment\n- compare\n", "a spec is a mapping"),
+        ("experiment: compare\naxes:\n  seed: 3\n", "axis 'seed' must be a non-empty list"),
+    ],
+)
+def test_bad_yaml_specs_fail_in_one_line_naming_the_file(tmp_path, body, words):
+    path = _spec(tmp_path, body, "spec.yaml")
+    with pytest.raises(ValueError) as err:
+        load_spec(path)
+    message = str(err.value)
+    assert words in message and str(path) in message and "\n" not in message, message
 
 
 def test_cells_are_the_cartesian_product_in_a_stable_order(tmp_path):

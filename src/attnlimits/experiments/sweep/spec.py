@@ -1,6 +1,6 @@
 """A sweep's spec: one experiment, settings every cell shares, and the axes of its grid.
 
-A spec is a TOML file::
+A spec is a TOML file (or the same keys in YAML, for a ``.yaml``/``.yml`` file)::
 
     experiment = "compare"        # a key of skeleton.EXPERIMENTS
     quick = true                  # optional: the experiment's quick preset first
@@ -28,6 +28,8 @@ import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from attnlimits.experiments.store import params_hash
 
@@ -60,7 +62,7 @@ class Spec:
     """A loaded, checked spec: every cell's Config is already built."""
 
     path: Path
-    text: str  # the TOML as written (recorded in the sweep's run.json)
+    text: str  # the spec as written, TOML or YAML (recorded in the sweep's run.json)
     experiment: str
     quick: bool
     fixed: dict[str, Any]
@@ -128,6 +130,30 @@ def _resources(given: dict[str, Any], cells: list[Cell], where: str) -> dict[str
     }
 
 
+def _load(path: Path, text: str) -> dict[str, Any]:
+    """The spec's top-level table: TOML, or YAML for a ``.yaml``/``.yml`` file (PyYAML's safe
+    loader: plain data only). Either way a parse error names the file and the line."""
+    where = str(path)
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            detail = " ".join(str(err).split())
+            raise ValueError(f"{where}: not valid YAML: {detail}") from None
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise ValueError(
+                f"{where}: a spec is a mapping of experiment, quick, fixed, axes, resources; "
+                f"got {type(data).__name__}"
+            )
+        return data
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"{where}: not valid TOML: {err}") from None
+
+
 def _parse(
     path: Path, text: str
 ) -> tuple[str, bool, dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -135,10 +161,7 @@ def _parse(
     from attnlimits.experiments import skeleton
 
     where = str(path)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"{where}: not valid TOML: {err}") from None
+    data = _load(path, text)
     unknown = sorted(set(data) - set(_TOP_KEYS))
     if unknown:
         raise ValueError(f"{where}: unknown key(s) {unknown}; a spec has {', '.join(_TOP_KEYS)}")
