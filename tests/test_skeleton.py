@@ -6,6 +6,7 @@ import json
 import multiprocessing as mp
 import os
 import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,6 +88,7 @@ def test_run_writes_everything_and_resumes(tmp_path):
     assert meta["experiment"] == "toy" and meta["params"] == {"steps": 3, "fail_at": -1}
     assert meta["machine"]["torch_threads"] >= 1 and "torch" in meta["versions"]
     assert meta["machine"]["cpu_capability"] and "mkl_instructions" in meta["machine"]
+    assert meta["machine"]["allocator"].startswith(("mmap and trim thresholds", "default"))
     assert CALLS == [0, 1, 2]
     skeleton.run(TOY, ToyConfig(), out, progress=False)
     assert CALLS == [0, 1, 2], "a rerun with the same settings recomputed saved parts"
@@ -183,3 +185,19 @@ def test_a_config_of_another_type_is_refused(tmp_path):
 def test_unknown_experiment_name():
     with pytest.raises(ValueError, match="unknown experiment 'nope'"):
         skeleton.get("nope")
+
+
+def test_the_allocator_is_tuned_once_and_can_be_left_alone(monkeypatch):
+    """glibc's thresholds raised once per process; ATTNLIMITS_MALLOC=default opts out."""
+    from attnlimits.experiments import _allocator
+
+    monkeypatch.setattr(_allocator, "_STATE", {})
+    monkeypatch.setenv("ATTNLIMITS_MALLOC", "default")
+    assert _allocator.tune()["malloc"].startswith("default")
+    assert _allocator.state().startswith("default")
+    monkeypatch.setattr(_allocator, "_STATE", {})
+    monkeypatch.delenv("ATTNLIMITS_MALLOC")
+    first = dict(_allocator.tune())
+    assert _allocator.tune() == first  # once per process
+    if sys.platform.startswith("linux"):
+        assert first["malloc"] == f"mmap and trim thresholds {1 << 30} bytes"

@@ -36,6 +36,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from attnlimits.experiments import _allocator
 from attnlimits.experiments.report import write_report
 from attnlimits.experiments.store import ResultStore, jsonable, machine_info, package_versions
 
@@ -139,6 +140,7 @@ def run(
     :class:`~attnlimits.experiments.store.FolderBusyError`.
     """
     _check_config(config, experiment)
+    _allocator.tune()  # freed temporaries reused, not faulted in again (recorded in run.json)
     out = Path(out)
     created = not out.exists()
     store = ResultStore(out)

@@ -26,6 +26,8 @@ from typing import Any
 import filelock
 import pandas as pd
 
+from attnlimits.experiments import _allocator
+
 __all__ = [
     "FolderBusyError",
     "ResultStore",
@@ -156,6 +158,7 @@ def machine_info() -> dict[str, Any]:
         "torch_interop_threads": torch.get_num_interop_threads(),
         "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
         "platform": platform.platform(),
+        "allocator": _allocator.state(),
     }
 
 
