@@ -17,6 +17,15 @@ from attnlimits.metrics._fused.selection import as_dtype
 __all__ = ["expectation_rows"]
 
 
+@njit(cache=True, fastmath={"reassoc", "contract", "nsz"})
+def _derived_sq(a: Any, sq: Any, b_in: Any, xb: Any, c: Any) -> Any:  # pragma: no cover
+    """||α_i(1+c)x_i − c x̄||² = A + c·2(A − B) + c²(A − 2B + ||x̄||²) with A = α_i²||x_i||²,
+    B = α_i⟨x_i, x̄⟩: the derived form's summand (squared), which is also ||μ_i||²."""
+    aa = a * a * sq
+    bb = a * b_in
+    return aa + c * ((aa - bb) + (aa - bb) + c * (aa - (bb + bb) + xb))
+
+
 @njit(parallel=True, cache=True, fastmath={"reassoc", "contract", "nsz"})
 def _expectation_kernel(  # pragma: no cover - compiled by numba
     alpha: Any,
@@ -60,15 +69,11 @@ def _expectation_kernel(  # pragma: no cover - compiled by numba
                 continue
             c = as_dtype(alpha, n / (length - 1.0))  # N/(L−1)
             outside = as_dtype(alpha, (length - n) / length)  # P(i ∉ I_N)
-            if want_derived:  # ||α_i(1+c)x_i − c x̄||² = A + c·2(A − B) + c²(A − 2B + ||x̄||²)
+            if want_derived:  # Σ ||α_i(1+c)x_i − c x̄||
                 total = zero
                 for i in range(k):
                     if keep[r, i]:
-                        aa = a[i] * a[i] * sq[i]
-                        bb = a[i] * b_in[i]
-                        rest = aa - (bb + bb) + xb
-                        lin = (aa - bb) + (aa - bb)
-                        total += math.sqrt(max(aa + c * (lin + c * rest), zero))
+                        total += math.sqrt(max(_derived_sq(a[i], sq[i], b_in[i], xb, c), zero))
                 out_derived[r, jn] = outside * total
             # printed: ||(α_i + c)x_i − x̄||² = (A − 2B + ||x̄||²) + c·2(α_i||x_i||² − ⟨x_i, x̄⟩)
             # + c²||x_i||²
@@ -94,9 +99,8 @@ def _expectation_kernel(  # pragma: no cover - compiled by numba
                     if keep[r, i]:
                         aa = a[i] * a[i] * sq[i]
                         bb = a[i] * b_in[i]
-                        rest = aa - (bb + bb) + xb
-                        lin = (aa - bb) + (aa - bb)
-                        mean = math.sqrt(max(aa + c * (lin + c * rest), zero))  # ||μ_i||
+                        rest = aa - (bb + bb) + xb  # ||α_i x_i − x̄||²
+                        mean = math.sqrt(max(_derived_sq(a[i], sq[i], b_in[i], xb, c), zero))
                         others = y_total - aa  # Σ_{j≠i} α_j²||x_j||²
                         shared += others / (mean + mean)
                         var = max(v_scale * (m32 * others - max(rest, zero)), zero)
