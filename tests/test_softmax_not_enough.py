@@ -38,6 +38,7 @@ def test_entropy_rises_with_temperature_and_is_capped_by_log_n():
         ({"seeds": 1}, "seeds"),
         ({"normalizers": ("nope",)}, "unknown"),
         ({"normalizers": ("ssmax",)}, "softmax"),
+        ({"normalizers": ("softmax", "all")}, "stands alone"),
         ({"model_variant": "flax"}, "variant"),
         ({"schedule": "linear"}, "schedule"),
         ({"regularizer": "l1"}, "regularizer"),
@@ -46,6 +47,16 @@ def test_entropy_rises_with_temperature_and_is_capped_by_log_n():
 def test_bad_config_is_a_clear_error(kw, match):
     with pytest.raises(ValueError, match=match):
         SoftmaxNotEnoughConfig(**kw)  # type: ignore[arg-type]
+
+
+def test_cross_table_takes_any_registry_normaliser_or_all():
+    from attnlimits.normalizers import available
+
+    every = SoftmaxNotEnoughConfig(normalizers=("all",)).normalizers
+    assert every[0] == "softmax" and sorted(every) == sorted(available())
+    # outside the documented eight, and a repeated name counted once
+    cfg = SoftmaxNotEnoughConfig(normalizers=("softmax", "softpick", "relu2", "softpick"))
+    assert cfg.normalizers == ("softmax", "softpick", "relu2")
 
 
 def _tables(adaptive_gain: float, spread_over: bool = False) -> dict[str, pd.DataFrame]:

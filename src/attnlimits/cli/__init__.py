@@ -230,7 +230,10 @@ def reproduce_softmax_not_enough(
     seeds: Annotated[int | None, typer.Option(help="Seeds (default 10; 2 with --quick).")] = None,
     normalizers: Annotated[
         str | None,
-        typer.Option(help="Cross-normaliser table, e.g. softmax,adaptive,ssmax (with softmax)."),
+        typer.Option(
+            help="Cross-normaliser table, trained from scratch: registry names with softmax, "
+            "e.g. softmax,adaptive,ssmax, or all (every registry normaliser)."
+        ),
     ] = None,
     device: Device = None,
     quick: Quick = False,

@@ -83,6 +83,6 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     if cfg.ablation:
         tables |= run_ablation(bench, store)
     if cfg.normalizers:
-        trained = {n: TRAINED[n] for n in cfg.normalizers}
+        trained = {n: TRAINED.get(n, (n, {})) for n in cfg.normalizers}
         tables |= run_cross_normalizers(CrossConfig(base=bench, trained=trained), store)
     return tables

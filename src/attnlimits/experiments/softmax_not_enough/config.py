@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from attnlimits.normalizers import REGISTRY, available
 from attnlimits.normalizers.adaptive import ENTROPY_THRESHOLD
 
 __all__ = [
@@ -317,7 +318,10 @@ class Config:
 
     preset: Literal["paper", "quick"] = "paper"  # "quick": short training, sizes ≤ 1024
     seeds: int = 10
-    normalizers: tuple[str, ...] = ()  # cross table: () skips it, e.g. ("softmax", "ssmax")
+    #: cross table, trained from scratch with the registry's default parameters: () skips
+    #: it; any registry names with softmax, e.g. ("softmax", "ssmax"), or ("all",) for every
+    #: registry normaliser; :data:`TRAINED` is the documented table's eight
+    normalizers: tuple[str, ...] = ()
     device: str = "cpu"
     temperature_fit: bool = True
     model_variant: Literal["listing", "ours"] = "listing"
@@ -335,9 +339,17 @@ class Config:
             raise ValueError(f"seeds must be >= 2 for the paired t-test, got {self.seeds}")
         if not self.spreads or not all(math.isfinite(s) and s > 0 for s in self.spreads):
             raise ValueError(f"spreads must be finite numbers > 0, got {self.spreads}")
-        unknown = [n for n in self.normalizers if n not in TRAINED]
+        names = self.normalizers
+        if names == ("all",):  # every registry normaliser, softmax first
+            names = ("softmax", *(n for n in available() if n != "softmax"))
+        elif "all" in names:
+            raise ValueError("'all' stands alone: it already names every registry normaliser")
+        object.__setattr__(self, "normalizers", tuple(dict.fromkeys(names)))
+        unknown = [n for n in self.normalizers if n not in REGISTRY]
         if unknown:
-            raise ValueError(f"unknown normalizers {unknown}; trainable ones: {sorted(TRAINED)}")
+            raise ValueError(
+                f"unknown normalizers {unknown}; the registry has {available()} (or 'all')"
+            )
         if self.normalizers and "softmax" not in self.normalizers:
             raise ValueError("normalizers must include softmax: it is the baseline")
         for name, allowed in ABLATION.items():
