@@ -86,3 +86,31 @@ def test_bad_run_config(kw) -> None:  # type: ignore[no-untyped-def]
 def test_cross_needs_softmax() -> None:
     with pytest.raises(ValueError):
         CrossConfig(trained={"sparsemax": ("sparsemax", {})})
+
+
+def test_accuracy_figure_gives_each_normaliser_one_colour() -> None:
+    """Eleven normalisers (more than tab10's colours): a normaliser's trained and swapped
+    lines share one colour, no two normalisers do; swaps are dashed; bars are the SE."""
+    import pandas as pd
+    from matplotlib.colors import to_hex
+
+    from attnlimits.experiments.softmax_not_enough.figures import plot_accuracy
+
+    names = [f"n{i}" for i in range(11)]
+    rows = [
+        {"norm": n, "mode": m, "size": s, "mean": 0.5, "std": 0.2, "se": 0.01}
+        for n in names
+        for m in (("train", "inference-swap") if n in ("n0", "n10") else ("train",))
+        for s in (16, 64)
+    ]
+    ax = plot_accuracy(pd.DataFrame(rows)).axes[0]
+    bars = {c.get_label(): c for c in ax.containers}  # one ErrorbarContainer per line
+    lines = {label: c.lines[0] for label, c in bars.items()}
+    colour = {label: to_hex(line.get_color()) for label, line in lines.items()}
+    assert colour["n0"] == colour["n0 (inference-swap)"]
+    assert colour["n10"] == colour["n10 (inference-swap)"]
+    assert len({colour[n] for n in names}) == len(names)
+    assert lines["n0"].get_linestyle() == "-"
+    assert lines["n0 (inference-swap)"].get_linestyle() == "--"
+    segments = [seg for c in bars.values() for col in c.lines[2] for seg in col.get_segments()]
+    assert {round(float(seg[1][1] - seg[0][1]), 6) for seg in segments} == {0.02}  # ± SE

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from attnlimits.experiments.softmax_not_enough.temperature_fit import apply_rule, poly_beta
@@ -27,30 +28,36 @@ __all__ = [
 
 
 def plot_accuracy(summary: pd.DataFrame) -> Figure:
-    """Accuracy vs set size (log x), one line per (norm, mode), ±std over seeds."""
-    fig = Figure(figsize=(6.5, 4))
+    """Accuracy vs set size (log x), one line per (norm, mode): one colour per normaliser,
+    solid = trained with it, dashed = applied at inference only; bars = SE over seeds."""
+    norms = list(dict.fromkeys(summary["norm"]))
+    cmap = colormaps["tab10" if len(norms) <= 10 else "tab20"]
+    colours = {n: cmap(i % cmap.N) for i, n in enumerate(norms)}
+    fig = Figure(figsize=(7.5, 4.2))
     ax = fig.add_subplot()
     for (norm, mode), grp in summary.groupby(["norm", "mode"], sort=False):
         grp = grp.sort_values("size")
         ax.errorbar(
             grp["size"],
             grp["mean"],
-            yerr=grp["std"].fillna(0.0),
+            yerr=grp["se"].fillna(0.0),
             capsize=2,
+            color=colours[norm],
             ls="-" if mode == "train" else "--",
-            marker="o",
+            marker="o" if mode == "train" else "s",
             ms=3,
             label=f"{norm}" + ("" if mode == "train" else f" ({mode})"),
         )
     ax.set(
         xscale="log",
         xlabel="set size n",
-        ylabel="accuracy",
+        ylabel="accuracy (mean ± SE over seeds)",
         ylim=(0, 1),
         title="Max retrieval: accuracy vs set size",
     )
     ax.axhline(0.1, color="0.7", lw=0.8, ls=":")  # chance
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    fig.subplots_adjust(right=0.68)
     return fig
 
 
