@@ -34,8 +34,8 @@ LENGTHS = (64, 128)
 
 
 @pytest.fixture(scope="module")
-def text():
-    return load_text()
+def text(book_path):
+    return load_text(book_path)
 
 
 @pytest.fixture(scope="module")

@@ -252,8 +252,11 @@ def test_cli_rejects_unknown_model(tmp_path, monkeypatch):
     import huggingface_hub.constants as hf
 
     monkeypatch.setattr(hf, "HF_HUB_OFFLINE", True)
-    res = _cli("--model", "no-such-org/no-such-model", "--quick", "--out", str(tmp_path))
-    assert res.exit_code == 2 and "smollm2-135m" in res.output
+    book = tmp_path / "book.txt"  # the model is refused whether or not the book is at hand
+    book.write_text("Well, Prince, so Genoa and Lucca are now just family estates.\n" * 50)
+    out = str(tmp_path / "out")
+    res = _cli("--model", "no-such-org/no-such-model", "--text", str(book), "--quick", "--out", out)
+    assert res.exit_code == 2 and "smollm2-135m" in res.output, res.output
 
 
 def test_cli_rejects_unwritable_output(tmp_path, tiny_dirs, book_path):

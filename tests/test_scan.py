@@ -26,8 +26,8 @@ LENGTHS = (16, 32, 64)
 
 
 @pytest.fixture(scope="module")
-def text():
-    return load_text()
+def text(book_path):
+    return load_text(book_path)
 
 
 @pytest.fixture(scope="module")

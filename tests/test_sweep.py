@@ -36,9 +36,11 @@ TIMES = ("seconds_per_forward", "time_vs_softmax")
 
 
 @pytest.fixture(scope="module")
-def llama(tmp_path_factory):
+def llama(tmp_path_factory, book_path):
     root = tmp_path_factory.mktemp("sweep_models")
-    return tiny_model_dir(root, "llama", load_text()[:100_000], max_positions=128, digits=True)
+    return tiny_model_dir(
+        root, "llama", load_text(book_path)[:100_000], max_positions=128, digits=True
+    )
 
 
 def _spec(tmp_path, body: str, name: str = "spec.toml"):
