@@ -18,11 +18,10 @@ __all__ = ["expectation_rows"]
 
 
 @njit(cache=True, fastmath={"reassoc", "contract", "nsz"})
-def _derived_sq(a: Any, sq: Any, b_in: Any, xb: Any, c: Any) -> Any:  # pragma: no cover
-    """||α_i(1+c)x_i − c x̄||² = A + c·2(A − B) + c²(A − 2B + ||x̄||²) with A = α_i²||x_i||²,
-    B = α_i⟨x_i, x̄⟩: the derived form's summand (squared), which is also ||μ_i||²."""
-    aa = a * a * sq
-    bb = a * b_in
+def _derived_sq(aa: Any, bb: Any, xb: Any, c: Any) -> Any:  # pragma: no cover
+    """||α_i(1+c)x_i − c x̄||² = A + c·2(A − B) + c²(A − 2B + ||x̄||²) from ``aa`` = A =
+    α_i²||x_i||², ``bb`` = B = α_i⟨x_i, x̄⟩, ``xb`` = ||x̄||²: the derived form's summand
+    (squared), which is also ||μ_i||²."""
     return aa + c * ((aa - bb) + (aa - bb) + c * (aa - (bb + bb) + xb))
 
 
@@ -73,7 +72,9 @@ def _expectation_kernel(  # pragma: no cover - compiled by numba
                 total = zero
                 for i in range(k):
                     if keep[r, i]:
-                        total += math.sqrt(max(_derived_sq(a[i], sq[i], b_in[i], xb, c), zero))
+                        aa = a[i] * a[i] * sq[i]
+                        bb = a[i] * b_in[i]
+                        total += math.sqrt(max(_derived_sq(aa, bb, xb, c), zero))
                 out_derived[r, jn] = outside * total
             # printed: ||(α_i + c)x_i − x̄||² = (A − 2B + ||x̄||²) + c·2(α_i||x_i||² − ⟨x_i, x̄⟩)
             # + c²||x_i||²
@@ -100,7 +101,7 @@ def _expectation_kernel(  # pragma: no cover - compiled by numba
                         aa = a[i] * a[i] * sq[i]
                         bb = a[i] * b_in[i]
                         rest = aa - (bb + bb) + xb  # ||α_i x_i − x̄||²
-                        mean = math.sqrt(max(_derived_sq(a[i], sq[i], b_in[i], xb, c), zero))
+                        mean = math.sqrt(max(_derived_sq(aa, bb, xb, c), zero))  # ||μ_i||
                         others = y_total - aa  # Σ_{j≠i} α_j²||x_j||²
                         shared += others / (mean + mean)
                         var = max(v_scale * (m32 * others - max(rest, zero)), zero)
