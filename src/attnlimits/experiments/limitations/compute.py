@@ -95,7 +95,7 @@ def _distance_rows(
     frames = []
     for length, ns in plan.items():
         js = [j for j, n in enumerate(curve.n_values) if n in ns]
-        n_rows = counts[:, length - 1, js]  # (head, n_J)
+        n_rows = counts[:, length - 1, js].cpu()  # (head, n_J)
         block = {
             "L": np.full(n_rows.numel(), length),
             "N": np.tile(np.asarray(curve.n_values)[js], heads),
@@ -104,7 +104,7 @@ def _distance_rows(
             "n_excluded": (length - n_rows).reshape(-1).numpy(),
         }
         for k, v in sums.items():
-            block[k] = (v[:, length - 1, js] / n_rows).reshape(-1).numpy()
+            block[k] = (v[:, length - 1, js].cpu() / n_rows).reshape(-1).numpy()
         frames.append(pd.DataFrame(block))
     return pd.concat(frames, ignore_index=True)
 
@@ -133,7 +133,8 @@ def compute_layer(
         x = per_key_vectors(cap, source)
         rows = _distance_rows(attn, x, mask, plan, bound_ns, forms, cfg.gap_forms)
         if "exact" in cfg.e_forms:
-            gen = torch.Generator().manual_seed(cfg.seed + 7919 * cap.layer + 104729 * si + 1)
+            seed = cfg.seed + 7919 * cap.layer + 104729 * si + 1
+            gen = torch.Generator(device=attn.device).manual_seed(seed)
             exact = exact_means(attn, x, mask, plan, cfg, gen)
             rows = rows.merge(exact, on=["L", "N", "head"], how="left", validate="one_to_one")
         grid.append(rows.assign(x_source=source))

@@ -39,7 +39,7 @@ def exact_means(
     spread over sampled rows (or, where every row of a band is sampled, the Monte Carlo SE).
     """
     lengths = sorted(plan)
-    n_keys = mask[0].sum(-1).numpy()  # (Q,): kept keys per row, the same in every head
+    n_keys = mask[0].sum(-1).cpu().numpy()  # (Q,): kept keys per row, the same in every head
     bands: list[tuple[int, int, list[int], np.ndarray, np.ndarray]] = []
     lo = 0
     for lb in lengths:
@@ -54,7 +54,7 @@ def exact_means(
                 samples=cfg.mc_samples,
                 generator=gen,
             )
-            bands.append((lo, lb, ns, mean.double().numpy(), se.double().numpy()))
+            bands.append((lo, lb, ns, mean.double().cpu().numpy(), se.double().cpu().numpy()))
         lo = lb
     out = []
     heads = attn.shape[0]

@@ -97,7 +97,7 @@ def head_spreads(loaded: LoadedModel, ids: Tensor) -> pd.DataFrame:
     for w in range(ids.shape[0]):
 
         def on_layer(cap: LayerCapture, w: int = w) -> pd.DataFrame:
-            s = logit_spread(cap.scores, mask=cap.mask)[0, :, 1:]  # (H, L-1): rows with ≥ 2 keys
+            s = logit_spread(cap.scores, mask=cap.mask)[0, :, 1:].cpu()  # (H, L-1): ≥ 2 keys
             return pd.DataFrame(
                 {"window": w, "layer": cap.layer, "head": np.arange(s.shape[0]),
                  "spread_max": s.amax(-1).numpy(), "spread_mean": s.mean(-1).numpy(),

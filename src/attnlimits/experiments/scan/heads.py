@@ -109,7 +109,9 @@ def sampled_rows(qkv: LayerQKV, length: int, cfg: Config) -> tuple[pd.DataFrame,
     scores = q @ k.transpose(-1, -2) * qkv.scaling  # (head, R, L)
     keep = torch.ones(len(idx), length, dtype=torch.bool, device=scores.device)
     if qkv.causal:
-        keep = keep & (torch.arange(length, device=keep.device)[None, :] <= idx[:, None])
+        keep = keep & (
+            torch.arange(length, device=keep.device)[None, :] <= idx[:, None].to(keep.device)
+        )
     if qkv.mask is not None:
         keep = keep & qkv.mask[0, 0][idx][:, :length]
     attn = softmax(scores, mask=keep).float()

@@ -119,7 +119,7 @@ def train(
         sched.load_state_dict(state["sched"])
         for g, s in zip(gens, state["gens"], strict=True):
             g.set_state(s.to(g.get_state().device))
-        size_gen.set_state(state["size_gen"])
+        size_gen.set_state(state["size_gen"].cpu())  # map_location put it on ``dev``
         step, log = state["step"], state["log"]
 
     def save() -> None:
