@@ -51,6 +51,22 @@ def make_inputs(c: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Te
     return q, k, v
 
 
+def key_mask(c: dict[str, Any]) -> torch.Tensor | None:
+    """The case's key-padding keep-mask [B, 1, 1, Lk], or None: ``key_pad`` gives per batch
+    either the kept range (lo, hi) or "random" (each key kept with probability 0.6)."""
+    pads = c.get("key_pad")
+    if pads is None:
+        return None
+    gen = torch.Generator().manual_seed(c.get("seed", 0) + 1)
+    keep = torch.zeros(c["B"], 1, 1, c["Lk"], dtype=torch.bool)
+    for b, pad in enumerate(pads):
+        if pad == "random":
+            keep[b, 0, 0] = torch.rand(c["Lk"], generator=gen) < 0.6
+        else:
+            keep[b, 0, 0, pad[0] : pad[1]] = True
+    return keep
+
+
 def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
     a, b = a.double(), b.double()
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
@@ -67,17 +83,20 @@ def check_case(c: dict[str, Any]) -> dict[str, Any]:
     q, k, v = q.to(device), k.to(device), v.to(device)
     norm, causal = c["normalizer"], c.get("causal", False)
     params = c.get("params", PARAMS[norm])
+    mask = key_mask(c)
+    mask = None if mask is None else mask.to(device)
     if c.get("tiles"):
         got = triton_attention(
-            q, k, v, norm, causal=causal, return_stats=True, tiles=c["tiles"], **params
+            q, k, v, norm, mask=mask, causal=causal, return_stats=True, tiles=c["tiles"], **params
         )
     else:  # the public dispatch, default tiles
         got = streaming_attention(
-            q, k, v, norm, causal=causal, return_stats=True, backend="triton", **params
+            q, k, v, norm, mask=mask, causal=causal, return_stats=True, backend="triton", **params
         )
     ref = naive_attention(
-        q.double(), k.double(), v.double(), norm, causal=causal, return_stats=True, **params
-    )
+        q.double(), k.double(), v.double(), norm, mask=mask, causal=causal, return_stats=True,
+        **params,
+    )  # fmt: skip
     assert isinstance(got, AttentionStats)
     assert got.output.dtype == q.dtype and got.output.shape == ref.output.shape
     assert got.output.device == q.device
@@ -133,6 +152,8 @@ SHAPES = {
     "wide_query_tile_gqa3": {"Hq": 3, "Hkv": 1, "Lq": 21, "Lk": 45, "tiles": (32, 16)},
     "public_dispatch_default_tiles": {"Lq": 40, "Lk": 70, "causal": True, "tiles": None},
     "strided_bshd_views": {"Lq": 20, "Lk": 20, "causal": True, "bshd": True},
+    # long-context's answer-row statistics pass key[..., :1] as v: dv = 1, a strided view
+    "value_dim_1_decode": {"B": 1, "Lq": 1, "Lk": 50, "causal": True, "dv": 1},
 }
 
 
@@ -170,6 +191,39 @@ def test_interpreter_adaptive_skips_only_unit_beta_tiles(interp):
     assert (beta[..., 32:] == 1).any() and (beta[..., 32:] > 1).any()
 
 
+# per batch: the kept keys (lo, hi) or "random"; BASE has B = 2, Lq = 19, Lk = 37
+KEY_PADS = {
+    "right_padding": [(0, 37), (0, 23)],
+    "left_padding": [(0, 37), (11, 37)],
+    "random_holes": ["random", "random"],
+    "batch_all_padded": [(0, 30), (0, 0)],
+}
+
+
+@pytest.mark.parametrize("normalizer", ["softmax", "ssmax", "adaptive"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("pads", list(KEY_PADS))
+def test_interpreter_key_padding(interp, pads, causal, normalizer):
+    """A [B, 1, 1, Lk] keep-mask, alone or with causal; ssmax's n counts the kept keys; a batch
+    with every key padded gives zeros (H = 0, β = 1)."""
+    case = {**BASE, "normalizer": normalizer, "causal": causal, "key_pad": KEY_PADS[pads]}
+    res = interp.apply(check_case, (case,))
+    keep = key_mask(case)[:, 0, 0]  # (B, Lk)
+    pos = torch.arange(19) + (37 - 19)
+    seen = keep[:, None, :].expand(-1, 19, -1)  # (B, Lq, Lk)
+    if causal:
+        seen = seen & (torch.arange(37) <= pos[:, None])
+    assert torch.equal(res["n_keys"][:, 0], seen.sum(-1))  # (B, Lq)
+    if pads == "batch_all_padded":
+        assert (res["output"][1] == 0).all() and (res["n_keys"][1] == 0).all()
+
+
+def test_interpreter_key_padding_public_dispatch(interp):
+    """streaming_attention(backend="triton") with a [Lk] mask and default tiles."""
+    case = {**BASE, "Lq": 40, "Lk": 70, "causal": True, "tiles": None, "normalizer": "ssmax"}
+    interp.apply(check_case, ({**case, "key_pad": [(5, 70), "random"]},))
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("normalizer", ["ssmax", "adaptive"])
 def test_interpreter_half_precision(interp, dtype, normalizer):
@@ -200,14 +254,29 @@ def test_triton_backend_refuses_clearly(gen):
     if not interpreted:
         with pytest.raises(ValueError, match="interpreter"):
             streaming_attention(q, k, v, backend="triton")  # CPU without the interpreter
-    with pytest.raises(ValueError, match="mask"):
-        streaming_attention(q, k, v, mask=torch.ones(37, dtype=torch.bool), backend="triton")
+    with pytest.raises(ValueError, match="key-padding masks only"):  # differs between rows
+        streaming_attention(q, k, v, mask=torch.ones(19, 37, dtype=torch.bool), backend="triton")
     with pytest.raises(ValueError, match="dtype"):
         streaming_attention(q.double(), k.double(), v.double(), backend="triton")
     with pytest.raises(ValueError, match="grad"):
         streaming_attention(q.requires_grad_(), k, v, backend="triton")
     with pytest.raises(ValueError, match="backend"):
         streaming_attention(q, k, v, backend="cuda")
+
+
+def test_key_padding_detects_masks_shared_by_heads_and_rows():
+    from attnlimits.kernels.triton_attention import key_padding
+
+    B, Hq, Lq, Lk = 2, 4, 3, 5
+    keep = torch.rand(B, 1, 1, Lk, generator=torch.Generator().manual_seed(0)) < 0.5
+    for m in (keep, keep[:, :, :1].clone(), keep[0, 0, 0]):  # [B,1,1,Lk] (a copy), [Lk]
+        got = key_padding(m.expand(B, Hq, Lq, Lk))
+        assert got is not None and torch.equal(got, m.reshape(-1, Lk).expand(B, Lk))
+    assert key_padding(keep[:1]) is not None  # B = Hq = Lq = 1: size 1, any stride
+    per_row = torch.rand(B, 1, Lq, Lk) < 0.5
+    per_head = torch.rand(B, Hq, 1, Lk) < 0.5
+    for m in (per_row, per_head, keep.expand(B, Hq, Lq, Lk).clone()):  # the last: materialised
+        assert key_padding(m.expand(B, Hq, Lq, Lk)) is None
 
 
 def test_package_imports_and_runs_without_triton():
@@ -250,17 +319,19 @@ def compile_for_sm90(dtype: str, tiles: tuple[int, int, int, int], d: int, **fla
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
+    from attnlimits.kernels import _triton_kernel
     from attnlimits.kernels import triton_attention as ta
 
     bm, bn, warps, stages = tiles
     ones = flags.pop("ones", ())
     consts: dict[str, Any] = {
-        "CAUSAL": True, "ROW_C": False, "SKIP_UNIT": False, "U_Y": False, "HY_OUT": False,
-        "HL_FROM_Y": False, "SEP_L": False, "DOT_PRECISION": "ieee" if dtype == "fp32" else "tf32",
+        "CAUSAL": True, "KEY_MASK": False, "ROW_C": False, "SKIP_UNIT": False, "U_Y": False,
+        "HY_OUT": False, "HL_FROM_Y": False, "SEP_L": False,
+        "DOT_PRECISION": "ieee" if dtype == "fp32" else "tf32",
         "UPCAST": False, "EVEN_D": d >= 16 and d & (d - 1) == 0, "BLOCK_M": bm, "BLOCK_N": bn,
         "BLOCK_D": ta._pow2(d), "BLOCK_DV": ta._pow2(d), **flags, **dict.fromkeys(ones, 1),
     }  # fmt: skip
-    names = list(inspect.signature(ta._attn_fwd).parameters)
+    names = list(inspect.signature(_triton_kernel.attn_fwd).parameters)
     sig = {}
     for n in names:
         if n in consts:
@@ -269,11 +340,13 @@ def compile_for_sm90(dtype: str, tiles: tuple[int, int, int, int], d: int, **fla
             sig[n] = "*" + dtype
         elif n in ("C", "HL", "HY"):
             sig[n] = "*fp32"
+        elif n == "KP":
+            sig[n] = "*i8"
         else:
             sig[n] = "fp32" if n in ("qk_scale", "c0") else "i32"
     try:
         src = ASTSource(
-            fn=triton.jit(ta._attn_fwd), signature=sig,
+            fn=triton.jit(_triton_kernel.attn_fwd), signature=sig,
             constexprs={(names.index(n),): val for n, val in consts.items()},
         )  # fmt: skip
     except TypeError as e:  # ASTSource's arguments changed across triton 3.x
@@ -291,8 +364,18 @@ def compile_for_sm90(dtype: str, tiles: tuple[int, int, int, int], d: int, **fla
         # a decode step: triton turns integer arguments equal to 1 into constants
         ("bf16", (16, 32, 4, 3), 128, {**FLAGS["adaptive_pass2_stats"], "ones": ("Lq", "G", "Hq")}),
         ("fp32", (64, 32, 8, 2), 64, FLAGS["softmax_T_stats"]),
+        ("bf16", (128, 64, 8, 3), 128, {**FLAGS["adaptive_pass1_stats"], "KEY_MASK": True}),
+        ("fp16", (128, 64, 8, 3), 64, {"ROW_C": True, "KEY_MASK": True, "CAUSAL": False}),
     ],
-    ids=["bf16-adaptive1", "bf16-adaptive2-d72", "fp16-softmaxT", "bf16-decode", "fp32-softmaxT"],
+    ids=[
+        "bf16-adaptive1",
+        "bf16-adaptive2-d72",
+        "fp16-softmaxT",
+        "bf16-decode",
+        "fp32-softmaxT",
+        "bf16-adaptive1-keymask",
+        "fp16-ssmax-keymask",
+    ],
 )
 def test_compiles_for_hopper(dtype, tiles, d, flags):
     pytest.importorskip("triton.backends.nvidia")
@@ -325,6 +408,43 @@ def test_cuda_matches_float64_naive(shape, causal, normalizer, dtype):
 
 
 @cuda
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("normalizer", ["softmax", "ssmax", "adaptive"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_cuda_key_padding(causal, normalizer, dtype):
+    shape = {"B": 3, "Hq": 8, "Hkv": 2, "Lq": 700, "Lk": 1500, "d": 64, "dv": 64}
+    pads = [(0, 1500), (0, 1100), "random"]
+    case = {**shape, "normalizer": normalizer, "causal": causal, "dtype": dtype, "key_pad": pads}
+    check_case({**case, "device": "cuda", "tiles": None if dtype == "bfloat16" else (64, 32)})
+
+
+@cuda
+@pytest.mark.parametrize("normalizer", ["softmax", "ssmax", "adaptive"])
+@pytest.mark.parametrize("L", [16384, 65536])
+def test_cuda_long_sequences_first_and_last_rows(L, normalizer):
+    """Up to 64K tokens, bf16, d = 128, GQA 4:1, causal: the first 64 rows (keys 0..63) and the
+    last 64 rows (all L keys) of the full run against float64 on those rows alone."""
+    from attnlimits.kernels.triton_attention import triton_attention
+
+    gen = torch.Generator(device="cuda").manual_seed(L)
+    q = torch.randn(1, 4, L, 128, device="cuda", generator=gen).bfloat16()
+    k = torch.randn(1, 1, L, 128, device="cuda", generator=gen).bfloat16()
+    v = torch.randn(1, 1, L, 128, device="cuda", generator=gen).bfloat16()
+    params = PARAMS[normalizer]
+    with torch.no_grad():
+        got = triton_attention(q, k, v, normalizer, causal=True, return_stats=True, **params)
+    for rows, keys in ((slice(0, 64), slice(0, 64)), (slice(L - 64, L), slice(0, L))):
+        ref = naive_attention(
+            q[:, :, rows].double(), k[:, :, keys].double(), v[:, :, keys].double(), normalizer,
+            causal=True, return_stats=True, **params,
+        )  # fmt: skip
+        for name in AttentionStats._fields:
+            a, b = getattr(got, name)[:, :, rows].double(), getattr(ref, name).double()
+            t = TOL["bfloat16"] if name == "output" else 1e-4
+            assert rel_err(a, b) <= t, (rows, name, rel_err(a, b))
+
+
+@cuda
 def test_cuda_auto_dispatches_to_triton(monkeypatch):
     from attnlimits.kernels import triton_attention
 
@@ -343,6 +463,9 @@ def test_cuda_auto_dispatches_to_triton(monkeypatch):
     ref = streaming_attention(q, k, v, "adaptive", causal=True, backend="torch")
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
     mask = torch.ones(64, 64, dtype=torch.bool, device="cuda")
-    streaming_attention(q, k, v, "adaptive", mask=mask)  # a mask: the PyTorch path
+    streaming_attention(q, k, v, "adaptive", mask=mask)  # a per-row mask: the PyTorch path
     streaming_attention(q.requires_grad_(), k, v, "adaptive")  # grad: the PyTorch path
     assert calls == [1]
+    with torch.no_grad():  # a key-padding mask: the kernel
+        streaming_attention(q, k, v, "adaptive", mask=mask[0])
+    assert calls == [1, 1]

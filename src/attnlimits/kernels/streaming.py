@@ -22,7 +22,7 @@ rescaled flash-style: ``Z ← e^{m−m'} Z``, ``U ← e^{m−m'} (U + (m − m')
 ``H = log Z − U/Z`` is exactly ``−Σ p log p`` with ``p = softmax(l)``. Pass 2
 (:func:`_output_pass`) is the online softmax of ``c·l`` applied to ``v``.
 
-On CUDA, calls without a mask run the fused Triton kernel of
+On CUDA, calls without a mask (or with a key-padding mask) run the fused Triton kernel of
 :mod:`attnlimits.kernels.triton_attention` instead (``backend="auto"``).
 """
 
@@ -283,7 +283,8 @@ def streaming_attention(
         Return an :class:`AttentionStats` (output, entropy, beta, out_entropy, n_keys).
     backend : {"auto", "torch", "triton"}
         ``"auto"``: the fused Triton kernel (:mod:`attnlimits.kernels.triton_attention`) for CUDA
-        inputs it supports (no mask; fp32/fp16/bf16; no grad required), else this PyTorch path.
+        inputs it supports (no mask or a key-padding mask ``[B, 1, 1, Lk]``; fp32/fp16/bf16; no
+        grad required), else this PyTorch path.
         ``"triton"`` raises ``ValueError`` where the kernel cannot run (CPU tensors only under
         ``TRITON_INTERPRET=1``, for tests); ``"torch"`` always takes the PyTorch path.
 
@@ -308,8 +309,9 @@ def streaming_attention(
         from attnlimits.kernels import triton_attention
 
         return triton_attention._forward(
-            q, k, v, normalizer, opts, causal=causal, scale=scale, return_stats=return_stats
-        )
+            q, k, v, normalizer, opts, causal=causal, scale=scale, return_stats=return_stats,
+            mask=mask,
+        )  # fmt: skip
     B, Hq, Lq, _ = q.shape
     Hkv, Lk, dv = k.shape[1], k.shape[2], v.shape[-1]
     G = Hq // Hkv
