@@ -94,6 +94,21 @@ def test_run_writes_everything_and_resumes(tmp_path):
     assert CALLS == [0, 1, 2], "a rerun with the same settings recomputed saved parts"
 
 
+def test_run_json_records_peak_gpu_memory_only_where_cuda_was_used(tmp_path, monkeypatch):
+    import torch
+
+    skeleton.run(TOY, ToyConfig(), tmp_path / "cpu", progress=False)
+    if not torch.cuda.is_initialized():
+        assert "cuda_peak_allocated_bytes" not in json.loads(
+            (tmp_path / "cpu/run.json").read_text()
+        )
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda *a, **k: 12345)
+    skeleton.run(TOY, ToyConfig(), tmp_path / "gpu", progress=False)
+    meta = json.loads((tmp_path / "gpu/run.json").read_text())
+    assert meta["cuda_peak_allocated_bytes"] == 12345
+
+
 def test_other_settings_are_refused_by_name_then_fresh_starts_over(tmp_path):
     out = tmp_path / "run"
     skeleton.run(TOY, ToyConfig(), out, progress=False)

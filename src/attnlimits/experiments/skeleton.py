@@ -168,6 +168,7 @@ def run(
             started = True
             with store.timed("compute"):
                 tables = experiment.compute(config, store, progress=progress)
+            _record_gpu_memory(store)
             for name, df in tables.items():
                 store.write_table(df, name)
             return _report(experiment, store, tables)
@@ -177,6 +178,15 @@ def run(
         elif created:
             shutil.rmtree(out, ignore_errors=True)
         raise
+
+
+def _record_gpu_memory(store: ResultStore) -> None:
+    """Where this process used CUDA, its peak allocated GPU memory in ``run.json`` (bytes; the
+    run's own, on the current device, since ``torch.cuda`` counts from process start)."""
+    import torch
+
+    if torch.cuda.is_initialized():
+        store.update_meta(cuda_peak_allocated_bytes=int(torch.cuda.max_memory_allocated()))
 
 
 def _report(experiment: Experiment, store: ResultStore, tables: Tables) -> Path:
