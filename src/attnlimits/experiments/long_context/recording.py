@@ -7,6 +7,7 @@ computed by the streaming kernel and kept per layer.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -124,16 +125,19 @@ def generate_answers(
     Returns the new tokens ``[B, max_new_tokens]`` and the answer-row stats of the prompt's
     forward, ``{layer: {name: [B, H]}}``.
     """
+    # the KV cache's name: ``cache`` in recent transformers (which warn that
+    # ``past_key_values`` goes in 5.40), ``past_key_values`` before
+    kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     recorder.rows, recorder.active = {}, True
     try:
         out = model(input_ids=ids, use_cache=True)
     finally:
         recorder.active = False
     rows = recorder.rows
-    past, nxt = out.past_key_values, out.logits[:, -1].argmax(-1)
+    past, nxt = getattr(out, kw), out.logits[:, -1].argmax(-1)
     tokens = [nxt]
     for _ in range(max_new_tokens - 1):
-        out = model(input_ids=nxt[:, None], past_key_values=past, use_cache=True)
-        past, nxt = out.past_key_values, out.logits[:, -1].argmax(-1)
+        out = model(input_ids=nxt[:, None], use_cache=True, **{kw: past})
+        past, nxt = getattr(out, kw), out.logits[:, -1].argmax(-1)
         tokens.append(nxt)
     return torch.stack(tokens, dim=1), rows
