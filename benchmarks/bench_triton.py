@@ -13,7 +13,10 @@ untimed first call):
 
 ``ratio`` is SDPA's time over the method's (1 = as fast as SDPA; the goal is ≥ 0.5 at 16K and
 above). ``β≠1`` is the fraction of rows whose adaptive β differs from 1: those query tiles run the
-second launch. TFLOP/s counts one causal attention (4·B·H·L²·d/2 flops) for every method.
+second launch. TFLOP/s counts one causal attention (4·B·H·L²·d/2 flops) for every method;
+tokens/s is B·L over the time; ``extra MiB`` is the peak GPU memory of one call above what q, k,
+v already held (``torch.cuda.max_memory_allocated``): the output and per-row statistics, O(L).
+At the end it prints the tile configuration the autotuner chose for each tuning key.
 
 Without a CUDA device it prints that the GPU part was skipped and exits 0.
 
@@ -82,12 +85,18 @@ def main() -> None:
     import triton
     from triton.testing import do_bench
 
+    from attnlimits.kernels import triton_attention
+
     head = (
         f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__},"
         f" {platform.machine()}; heads={a.heads}, group={a.group}, d={a.d}, {a.dtype}, causal"
     )
-    lines = [head, "", "| L | batch | method | ms | TFLOP/s | ratio vs SDPA | β≠1 |"]
-    lines.append("|---:|---:|---|---:|---:|---:|---:|")
+    lines = [
+        head,
+        "",
+        "| L | batch | method | ms | TFLOP/s | tokens/s | extra MiB | ratio vs SDPA | β≠1 |",
+    ]
+    lines.append("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     print("\n".join(lines), flush=True)
     for L in a.L:
         q, k, v = make_inputs(a, L)
@@ -99,17 +108,35 @@ def main() -> None:
             with torch.no_grad():
                 fn()  # compile and autotune outside the timing
                 ms = float(do_bench(fn))
+                torch.cuda.synchronize()
+                base_mem = torch.cuda.memory_allocated()
+                torch.cuda.reset_peak_memory_stats()
+                fn()
+                torch.cuda.synchronize()
+                extra = (torch.cuda.max_memory_allocated() - base_mem) / 2**20
             base = ms if method == "sdpa" else base
             ratio = f"{base / ms:.2f}" if base is not None else ""
             frac = ""
             if method == "adaptive":
                 st = streaming_attention(q, k, v, "adaptive", causal=True, return_stats=True)
                 frac = f"{float((st.beta != 1).float().mean()):.2f}"
-            row = f"| {L} | {B} | {method} | {ms:.3f} | {flops / ms / 1e9:.1f} | {ratio} | {frac} |"
+            tps = B * L / ms * 1e3
+            row = (
+                f"| {L} | {B} | {method} | {ms:.3f} | {flops / ms / 1e9:.1f} | {tps:.3g}"
+                f" | {extra:.1f} | {ratio} | {frac} |"
+            )
             lines.append(row)
             print(row, flush=True)
         del q, k, v
         torch.cuda.empty_cache()
+    tiles = ["", "Tiles the autotuner chose (BLOCK_M, BLOCK_N, warps, stages) per tuning key:", ""]
+    for tuner in triton_attention.tuned_kernels():
+        for key, cfg in tuner.cache.items():
+            kw = cfg.kwargs
+            got = (kw.get("BLOCK_M"), kw.get("BLOCK_N"), cfg.num_warps, cfg.num_stages)
+            tiles.append(f"- {key}: {got}")
+    print("\n".join(tiles), flush=True)
+    lines += tiles
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text("\n".join(lines) + "\n")
     print(f"# table written to {a.out}")
