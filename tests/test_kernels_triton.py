@@ -219,9 +219,12 @@ def test_interpreter_key_padding(interp, pads, causal, normalizer):
 
 
 def test_interpreter_key_padding_public_dispatch(interp):
-    """streaming_attention(backend="triton") with a [Lk] mask and default tiles."""
+    """streaming_attention(backend="triton") with a [B, 1, 1, Lk] mask and default tiles; then a
+    decode step (Lq = 1), where transformers' masks are key masks and so reach the kernel."""
     case = {**BASE, "Lq": 40, "Lk": 70, "causal": True, "tiles": None, "normalizer": "ssmax"}
     interp.apply(check_case, ({**case, "key_pad": [(5, 70), "random"]},))
+    decode = {**case, "Lq": 1, "normalizer": "adaptive", "key_pad": [(9, 70), (0, 64)]}
+    interp.apply(check_case, (decode,))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
