@@ -43,6 +43,7 @@ __all__ = [
     "logit_cap",
     "resolve_params",
     "sink_logits",
+    "visible_keys",
 ]
 
 
@@ -161,6 +162,13 @@ def sink_logits(normalizer: str, opts: dict[str, Any], heads: int) -> Tensor | N
     if sink.ndim == 1 and sink.numel() != heads:
         raise ValueError(f"sink has {sink.numel()} values for {heads} query heads")
     return sink.expand(heads)
+
+
+def visible_keys(pos: Tensor, Lk: int, causal: bool) -> Tensor:
+    """Kept keys of query rows at key positions ``pos`` without a mask: ``Lk``, or under causal
+    the position + 1, clipped to ``[0, Lk]`` (the streaming path and the Triton kernel's host
+    side both count ``n`` this way)."""
+    return (pos + 1).clamp(0, Lk) if causal else torch.full_like(pos, Lk)
 
 
 def inverse_temperature(normalizer: str, opts: dict[str, Any], n: Tensor) -> Tensor:

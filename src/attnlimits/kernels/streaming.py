@@ -43,6 +43,7 @@ from attnlimits.kernels.spec import (
     logit_cap,
     resolve_params,
     sink_logits,
+    visible_keys,
 )
 from attnlimits.normalizers.adaptive import adaptive_beta
 
@@ -191,8 +192,7 @@ def _analytic_counts(p: _Problem, i0: int, i1: int) -> Tensor:
     """Kept keys per row without a mask: Lk, or under causal the query position + 1 (clipped)."""
     B, Hkv, G = p.q5.shape[:3]
     Lk = p.k.shape[2]
-    pos = torch.arange(i0, i1, device=p.k.device) + p.offset
-    n = (pos + 1).clamp(0, Lk) if p.causal else torch.full_like(pos, Lk)
+    n = visible_keys(torch.arange(i0, i1, device=p.k.device) + p.offset, Lk, p.causal)
     return n.expand(B, Hkv, G, i1 - i0).reshape(B, Hkv, G * (i1 - i0))  # (B, Hkv, G·bq)
 
 

@@ -38,7 +38,7 @@ import torch
 from torch import Tensor
 
 from attnlimits.kernels._triton_kernel import attn_fwd
-from attnlimits.kernels.spec import AttentionStats, check_inputs, resolve_params
+from attnlimits.kernels.spec import AttentionStats, check_inputs, resolve_params, visible_keys
 from attnlimits.normalizers.adaptive import adaptive_beta
 
 try:
@@ -199,8 +199,7 @@ def _kept_keys(B: int, Lq: int, Lk: int, causal: bool, keys: Tensor | None, devi
     with a key mask, the kept keys among those."""
     pos = torch.arange(Lq, device=device) + (Lk - Lq)  # key position of each query row
     if keys is None or Lk == 0:
-        n = (pos + 1).clamp(0, Lk) if causal else torch.full_like(pos, Lk)
-        return n.expand(B, Lq)
+        return visible_keys(pos, Lk, causal).expand(B, Lq)
     upto = keys.cumsum(-1)  # (B, Lk): kept keys among 0..j
     if not causal:
         return upto[:, -1:].expand(B, Lq)
