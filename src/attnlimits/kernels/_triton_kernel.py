@@ -21,12 +21,52 @@ the autotuning space and what each normaliser passes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 try:
+    import triton
     import triton.language as tl
 except ImportError:  # CPU-only installs: the source is never wrapped or run
+    triton = None
     tl = None
 
 __all__ = ["attn_fwd"]
+
+
+def _jit(fn: Callable[..., Any]) -> Any:
+    """``triton.jit`` for the helpers ``attn_fwd`` calls (compiled, or interpreted when triton was
+    imported with ``TRITON_INTERPRET=1``, like the kernel); the plain function without triton."""
+    return fn if triton is None else triton.jit(fn)
+
+
+@_jit
+def _online_step(m, z, u, t, MASKED: tl.constexpr, TRACK_U: tl.constexpr):
+    """One key tile of the online softmax of ``t`` (log2 domain, masked entries −inf): the new
+    running maximum ``m'``, ``Z ← α·Z + Σ 2^{t − m'}``, and with ``TRACK_U``
+    ``U ← α·(U + (m − m')·Z) + Σ 2^{t − m'}·(t − m')``; returns ``(m', Z, U, p = 2^{t − m'},
+    α = 2^{m − m'})``. ``m' = 0`` is used while a row has seen no kept key (avoids inf − inf)."""
+    m_new = tl.maximum(m, tl.max(t, 1))
+    m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = tl.exp2(m - m_use)
+    dt = t - m_use[:, None]
+    p = tl.exp2(dt)
+    if TRACK_U:
+        if MASKED:  # masked: 2^-1000 is 0 in fp32, and 0·(-1000) is 0, not NaN
+            dt = tl.maximum(dt, -1000.0)
+        shift = tl.where(z > 0, m - m_use, 0.0)
+        u = alpha * (u + shift * z) + tl.sum(p * dt, 1)
+    z = alpha * z + tl.sum(p, 1)
+    return m_new, z, u, p, alpha
+
+
+@_jit
+def _entropy(z, u):
+    """``H = ln 2·(log₂ Z − U/Z)`` nats from the running ``(Z, U)``, at least 0; 0 where no key
+    is kept (``Z = 0``)."""
+    z_safe = tl.where(z > 0, z, 1.0)
+    h = tl.where(z > 0, 0.6931471805599453 * (tl.log2(z_safe) - u / z_safe), 0.0)
+    return tl.maximum(h, 0.0)
 
 
 def attn_fwd(
@@ -138,18 +178,7 @@ def attn_fwd(
                 if CAUSAL:
                     keep = keep & (cols[None, :] <= qpos[:, None])
                 y = tl.where(keep, y, float("-inf"))
-            # online softmax of y; m_use = 0 while a row has seen no kept key (avoids inf − inf)
-            m_new = tl.maximum(m_y, tl.max(y, 1))
-            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
-            alpha = tl.exp2(m_y - m_use)
-            dy = y - m_use[:, None]
-            p = tl.exp2(dy)
-            if U_Y:
-                if stage == 1:  # masked: 2^-1000 is 0 in fp32, and 0·(-1000) is 0, not NaN
-                    dy = tl.maximum(dy, -1000.0)
-                shift = tl.where(z_y > 0, m_y - m_use, 0.0)
-                u_y = alpha * (u_y + shift * z_y) + tl.sum(p * dy, 1)
-            z_y = alpha * z_y + tl.sum(p, 1)
+            m_y, z_y, u_y, p, alpha = _online_step(m_y, z_y, u_y, y, stage == 1, U_Y)
             if stage == 0 and EVEN_D:
                 v = tl.load(v_ptrs)
             else:
@@ -159,22 +188,11 @@ def attn_fwd(
                 acc = tl.dot(p.to(V.dtype.element_ty).to(tl.float32), v.to(tl.float32), acc)
             else:
                 acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)
-            m_y = m_new
             if SEP_L:  # the same statistics for x = l·log2(e), i.e. c = 1
                 x = qk * qk_scale
                 if stage == 1:
                     x = tl.where(keep, x, float("-inf"))
-                mx_new = tl.maximum(m_x, tl.max(x, 1))
-                mx_use = tl.where(mx_new == float("-inf"), 0.0, mx_new)
-                alpha_x = tl.exp2(m_x - mx_use)
-                dx = x - mx_use[:, None]
-                px = tl.exp2(dx)
-                if stage == 1:
-                    dx = tl.maximum(dx, -1000.0)
-                shift_x = tl.where(z_x > 0, m_x - mx_use, 0.0)
-                u_x = alpha_x * (u_x + shift_x * z_x) + tl.sum(px * dx, 1)
-                z_x = alpha_x * z_x + tl.sum(px, 1)
-                m_x = mx_new
+                m_x, z_x, u_x, _, _ = _online_step(m_x, z_x, u_x, x, stage == 1, True)
 
     z_safe = tl.where(z_y > 0, z_y, 1.0)  # a row with no kept key: acc = 0, output 0
     o_ptrs = (
@@ -183,14 +201,11 @@ def attn_fwd(
     out = acc / z_safe[:, None]
     tl.store(o_ptrs, out.to(O.dtype.element_ty), mask=store_ok[:, None] & dv_ok)
     rows = bh.to(tl.int64) * Lq + offs_m  # per-row statistics are [B, Hq, Lq], contiguous
-    if U_Y:  # H = ln 2·(log2 Z − U/Z) nats; 0 where no key is kept
-        h_y = tl.where(z_y > 0, 0.6931471805599453 * (tl.log2(z_safe) - u_y / z_safe), 0.0)
-        h_y = tl.maximum(h_y, 0.0)
+    if U_Y:  # the entropy of the applied weights
+        h_y = _entropy(z_y, u_y)
         if HY_OUT:
             tl.store(HY + rows, h_y, mask=store_ok)
         if HL_FROM_Y:
             tl.store(HL + rows, h_y, mask=store_ok)
     if SEP_L:
-        zx_safe = tl.where(z_x > 0, z_x, 1.0)
-        h_x = tl.where(z_x > 0, 0.6931471805599453 * (tl.log2(zx_safe) - u_x / zx_safe), 0.0)
-        tl.store(HL + rows, tl.maximum(h_x, 0.0), mask=store_ok)
+        tl.store(HL + rows, _entropy(z_x, u_x), mask=store_ok)
