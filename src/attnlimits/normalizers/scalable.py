@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_positive, key_counts
+from attnlimits._checks import check_broadcasts_to, check_positive, key_counts
 from attnlimits.normalizers._common import finish, masked_softmax, prepare
 
 __all__ = ["ssmax"]
@@ -48,6 +48,7 @@ def ssmax(scores: Tensor, dim: int = -1, *, mask: Tensor | None = None, s: float
     """
     check_positive(s, "s")
     x, keep, d = prepare(scores, mask, dim)
+    check_broadcasts_to(s, "s", x.shape)
     n = key_counts(keep, x, d)  # kept keys per row, x's dtype
     scale = s * torch.log(n.clamp_min(1.0))
-    return finish(masked_softmax(scale * x, keep, d), keep, scores)
+    return finish(masked_softmax(x, keep, d, scale=scale), keep, scores)
