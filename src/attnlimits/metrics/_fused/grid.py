@@ -12,7 +12,7 @@ from attnlimits.metrics._fused.expectation import expectation_rows
 from attnlimits.metrics._fused.rows import enabled, flat_rows, gram_tables, top_order
 from attnlimits.metrics._fused.selection import topn_rows
 from attnlimits.metrics._topn import prepare_rows, query_blocks
-from attnlimits.theory.distance import fixed_selection_bound
+from attnlimits.theory.distance import fixed_selection_bound_unchecked
 
 __all__ = ["distance_grid", "xbar_products"]
 
@@ -67,7 +67,7 @@ def distance_grid(
     if out.d1 is not None and out.max_norm is not None and out.mass is not None:
         for j, n in enumerate(n_values):
             if n in bound_ns:
-                b = fixed_selection_bound(
+                b = fixed_selection_bound_unchecked(
                     out.mass[..., j], out.d1[..., j], out.max_norm[..., j], n_keys[..., 0], n
                 )
                 bound[..., j] = torch.where(valid[..., j], b, math.nan)
