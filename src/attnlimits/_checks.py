@@ -10,8 +10,8 @@ Conventions (see ``docs/conventions.md``):
   strings; meta tensors (shapes without values) pass only where a function computes shapes
   (the normalisers), every value-reading function refuses them by name.
 
-Every check is O(1) in the tensor's size except :func:`check_finite` and
-:func:`check_magnitudes` (one reduction each).
+Every check is O(1) in the tensor's size except :func:`check_finite`, :func:`finite_top` and
+:func:`check_magnitudes` (one reduction per tensor).
 """
 
 from __future__ import annotations
@@ -26,12 +26,10 @@ from torch import Tensor
 
 __all__ = [
     "ArgumentTypeError",
-    "check_broadcasts_to",
     "check_choice",
     "check_choices",
     "check_dtype_float",
     "check_finite",
-    "check_generator",
     "check_in_range",
     "check_int_at_least",
     "check_magnitudes",
@@ -43,6 +41,7 @@ __all__ = [
     "check_same_rows",
     "check_tensor",
     "check_top_n",
+    "finite_top",
     "is_finite_number",
     "keep_mask",
     "key_counts",
@@ -202,19 +201,38 @@ def check_map_and_vectors(attn: Tensor, x: Tensor, names: tuple[str, str] = ("at
         ) from None
 
 
-def check_magnitudes(attn: Tensor, x: Tensor, names: tuple[str, str] = ("attn", "x")) -> None:
+def finite_top(x: Tensor, name: str) -> float:
+    """max|x| of a finite float tensor (0 when empty), or :func:`check_finite`'s error: one
+    pass over ``x`` for both checks (the max is NaN or inf exactly when ``x`` holds one)."""
+    check_tensor(x, name)
+    check_dtype_float(x, name)
+    lo, hi = torch.aminmax(x.detach()) if x.numel() else (torch.zeros(()), torch.zeros(()))
+    top = max(-float(lo), float(hi))  # NaN if x holds one (aminmax is ~30x vector_norm(inf))
+    if not math.isfinite(top):
+        check_finite(x, name, allow_neg_inf=False)  # raises, naming NaN, +inf or -inf
+    return top
+
+
+def check_magnitudes(
+    attn: Tensor,
+    x: Tensor,
+    names: tuple[str, str] = ("attn", "x"),
+    tops: tuple[float, float] | None = None,
+) -> None:
     """Refuse weights and vectors so large that the squared norms behind the distance metrics
     (||α_i x_i − s||², Gram entries, summed over K keys of d dimensions) would overflow the
     working dtype (float32 for half inputs): max(1, max|α|)·max|x| must stay below
     √(max / (16·d·K)), about 3e15 in float32 at d = 64, K = 1024. Distances scale with x, so
-    scaling x down (or passing float64) answers the same question."""
+    scaling x down (or passing float64) answers the same question. ``tops``: max|α| and max|x|
+    if the caller has them (:func:`finite_top`)."""
     work = torch.promote_types(attn.dtype, x.dtype)
     if work in (torch.float16, torch.bfloat16):
         work = torch.float32
     if attn.numel() == 0 or x.numel() == 0:
         return
-    top_a = float(torch.linalg.vector_norm(attn.detach(), math.inf))
-    top_x = float(torch.linalg.vector_norm(x.detach(), math.inf))
+    if tops is None:
+        tops = (finite_top(attn, names[0]), finite_top(x, names[1]))
+    top_a, top_x = tops
     limit = math.sqrt(torch.finfo(work).max / (16 * max(1, x.shape[-1]) * max(1, x.shape[-2])))
     if max(1.0, top_a) * top_x > limit:  # ||x_i||² itself is formed, whatever α is
         a, v = names
@@ -285,23 +303,6 @@ def check_positive(value: float | Tensor, name: str, *, tensor_ok: bool = True) 
         raise ValueError(f"{name} must be positive and finite, got {value}")
 
 
-def check_broadcasts_to(
-    value: float | Tensor, name: str, shape: Sequence[int], of: str = "scores"
-) -> None:
-    """A tensor ``value`` (e.g. a learned temperature) must broadcast to ``shape`` (``of``'s)."""
-    if not isinstance(value, Tensor):
-        return
-    try:
-        ok = torch.broadcast_shapes(value.shape, tuple(shape)) == tuple(shape)
-    except RuntimeError:
-        ok = False
-    if not ok:
-        raise ValueError(
-            f"{name} of shape {tuple(value.shape)} does not broadcast to {of} of shape "
-            f"{tuple(shape)}"
-        )
-
-
 def check_in_range(
     value: float, name: str, low: float, high: float, *, closed: tuple[bool, bool] = (True, True)
 ) -> None:
@@ -314,18 +315,6 @@ def check_in_range(
         lb = "[" if closed[0] else "("
         rb = "]" if closed[1] else ")"
         raise ValueError(f"{name} must lie in {lb}{low}, {high}{rb}, got {value}")
-
-
-def check_generator(generator: Any, like: Tensor, name: str = "generator") -> None:
-    """``generator`` must be None or a ``torch.Generator`` on ``like``'s device type."""
-    if generator is None:
-        return
-    if not isinstance(generator, torch.Generator):
-        raise ArgumentTypeError(
-            f"{name} must be a torch.Generator or None, got {type(generator).__name__}"
-        )
-    if generator.device.type != like.device.type:
-        raise ValueError(f"{name} is on {generator.device}, the tensors on {like.device}")
 
 
 def check_choice(value: Any, name: str, choices: Sequence[str]) -> None:

@@ -22,11 +22,11 @@ from torch import Tensor
 
 from attnlimits._checks import (
     ArgumentTypeError,
-    check_finite,
     check_magnitudes,
     check_map_and_vectors,
     check_mask,
     check_top_n,
+    finite_top,
     row_counts,
 )
 
@@ -66,12 +66,11 @@ def check_rows(attn: Tensor, x: Tensor, mask: Tensor | None, ns: Sequence[int]) 
     ``[..., Q, K]`` and ``x`` ``[..., K, d]`` finite float tensors agreeing on K (batch axes
     broadcasting), ``mask`` boolean and broadcastable to ``attn``, each N in ``ns`` with
     1 ≤ N < K."""
-    check_finite(attn, "attn", allow_neg_inf=False)
-    check_finite(x, "x", allow_neg_inf=False)
+    tops = (finite_top(attn, "attn"), finite_top(x, "x"))  # one pass each: finite and max|·|
     if attn.ndim < 2:
         raise ValueError(f"attn must be [..., Q, K], got shape {tuple(attn.shape)}")
     check_map_and_vectors(attn, x)
-    check_magnitudes(attn, x)
+    check_magnitudes(attn, x, tops=tops)
     check_mask(mask, attn, of="attn")
     for n in ns:
         check_top_n(n, attn.shape[-1])

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_generator, check_int_at_least
+from attnlimits._checks import ArgumentTypeError, check_int_at_least
 from attnlimits.metrics import _fused
 from attnlimits.metrics._topn import (
     TopNRows,
@@ -71,6 +71,18 @@ def expected_distance_exact(
     return torch.where(r.valid, mean, torch.full_like(mean, math.nan))
 
 
+def _check_generator(generator: object, like: Tensor, name: str = "generator") -> None:
+    """``generator`` must be None or a ``torch.Generator`` on ``like``'s device type."""
+    if generator is None:
+        return
+    if not isinstance(generator, torch.Generator):
+        raise ArgumentTypeError(
+            f"{name} must be a torch.Generator or None, got {type(generator).__name__}"
+        )
+    if generator.device.type != like.device.type:
+        raise ValueError(f"{name} is on {generator.device}, the tensors on {like.device}")
+
+
 def _rows(r: TopNRows) -> tuple[int, ...]:
     """The rows of the results: attn's, broadcast against x's batch axes (``[..., Q]``)."""
     return (*torch.broadcast_shapes(r.attn.shape[:-2], r.x.shape[:-2]), r.attn.shape[-2])
@@ -94,7 +106,7 @@ def expected_distance_monte_carlo(
     """
     r = prepare_rows(attn, x, n, mask)
     check_int_at_least(samples, "samples", 1)
-    check_generator(generator, attn)
+    _check_generator(generator, attn)
     total = torch.zeros(_rows(r), dtype=torch.float64, device=attn.device)
     total_sq = torch.zeros_like(total)
     chunk = max(1, 2**20 // r.attn.numel())  # samples drawn at once
@@ -143,7 +155,7 @@ def expected_distance_curve_mc(
     check_int_at_least(samples, "samples", 1)
     if samples < 2:
         raise ValueError(f"samples must be >= 2 for a standard error, got {samples}")
-    check_generator(generator, attn)
+    _check_generator(generator, attn)
     r0 = prepare_rows(attn, x, n_values[0], mask, check=False)
     s_count = int(samples)
     q = r0.attn.shape[-2]

@@ -81,7 +81,7 @@ def normalize_to_sphere(x: Tensor, radius: float = 1.0, *, dim: int = -1) -> Ten
     if x.shape[dim] == 0:
         raise ValueError(f"x has no entries along dim={dim} (shape {tuple(x.shape)})")
     # each vector scaled by a power of two first (exact), so its norm cannot overflow
-    _, exponent = torch.frexp(torch.linalg.vector_norm(x, math.inf, dim=dim, keepdim=True))
+    _, exponent = torch.frexp(x.detach().abs().amax(dim=dim, keepdim=True))
     x = torch.ldexp(x, -exponent).to(x.dtype)
     norms = torch.linalg.vector_norm(x, dim=dim, keepdim=True)
     if bool((norms == 0).any()):
@@ -140,7 +140,7 @@ def min_pairwise_distances(x: Tensor, mask: Tensor | None = None) -> tuple[Tenso
     # squared differences overflow beyond √max: a head with such entries is scaled by a power
     # of two (exact but for components that underflow) and its δ scaled back; the others are
     # left alone. inf below means "no pair" (NaN)
-    top = torch.linalg.vector_norm(x, math.inf, dim=(-2, -1))  # per head [...]
+    top = x.abs().amax(dim=(-2, -1))  # per head [...]
     huge = top > math.sqrt(torch.finfo(x.dtype).max) / (4 * math.sqrt(x.shape[-1]))
     shift = torch.where(huge, torch.frexp(top)[1], 0)
     if bool(huge.any()):

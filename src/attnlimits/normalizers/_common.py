@@ -18,13 +18,14 @@ that branch's backward would still give NaN.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
 from attnlimits._checks import check_finite, check_nonempty, keep_mask, normalize_dim
 
-__all__ = ["finish", "masked_max", "masked_softmax", "prepare"]
+__all__ = ["check_broadcasts_to", "finish", "masked_max", "masked_softmax", "prepare"]
 
 _HALF = (torch.float16, torch.bfloat16)
 
@@ -92,3 +93,20 @@ def masked_softmax(
     e = z.exp()
     s = e.sum(dim=dim, keepdim=True)
     return e / torch.where(s > 0, s, 1.0)
+
+
+def check_broadcasts_to(
+    value: float | Tensor, name: str, shape: Sequence[int], of: str = "scores"
+) -> None:
+    """A tensor ``value`` (e.g. a learned temperature) must broadcast to ``shape`` (``of``'s)."""
+    if not isinstance(value, Tensor):
+        return
+    try:
+        ok = torch.broadcast_shapes(value.shape, tuple(shape)) == tuple(shape)
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"{name} of shape {tuple(value.shape)} does not broadcast to {of} of shape "
+            f"{tuple(shape)}"
+        )

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from attnlimits._checks import ArgumentTypeError, check_broadcasts_to, check_positive
-from attnlimits.normalizers._common import finish, masked_softmax, prepare
+from attnlimits._checks import ArgumentTypeError, check_positive
+from attnlimits.normalizers._common import check_broadcasts_to, finish, masked_softmax, prepare
 
 __all__ = ["general", "softmax"]
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_broadcasts_to, check_finite, check_positive
+from attnlimits._checks import check_finite, check_positive
+from attnlimits.normalizers._common import check_broadcasts_to
 
 __all__ = ["cosine_logits"]
 

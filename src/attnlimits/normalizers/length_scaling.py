@@ -18,13 +18,12 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import (
-    check_broadcasts_to,
     check_finite,
     check_int_at_least,
     check_positive,
     key_counts,
 )
-from attnlimits.normalizers._common import finish, masked_softmax, prepare
+from attnlimits.normalizers._common import check_broadcasts_to, finish, masked_softmax, prepare
 
 __all__ = [
     "LENGTH_SCALES",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_broadcasts_to, check_positive, key_counts
-from attnlimits.normalizers._common import finish, masked_softmax, prepare
+from attnlimits._checks import check_positive, key_counts
+from attnlimits.normalizers._common import check_broadcasts_to, finish, masked_softmax, prepare
 
 __all__ = ["ssmax"]
 

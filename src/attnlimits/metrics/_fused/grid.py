@@ -50,7 +50,7 @@ def distance_grid(
     """(d̃, E per form, bound, valid, gap bounds per form or None), each [*batch, Q, n_N], as
     :class:`~attnlimits.metrics.DistanceCurve` holds them; None where the kernels do not apply
     (GPU, autograd, the ``rms`` form, Gram tables over budget)."""
-    r = prepare_rows(attn, x, n_values[0], mask)
+    r = prepare_rows(attn, x, n_values[0], mask, check=False)  # distance_curve checked them
     if "rms" in forms or not enabled(r.attn, r.x, r.keep):
         return None
     rows = flat_rows(r.attn, r.keep, r.x, source=(attn, mask))
