@@ -50,5 +50,7 @@ def ssmax(scores: Tensor, dim: int = -1, *, mask: Tensor | None = None, s: float
     x, keep, d = prepare(scores, mask, dim)
     check_broadcasts_to(s, "s", x.shape)
     n = key_counts(keep, x, d)  # kept keys per row, x's dtype
-    scale = s * torch.log(n.clamp_min(1.0))
+    big = torch.finfo(x.dtype).max  # an s beyond the dtype's range: its largest value, not
+    s_work = s.clamp_max(big) if isinstance(s, Tensor) else min(s, big)  # inf (inf·log 1 = NaN)
+    scale = s_work * torch.log(n.clamp_min(1.0))
     return finish(masked_softmax(x, keep, d, scale=scale), keep, scores)
