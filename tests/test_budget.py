@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import importlib.util
 import io
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -26,6 +27,9 @@ from attnlimits.capture import models_loaded
 from attnlimits.cli import app
 from attnlimits.experiments import budget, skeleton
 from attnlimits.experiments._model_shape import SMOLLM2, model_shape
+from attnlimits.experiments.store import jsonable
+from attnlimits.experiments.sweep import load_spec
+from attnlimits.experiments.sweep.runner import sweep_estimate
 from tiny_models import tiny_model_dir
 
 runner = CliRunner()
@@ -73,6 +77,19 @@ def test_a_huge_count_is_refused_before_any_work(args, setting, sixteen_gb, tmp_
     assert setting in error, error  # names what holds the memory
     assert not out.exists(), sorted(out.rglob("*"))
     assert models_loaded() == before
+
+
+def test_a_sweep_of_ten_thousand_cells_asks_for_yes(tmp_path):
+    spec = tmp_path / "big.toml"
+    seeds, rows = list(range(100)), list(range(2, 102))
+    spec.write_text(f'experiment = "scan"\nquick = true\n[axes]\nseed = {seeds}\nrows = {rows}\n')
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["sweep", str(spec), "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    (error,) = _errors(res.output)
+    assert "10,000 cell(s) of scan, 10,000 to run" in error and "pass --yes" in error, error
+    assert " h " in error or "days" in error, error  # the estimate, in hours
+    assert not out.exists()
 
 
 def test_the_python_api_refuses_before_any_folder(tiny, tmp_path, sixteen_gb):
@@ -196,6 +213,25 @@ def test_an_encoder_runs_one_pass_per_length():
     grid = estimate(_config("limitations", model="minilm-l6", lengths=(64, 128, 256, 512)))
     alone = estimate(_config("limitations", model="minilm-l6", lengths=(512,)))
     assert grid.seconds > alone.seconds
+
+
+def test_the_sweep_estimate_sums_the_cells_still_to_run(tmp_path):
+    spec_path = tmp_path / "s.toml"
+    spec_path.write_text('experiment = "scan"\nquick = true\n[axes]\nwindows = [1, 2, 3]\n')
+    spec = load_spec(spec_path)
+    experiment = skeleton.get("scan")
+    cells = [experiment.estimate(c.config) for c in spec.cells]
+    est = sweep_estimate(experiment, spec, tmp_path / "out")
+    assert est.seconds == pytest.approx(sum(c.seconds for c in cells))
+    assert est.peak_bytes == max(c.peak_bytes for c in cells)
+    done = tmp_path / "out" / "cells" / spec.cells[2].id  # a finished cell is not counted
+    done.mkdir(parents=True)
+    (done / "report.md").write_text("")
+    meta = {"experiment": "scan", "params": jsonable(spec.cells[2].config)}
+    (done / "run.json").write_text(json.dumps(meta))
+    est = sweep_estimate(experiment, spec, tmp_path / "out")
+    assert "3 cell(s) of scan, 2 to run" == est.what
+    assert est.seconds == pytest.approx(cells[0].seconds + cells[1].seconds)
 
 
 # ---- the check ---------------------------------------------------------------------------------
