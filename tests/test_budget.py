@@ -92,6 +92,20 @@ def test_a_sweep_of_ten_thousand_cells_asks_for_yes(tmp_path):
     assert not out.exists()
 
 
+def test_limitations_refuses_a_text_too_short_before_the_model_loads(tiny, tmp_path):
+    """More windows than the text can hold: the text's own message, no model loaded (as scan
+    and compare do)."""
+    (tmp_path / "short.txt").write_text("the war and the peace\n" * 200)
+    out = tmp_path / "out"
+    before = models_loaded()
+    args = [*LIM, "--model", str(tiny), "--text", str(tmp_path / "short.txt"), "--quick"]
+    res = runner.invoke(app, [*args, "--windows", "1000", "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    (error,) = _errors(res.output)
+    assert "has 4,400 characters, too short for 1000 window(s) of 128 tokens" in error, error
+    assert models_loaded() == before and not out.exists()
+
+
 def test_the_python_api_refuses_before_any_folder(tiny, tmp_path, sixteen_gb):
     experiment = skeleton.get("limitations")
     config = experiment.config.quick(model=str(tiny), mc_samples=10**9)
