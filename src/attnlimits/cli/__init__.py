@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
+from attnlimits.cli._budget import Yes, check_models
 from attnlimits.cli._errors import fail as _fail
 from attnlimits.cli._errors import one_line_warnings
 from attnlimits.cli.sweep import sweep as sweep_command
@@ -87,6 +88,7 @@ def _run(
     fresh: bool,
     flags: dict[str, str] | None = None,
     config: Any = None,
+    yes: bool = False,
 ) -> None:
     """Config, device check, then the skeleton's runner, with one-line errors and Ctrl-C."""
     from attnlimits.experiments import skeleton
@@ -105,7 +107,7 @@ def _run(
             _fail(str(err))
     try:
         with one_line_warnings():
-            report = skeleton.run(experiment, config, out, fresh=fresh)
+            report = skeleton.run(experiment, config, out, fresh=fresh, yes=yes)
     except KeyboardInterrupt:
         from attnlimits.experiments.store import ResultStore
 
@@ -155,6 +157,7 @@ def reproduce_limitations(
     device: Device = None,
     quick: Quick = False,
     fresh: Fresh = False,
+    yes: Yes = False,
     windows: Annotated[
         int | None, typer.Option(help="Token windows of the book (default 4).")
     ] = None,
@@ -197,27 +200,21 @@ def reproduce_limitations(
     }
     flags = {"n_alg1": "--n", "x_sources": "--x-source"}
     if len(models) == 1:
-        _run("limitations", options, quick=quick, out=out, fresh=fresh, flags=flags)
+        _run("limitations", options, quick=quick, out=out, fresh=fresh, flags=flags, yes=yes)
         return
     from attnlimits.experiments.limitations.side_by_side import model_folder, write_side_by_side
 
     names = {"model": "--model"} | {k: "--" + k.replace("_", "-") for k in options} | flags
     configs = {m: _config(skeleton_config("limitations"), quick, options | {"model": m}, names)
                for m in models}  # fmt: skip  # every model's settings checked before any work
-    from attnlimits.capture import check_model_available
-
-    for m in models:  # a missing package or folder fails before any model runs
-        try:
-            check_model_available(m)
-        except OSError as err:
-            _fail(str(err))
+    check_models("limitations", configs, yes)  # each model there, their cost: before any runs
     runs = {m: out / model_folder(m) for m in models}
     created = not out.exists()
     try:
         for m in models:
             typer.echo(f"{m}: {runs[m]}")
             _run("limitations", options | {"model": m}, quick=quick, out=runs[m], fresh=fresh,
-                 flags=flags, config=configs[m])  # fmt: skip
+                 flags=flags, config=configs[m], yes=True)  # fmt: skip
     finally:  # a failed first model leaves no empty --out behind (finished models stay)
         if created and out.is_dir() and not any(out.iterdir()):
             out.rmdir()
@@ -238,6 +235,7 @@ def reproduce_softmax_not_enough(
     device: Device = None,
     quick: Quick = False,
     fresh: Fresh = False,
+    yes: Yes = False,
     temperature_fit: Annotated[
         bool | None, typer.Option(help="Refit the adaptive-temperature polynomial (App. F).")
     ] = None,
@@ -268,7 +266,7 @@ def reproduce_softmax_not_enough(
         "regularizer": regularizer,
         "ablation": ablation,
     }
-    _run("softmax-not-enough", options, quick=quick, out=out, fresh=fresh)
+    _run("softmax-not-enough", options, quick=quick, out=out, fresh=fresh, yes=yes)
 
 
 @demo.command("long-context")
@@ -278,11 +276,12 @@ def demo_long_context(
     device: Device = None,
     quick: Quick = False,
     fresh: Fresh = False,
+    yes: Yes = False,
     prompts: Annotated[int | None, typer.Option(help="Prompts per list length.")] = None,
 ) -> None:
     """Max-finding prompts of growing length: softmax vs adaptive temperature (inference only)."""
     options = {"model": model, "device": device, "prompts": prompts}
-    _run("long-context", options, quick=quick, out=out, fresh=fresh)
+    _run("long-context", options, quick=quick, out=out, fresh=fresh, yes=yes)
 
 
 @app.command("scan")
@@ -309,6 +308,7 @@ def scan(
     device: Device = None,
     quick: Quick = False,
     fresh: Fresh = False,
+    yes: Yes = False,
     beyond_context: Beyond = None,
 ) -> None:
     """Every layer × head × length of MODEL: entropy, max weight, sink mass, spread, β, critical
@@ -325,7 +325,7 @@ def scan(
         "beyond_context": beyond_context,
     }
     folder = out or Path("results/scan") / model_folder(model)
-    _run("scan", options, quick=quick, out=folder, fresh=fresh)
+    _run("scan", options, quick=quick, out=folder, fresh=fresh, yes=yes)
 
 
 @app.command("compare")
@@ -356,6 +356,7 @@ def compare(
     device: Device = None,
     quick: Quick = False,
     fresh: Fresh = False,
+    yes: Yes = False,
     beyond_context: Beyond = None,
 ) -> None:
     """Swap normalisers into a causal LM at inference: perplexity, a retrieval probe and head
@@ -374,7 +375,7 @@ def compare(
         "beyond_context": beyond_context,
     }
     folder = out or Path("results/compare") / model_folder(model or "smollm2-135m")
-    _run("compare", options, quick=quick, out=folder, fresh=fresh)
+    _run("compare", options, quick=quick, out=folder, fresh=fresh, yes=yes)
 
 
 @app.command("report")

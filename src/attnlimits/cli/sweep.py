@@ -34,16 +34,20 @@ def sweep(
     out: Annotated[
         Path | None, typer.Option(help="Results folder (default results/sweep/<SPEC's stem>).")
     ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Start a sweep estimated at over an hour without asking.")
+    ] = False,
 ) -> None:
     """One experiment over a grid of settings, cell by cell, serially or on Ray; the cells'
-    tables merged with the axis values as columns (docs/distributed.md)."""
+    tables merged with the axis values as columns (docs/distributed.md). First one line gives
+    the cell count and the estimated time; a sweep of over an hour needs --yes."""
     from attnlimits.experiments.sweep import load_spec, run_sweep
     from attnlimits.experiments.sweep.backends import check_backend
 
     try:
         check_backend(backend)  # the options first, then the file
         loaded = load_spec(spec)
-        path, failed = run_sweep(loaded, out, backend=backend, address=address)
+        path, failed = run_sweep(loaded, out, backend=backend, address=address, yes=yes)
     except (ValueError, OSError, ImportError) as err:  # bad spec, no Ray, busy folder
         _fail(str(err))
     except KeyboardInterrupt:

@@ -36,7 +36,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from attnlimits.experiments import _allocator
+from attnlimits.experiments import _allocator, budget
 from attnlimits.experiments.report import write_report
 from attnlimits.experiments.store import ResultStore, jsonable, machine_info, package_versions
 
@@ -81,6 +81,8 @@ class Experiment:
     figures: Callable[[Tables, Meta], dict[str, Figure]]
     claims: Callable[[Tables, Meta], pd.DataFrame]
     sections: Callable[[Tables, Meta], list[str]] = _no_sections
+    #: config -> its memory and time, checked before any work (:mod:`.budget`)
+    estimate: Callable[[Any], budget.Estimate] | None = None
 
 
 def get(name: str) -> Experiment:
@@ -131,8 +133,13 @@ def run(
     *,
     progress: bool = True,
     fresh: bool = False,
+    yes: bool = True,
 ) -> Path:
     """Run ``experiment`` with ``config`` into the folder ``out``; return ``report.md``'s path.
+
+    First, before any folder, text or model is touched, the experiment's estimate is checked
+    (:func:`.budget.check`): a run whose memory cannot fit, or one longer than an hour unless
+    ``yes``, raises :class:`~attnlimits.experiments.budget.BudgetError` (a ``ValueError``).
 
     Resumes an interrupted run with the same settings. A folder holding a run with other
     settings is refused with a ``ValueError`` naming them, unless ``fresh`` (start afresh,
@@ -140,6 +147,8 @@ def run(
     :class:`~attnlimits.experiments.store.FolderBusyError`.
     """
     _check_config(config, experiment)
+    if experiment.estimate is not None:  # before anything exists: a refusal leaves nothing
+        budget.check(experiment.estimate(config), yes=yes, say=progress)
     _allocator.tune()  # freed temporaries reused, not faulted in again (recorded in run.json)
     out = Path(out)
     created = not out.exists()

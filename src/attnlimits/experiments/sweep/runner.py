@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
+from attnlimits.experiments import budget
 from attnlimits.experiments.store import ResultStore
-from attnlimits.experiments.sweep.backends import FAILED, check_address, check_backend, run_cells
+from attnlimits.experiments.sweep.backends import (
+    FAILED,
+    cell_folder,
+    check_address,
+    check_backend,
+    finished,
+    run_cells,
+)
 from attnlimits.experiments.sweep.merge import merge_tables, write_sweep_report
 from attnlimits.experiments.sweep.spec import Spec, load_spec
 
-__all__ = ["default_out", "run_sweep"]
+__all__ = ["default_out", "run_sweep", "sweep_estimate"]
 
 
 def default_out(spec_path: Path | str) -> Path:
@@ -26,6 +36,7 @@ def run_sweep(
     backend: str = "serial",
     address: str | None = None,
     progress: bool = True,
+    yes: bool = True,
 ) -> tuple[Path, int]:
     """Run every cell of ``spec`` into ``out/cells/<id>`` (see :func:`run_cells`), then write
     the merged tables, ``run.json`` and ``report.md`` into ``out``.
@@ -35,6 +46,11 @@ def run_sweep(
     ``ValueError``) before any folder is made; a failing cell does not
     stop the others. ``out`` is locked for the sweep (a second sweep into it gets
     ``FolderBusyError``).
+
+    Before any folder is made, the cells still to run are estimated (:func:`sweep_estimate`):
+    with ``progress``, one line on stderr gives their count and time; a cell whose memory
+    cannot fit here (serially), or a sweep longer than an hour unless ``yes``, raises
+    :class:`~attnlimits.experiments.budget.BudgetError`.
     """
     from attnlimits.experiments import skeleton
 
@@ -45,6 +61,12 @@ def run_sweep(
         spec = load_spec(spec)
     out = Path(out) if out is not None else default_out(spec.path)
     experiment = skeleton.get(spec.experiment)
+    estimate = sweep_estimate(experiment, spec, out)
+    budget.check(estimate, yes=yes, say=False, memory=backend == "serial", hint=" (or fewer cells)")
+    if progress:
+        print(f"sweep: {estimate.what}; estimated about {budget.format_seconds(estimate.seconds)}"
+              f" of work in all, {budget.format_bytes(estimate.peak_bytes)} per cell at most",
+              file=sys.stderr, flush=True)  # fmt: skip
     store = ResultStore(out)
     with store.lock(), store.timed("sweep"):
         start = time.perf_counter()
@@ -55,3 +77,13 @@ def run_sweep(
         report = write_sweep_report(spec, results, store, tables, backend=backend,
                                     address=address, elapsed=elapsed)  # fmt: skip
     return report, sum(r.status == FAILED for r in results.values())
+
+
+def sweep_estimate(experiment: Any, spec: Spec, out: Path) -> budget.Estimate:
+    """The cells of ``spec`` not yet finished in ``out``, one after another: their summed time
+    and the largest one's memory (:func:`~attnlimits.experiments.budget.combined`)."""
+    todo = [c for c in spec.cells if not finished(experiment, c, cell_folder(out, c))]
+    what = f"{len(spec.cells):,} cell(s) of {spec.experiment}, {len(todo):,} to run"
+    if experiment.estimate is None:
+        return budget.Estimate(what, 0.0, {})
+    return budget.combined([experiment.estimate(c.config) for c in todo], what)
