@@ -211,6 +211,9 @@ def reproduce_limitations(
             check_model_available(m)
         except OSError as err:
             _fail(str(err))
+    if out == Path("."):  # the joined report goes into --out itself ('' arrives as '.')
+        _fail("out '.' is the current folder (an empty --out is too); name a results folder "
+              "of its own, e.g. results/run")  # fmt: skip
     runs = {m: out / model_folder(m) for m in models}
     created = not out.exists()
     try:

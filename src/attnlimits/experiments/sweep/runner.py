@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from attnlimits.experiments.store import ResultStore
+from attnlimits.experiments.store import ResultStore, check_out
 from attnlimits.experiments.sweep.backends import FAILED, check_address, check_backend, run_cells
 from attnlimits.experiments.sweep.merge import merge_tables, write_sweep_report
 from attnlimits.experiments.sweep.spec import Spec, load_spec
@@ -17,6 +17,21 @@ __all__ = ["default_out", "run_sweep"]
 def default_out(spec_path: Path | str) -> Path:
     """``results/sweep/<spec file's stem>``."""
     return Path("results/sweep") / Path(spec_path).stem
+
+
+def _check_folder(store: ResultStore) -> None:
+    """A sweep's folder holds a sweep, or nothing but attnlimits' files where a sweep writes."""
+    found = store.meta.get("experiment")
+    if store.meta and found != "sweep":
+        what = f"a {found} run" if found else "a run.json attnlimits did not write"
+        raise ValueError(f"{store.root} holds {what}, not a sweep: choose another --out")
+    foreign = store.foreign_files(("run.json", "report.md", "tables", "cells"))
+    if not store.meta and foreign:
+        more = f", and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        raise ValueError(
+            f"{store.root} holds files attnlimits did not write ({', '.join(foreign[:3])}{more});"
+            " a sweep would write over them: choose another --out"
+        )
 
 
 def run_sweep(
@@ -34,7 +49,9 @@ def run_sweep(
     ``ValueError`` (no Ray: ``ImportError``; a cluster address that does not answer:
     ``ValueError``) before any folder is made; a failing cell does not
     stop the others. ``out`` is locked for the sweep (a second sweep into it gets
-    ``FolderBusyError``).
+    ``FolderBusyError``). ``out`` must be new, a sweep's, or hold no files attnlimits did not
+    write where a sweep writes (``run.json``, ``report.md``, ``tables/``, ``cells/``): else a
+    ``ValueError`` naming them. A sweep deletes nothing.
     """
     from attnlimits.experiments import skeleton
 
@@ -43,15 +60,17 @@ def run_sweep(
         check_address(address or os.environ.get("RAY_ADDRESS"))  # likewise a dead address
     if not isinstance(spec, Spec):
         spec = load_spec(spec)
-    out = Path(out) if out is not None else default_out(spec.path)
+    out = check_out(out) if out is not None else default_out(spec.path)
     experiment = skeleton.get(spec.experiment)
     store = ResultStore(out)
-    with store.lock(), store.timed("sweep"):
-        start = time.perf_counter()
-        results = run_cells(experiment, spec.cells, out, backend, address,
-                            resources=spec.resources, progress=progress)  # fmt: skip
-        elapsed = time.perf_counter() - start
-        tables = merge_tables(spec, results, out)
-        report = write_sweep_report(spec, results, store, tables, backend=backend,
-                                    address=address, elapsed=elapsed)  # fmt: skip
+    with store.lock():
+        _check_folder(store)
+        with store.timed("sweep"):
+            start = time.perf_counter()
+            results = run_cells(experiment, spec.cells, out, backend, address,
+                                resources=spec.resources, progress=progress)  # fmt: skip
+            elapsed = time.perf_counter() - start
+            tables = merge_tables(spec, results, out)
+            report = write_sweep_report(spec, results, store, tables, backend=backend,
+                                        address=address, elapsed=elapsed)  # fmt: skip
     return report, sum(r.status == FAILED for r in results.values())
