@@ -4,6 +4,7 @@
   that never held a run, or holds a user's files where a run writes, is refused by name;
 - a run that loses the start-up race to another process removes nothing of the winner's;
 - an empty ``--out`` (or the current folder) is refused, from Python and from the command line;
+- a resume names its text by content: the default book given by its path is the same input;
 - every call in ``src/`` that can delete a file is one of the reviewed sites below.
 """
 
@@ -288,6 +289,42 @@ def test_a_sweep_refuses_to_write_over_a_users_files(tmp_path, monkeypatch):
         run_sweep(tmp_path / "spec.toml", v, progress=False)
     _intact(v)
     assert not (v / "cells").exists()
+
+
+# ---- item 11: inputs compared by content -------------------------------------------------------
+
+
+def test_a_resume_naming_the_default_book_by_its_path_is_the_same_run(tmp_path, book_path):
+    if text_sha256(load_text(None)) != text_sha256(load_text(book_path)):
+        pytest.skip("the default book here is not the file at book_path")
+    out = tmp_path / "run"
+    skeleton.run(EXPERIMENT, Cfg(reads_text=True), out, progress=False)  # the default book
+    CALLS.clear()
+    skeleton.run(EXPERIMENT, Cfg(reads_text=True, text=book_path), out, progress=False)
+    assert CALLS == [], "the resume recomputed saved parts"
+    other = tmp_path / "other.txt"
+    other.write_text("another text entirely\n" * 50)
+    with pytest.raises(ValueError, match=r"other settings \(text\)"):
+        skeleton.run(EXPERIMENT, Cfg(reads_text=True, text=other), out, progress=False)
+    edited = tmp_path / "edited.txt"  # the same path, later edited: another input
+    edited.write_text("one text\n" * 50)
+    again = Cfg(reads_text=True, text=edited)
+    skeleton.run(EXPERIMENT, again, tmp_path / "e", progress=False)
+    edited.write_text("another\n" * 50)
+    with pytest.raises(ValueError, match=r"other settings \(text\)"):
+        skeleton.run(EXPERIMENT, again, tmp_path / "e", progress=False)
+
+
+def test_settings_diff_still_names_other_settings_beside_the_text(tmp_path):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("same words\n" * 20)
+    b.write_text("same words\n" * 20)
+    meta = {"text": {"sha256": text_sha256(load_text(a))}}
+    stored = {"steps": 2, "text": str(a), "reads_text": False, "fail": False}
+    assert skeleton.settings_diff(stored, Cfg(text=b), meta) == []
+    assert skeleton.settings_diff(stored, Cfg(steps=3, text=b), meta) == ["steps"]
+    with pytest.raises(FileNotFoundError):
+        skeleton.settings_diff(stored, Cfg(text=tmp_path / "gone.txt"), meta)
 
 
 # ---- the class: every deletion in src/ is a reviewed one ---------------------------------------

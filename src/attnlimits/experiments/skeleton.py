@@ -99,11 +99,37 @@ def get(name: str) -> Experiment:
     return module.EXPERIMENT
 
 
-def settings_diff(stored: Mapping[str, Any], config: Any) -> list[str]:
-    """The settings in which ``config`` differs from a stored run's ``params`` (field names)."""
+def settings_diff(
+    stored: Mapping[str, Any], config: Any, meta: Mapping[str, Any] | None = None
+) -> list[str]:
+    """The settings in which ``config`` differs from a stored run's ``params`` (field names).
+
+    The ``text`` is compared by content, not by how its path is spelled: the sha256 that the
+    stored run's ``run.json`` (``meta``) recorded for the text it read, else that of the text
+    its path names now, against the text ``config`` names. A text ``config`` names that cannot
+    be read raises its own error (``FileNotFoundError``, ``ValueError``).
+    """
     now = jsonable(config)
     keys = sorted(set(stored) | set(now))
-    return [k for k in keys if stored.get(k) != now.get(k)]
+    differ = [k for k in keys if k != "text" and stored.get(k) != now.get(k)]
+    if ("text" in stored or "text" in now) and not _same_text(stored, now, meta or {}):
+        differ = sorted([*differ, "text"])
+    return differ
+
+
+def _same_text(stored: Mapping[str, Any], now: Mapping[str, Any], meta: Mapping[str, Any]) -> bool:
+    from attnlimits.corpus import load_text, text_sha256
+
+    recorded = meta.get("text")
+    then = recorded.get("sha256") if isinstance(recorded, Mapping) else None
+    if then is None and stored.get("text") == now.get("text"):
+        return True  # nothing recorded to compare with: the same path is the same input
+    if then is None:
+        try:
+            then = text_sha256(load_text(stored.get("text")))
+        except (OSError, ValueError):  # the stored run's text is gone: not the same input
+            return False
+    return then == text_sha256(load_text(now.get("text")))
 
 
 def _check_config(config: Any, experiment: Experiment) -> None:
@@ -157,7 +183,7 @@ def _take(store: ResultStore, experiment: Experiment, config: Any, fresh: bool) 
                 stacklevel=3,
             )
         return
-    differ = settings_diff(params, config)
+    differ = settings_diff(params, config, meta)
     if name != experiment.name:
         differ = ["experiment", *differ]
     if differ:

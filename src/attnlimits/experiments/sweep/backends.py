@@ -71,10 +71,10 @@ def finished(experiment: Any, cell: Cell, folder: Path) -> bool:
     meta_path = folder / "run.json"
     if not (folder / "report.md").is_file() or not meta_path.is_file():
         return False
-    try:  # a corrupt run.json: the cell's run names it
+    try:  # a corrupt run.json or a text that cannot be read: the cell's run says which
         meta = read_run_json(meta_path)
         return meta.get("experiment") == experiment.name and not settings_diff(
-            meta.get("params", {}), cell.config
+            meta.get("params", {}), cell.config, meta
         )
     except (OSError, ValueError):
         return False
