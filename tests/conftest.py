@@ -53,6 +53,13 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_TEXT = REPO.parent / "shared" / "data" / "war_and_peace.txt"
 
 
+def torch_release(version: str) -> str:
+    """A torch version without its build label. The wheel pip picks from PyPI says 2.14.1 in
+    its metadata (what run.json records) and 2.14.1+cu130 in ``torch.__version__``; a CPU
+    wheel from download.pytorch.org says 2.13.0+cpu in both."""
+    return version.split("+")[0]
+
+
 @pytest.fixture(params=["fused", "torch"])
 def metric_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a metric test twice: through the fused CPU kernels (attnlimits.metrics._fused) and
