@@ -103,8 +103,10 @@ def _invoke(args: list[str], setup: str | None, env: dict[str, str], out: Path, 
 
 
 def _message(output: str, env: dict[str, str], out: Path) -> str:
+    import torch  # its version names the build (2.14.1+cu130, 2.13.0+cpu): {TORCH} in the doc
+
     line = output.strip().splitlines()[-1] if output.strip() else ""
-    for name, value in [("OUT", str(out)), *env.items()]:
+    for name, value in [("OUT", str(out)), *env.items(), ("TORCH", torch.__version__)]:
         line = line.replace(value, "{" + name + "}")
     return line
 
