@@ -207,10 +207,7 @@ def reproduce_limitations(
     names = {"model": "--model"} | {k: "--" + k.replace("_", "-") for k in options} | flags
     configs = {m: _config(skeleton_config("limitations"), quick, options | {"model": m}, names)
                for m in models}  # fmt: skip  # every model's settings checked before any work
-    check_models("limitations", configs, yes)  # each model there, their cost: before any runs
-    if out == Path("."):  # the joined report goes into --out itself ('' arrives as '.')
-        _fail("out '.' is the current folder (an empty --out is too); name a results folder "
-              "of its own, e.g. results/run")  # fmt: skip
+    check_models("limitations", configs, yes, out)  # models, cost, --out: before any runs
     runs = {m: out / model_folder(m) for m in models}
     created = not out.exists()
     try:

@@ -4,6 +4,7 @@ several runs of one command (models side by side) checked together before the fi
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -18,15 +19,18 @@ Yes = Annotated[
 ]
 
 
-def check_models(name: str, configs: Mapping[str, Any], yes: bool) -> None:
-    """Before the first of several runs of experiment ``name`` (model -> Config): every model
-    there as far as is known without loading it (a missing package or folder), then the runs'
-    cost, one after another: the largest one's memory and their summed time. Either failing
-    ends in one ``error:`` line and exit 2."""
+def check_models(name: str, configs: Mapping[str, Any], yes: bool, out: Path) -> None:
+    """Before the first of several runs of experiment ``name`` (model -> Config) into ``out``:
+    ``out`` a folder of its own (the joined report goes into it; ``''`` arrives as ``'.'``),
+    every model there as far as is known without loading it (a missing package or folder), then
+    the runs' cost, one after another: the largest one's memory and their summed time. Any of
+    these failing ends in one ``error:`` line and exit 2."""
     from attnlimits.capture import check_model_available
     from attnlimits.experiments import budget, skeleton
+    from attnlimits.experiments.store import check_out
 
     try:
+        check_out(out)
         for model in configs:
             check_model_available(model)
         estimate = skeleton.get(name).estimate
