@@ -354,7 +354,10 @@ REVIEWED = {
     ("capture/models.py", "_gguf_dir", "shutil.rmtree"): (1, "its own mkdtemp folder"),
     ("corpus/text.py", "_fetch_into_cache", "os.replace"): (1, "the book's cache entry"),
     ("corpus/text.py", "_fetch_into_cache", ".unlink"): (1, "its own mkstemp download"),
-    ("cli/__init__.py", "reproduce_limitations", ".rmdir"): (1, "--out it created, if empty"),
+    ("cli/_errors.py", "no_empty_folders_left", ".rmdir"): (
+        1,
+        "folders on the way to --out that the failed command created, if empty (rmdir only)",
+    ),
 }
 
 

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from attnlimits._checks import path_kind
 from attnlimits.cli._errors import fail as _fail
 
 __all__ = ["sweep"]
@@ -21,7 +22,8 @@ def sweep(
     spec: Annotated[
         Path,
         typer.Argument(
-            help="TOML spec: experiment, quick, fixed settings, axes (lists of values)."
+            metavar="SPEC",
+            help="TOML spec: experiment, quick, fixed settings, axes (lists of values).",
         ),
     ],
     backend: Annotated[
@@ -46,6 +48,9 @@ def sweep(
 
     try:
         check_backend(backend)  # the options first, then the file
+        if (kind := path_kind(spec)) != "a file":  # a FIFO would block, /dev/zero never end
+            what = "it does not exist" if kind == "missing" else f"it is {kind}"
+            raise ValueError(f"cannot read sweep spec {spec}: {what}; give a .toml or .yaml file")
         loaded = load_spec(spec)
         path, failed = run_sweep(loaded, out, backend=backend, address=address, yes=yes)
     except (ValueError, OSError, ImportError) as err:  # bad spec, no Ray, busy folder
