@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from attnlimits.cli import app
 from attnlimits.experiments import skeleton
 from conftest import REPO, torch_release
-from test_cli import _message
+from test_cli import Result, _message
 from test_skeleton import TOY, ToyConfig
 
 LABELLED = "2.14.1+cu130"
@@ -48,7 +48,7 @@ def test_the_reliability_doc_renders_the_same_for_every_build(
     argv = ["reproduce", "limitations", "--device", "cuda", "--out", str(out)]
     res = CliRunner().invoke(app, argv)
     assert res.exit_code == 2 and LABELLED in res.output
-    message = _message(res.output, {}, out)
+    message = _message(Result(res.exit_code, res.output, [], out), {})
     assert (
         message.startswith("error:")
         and f"`{message}`" in (REPO / "docs/reliability.md").read_text()
