@@ -36,6 +36,8 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
     ("separability: rtol < 0 (item 10)", lambda: metrics.separability_metrics(ATTN, metrics.normalize_to_sphere(X), 1, rtol=-1), "rtol must be finite and >= 0"),
     ("separability: other sphere", lambda: metrics.separability_metrics(ATTN, metrics.normalize_to_sphere(X), 1, radius=2.0), "not on the sphere of radius 2"),
     ("separability: heads", lambda: metrics.separability_metrics(ATTN, metrics.normalize_to_sphere(X3), 1), "x (3, 6, 3)"),
+    ("top eigenvalue: empty keys (API fuzz)", lambda: metrics.jacobian_top_eigenvalue(EMPTY), "weights has an empty key axis"),
+    ("top eigenvalue: weight 1e300 (API fuzz)", lambda: metrics.jacobian_top_eigenvalue(torch.tensor([[1e300, 1.0]], dtype=torch.float64)), "weights must lie in [0, 1]"),
     ("separability curve: empty", lambda: metrics.separability_curve(EMPTY, torch.zeros(2, 0, 3), [1]), "attn has an empty key axis"),
     ("expectation (theory): heads", lambda: theory.expected_distance(ATTN, X3, 1), "alpha (2, 4, 6) and x (3, 6, 3)"),
     ("expectation (exact): heads", lambda: metrics.expected_distance_exact(ATTN, X3, 1), "attn (2, 4, 6)"),

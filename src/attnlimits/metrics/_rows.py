@@ -42,6 +42,9 @@ def row_mean(values: Tensor, valid: Tensor, dim: int = -1) -> RowMean:
     if bool((torch.isnan(values) & valid).any()):
         raise ValueError("values is NaN in a row where valid is True")
     n = valid.sum(dim=dim)
-    total = torch.where(valid, values, torch.zeros_like(values)).sum(dim=dim)
-    mean = total / n.to(values.dtype)  # 0/0 -> NaN where no row was valid
+    # Each value is divided by its count before the sum, in float64: the mean of finite values
+    # lies within their range, while their sum can overflow (three half-precision values near
+    # 6.5e4, or float64 values near 1.8e308). 0/0 -> NaN where no row was valid.
+    kept = torch.where(valid, values.to(torch.float64), 0.0)
+    mean = (kept / n.unsqueeze(dim).to(torch.float64)).sum(dim=dim).to(values.dtype)
     return RowMean(mean=mean, n_rows=n, n_excluded=valid.shape[dim] - n)

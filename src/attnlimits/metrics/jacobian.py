@@ -101,7 +101,8 @@ def jacobian_top_eigenvalue(
     Parameters
     ----------
     weights : Tensor
-        α, non-negative, each row summing to 1 over its kept entries; ``[..., query, key]``.
+        α in [0, 1], each row summing to 1 over its kept entries; ``[..., query, key]``
+        (an empty key axis or a weight outside [0, 1] is refused).
     dim : int
         The key axis.
     mask : Tensor, optional
@@ -113,9 +114,10 @@ def jacobian_top_eigenvalue(
         λ per row in float64; NaN and ``valid = False`` for rows with no kept key.
     """
     check_finite(weights, "weights", allow_neg_inf=False)
-    if bool((weights < 0).any()):
-        raise ValueError("weights must be non-negative")
+    if bool(((weights < 0) | (weights > 1)).any()):
+        raise ValueError("weights must lie in [0, 1] (softmax weights)")
     dim = normalize_dim(dim, weights.ndim, "weights")
+    check_nonempty(weights, dim, "weights")
     keep = torch.ones_like(weights, dtype=torch.bool)
     checked = check_mask(mask, weights, of="weights")
     if checked is not None:
