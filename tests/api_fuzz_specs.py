@@ -148,30 +148,29 @@ def _few_keys(args: dict[str, Any], path: str, out: Any) -> Any:
 def _curve_bound(args: dict[str, Any], path: str, out: Any) -> Any:
     """distance_curve: bound and gap are NaN at the N outside ``bound_ns`` (documented)."""
     if path.startswith("[5]") and not path.startswith("[5][sharp]"):
-        return _gap_nan(out.gap[path[4:-1]]) | _curve_bound(args, "[3]", out)
+        return _gap_inf(out.gap[path[4:-1]]) | _curve_bound(args, "[3]", out)
     if not path.startswith(("[3]", "[5]")):
         return False
     ns = sorted({int(n) for n in args["ns"]})
     return torch.tensor([n not in set(args["bound_ns"]) for n in ns]).expand(out.bound.shape)
 
 
-def _gap_nan(gap: torch.Tensor) -> torch.Tensor:
-    """TODO(issue 32, item 17): the main-text and appendix Jensen-gap bounds are 0/0 (NaN)
-    where Σ_{j≠i} α_j²||x_j||² and ||μ_i|| are both 0 (kept weights 0, or so small that their
-    squares underflow). The fix of the fused/torch NaN discrepancy (a separate branch) makes
-    those terms 0; delete this allowance, and its three uses, once that fix is merged."""
-    return torch.isnan(gap)
+def _gap_inf(gap: torch.Tensor) -> torch.Tensor:
+    """The main-text and appendix Jensen-gap bounds are +inf where ||μ_i|| = 0 and the other
+    keys spread (documented in docs/conventions.md; in low precision μ_i can round to 0).
+    Where nothing spreads the term is 0, never 0/0, so NaN is not allowed."""
+    return torch.isposinf(gap)
 
 
-def _short_or_gap_nan(args: dict[str, Any], path: str, out: Any) -> Any:
-    """theory.jensen_gap_bound: :func:`_short_rows`, and :func:`_gap_nan` (the TODO there)."""
-    return _short_rows(args, path, out) | (_gap_nan(out) & (args["form"] != "sharp"))
+def _short_or_gap_inf(args: dict[str, Any], path: str, out: Any) -> Any:
+    """theory.jensen_gap_bound: :func:`_short_rows`, and :func:`_gap_inf`."""
+    return _short_rows(args, path, out) | (_gap_inf(out) & (args["form"] != "sharp"))
 
 
 def _no_bound(args: dict[str, Any], path: str, out: Any) -> Any:
     """distance_metrics(with_bound=False): the bound is NaN (documented)."""
     if path == "[3]" and args["gap_form"] != "sharp":
-        return _gap_nan(out.gap_bound)
+        return _gap_inf(out.gap_bound)
     return path == "[1]" and not args["with_bound"]
 
 
@@ -362,7 +361,7 @@ SPECS: dict[str, Spec] = {
     "theory.full_selection_limit": Spec({"alpha": ROW_WEIGHTS}),
     "theory.heads_for_coverage": Spec({"p": number(1e-300, 1), "target": number(0, 0.999999)}),
     "theory.jensen_gap_bound": Spec(
-        {"alpha": ROW_WEIGHTS, "x": X, "n": N, "mask": KEY_MASK}, _short_or_gap_nan
+        {"alpha": ROW_WEIGHTS, "x": X, "n": N, "mask": KEY_MASK}, _short_or_gap_inf
     ),
     "theory.large_context_limit": Spec({"alpha": ROW_WEIGHTS, "x": X, "mask": KEY_MASK}),
     "theory.lemma2_bound_as_printed": Spec(

@@ -38,6 +38,7 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
     ("separability: heads", lambda: metrics.separability_metrics(ATTN, metrics.normalize_to_sphere(X3), 1), "x (3, 6, 3)"),
     ("top eigenvalue: empty keys (API fuzz)", lambda: metrics.jacobian_top_eigenvalue(EMPTY), "weights has an empty key axis"),
     ("top eigenvalue: weight 1e300 (API fuzz)", lambda: metrics.jacobian_top_eigenvalue(torch.tensor([[1e300, 1.0]], dtype=torch.float64)), "weights must lie in [0, 1]"),
+    ("min distance: kept entries 1e308 and 1 (API fuzz)", lambda: metrics.min_pairwise_distances(torch.tensor([[[-1.6], [1.7e308], [2.24]]], dtype=torch.float64)), "x spans too many orders of magnitude"),
     ("separability curve: empty", lambda: metrics.separability_curve(EMPTY, torch.zeros(2, 0, 3), [1]), "attn has an empty key axis"),
     ("expectation (theory): heads", lambda: theory.expected_distance(ATTN, X3, 1), "alpha (2, 4, 6) and x (3, 6, 3)"),
     ("expectation (exact): heads", lambda: metrics.expected_distance_exact(ATTN, X3, 1), "attn (2, 4, 6)"),
@@ -154,3 +155,12 @@ def test_edges_that_have_an_answer() -> None:
     n = theory.sets_for_standard_error(1e-300)
     assert isinstance(n, int) and len(str(n)) == 600  # 0.25 / 1e-600, exactly
     assert theory.sets_for_standard_error(0.1, p=0.0) == 1
+
+
+def test_a_dropped_key_plays_no_part_in_the_pairwise_distances() -> None:
+    """Found by the API fuzz: a dropped key holding 1.7e308 set the head's power-of-two scale,
+    the kept keys' difference (3.84) underflowed when squared, and δ over distinct pairs was NaN."""
+    x = torch.tensor([[[-1.6], [1.7e308], [2.24]]], dtype=torch.float64)
+    both = metrics.min_pairwise_distances(x, torch.tensor([[True, False, True]]))
+    for delta in both:
+        torch.testing.assert_close(delta, torch.tensor([3.84], dtype=torch.float64))

@@ -140,10 +140,12 @@ def min_pairwise_distances(x: Tensor, mask: Tensor | None = None) -> tuple[Tenso
     # squared differences overflow beyond √max: a head with such entries is scaled by a power
     # of two (exact but for components that underflow) and its δ scaled back; the others are
     # left alone. inf below means "no pair" (NaN)
-    top = x.abs().amax(dim=(-2, -1))  # per head [...]
+    size = x.abs() if kept is None else x.abs().masked_fill(~kept[..., None], 0.0)
+    top = size.amax(dim=(-2, -1))  # per head [...], over kept keys: a dropped key plays no part
     huge = top > math.sqrt(torch.finfo(x.dtype).max) / (4 * math.sqrt(x.shape[-1]))
     shift = torch.where(huge, torch.frexp(top)[1], 0)
     if bool(huge.any()):
+        _check_span(size, kept, huge, top)
         x = torch.ldexp(x, -shift[..., None, None]).to(x.dtype)
     if _fused.enabled(x) and k > 1:
         flags = torch.ones(x.shape[:-1], dtype=torch.bool) if kept is None else kept
@@ -160,6 +162,28 @@ def min_pairwise_distances(x: Tensor, mask: Tensor | None = None) -> tuple[Tenso
         for j, ok in enumerate((pair, pair & (dist > 0))):
             best[j] = torch.minimum(best[j], dist.masked_fill(~ok, math.inf).amin((-2, -1)))
     return _no_pair_nan(best[0], shift), _no_pair_nan(best[1], shift)
+
+
+#: In a head scaled down by its largest entry, differences below this fraction of it square
+#: to less than float64's smallest normal number (2**-1022) and would be lost.
+_SPAN = 2.0**-480
+
+
+def _check_span(size: Tensor, kept: Tensor | None, huge: Tensor, top: Tensor) -> None:
+    """Refuse a head whose kept entries both exceed √max and come within ``_SPAN`` of 0
+    relative to its largest: after the power-of-two scaling, the small entries' squared
+    differences would underflow and a distance of order 1 would read as 0."""
+    small = size < top[..., None, None] * _SPAN
+    if kept is not None:
+        small = small & kept[..., None]
+    bad = huge[..., None, None] & small
+    if bool(bad.any()):
+        raise ValueError(
+            f"x spans too many orders of magnitude in one head for exact distances (entries "
+            f"up to {float(top[huge].max()):.3g} beside entries below "
+            f"{float(top[huge].max()) * _SPAN:.3g}, whose differences would underflow); "
+            f"rescale or split x"
+        )
 
 
 def _no_pair_nan(best: Tensor, shift: Tensor) -> Tensor:
