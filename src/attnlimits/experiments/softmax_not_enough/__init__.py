@@ -25,6 +25,7 @@ from attnlimits.experiments.softmax_not_enough.config import (
     TemperatureFitConfig,
     TrainConfig,
 )
+from attnlimits.experiments.softmax_not_enough.cost import estimate
 from attnlimits.experiments.softmax_not_enough.evaluate import (
     attention_profile,
     evaluate,
@@ -89,6 +90,7 @@ __all__ = [
     "compute",
     "crossed_bootstrap",
     "entropy_vs_temperature",
+    "estimate",
     "evaluate",
     "figures",
     "fit_median_polynomial",
@@ -119,4 +121,5 @@ EXPERIMENT = Experiment(
     figures=figures,
     claims=claims,
     sections=sections,
+    estimate=estimate,
 )

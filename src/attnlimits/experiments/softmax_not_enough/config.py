@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from attnlimits._checks import check_distinct
 from attnlimits.experiments.softmax_not_enough.fit_config import TemperatureFitConfig
 from attnlimits.normalizers import REGISTRY, available
 
@@ -295,22 +296,25 @@ class Config:
         object.__setattr__(self, "spreads", tuple(float(s) for s in self.spreads))
         object.__setattr__(self, "ablation_steps", tuple(self.ablation_steps))
         steps = self.ablation_steps
-        if (not steps or len(set(steps)) != len(steps)
-                or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1
-                           for s in steps)):  # fmt: skip
-            raise ValueError(f"ablation_steps must be distinct ints >= 1, got {steps}")
+        if not steps or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in steps
+        ):
+            raise ValueError(f"ablation_steps must be ints >= 1, got {steps}")
+        check_distinct(steps, "ablation_steps")
         if self.preset not in ("paper", "quick"):
             raise ValueError(f"preset must be paper or quick, got {self.preset!r}")
         if isinstance(self.seeds, bool) or not isinstance(self.seeds, int) or self.seeds < 2:
             raise ValueError(f"seeds must be >= 2 for the paired t-test, got {self.seeds}")
         if not self.spreads or not all(math.isfinite(s) and s > 0 for s in self.spreads):
             raise ValueError(f"spreads must be finite numbers > 0, got {self.spreads}")
+        check_distinct(self.spreads, "spreads")
         names = self.normalizers
         if names == ("all",):  # every registry normaliser, softmax first
             names = ("softmax", *(n for n in available() if n != "softmax"))
         elif "all" in names:
             raise ValueError("'all' stands alone: it already names every registry normaliser")
-        object.__setattr__(self, "normalizers", tuple(dict.fromkeys(names)))
+        check_distinct(names, "normalizers")
+        object.__setattr__(self, "normalizers", tuple(names))
         unknown = [n for n in self.normalizers if n not in REGISTRY]
         if unknown:
             raise ValueError(
@@ -319,9 +323,10 @@ class Config:
         if self.normalizers and "softmax" not in self.normalizers:
             raise ValueError("normalizers must include softmax: it is the baseline")
         for name, allowed in ABLATION.items():
-            value = getattr(self, "model_variant" if name == "variant" else name)
+            field_name = "model_variant" if name == "variant" else name
+            value = getattr(self, field_name)
             if value not in allowed:
-                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+                raise ValueError(f"{field_name} must be one of {', '.join(allowed)}, got {value!r}")
 
     @classmethod
     def quick(cls, **given: Any) -> Config:

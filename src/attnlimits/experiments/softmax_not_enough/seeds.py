@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -161,16 +162,16 @@ def run_ablation(
     t, v = cfg.train, cfg.model.variant
     # the run's own combination at every length first (it reuses the main run's model), then
     # the other combinations: an interrupted ablation has its newest question answered
-    own = (t.schedule, t.regularizer, v)
-    runs = [(*own, n) for n in dict.fromkeys((t.steps, *steps))]
+    own: tuple[str, ...] = (t.schedule, t.regularizer, v)
+    runs: list[tuple[Any, ...]] = [(*own, n) for n in dict.fromkeys((t.steps, *steps))]
     runs += [(*c, t.steps) for c in itertools.product(*ABLATION.values()) if c != own]
     parts, summaries, logs = [], [], []
     with store.timed("ablation.train_eval"):
         for schedule, regularizer, variant, n_steps in runs:
             run = replace(
                 cfg,
-                train=replace(t, schedule=schedule, regularizer=regularizer, steps=n_steps),  # type: ignore[arg-type]
-                model=replace(cfg.model, variant=variant),  # type: ignore[arg-type]
+                train=replace(t, schedule=schedule, regularizer=regularizer, steps=n_steps),
+                model=replace(cfg.model, variant=variant),
             )
             acc, log = _train_and_eval(run, softmax_model(run), norms, store)
             setting = {"schedule": schedule, "regularizer": regularizer, "variant": variant,
