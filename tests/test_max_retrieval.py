@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from scipy import stats
 from scipy.stats import ttest_rel
 
 from attnlimits.experiments.softmax_not_enough import (
@@ -23,6 +26,12 @@ from attnlimits.experiments.softmax_not_enough import (
     paired_table,
     summary_table,
     train,
+)
+from attnlimits.experiments.softmax_not_enough.evaluate import P_BOOT_ROW, P_TTEST_ROW
+from attnlimits.experiments.softmax_not_enough.uncertainty import (
+    crossed_bootstrap,
+    pack_hits,
+    unpack_hits,
 )
 from attnlimits.theory import binomial_standard_error as accuracy_se
 
@@ -112,6 +121,85 @@ def test_listing_model_is_the_flax_listing() -> None:
     assert torch.allclose(ours.act(x), torch.nn.functional.gelu(x))
 
 
+# An independent implementation of App. A's Flax listing, written from the listing and Flax's
+# documented defaults, sharing nothing with the model's code but the weights it is handed.
+
+
+def _gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    """``flax.linen.gelu`` (approximate=True): 0.5 x (1 + tanh(√(2/π)(x + 0.044715 x³)))."""
+    return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def _dense(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """``nn.Dense``: x @ kernel + bias, kernel ``[in, out]``."""
+    return x @ p["kernel"] + p["bias"]
+
+
+def flax_listing(params: dict, items: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+    """Class logits of the listing for items ``[B, n, 1 + C]`` and query ``[B, dq]``."""
+    h = _gelu_tanh(_dense(params["Dense_1"], _gelu_tanh(_dense(params["Dense_0"], items))))
+    u = _dense(params["Dense_3"], _gelu_tanh(_dense(params["Dense_2"], query)))[:, None, :]
+    mha = params["MultiHeadDotProductAttention_0"]  # num_heads=1, qkv_features=128
+    heads, depth = 1, mha["query"]["kernel"].shape[-1]
+
+    def project(p: dict, x: torch.Tensor) -> torch.Tensor:  # DenseGeneral to (heads, depth)
+        return _dense(p, x).reshape(*x.shape[:-1], heads, depth)  # (B, L, h, d)
+
+    q = project(mha["query"], u) / math.sqrt(depth)  # Flax scales the query by 1/√depth
+    k, v = project(mha["key"], h), project(mha["value"], h)
+    logits = torch.einsum("bqhd,bkhd->bhqk", q, k)
+    w = torch.exp(logits - logits.amax(-1, keepdim=True))
+    w = w / w.sum(-1, keepdim=True)  # softmax over the items
+    o = torch.einsum("bhqk,bkhd->bqhd", w, v).reshape(u.shape[0], 1, heads * depth)
+    o = _dense(mha["out"], o)[:, 0]  # DenseGeneral over (heads, depth) back to 128; squeeze
+    return _dense(params["Dense_5"], _gelu_tanh(_dense(params["Dense_4"], o)))
+
+
+_FLAX_NAMES = {"item1": "Dense_0", "item2": "Dense_1", "query1": "Dense_2", "query2": "Dense_3",
+               "out1": "Dense_4", "out2": "Dense_5", "w_q": "query", "w_k": "key",
+               "w_v": "value", "w_o": "out"}  # fmt: skip
+
+
+def _flax_params(model: MaxRetrievalModel, s: int) -> dict:
+    """Seed ``s``'s weights in the listing's layout (kernels ``[in, out]``)."""
+    params: dict = {"MultiHeadDotProductAttention_0": {}}
+    for name, layer in model.dense.items():
+        p = {"kernel": layer.weight[s].detach().T, "bias": layer.bias[s].detach()}
+        flax = _FLAX_NAMES[name]
+        (params["MultiHeadDotProductAttention_0"] if name.startswith("w_") else params)[flax] = p
+    return params
+
+
+def test_listing_model_equals_an_independent_flax_listing(gen: torch.Generator) -> None:
+    model = MaxRetrievalModel(ModelConfig(), seeds=(0, 4)).double()
+    with torch.no_grad():  # non-zero biases, so a missing or misplaced one shows
+        for layer in model.dense.values():
+            layer.bias.normal_(0.0, 0.3, generator=gen)
+    items, query, _ = make_batch(6, 9, generator=gen)
+    logits = model(items.double(), query.double())
+    for s in range(2):
+        ref = flax_listing(_flax_params(model, s), items.double(), query.double())
+        torch.testing.assert_close(logits[s], ref, rtol=1e-10, atol=1e-10)
+
+
+def test_listing_initialisation_is_flax_lecun_normal() -> None:
+    """Flax's Dense default: kernel ~ lecun_normal = variance_scaling(1, fan_in,
+    truncated_normal), i.e. N(0, σ²) truncated to ±2σ with σ = 1/(0.8796·√fan_in), so the
+    kernel's variance is 1/fan_in; bias zero. Checked against scipy's truncated normal."""
+    model = MaxRetrievalModel(ModelConfig(), seeds=(0, 1))
+    fan_ins = {"item1": 11, "query1": 11}  # every other layer reads 128 features
+    z = []
+    for name, layer in model.dense.items():
+        w = layer.weight.detach().double()  # (S, out, in)
+        assert w.shape[-1] == fan_ins.get(name, 128), name
+        assert torch.all(layer.bias == 0), name
+        z.append((w * math.sqrt(w.shape[-1])).flatten().numpy())  # unit variance if right
+    x = np.concatenate(z)
+    sigma = 1 / stats.truncnorm(-2, 2).std()  # 1/0.8796: the variance-preserving correction
+    assert stats.kstest(x, stats.truncnorm(-2, 2, scale=sigma).cdf).pvalue > 1e-3
+    assert np.abs(x).max() <= 2 * sigma + 1e-9 and x.var() == pytest.approx(1.0, rel=0.02)
+
+
 def test_seed_slices_are_independent_models(gen: torch.Generator) -> None:
     """Slice s of a stacked model is the model of seed s alone, inputs and outputs alike."""
     stacked = MaxRetrievalModel(ModelConfig(width=16), seeds=(3, 1, 7))
@@ -199,15 +287,52 @@ def test_batched_seeds_equal_sequential_runs(regularizer: str) -> None:
         np.testing.assert_allclose(mine["loss"], log["loss"], rtol=1e-5)
 
 
-def test_regularizers_differ_as_the_paper_reads() -> None:
-    """Coupled: Adam with the L2 gradient λθ (L2 term in the loss); decoupled: AdamW."""
+def _hand_trained(regularizer: str, cfg: TrainConfig, mcfg: ModelConfig) -> list[torch.Tensor]:
+    """The weights after ``cfg.steps`` steps, written out by hand: the data stream of
+    :func:`train` (one size per step from ``size_seed``, the seed's own generator), cross-entropy,
+    the cosine rate 0.5·(1 + cos(π k / steps)), and Adam with the L2 gradient λθ added
+    (``coupled``, L2 in the loss) or with θ ← θ(1 − lr·λ) first (``decoupled``, AdamW)."""
+    model = MaxRetrievalModel(mcfg, seeds=(0,))
+    params = list(model.parameters())
+    m = [torch.zeros_like(p) for p in params]
+    v = [torch.zeros_like(p) for p in params]
+    gens, size_gen = [torch.Generator().manual_seed(0)], torch.Generator().manual_seed(0)
+    b1, b2, eps, lam = 0.9, 0.999, 1e-8, cfg.weight_decay
+    for k in range(cfg.steps):
+        n = cfg.min_size + int(torch.randint(cfg.max_size - cfg.min_size + 1, (1,),
+                                             generator=size_gen))  # fmt: skip
+        items, query, target = make_seed_batches(gens, cfg.batch, n)
+        loss = torch.nn.functional.cross_entropy(model(items, query)[0], target[0])
+        grads = torch.autograd.grad(loss, params)
+        lr = cfg.lr * 0.5 * (1 + math.cos(math.pi * k / cfg.steps))
+        with torch.no_grad():
+            for p, g, mi, vi in zip(params, grads, m, v, strict=True):
+                if regularizer == "coupled":
+                    g = g + lam * p  # d/dθ of (λ/2)‖θ‖²
+                else:
+                    p.mul_(1 - lr * lam)
+                mi.mul_(b1).add_((1 - b1) * g)
+                vi.mul_(b2).add_((1 - b2) * g * g)
+                m_hat, v_hat = mi / (1 - b1 ** (k + 1)), vi / (1 - b2 ** (k + 1))
+                p.sub_(lr * m_hat / (v_hat.sqrt() + eps))
+    return [p.detach() for p in params]
+
+
+def test_regularizers_are_the_l2_term_and_adamw_by_hand() -> None:
+    """``coupled`` trains exactly as Adam on cross-entropy + (λ/2)‖θ‖², ``decoupled`` as AdamW,
+    step by step with the cosine rate; each matches its own formula and not the other's."""
     mcfg = ModelConfig(width=8)
-    runs = {
-        r: train(mcfg, TrainConfig(steps=5, batch=4, weight_decay=0.1, regularizer=r), seeds=0)[0]
-        for r in ("coupled", "decoupled")
-    }
-    a, b = (torch.cat([p.flatten() for p in m.parameters()]) for m in runs.values())
-    assert not torch.allclose(a, b)
+    cfg = TrainConfig(steps=4, batch=4, weight_decay=0.5, lr=1e-2, max_size=6, log_every=2)
+    hand = {r: _hand_trained(r, cfg, mcfg) for r in ("coupled", "decoupled")}
+    for r, other in (("coupled", "decoupled"), ("decoupled", "coupled")):
+        model, _ = train(mcfg, replace(cfg, regularizer=r), seeds=0)
+        got = [p.detach() for p in model.parameters()]
+        for name, a, b in zip(dict(model.named_parameters()), got, hand[r], strict=True):
+            if name == "dense.w_k.bias":  # its gradient is 0 (softmax ignores a shift of every
+                continue  # logit): Adam normalises float noise there, so only tiny values
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=name)
+        gap = max(float((a - b).abs().max()) for a, b in zip(got, hand[other], strict=True))
+        assert gap > 1e-3, r
 
 
 def test_cosine_schedule() -> None:
@@ -240,7 +365,11 @@ def test_evaluate_table(gen: torch.Generator) -> None:
     model = MaxRetrievalModel(small(), seeds=(0, 1, 2))
     cfg = EvalConfig(sizes=(4, 32), n_sets=300, chunk_items=1000, target_se=None)
     df = evaluate(model, cfg, {"s": ("softmax", {}), "a": ("adaptive", {})})
-    assert list(df.columns) == ["norm", "seed", "size", "n_sets", "correct", "accuracy", "se"]
+    assert list(df.columns) == [
+        "norm", "seed", "size", "n_sets", "correct", "accuracy", "se", "hits"
+    ]  # fmt: skip
+    for row in df.itertuples():  # the packed per-set outcomes add up to the counts
+        assert unpack_hits([row.hits], row.n_sets).sum() == row.correct
     assert (df["n_sets"] == 300).all() and len(df) == 12 and set(df["seed"]) == {0, 1, 2}
     # seed 1's rows are those of the seed-1 model evaluated alone
     alone = evaluate(MaxRetrievalModel(small(), seeds=(1,)), cfg, {"s": ("softmax", {})})
@@ -290,16 +419,98 @@ def _fake_acc() -> pd.DataFrame:
 
 def test_paired_table_layout() -> None:
     acc = _fake_acc()
-    table = paired_table(acc, id_size=16)
+    s = summary_table(acc)
+    table = paired_table(s, id_size=16)
     assert list(table.columns) == ["model", "16 (ID)", "32", "64"]
-    assert list(table["model"]) == ["softmax", "adaptive", "p-value"]
+    assert list(table["model"]) == ["softmax", "adaptive", P_TTEST_ROW, P_BOOT_ROW]
     x = acc[(acc.norm == "adaptive") & (acc["size"] == 32)].sort_values("seed")["accuracy"]
     b = acc[(acc.norm == "softmax") & (acc["size"] == 32)].sort_values("seed")["accuracy"]
     assert table.loc[2, "32"] == f"{ttest_rel(x.to_numpy(), b.to_numpy()).pvalue:.1e}"
     assert table.loc[0, "32"] == f"{100 * b.mean():.1f} ± {100 * b.std():.1f}"
-    s = summary_table(acc)
-    assert s.loc[s.norm == "softmax", "p_value"].isna().all()
-    assert (s.loc[s.norm == "adaptive", "p_value"] < 0.01).all()
+    assert s.loc[s.norm == "softmax", "p_ttest"].isna().all()
+    assert (s.loc[s.norm == "adaptive", "p_ttest"] < 0.01).all()
+    assert s["p_value"].isna().all() and table.loc[3, "32"] == "nan"  # no per-set hits
+
+
+# ---- intervals over seeds and test sets ----------------------------------------------------
+
+
+def test_bootstrap_with_identical_seeds_is_the_binomial_error() -> None:
+    rng = np.random.default_rng(0)
+    m = 2000
+    hits = np.broadcast_to(rng.random(m) < 0.3, (1, 10, m))  # every seed the same
+    r = crossed_bootstrap(hits, n_boot=4000)
+    p = hits[0, 0].mean()
+    assert r.se[0] == pytest.approx(math.sqrt(p * (1 - p) / m), rel=0.05)
+    half = 1.96 * math.sqrt(p * (1 - p) / m)
+    assert r.low[0] == pytest.approx(p - half, abs=0.15 * half)
+    assert r.high[0] == pytest.approx(p + half, abs=0.15 * half)
+
+
+def test_bootstrap_with_many_sets_is_the_seed_error() -> None:
+    rng = np.random.default_rng(1)
+    rates = np.linspace(0.3, 0.9, 8)
+    hits = rng.random((1, 8, 100_000)) < rates[:, None]  # set error ≈ 0.0015, seeds' ≈ 0.07
+    r = crossed_bootstrap(hits, n_boot=2000)
+    acc = hits[0].mean(1)
+    # the bootstrap of a mean of S values has SD std(ddof=0)/√S
+    assert r.se[0] == pytest.approx(acc.std() / math.sqrt(8), rel=0.06)
+
+
+def test_bootstrap_counts_the_shared_set_error_the_t_test_misses() -> None:
+    """Ten seeds agree set by set; adaptive wins 2 of 32 sets for every seed, plus seed
+    noise. The t-test over seeds sees ten equal gains (p tiny); resampling the sets, the
+    gain is 2 sets' luck (p large)."""
+    rng = np.random.default_rng(2)
+    base = rng.random(32) < 0.3
+    soft = np.tile(base, (10, 1))
+    soft[np.arange(10), rng.integers(0, 32, 10)] ^= True  # a little seed-to-seed noise
+    adap = soft.copy()
+    adap[:, np.flatnonzero(~base)[:2]] = True  # the same two sets won by every seed
+    t_p = ttest_rel(adap.mean(1), soft.mean(1)).pvalue
+    r = crossed_bootstrap(np.stack([soft, adap]), baseline=0, n_boot=4000)
+    assert t_p < 1e-6 and r.p_value[1] > 0.1 and r.diff_low[1] <= 0 <= r.diff_high[1]
+    assert r.diff[1] == pytest.approx(2 / 32) and np.isnan(r.p_value[0])
+    # with 40 such sets among 640 the same gain is significant
+    many = np.stack([np.tile(soft, 20), np.tile(adap, 20)])
+    assert crossed_bootstrap(many, baseline=0, n_boot=4000).p_value[1] < 0.01
+
+
+def test_bootstrap_uses_each_cells_own_sets() -> None:
+    """A cell that drew fewer sets is judged on those alone, and paired on the common ones."""
+    hits = np.zeros((2, 3, 100))
+    hits[0, :, :50] = 1.0  # baseline: 50 sets all correct ...
+    hits[0, :, 50:] = 7.0  # ... and garbage past its n_sets
+    hits[1, :, :] = 1.0
+    r = crossed_bootstrap(hits, n_sets=np.array([50, 100]), baseline=0, n_boot=300)
+    assert r.mean.tolist() == [1.0, 1.0] and r.diff[1] == 0.0
+    assert r.low[0] == r.high[0] == 1.0 and r.p_value[1] == 1.0
+    with pytest.raises(ValueError, match="n_sets"):
+        crossed_bootstrap(hits, n_sets=np.array([0, 100]))
+
+
+def test_hits_pack_round_trip() -> None:
+    rng = np.random.default_rng(3)
+    for m in (1, 7, 8, 9, 1000):
+        h = rng.random((4, m)) < 0.5
+        assert np.array_equal(unpack_hits(pack_hits(h), m), h)
+
+
+def test_summary_bootstrap_columns_from_evaluate() -> None:
+    model = MaxRetrievalModel(small(), seeds=(0, 1, 2))
+    cfg = EvalConfig(sizes=(4, 16), n_sets=200, target_se=None, n_boot=500)
+    acc = evaluate(model, cfg, {"softmax": ("softmax", {}), "topk": ("topk", {"k": 1})})
+    s = summary_table(acc, n_boot=500).set_index(["norm", "size"])
+    for (norm, size), row in s.iterrows():
+        cell = acc[(acc["norm"] == norm) & (acc["size"] == size)]
+        assert row["mean"] == pytest.approx(cell["accuracy"].mean())
+        assert row["ci_low"] <= row["mean"] <= row["ci_high"] and row["n_sets"] == 200
+        assert row["se_boot"] > row["se"] / 3  # both levels: at least the seeds' share
+    hits = np.stack([unpack_hits(acc[(acc["norm"] == n) & (acc["size"] == 16)]["hits"], 200)
+                     for n in ("softmax", "topk")])  # fmt: skip
+    direct = crossed_bootstrap(hits, baseline=0, n_boot=500, seed=16)  # boot_seed + size
+    assert s.loc[("topk", 16), "p_value"] == direct.p_value[1]
+    assert s.loc[("topk", 16), "diff_low"] == direct.diff_low[1]
 
 
 @pytest.mark.parametrize(
@@ -320,6 +531,7 @@ def test_paired_table_layout() -> None:
         lambda: TrainConfig(schedule="linear"),
         lambda: TrainConfig(steps=10, warmup=11),
         lambda: EvalConfig(max_items=0),
+        lambda: EvalConfig(n_boot=10),
     ],
 )
 def test_bad_config_raises(make) -> None:  # type: ignore[no-untyped-def]

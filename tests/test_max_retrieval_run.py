@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+import pandas as pd
 import pytest
+from scipy.stats import ttest_rel
 
 from attnlimits.experiments.softmax_not_enough import (
     CrossConfig,
@@ -11,10 +15,13 @@ from attnlimits.experiments.softmax_not_enough import (
     MaxRetrievalConfig,
     ModelConfig,
     TrainConfig,
+    evaluate,
     run_ablation,
     run_cross_normalizers,
     run_max_retrieval,
+    train,
 )
+from attnlimits.experiments.softmax_not_enough.evaluate import P_BOOT_ROW, P_TTEST_ROW
 from attnlimits.experiments.store import ResultStore
 
 
@@ -23,7 +30,7 @@ def tiny(**kw) -> MaxRetrievalConfig:  # type: ignore[no-untyped-def]
     return MaxRetrievalConfig(
         model=ModelConfig(width=16),
         train=TrainConfig(steps=12, batch=8, log_every=4, ckpt_every=6, max_size=4),
-        eval=EvalConfig(sizes=(4, 8), n_sets=40),
+        eval=EvalConfig(sizes=(4, 8), n_sets=40, n_boot=200),
         profile_sizes=(4, 8),
         **kw,
     )
@@ -34,7 +41,7 @@ def test_run_max_retrieval_returns_every_table(tmp_path) -> None:  # type: ignor
     out = run_max_retrieval(tiny(), store)
     acc = out["accuracy"]
     assert set(acc["norm"]) == {"softmax", "adaptive"} and set(acc["seed"]) == {0, 1}
-    assert list(out["paired"]["model"]) == ["softmax", "adaptive", "p-value"]
+    assert list(out["paired"]["model"]) == ["softmax", "adaptive", P_TTEST_ROW, P_BOOT_ROW]
     assert list(out["paired"].columns) == ["model", "4 (ID)", "8"]
     assert set(out) == {"accuracy", "summary", "paired", "training_log", "attention_profile"}
     assert "max_retrieval.train_eval" in store.meta["wall_time_s"]
@@ -44,37 +51,79 @@ def test_run_max_retrieval_returns_every_table(tmp_path) -> None:  # type: ignor
     assert again["accuracy"]["correct"].tolist() == acc["correct"].tolist()
 
 
-def test_run_cross_normalizers(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_run_cross_normalizers_rows_are_their_own_models(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Every (norm, mode) row holds the numbers of that normaliser, trained or swapped, and the
+    summary is the mean and the paired test against softmax (trained), recomputed here from
+    models trained and evaluated directly: a swapped label, a swap applied to the wrong model,
+    or a wrong baseline changes a number."""
+    base = tiny()
     cfg = CrossConfig(
-        base=tiny(),
+        base=base,
         trained={"softmax": ("softmax", {}), "sparsemax": ("sparsemax", {})},
-        swaps={"adaptive": ("adaptive", {}), "topk": ("topk", {"k": 1})},
+        swaps={"top2": ("topk", {"k": 2}), "topk": ("topk", {"k": 1})},
     )
     out = run_cross_normalizers(cfg, ResultStore(tmp_path))
-    acc = out["cross_accuracy"]
-    assert set(zip(acc["norm"], acc["mode"], strict=True)) == {
-        ("softmax", "train"), ("sparsemax", "train"),
-        ("adaptive", "inference-swap"), ("topk", "inference-swap"),
-    }  # fmt: skip
-    s = out["cross_summary"]
-    assert {"norm", "mode", "size", "mean", "std", "p_value"} <= set(s.columns)
+    acc = out["cross_accuracy"].set_index(["norm", "mode", "seed", "size"])["hits"]
+    direct = {}
+    for name, norms in (
+        ("softmax", {"softmax": ("softmax", {}), "top2": ("topk", {"k": 2}),
+                     "topk": ("topk", {"k": 1})}),
+        ("sparsemax", {"sparsemax": ("sparsemax", {})}),
+    ):  # fmt: skip
+        model, _ = train(replace(base.model, normalizer=name), base.train, base.seeds)
+        direct |= {k: evaluate(model, base.eval, {k: v}) for k, v in norms.items()}
+    modes = {"softmax": "train", "sparsemax": "train", "top2": "inference-swap",
+             "topk": "inference-swap"}  # fmt: skip
+    for label, df in direct.items():  # per-set outcomes, set by set
+        mine = acc.xs((label, modes[label]), level=("norm", "mode"))
+        assert mine.tolist() == df.set_index(["seed", "size"])["hits"].tolist(), label
+    # the four rows differ, so a swapped label would be caught above
+    assert len({tuple(v["hits"]) for v in direct.values()}) == 4
+    s = out["cross_summary"].set_index(["norm", "mode", "size"])
+    soft = direct["softmax"].set_index(["size", "seed"])["accuracy"]
+    for label, df in direct.items():
+        for size, grp in df.groupby("size"):
+            row = s.loc[(label, modes[label], size)]
+            x = grp.set_index("seed")["accuracy"]
+            assert row["mean"] == pytest.approx(x.mean())
+            if label == "softmax":
+                assert np.isnan(row["p_ttest"]) and np.isnan(row["diff"])
+                continue
+            b = soft.xs(size, level="size").reindex(x.index)
+            expect = ttest_rel(x, b).pvalue
+            assert row["p_ttest"] == pytest.approx(expect, nan_ok=True)
+            assert row["diff"] == pytest.approx((x - b).mean())
 
 
 def test_run_ablation(tmp_path) -> None:  # type: ignore[no-untyped-def]
     store = ResultStore(tmp_path)
     run_max_retrieval(tiny(), store)
-    out = run_ablation(tiny(), store)
+    out = run_ablation(tiny(), store, steps=(12, 24))
     s = out["ablation_summary"]
-    combos = set(zip(s["schedule"], s["regularizer"], s["variant"], strict=True))
-    assert len(combos) == 8 and set(s["norm"]) == {"softmax", "adaptive"}
+    combos = set(zip(s["schedule"], s["regularizer"], s["variant"], s["steps"], strict=True))
+    assert len(combos) == 9 and set(s["norm"]) == {"softmax", "adaptive"}
+    assert ("cosine", "coupled", "listing", 24) in combos
+    assert {c[3] for c in combos if c[:3] != ("cosine", "coupled", "listing")} == {12}
     assert np.allclose(s["se"], s["std"] / np.sqrt(s["n_seeds"]))
-    # the default combination is the main run's model, trained once
-    assert len(list((tmp_path / "checkpoints").glob("*.pt"))) == 8
+    assert (s["ci_low"] <= s["mean"]).all() and (s["mean"] <= s["ci_high"]).all()
+    # the default combination is the main run's model, trained once; 24 steps is one more
+    assert len(list((tmp_path / "checkpoints").glob("*.pt"))) == 9
     acc = out["ablation_accuracy"]
     default = (acc.schedule == "cosine") & (acc.regularizer == "coupled")
-    main = acc[default & (acc.variant == "listing")]
+    main = acc[default & (acc.variant == "listing") & (acc.steps == 12)]
     first = run_max_retrieval(tiny(), store)["accuracy"]
     assert sorted(main["correct"]) == sorted(first["correct"])
+    # the 24-step run is the model trained 24 steps (its schedule over 24 steps), nothing else
+    log = out["ablation_training_log"]
+    assert log.groupby("steps")["step"].max().to_dict() == {12: 12, 24: 24}
+    longer = replace(tiny().train, steps=24)
+    model, direct_log = train(tiny().model, longer, tiny().seeds)
+    pd.testing.assert_frame_equal(
+        log[log["steps"] == 24].drop(columns="steps").reset_index(drop=True), direct_log
+    )
+    direct = evaluate(model, tiny().eval, {"softmax": ("softmax", {})})
+    mine = acc[default & (acc.variant == "listing") & (acc.steps == 24) & (acc.norm == "softmax")]
+    assert mine["correct"].tolist() == direct["correct"].tolist()
 
 
 @pytest.mark.parametrize("kw", [{"seeds": ()}, {"seeds": (1, 1)}])

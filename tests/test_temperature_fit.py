@@ -23,8 +23,11 @@ from attnlimits.experiments.softmax_not_enough.temperature_fit import (
     POINT_COLUMNS,
     apply_rule,
     beta_table,
+    bin_table,
+    clamp_points,
     collect_points,
     edge_labels,
+    fit_median_polynomial,
     fit_polynomial,
     fit_table,
     max_item_temperature,
@@ -243,16 +246,19 @@ def test_run_temperature_fit_and_figure(tmp_path: Path) -> None:
     trained = TrainConfig(steps=0)
     out = run_temperature_fit(model, cfg, ResultStore(tmp_path), train_cfg=trained)
     assert set(out) == {
-        f"temperature_fit_{t}" for t in ("points", "sizes", "coeffs", "beta", "seed_fits")
+        f"temperature_fit_{t}" for t in ("points", "sizes", "coeffs", "beta", "bins", "seed_fits")
     }
     norms = refit_norms(out["temperature_fit_coeffs"], cfg.threshold)
-    assert list(norms) == ["adaptive (refit)"]
-    refit = out["temperature_fit_coeffs"].set_index("fit").loc["refit", "coeffs"]
-    assert norms["adaptive (refit)"] == ("adaptive", {"coeffs": tuple(refit), "threshold": 0.5})
+    assert list(norms) == ["adaptive (refit)", "adaptive (refit_median)"]
+    coeffs = out["temperature_fit_coeffs"]
+    own = coeffs[coeffs["theta_min"] == cfg.theta_min].set_index("fit")
+    for name in ("refit", "refit_median"):  # the fits on the grid as collected, not θ ≥ 0.05
+        expect = ("adaptive", {"coeffs": tuple(own.loc[name, "coeffs"]), "threshold": 0.5})
+        assert norms[f"adaptive ({name})"] == expect
     sizes = out["temperature_fit_sizes"]
     assert sizes["kept"].sum() == len(out["temperature_fit_points"])
     assert (sizes["n_sets"] == 2 * 60).all()
-    assert list(out["temperature_fit_seed_fits"]["seed"]) == [3, 5]
+    assert list(out["temperature_fit_seed_fits"]["seed"]) == [3, 3, 5, 5]
     # the points are a stored part: a rerun reads them back unchanged
     again = run_temperature_fit(model, cfg, ResultStore(tmp_path), train_cfg=trained)
     pd.testing.assert_frame_equal(again["temperature_fit_points"], out["temperature_fit_points"])
@@ -260,7 +266,7 @@ def test_run_temperature_fit_and_figure(tmp_path: Path) -> None:
     # a model trained with other settings gets its own points, never the stored ones
     run_temperature_fit(model, cfg, ResultStore(tmp_path), train_cfg=TrainConfig(steps=1))
     assert len(list((tmp_path / "parts").glob("fit_points-*"))) == 2
-    fig = plot_fit(out["temperature_fit_points"], out["temperature_fit_coeffs"])
+    fig = plot_fit(out["temperature_fit_points"], coeffs, bins=out["temperature_fit_bins"])
     assert len(fig.axes) == 2
     assert "θ*" in fig.axes[0].get_ylabel() and "β*" in fig.axes[1].get_ylabel()
 
@@ -282,25 +288,105 @@ def test_fit_polynomial_recovers_known_coefficients() -> None:
     assert np.allclose(fit_polynomial(H, beta, 4), POLY_COEFFS, atol=2e-3)
 
 
-def test_fit_table_recovers_both_readings() -> None:
+def test_fit_table_recovers_every_reading() -> None:
     H = np.linspace(0.6, 4.0, 400)
     beta_poly = np.array([0.01, -0.1, 0.2, 0.5, 1.5])  # β > 1 on [0.6, 4]: the rule is inert
-    fits = fit_table(_points(H, np.polyval(beta_poly, H)), TemperatureFitConfig())
-    assert list(fits["fit"]) == ["paper", "refit", "refit_inverse"]
-    assert list(fits["inverse"]) == [False, False, True]
-    assert np.allclose(fits.loc[1, "coeffs"], beta_poly, atol=1e-8)
-    assert fits.loc[1, "rmse_beta"] < 1e-8 and (fits["n_points"] == 400).all()
+    cfg = TemperatureFitConfig(alt_theta_min=None)
+    fits = fit_table(_points(H, np.polyval(beta_poly, H)), cfg)
+    assert list(fits["fit"]) == ["paper", "refit", "refit_inverse", "refit_median"]
+    assert list(fits["inverse"]) == [False, False, True, False]
+    assert (fits["theta_min"] == cfg.theta_min).all()
+    for i in (1, 3):  # least squares and median both recover an exact polynomial
+        assert np.allclose(fits.loc[i, "coeffs"], beta_poly, atol=1e-6)
+        assert fits.loc[i, "rmse_beta"] < 1e-6 and fits.loc[i, "mae_beta"] < 1e-6
+    assert (fits["n_points"] == 400).all()
     theta_poly = np.array([0.002, -0.01, 0.02, -0.1, 0.8])  # θ < 1 on [0.6, 4]
-    fits = fit_table(_points(H, 1 / np.polyval(theta_poly, H)), TemperatureFitConfig())
+    fits = fit_table(_points(H, 1 / np.polyval(theta_poly, H)), cfg)
     assert np.allclose(fits.loc[2, "coeffs"], theta_poly, atol=1e-8)
     assert fits.loc[2, "rmse_beta"] < 1e-8
+
+
+def test_median_fit_follows_the_bulk_where_least_squares_follows_the_tail() -> None:
+    """β* = poly(H) ± noise, plus 15 % of points at β* = 200 (θ* on a lower bound of 0.005):
+    the median fit stays on the polynomial, least squares runs far above the bulk."""
+    rng = np.random.default_rng(1)
+    H = rng.uniform(0.6, 4.0, 2000)
+    true = np.array([0.0, 0.05, -0.2, 1.5, 1.2])
+    beta = np.polyval(true, H) + rng.normal(0, 0.2, H.size)
+    beta[rng.random(H.size) < 0.15] = 200.0
+    at = np.array([1.0, 2.0, 3.0])
+    median = np.polyval(fit_median_polynomial(H, beta, 4), at)
+    least = np.polyval(fit_polynomial(H, beta, 4), at)
+    assert np.allclose(median, np.polyval(true, at), atol=0.3)
+    assert (least > np.polyval(true, at) + 20).all()
+    # degree 0 is the sample median (odd count), to the solver's precision
+    assert fit_median_polynomial(H[:999], beta[:999], 0)[0] == pytest.approx(
+        np.median(beta[:999]), abs=1e-9
+    )
+    # half the points on either side of a median fit (up to the 5 it interpolates)
+    resid = beta - np.polyval(fit_median_polynomial(H, beta, 4), H)
+    assert abs(int((resid > 1e-9).sum()) - int((resid < -1e-9).sum())) <= 5
+    with pytest.raises(ValueError, match="length"):
+        fit_median_polynomial(H[:3], beta[:3], 4)
+
+
+def test_alt_theta_min_refits_on_clamped_points() -> None:
+    H = np.linspace(0.6, 4.0, 200)
+    beta = np.where(H > 3, 150.0, 1 + H)  # θ* = 1/150 < 0.05 above H = 3
+    pts = _points(H, beta)
+    fits = fit_table(pts, TemperatureFitConfig())  # alt_theta_min = 0.05
+    alt = fits[fits["theta_min"] == 0.05].set_index("fit")
+    assert list(alt.index) == ["refit", "refit_inverse", "refit_median"]  # no second "paper"
+    clamped = np.minimum(beta, 20.0)
+    assert np.allclose(alt.loc["refit", "coeffs"], fit_polynomial(H, clamped, 4))
+    own = fits[fits["theta_min"] == 0.005].set_index("fit")
+    assert not np.allclose(own.loc["refit", "coeffs"], alt.loc["refit", "coeffs"])
+    c = clamp_points(pts.assign(edge=np.where(beta > 100, "low", "")), 0.05)
+    assert c["beta_star"].max() == pytest.approx(20.0)
+    assert (c["edge"] == "low").sum() == int((beta > 20).sum())
+
+
+def test_clamping_equals_the_narrower_grid_search(gen: torch.Generator) -> None:
+    """Raising θ* to 0.05 is what a grid starting at 0.05 finds (w is unimodal in θ)."""
+    scores = torch.randn(400, 20, generator=gen, dtype=torch.float64) * 0.2
+    index = scores.argsort(-1)[:, -2]  # the runner-up: an interior optimum, often small
+    index[:50] = torch.randint(20, (50,), generator=gen)  # and some anywhere
+    wide = max_item_temperature(scores, index, GRID)
+    pts = pd.DataFrame(
+        {"theta_star": wide.theta.numpy(), "edge": edge_labels(wide.position.numpy(), len(GRID))}
+    )
+    narrow_grid = GRID[GRID >= 0.05 - 1e-12]
+    narrow = max_item_temperature(scores, index, narrow_grid)
+    clamped = clamp_points(pts, 0.05)
+    assert (clamped["theta_star"] == 0.05).sum() > 20 and (pts["edge"] == "high").sum() > 0
+    assert clamped["theta_star"].tolist() == narrow.theta.tolist()
+    assert (
+        clamped["edge"].tolist() == edge_labels(narrow.position.numpy(), len(narrow_grid)).tolist()
+    )
+
+
+def test_bin_table_quartiles_and_fit_columns() -> None:
+    H = np.r_[np.full(5, 1.1), np.full(4, 2.6)]
+    beta = np.r_[[1.0, 2.0, 3.0, 4.0, 100.0], [5.0, 6.0, 7.0, 8.0]]
+    pts = _points(H, beta)
+    fits = fit_table(_points(np.linspace(0.6, 4, 50), np.linspace(2, 5, 50)),
+                     TemperatureFitConfig())  # fmt: skip
+    table = bin_table(pts, fits, width=0.5)
+    assert table["entropy_lo"].tolist() == [1.0, 2.5] and table["n"].tolist() == [5, 4]
+    assert table[["beta_q25", "beta_median", "beta_q75"]].to_numpy().tolist() == [
+        [2.0, 3.0, 4.0], [5.75, 6.5, 7.25]
+    ]  # fmt: skip
+    own = fits[fits["theta_min"] == 0.005]
+    assert set(own["fit"]) <= set(table.columns) and "theta_min" not in table.columns
+    paper = own.set_index("fit").loc["paper", "coeffs"]
+    assert np.allclose(table["paper"], np.polyval(paper, [1.1, 2.6]))
 
 
 def test_beta_table_matches_polyval_and_rule() -> None:
     H = np.linspace(0.6, 4.0, 50)
     fits = fit_table(_points(H, 1.5 + 0.1 * H), TemperatureFitConfig())
     table = beta_table(fits, entropies=(0.3, 1, 2, 3, 4))
-    assert len(table) == 3 * 5
+    assert len(table) == len(fits) * 5 and set(table["theta_min"]) == {0.005, 0.05}
     for row in fits.itertuples():
         sub = table[table["fit"] == row.fit]
         raw = np.polyval(row.coeffs, sub["entropy"])
@@ -317,11 +403,15 @@ def test_seed_fits_spread() -> None:
     pts = pd.concat(
         [_points(H, 1 + H, seed=0), _points(H, 2 + H, seed=1), _points(H[:3], H[:3], 2)]
     )
-    table = seed_fits(pts, TemperatureFitConfig())
-    assert list(table["seed"]) == [0, 1, 2] and list(table["n_points"]) == [100, 100, 3]
-    assert np.allclose(table.loc[0, ["beta_H1", "beta_H2", "beta_H3", "beta_H4"]], [2, 3, 4, 5])
-    assert np.allclose(table.loc[1, ["beta_H1", "beta_H4"]], [3, 6])
-    assert table.loc[2, ["beta_H1", "beta_H4"]].isna().all()  # 3 points < degree + 1
+    table = seed_fits(pts, TemperatureFitConfig()).set_index(["seed", "fit"])
+    assert table.index.tolist() == [(s, f) for s in (0, 1, 2) for f in ("refit", "refit_median")]
+    assert table["n_points"].tolist() == [100, 100, 100, 100, 3, 3]
+    cols = ["beta_H1", "beta_H2", "beta_H3", "beta_H4"]
+    for fit in ("refit", "refit_median"):
+        assert np.allclose(table.loc[(0, fit), cols].astype(float), [2, 3, 4, 5], atol=1e-6)
+        assert np.allclose(table.loc[(1, fit), ["beta_H1", "beta_H4"]].astype(float), [3, 6],
+                           atol=1e-6)  # fmt: skip
+        assert table.loc[(2, fit), cols].isna().all()  # 3 points < degree + 1
 
 
 def test_size_table_counts_edges() -> None:
@@ -352,7 +442,9 @@ def test_inverse_rule_and_threshold() -> None:
 def test_theta_grid_is_linear_with_one_on_it() -> None:
     assert GRID[0] == 0.005 and GRID[-1] == 2.0 and len(GRID) == 400
     assert np.allclose(np.diff(GRID), 0.005) and 1.0 in GRID
-    grid = TemperatureFitConfig(theta_min=0.1, theta_max=0.5, theta_step=0.1).thetas()
+    grid = TemperatureFitConfig(
+        theta_min=0.1, theta_max=0.5, theta_step=0.1, alt_theta_min=None
+    ).thetas()
     assert grid.tolist() == [0.1, 0.2, 0.3, 0.4, 0.5]
 
 
@@ -370,6 +462,10 @@ def test_theta_grid_is_linear_with_one_on_it() -> None:
         ({"chunk_items": 0}, "chunk_items"),
         ({"degree": -1}, "degree"),
         ({"threshold": math.nan}, "threshold"),
+        ({"alt_theta_min": 0.0475}, "alt_theta_min"),  # not on the grid
+        ({"alt_theta_min": 0.005}, "alt_theta_min"),  # not above theta_min
+        ({"theta_min": 0.1, "theta_max": 0.5, "theta_step": 0.1}, "alt_theta_min"),
+        ({"bin_width": 0.0}, "bin_width"),
     ],
 )
 def test_bad_config_raises(kwargs: dict[str, Any], match: str) -> None:

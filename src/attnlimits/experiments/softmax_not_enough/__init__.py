@@ -1,13 +1,15 @@
 """Paper B's reproduction: *Softmax is not Enough* (Veličković et al., 2025).
 
-``config`` → ``model`` (the Eqs. 9–14 max-retrieval model) → ``train`` → ``evaluate`` →
-``seeds`` (train and evaluate over seeds, the cross-normaliser table) and ``temperature_fit``
-(App. F) → ``compute`` (all tables) → ``figures`` and ``claims``. Run it with
+``config`` → ``model`` (the Eqs. 9–14 max-retrieval model) → ``train`` → ``evaluate`` (with
+``uncertainty``: intervals over seeds and test sets) → ``seeds`` (train and evaluate over
+seeds, the ablation, the cross-normaliser table) and ``temperature_fit`` (App. F; ``fits``) →
+``compute`` (all tables) → ``figures``, ``claims`` and ``sections`` (``setup``: every
+setting's label). Run it with
 ``attnlimits reproduce softmax-not-enough`` or ``skeleton.run(EXPERIMENT, Config(), out)``.
 """
 
 from attnlimits.experiments.skeleton import Experiment
-from attnlimits.experiments.softmax_not_enough.claims import claims, sections
+from attnlimits.experiments.softmax_not_enough.claims import claims
 from attnlimits.experiments.softmax_not_enough.compute import compute, entropy_vs_temperature
 from attnlimits.experiments.softmax_not_enough.config import (
     ABLATION,
@@ -36,6 +38,7 @@ from attnlimits.experiments.softmax_not_enough.model import (
     make_batch,
     make_seed_batches,
 )
+from attnlimits.experiments.softmax_not_enough.sections import sections
 from attnlimits.experiments.softmax_not_enough.seeds import (
     run_ablation,
     run_cross_normalizers,
@@ -46,7 +49,10 @@ from attnlimits.experiments.softmax_not_enough.temperature_fit import (
     ThetaSearch,
     apply_rule,
     beta_table,
+    bin_table,
+    clamp_points,
     collect_points,
+    fit_median_polynomial,
     fit_polynomial,
     fit_table,
     max_item_temperature,
@@ -55,6 +61,7 @@ from attnlimits.experiments.softmax_not_enough.temperature_fit import (
     seed_fits,
 )
 from attnlimits.experiments.softmax_not_enough.train import checkpoint_path, lr_factor, train
+from attnlimits.experiments.softmax_not_enough.uncertainty import crossed_bootstrap
 
 __all__ = [
     "ABLATION",
@@ -75,14 +82,18 @@ __all__ = [
     "apply_rule",
     "attention_profile",
     "beta_table",
+    "bin_table",
     "checkpoint_path",
     "claims",
+    "clamp_points",
     "collect_points",
     "compute",
+    "crossed_bootstrap",
     "entropy_vs_temperature",
     "estimate",
     "evaluate",
     "figures",
+    "fit_median_polynomial",
     "fit_polynomial",
     "fit_table",
     "lr_factor",

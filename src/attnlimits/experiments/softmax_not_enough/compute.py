@@ -4,10 +4,15 @@ Computes, resumable through one :class:`~attnlimits.experiments.store.ResultStor
 
 1. the max-retrieval benchmark, softmax vs adaptive temperature at inference only, over seeds
    (:func:`.seeds.run_max_retrieval`; Figs. 2/7 and 9 analogues);
-2. the App. F refit of the adaptive-temperature polynomial on the seed-0 model (Fig. 6 analogue);
-3. optionally, the cross-normaliser table (every trainable registry normaliser);
-4. the Fig. 5 analogue: entropy against temperature for logit vectors of growing spread
+2. the App. F refit of the adaptive-temperature polynomial on the points of every seed's
+   model, pooled (Fig. 6 analogue; per-seed fits beside it);
+3. the Fig. 5 analogue: entropy against temperature for logit vectors of growing spread
    (Proposition 3.2: dH/dβ = −β Var_p(e) ≤ 0, so entropy rises monotonically with T);
+4. optionally, the ablation (schedule × regulariser × variant, and the training length) and
+   the cross-normaliser table (every trainable registry normaliser).
+
+Every setting's label (*paper*, *lost in our copy*, *ours*) goes into ``run.json`` as
+``setup`` (:func:`.setup.setup_table`).
 
 Dispersion in a real LM is the separate experiment :mod:`attnlimits.experiments.long_context`.
 """
@@ -32,6 +37,7 @@ from attnlimits.experiments.softmax_not_enough.seeds import (
     softmax_model,
     trained_model,
 )
+from attnlimits.experiments.softmax_not_enough.setup import setup_table
 from attnlimits.experiments.softmax_not_enough.temperature_fit import (
     refit_norms,
     run_temperature_fit,
@@ -67,21 +73,25 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     then the ablation and the cross-normaliser table if asked for.
     """
     bench = cfg.benchmark()
+    quick = cfg.preset == "quick"
+    fit_cfg = TemperatureFitConfig(sets_per_size=50) if quick else TemperatureFitConfig()
     store.update_meta(benchmark=bench)
+    if cfg.temperature_fit:
+        store.update_meta(temperature_fit=fit_cfg)
+    meta = store.meta
+    setup = setup_table(meta["benchmark"], meta.get("temperature_fit"), meta.get("params"))
+    store.update_meta(setup=setup.to_dict("records"))
     tables: dict[str, pd.DataFrame] = {}
     extra: dict[str, NormSpec] = {}
     if cfg.temperature_fit:
         with store.timed("max_retrieval.train"):
             model, _ = trained_model(bench, store, softmax_model(bench))
-        quick = cfg.preset == "quick"
-        fit_cfg = TemperatureFitConfig(sets_per_size=50) if quick else TemperatureFitConfig()
-        store.update_meta(temperature_fit=fit_cfg)
         tables |= run_temperature_fit(model, fit_cfg, store, train_cfg=bench.train)
         extra = refit_norms(tables["temperature_fit_coeffs"], fit_cfg.threshold)
     tables |= run_max_retrieval(bench, store, extra_norms=extra)
     tables["entropy_vs_temperature"] = entropy_vs_temperature(cfg.spreads)
     if cfg.ablation:
-        tables |= run_ablation(bench, store)
+        tables |= run_ablation(bench, store, cfg.ablation_steps)
     if cfg.normalizers:
         trained = {n: TRAINED.get(n, (n, {})) for n in cfg.normalizers}
         tables |= run_cross_normalizers(CrossConfig(base=bench, trained=trained), store)

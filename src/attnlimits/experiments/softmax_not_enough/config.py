@@ -1,5 +1,10 @@
 """What a *Softmax is not Enough* run computes: the benchmark's model, training, evaluation,
 the App. F refit and the cross-normaliser table, each a frozen dataclass; :class:`Config` on top.
+
+Every setting carries one of three labels (:mod:`.setup` prints them in every report):
+*paper* (paper B's text or its Flax listing states it), *lost in our copy* (the paper has a
+value our copy of it lost, so the value here is our choice, and the docstring says why), and
+*ours* (the paper has no such setting).
 """
 
 from __future__ import annotations
@@ -8,11 +13,9 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-import numpy as np
-
 from attnlimits._checks import check_distinct
+from attnlimits.experiments.softmax_not_enough.fit_config import TemperatureFitConfig
 from attnlimits.normalizers import REGISTRY, available
-from attnlimits.normalizers.adaptive import ENTROPY_THRESHOLD
 
 __all__ = [
     "ABLATION",
@@ -37,12 +40,14 @@ NormSpec = tuple[str, dict[str, Any]]
 class ModelConfig:
     """The Eqs. 9–14 model (:mod:`.model`).
 
-    - ``variant``: ``"listing"`` (paper: App. A's Flax listing, the default) or ``"ours"`` (the
-      model of earlier releases: no q/k/v biases, no output projection, exact GELU, PyTorch
-      initialisation); :mod:`.model` lists the differences.
-    - ``width`` 128: paper. ``n_classes`` 10: paper (the listing's C).
-    - ``query_dim``: paper, value lost in our copy (our choice: 11, as wide as an item; the
-      query is U(0, 1) noise either way).
+    - ``variant``: ``"listing"`` (*paper*: App. A's Flax listing, the default) or ``"ours"``
+      (*ours*: the model of earlier releases: no q/k/v biases, no output projection, exact
+      GELU, PyTorch initialisation); :mod:`.model` lists the differences.
+    - ``width`` 128: *paper*. ``n_classes`` 10: *paper* (the listing's C).
+    - ``query_dim`` 11: *lost in our copy* — our choice, because the query is U(0, 1) noise
+      that carries no information at any width; 11 makes it as wide as an item.
+    - ``normalizer``, ``normalizer_params``: softmax (*paper*); others for the cross table
+      (*ours*).
     """
 
     n_classes: int = 10
@@ -64,8 +69,12 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """Accuracy at the training size and OOD sizes on fresh seeded sets (ours throughout: the
-    paper's evaluation set sizes and counts are lost in our copy).
+    """Accuracy at the training size and OOD sizes on fresh seeded sets.
+
+    ``sizes`` (16, then doubling to 16,384) and the set counts are *lost in our copy* — our
+    choice, because 16 is the training size and 16,384 reaches near chance (10 %), where
+    dispersion has won; the counts are bounded by cost (below). ``seed``, ``chunk_items``,
+    ``n_boot``, ``boot_seed``: *ours*.
 
     At size n at most ``sets_at(n) = min(n_sets, max(1, max_items // n))`` sets are
     drawn (``max_items=None``: ``n_sets``), and drawing stops early once the binomial standard
@@ -73,7 +82,9 @@ class EvalConfig:
     after each chunk, from ``min_sets`` on). ``n_sets = 10,000`` alone bounds the SE by
     √(0.25 / 10⁴) = 0.005 whatever p. ``max_items`` caps the work at the largest sizes, which
     dominate the cost (16,384 items cost as much as all sizes up to 8,192 together); there the
-    seed-to-seed spread, not the per-seed SE, decides the error of a mean over ten seeds.
+    seed-to-seed spread and the few sets together decide the error of a mean over ten seeds.
+    Every seed sees the same sets, so the report's intervals resample seeds *and* sets
+    (:mod:`.uncertainty`, ``n_boot`` resamples, generator seed ``boot_seed`` + size).
     ``chunk_items`` bounds memory: sets are processed in chunks of at most that many items per
     seed (at least one set per chunk).
     """
@@ -85,9 +96,13 @@ class EvalConfig:
     max_items: int | None = 1 << 19
     seed: int = 12345
     chunk_items: int = 1 << 13
+    n_boot: int = 2000
+    boot_seed: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sizes", tuple(int(s) for s in self.sizes))
+        if self.n_boot < 100:
+            raise ValueError(f"n_boot must be >= 100 for a 95 % interval, got {self.n_boot}")
         if not self.sizes or min(self.sizes) < 1:
             raise ValueError(f"sizes must be a non-empty list of positive ints, got {self.sizes}")
         if self.target_se is not None and not 0 < self.target_se < 1:
@@ -111,22 +126,31 @@ class EvalConfig:
 class TrainConfig:
     """Optimisation settings, each labelled by where it comes from (docs/max_retrieval.md).
 
-    - Adam (paper), learning rate ``lr`` 1e-3 (paper, value lost in our copy; our choice: the
-      third-party reproduction's 1e-3), ``schedule="cosine"``: the paper's "initial learning
-      rate" implies a schedule; which one is lost in our copy (our choice: cosine decay to zero
-      over ``steps``, no warm-up; the ablation shows a constant rate is worse and unstable).
-      ``warmup`` steps of linear warm-up are available (ours; 0 by default).
-    - ``regularizer="coupled"``: paper ("cross-entropy plus L2 weight decay": the L2 term
-      (λ/2)‖θ‖² in the loss, i.e. ``torch.optim.Adam(weight_decay=λ)``); ``"decoupled"`` is
-      AdamW (ours, the ablation's other arm). λ = ``weight_decay`` 1e-3: paper, value lost
-      (third-party value).
-    - ``batch`` 128: paper, value lost (third-party value). One set size per batch, uniform on
-      ``min_size..max_size`` = 1..16: paper ("uniformly up to 16").
-    - ``steps`` 5,000: paper, value lost (ours: the third-party reproduction used 20,000; with
-      the cosine schedule 5,000 reach the in-distribution plateau, and 20,000 cost 4× the time).
-    - ``size_seed``: ours. The per-step set size comes from one stream shared by every seed,
+    - Adam: *paper*. ``regularizer="coupled"``: *paper* ("cross-entropy plus L2 weight
+      decay": the L2 term (λ/2)‖θ‖² in the loss, i.e. ``torch.optim.Adam(weight_decay=λ)``);
+      ``"decoupled"`` is AdamW (*ours*, the ablation's other arm).
+    - ``lr`` 1e-3: *lost in our copy* — our choice, because a public third-party reproduction
+      used 1e-3.
+    - ``schedule="cosine"``: *lost in our copy* (the paper's "initial learning rate" says only
+      that the rate changes) — our choice, cosine decay to zero over ``steps`` without
+      warm-up, because under a constant rate the seeds' out-of-distribution accuracies
+      spread two to three times wider (the ablation's std over seeds); ``"constant"`` is
+      *ours*. ``warmup`` (0): *ours*.
+    - ``weight_decay`` λ = 1e-3: *lost in our copy* — our choice, because the third-party
+      reproduction used 1e-3.
+    - ``batch`` 128: *lost in our copy* — our choice, the third-party value. One set size per
+      batch: *paper* (App. A).
+    - ``max_size`` 16: *paper* ("uniformly up to 16"). ``min_size`` 1: *lost in our copy* —
+      our choice, because "up to 16" names only the top and 1 is the smallest set.
+    - ``steps`` 5,000: *lost in our copy* — our choice, because the default run must stay
+      within 4 minutes on two cores (20,000, the third-party reproduction's, takes about 4×
+      as long); ``--ablation`` trains 5,000, 10,000 and 20,000 steps and the report shows
+      how much every headline number moves.
+    - ``size_seed``: *ours*. The per-step set size comes from one stream shared by every seed,
       so all seeds step with the same size and train as one batched model; each seed's items
       come from its own generator (seeded by the seed), exactly as in a run of that seed alone.
+    - ``log_every``, ``ckpt_every``, ``device``: *ours* (bookkeeping; the device's random
+      streams differ, so a GPU run draws other data).
     """
 
     steps: int = 5000
@@ -167,77 +191,6 @@ class TrainConfig:
             raise ValueError(f"need 0 <= warmup <= steps, got {self.warmup}, {self.steps}")
 
 
-@dataclass(frozen=True)
-class TemperatureFitConfig:
-    """App. F's point collection and fit (:mod:`.temperature_fit`).
-
-    - ``sizes`` 16 … 2048, ``sets_per_size`` 300: ours (the paper's sizes and counts are
-      lost in our copy; these span the training size up to 128× beyond it). Every seed of
-      the model sees the same sets: one generator per size, seeded from ``seed`` (ours), and
-      the fit pools the seeds (ours: the paper fits one model; ten seeds × 300 sets cost as
-      much as one seed × 3,000, and :func:`.temperature_fit.seed_fits` shows the spread).
-    - ``thetas()``: the temperature grid, linear from ``theta_min`` to ``theta_max`` in steps
-      of ``theta_step``: paper ("fixed increments between two bounds"), values lost in our
-      copy (our choice: 0.005 … 2.0 in steps of 0.005, 400 points, θ = 1 on the grid; why:
-      on a softmax model trained 1,500 steps (3 seeds, sizes 16 … 2048) the continuous
-      optimum θ* has 1st / 50th / 99.9th percentiles 0.011 / 0.10 / 1.56, so this grid puts
-      0.5 % of the kept inputs on its lower edge and 0.04 % on its upper one, and resolves
-      the median θ* to 5 %; a lower bound of 0.01 put 1.7 % on the edge, 0.002 puts 0.1 % at
-      2.5× the search cost. Above θ = 2 (β < 0.5) the rule clamps β to 1 anyway. The upper
-      edge also holds the inputs whose optimum is θ = ∞ (maximal item's logit at or below the
-      mean logit), which no finite grid resolves: none on the trained model, 55 % on an
-      untrained one, whose logits are nearly equal).
-    - ``degree`` 4: paper (np.polyfit). ``threshold``: the listing's 0.5 nats (paper).
-    - ``chunk_items``: ours; sets are processed in chunks of at most this many items (at
-      least one set), which bounds the model's activations to S × ``chunk_items`` × width.
-    """
-
-    sizes: tuple[int, ...] = (16, 32, 64, 128, 256, 512, 1024, 2048)
-    sets_per_size: int = 300
-    theta_min: float = 0.005
-    theta_max: float = 2.0
-    theta_step: float = 0.005
-    degree: int = 4
-    threshold: float = ENTROPY_THRESHOLD
-    seed: int = 777
-    chunk_items: int = 1 << 13
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "sizes", tuple(int(s) for s in self.sizes))
-        if not self.sizes or min(self.sizes) < 2:
-            raise ValueError(f"sizes must be a non-empty list of ints >= 2, got {self.sizes}")
-        if self.sets_per_size < 1 or self.chunk_items < 1:
-            raise ValueError(
-                f"sets_per_size and chunk_items must be >= 1, got {self.sets_per_size}, "
-                f"{self.chunk_items}"
-            )
-        bounds = (self.theta_min, self.theta_max, self.theta_step)
-        if not all(math.isfinite(v) for v in bounds):
-            raise ValueError(f"theta_min, theta_max, theta_step must be finite, got {bounds}")
-        if not 0 < self.theta_min < self.theta_max or self.theta_step <= 0:
-            raise ValueError(
-                "need 0 < theta_min < theta_max and theta_step > 0 (θ is a temperature), got "
-                f"theta_min={self.theta_min}, theta_max={self.theta_max}, "
-                f"theta_step={self.theta_step}"
-            )
-        steps = (self.theta_max - self.theta_min) / self.theta_step
-        if abs(steps - round(steps)) > 1e-6 * max(1.0, steps):
-            raise ValueError(
-                f"theta_max - theta_min = {self.theta_max - self.theta_min:g} must be a whole "
-                f"number of theta_step = {self.theta_step:g} steps (a linear grid with both "
-                "bounds on it)"
-            )
-        if self.degree < 0:
-            raise ValueError(f"degree must be >= 0, got {self.degree}")
-        if not math.isfinite(self.threshold):
-            raise ValueError(f"threshold must be finite, got {self.threshold}")
-
-    def thetas(self) -> np.ndarray:
-        """The linear temperature grid, ``theta_min`` … ``theta_max`` inclusive."""
-        k = round((self.theta_max - self.theta_min) / self.theta_step)
-        return np.round(self.theta_min + self.theta_step * np.arange(k + 1), 12)
-
-
 #: Normalisers trained from scratch in the cross-normaliser table (label -> registry spec).
 TRAINED: dict[str, NormSpec] = {
     name: (name, {})
@@ -262,7 +215,11 @@ SWAPS: dict[str, NormSpec] = {
 @dataclass(frozen=True)
 class MaxRetrievalConfig:
     """Softmax vs adaptive temperature (applied at inference only): every seed trained
-    together in one batched model (:mod:`.train`)."""
+    together in one batched model (:mod:`.train`).
+
+    ``seeds``: ten (*paper*, §4.1). ``adaptive_params``: empty, the published polynomial
+    (*paper*). ``profile_sizes``: *ours* (the sizes of the attention-profile figure).
+    """
 
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -313,8 +270,10 @@ class Config:
     """What to run; the benchmark's own parameters live in :class:`MaxRetrievalConfig`.
 
     ``model_variant``, ``schedule`` and ``regularizer`` override the benchmark's defaults
-    (paper: listing, cosine, coupled). ``ablation`` also trains every combination of
-    :data:`ABLATION` (8 × ``seeds`` models) and compares them.
+    (listing: *paper*; cosine: *lost in our copy*, our choice; coupled: *paper*).
+    ``ablation`` also trains every combination of :data:`ABLATION` (8 × ``seeds`` models) and
+    the default combination for each of ``ablation_steps`` (*ours*: 5,000, 10,000, 20,000;
+    the third-party reproduction's 20,000 among them; ``quick()``: 600, 1,200, 2,400).
     """
 
     preset: Literal["paper", "quick"] = "paper"  # "quick": short training, sizes ≤ 1024
@@ -329,11 +288,19 @@ class Config:
     schedule: Literal["cosine", "constant"] = "cosine"
     regularizer: Literal["coupled", "decoupled"] = "coupled"
     ablation: bool = False
+    ablation_steps: tuple[int, ...] = (5000, 10000, 20000)
     spreads: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0)  # Fig. 5 analogue
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "normalizers", tuple(self.normalizers))
         object.__setattr__(self, "spreads", tuple(float(s) for s in self.spreads))
+        object.__setattr__(self, "ablation_steps", tuple(self.ablation_steps))
+        steps = self.ablation_steps
+        if not steps or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in steps
+        ):
+            raise ValueError(f"ablation_steps must be ints >= 1, got {steps}")
+        check_distinct(steps, "ablation_steps")
         if self.preset not in ("paper", "quick"):
             raise ValueError(f"preset must be paper or quick, got {self.preset!r}")
         if isinstance(self.seeds, bool) or not isinstance(self.seeds, int) or self.seeds < 2:
@@ -364,7 +331,7 @@ class Config:
     @classmethod
     def quick(cls, **given: Any) -> Config:
         """2 seeds, short training, sizes up to 1024 (the CI smoke run); ``given`` values win."""
-        return cls(**{"preset": "quick", "seeds": 2, **given})
+        return cls(**{"preset": "quick", "seeds": 2, "ablation_steps": (600, 1200, 2400), **given})
 
     def benchmark(self) -> MaxRetrievalConfig:
         base = _quick_benchmark() if self.preset == "quick" else MaxRetrievalConfig()

@@ -3,7 +3,8 @@
 Training: ``steps`` batched steps of every seed at once, each a fixed part and a part per seed
 (``batch`` sets of up to ``max_size`` items). Evaluation: the items of every size's sets, per
 seed and normaliser evaluated. App. F: the refit's sets per seed. The ablation trains eight
-combinations (one reused), the cross-normaliser table one model per normaliser besides softmax
+combinations (one reused) and the default combination at each other training length of
+``ablation_steps``, the cross-normaliser table one model per normaliser besides softmax
 and evaluates each, the swaps with softmax. Memory: the evaluation's chunks of
 ``chunk_items`` items × ``width`` per seed (docs/max_retrieval.md: 42 MB for ten seeds), the
 training batch, the seeds' parameters with Adam's moments.
@@ -34,10 +35,11 @@ def estimate(cfg: Config) -> budget.Estimate:
     bench = cfg.benchmark()
     seeds, train, ev, width = len(bench.seeds), bench.train, bench.eval, bench.model.width
     scale = train.batch / 128 * (train.min_size + train.max_size) / 17
-    training = train.steps * (_STEP + _STEP_SEED * seeds * scale)
+    per_step = _STEP + _STEP_SEED * seeds * scale
+    training = train.steps * per_step
     items = sum(n * ev.sets_at(n) for n in ev.sizes)
     evaluation = _ITEM * seeds * items  # per normaliser
-    seconds = _START + training + (3 if cfg.temperature_fit else 2) * evaluation
+    seconds = _START + training + (4 if cfg.temperature_fit else 2) * evaluation  # two refits
     if cfg.temperature_fit:
         sets = 50 if cfg.preset == "quick" else 300
         seconds += _FIT_ITEM * seeds * sets * sum((16, 32, 64, 128, 256, 512, 1024, 2048))
@@ -46,6 +48,8 @@ def estimate(cfg: Config) -> budget.Estimate:
         for axis in ABLATION.values():
             combos *= len(axis)
         seconds += (combos - 1) * training + combos * 2 * evaluation
+        lengths = [n for n in dict.fromkeys(cfg.ablation_steps) if n != train.steps]
+        seconds += sum(lengths) * per_step + len(lengths) * 2 * evaluation
     if cfg.normalizers:  # softmax's model is reused; its evaluation carries the swaps
         k = len(cfg.normalizers)
         seconds += (k - 1) * training + (k + len(SWAPS)) * evaluation

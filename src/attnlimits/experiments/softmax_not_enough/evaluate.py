@@ -1,5 +1,6 @@
 """Accuracy of a max-retrieval model at the training size and out of distribution (App. A),
-the attention profile (Figs. 2/7 analogue) and the paper's tables with the paired t-test."""
+the attention profile (Figs. 2/7 analogue) and the tables: intervals and the paired test over
+seeds *and* test sets (:mod:`.uncertainty`), beside the paper's paired t-test over seeds."""
 
 from __future__ import annotations
 
@@ -20,8 +21,21 @@ from attnlimits.experiments.softmax_not_enough.model import (
     normalise,
     set_generator,
 )
+from attnlimits.experiments.softmax_not_enough.uncertainty import (
+    crossed_bootstrap,
+    pack_hits,
+    unpack_hits,
+)
 
-__all__ = ["attention_profile", "evaluate", "paired_table", "summary_table"]
+__all__ = [
+    "LEVEL",
+    "P_BOOT_ROW",
+    "P_TTEST_ROW",
+    "attention_profile",
+    "evaluate",
+    "paired_table",
+    "summary_table",
+]
 
 
 @torch.no_grad()
@@ -37,7 +51,9 @@ def evaluate(
 
     Sets are drawn in chunks until every (normaliser, seed) cell's binomial SE is at most
     ``cfg.target_se`` (from ``cfg.min_sets`` on) or ``cfg.sets_at(n)`` is reached.
-    Returns a tidy table: ``norm, seed, size, n_sets, correct, accuracy, se``.
+    Returns a tidy table: ``norm, seed, size, n_sets, correct, accuracy, se, hits``; ``se`` is
+    the cell's binomial SE, ``hits`` its per-set outcomes in set order, packed
+    (:func:`.uncertainty.pack_hits`), for the bootstrap over seeds and sets.
     """
     norms = dict(norms or {"trained": model.spec})
     device = next(model.parameters()).device
@@ -50,6 +66,7 @@ def evaluate(
         per_chunk = max(1, cfg.chunk_items // n)
         cap = cfg.sets_at(n)
         correct = torch.zeros(len(norms), len(seeds), dtype=torch.long)  # (norms, S)
+        hits = []  # per chunk (norms, S, b)
         done = 0
         while done < cap:
             b = min(per_chunk, cap - done)
@@ -57,8 +74,9 @@ def evaluate(
                 b, n, n_classes=mc.n_classes, query_dim=mc.query_dim, generator=gen, device=device
             )
             logits = model.forward_multi(items, query, list(norms.values()))  # each (S, b, C)
-            hits = torch.stack([(lg.argmax(-1) == target).sum(-1) for lg in logits])
-            correct += hits.cpu()
+            hit = torch.stack([lg.argmax(-1) == target for lg in logits]).cpu()  # (norms, S, b)
+            hits.append(hit)
+            correct += hit.sum(-1)
             done += b
             if cfg.target_se is not None and done >= cfg.min_sets:
                 p = correct.numpy() / done
@@ -72,13 +90,14 @@ def evaluate(
                     "size": n,
                     "n_sets": done,
                     "correct": correct.numpy().ravel(),
+                    "hits": pack_hits(torch.cat(hits, -1).flatten(0, 1).numpy()),
                 }
             )
         )
     df = pd.concat(parts, ignore_index=True)
     df["accuracy"] = df["correct"] / df["n_sets"]
     df["se"] = theory.binomial_standard_error(df["accuracy"].to_numpy(), df["n_sets"].to_numpy())
-    return df
+    return df[[*df.columns.drop("hits"), "hits"]]
 
 
 @torch.no_grad()
@@ -128,13 +147,32 @@ def _progress(it: Sequence[Any], on: bool, desc: str) -> Any:
 # ---- tables ------------------------------------------------------------------------------
 
 
-def summary_table(acc: pd.DataFrame, baseline: str = "softmax") -> pd.DataFrame:
-    """Mean, std, SE (std/√seeds) over seeds and a paired t-test against ``baseline`` per
-    (norm, mode, size).
+#: Interval level of every report table (percentile interval of the crossed bootstrap).
+LEVEL = 0.95
 
-    ``acc`` is tidy with columns ``norm, seed, size, accuracy`` (and optionally ``mode``).
-    The test pairs seeds (``scipy.stats.ttest_rel``); NaN where fewer than two seeds pair up
-    or for the baseline itself.
+
+def summary_table(
+    acc: pd.DataFrame,
+    baseline: str = "softmax",
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Per (norm, mode, size): mean, std and SE over seeds, the paper's paired t-test over
+    seeds, and the crossed bootstrap over seeds and test sets (:mod:`.uncertainty`).
+
+    ``acc`` is tidy with columns ``norm, seed, size, accuracy`` (optionally ``mode``, and
+    ``n_sets, hits`` from :func:`evaluate` for the bootstrap). Columns:
+
+    - ``mean``; ``std``, ``se`` = std/√seeds: the spread over seeds only;
+    - ``t``, ``p_ttest``: ``scipy.stats.ttest_rel`` against ``baseline``, seeds paired (the
+      paper's test; NaN for the baseline or under two paired seeds);
+    - ``n_sets``; ``se_boot``, ``ci_low``, ``ci_high``: SD and 95 % percentile interval of the
+      mean under resampling of seeds and sets (``n_boot`` resamples);
+    - ``diff``, ``diff_low``, ``diff_high``, ``p_value``: the paired difference to
+      ``baseline`` on the same seeds and sets, its interval and two-sided bootstrap p-value.
+
+    Without ``hits`` the bootstrap columns are NaN.
     """
     acc = acc if "mode" in acc else acc.assign(mode="train")
     base = acc[acc["norm"] == baseline].set_index(["size", "seed"])["accuracy"]
@@ -157,29 +195,80 @@ def summary_table(acc: pd.DataFrame, baseline: str = "softmax") -> pd.DataFrame:
                 "std": x.std(ddof=1) if len(x) > 1 else float("nan"),
                 "se": x.std(ddof=1) / np.sqrt(len(x)) if len(x) > 1 else float("nan"),
                 "n_seeds": len(x),
+                "n_sets": int(grp["n_sets"].min()) if "n_sets" in grp else -1,
                 "t": t,
-                "p_value": p,
+                "p_ttest": p,
             }
         )
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    boot = _bootstrap_columns(acc, baseline, n_boot=n_boot, seed=seed)
+    return table.merge(boot, on=["norm", "mode", "size"], how="left")
+
+
+_BOOT = ["se_boot", "ci_low", "ci_high", "diff", "diff_low", "diff_high", "p_value"]
+
+
+def _bootstrap_columns(acc: pd.DataFrame, baseline: str, *, n_boot: int, seed: int) -> pd.DataFrame:
+    """The crossed bootstrap per size, every (norm, mode) cell of the size in one call, paired
+    with the baseline cell; ``seed + size`` seeds each size's resamples."""
+    keys = ["norm", "mode", "size"]
+    if "hits" not in acc:
+        return acc[keys].drop_duplicates().assign(**dict.fromkeys(_BOOT, np.nan))
+    parts = []
+    for size, grp in acc.groupby("size", sort=False):
+        seeds = np.sort(grp["seed"].unique())
+        cells = grp[["norm", "mode"]].drop_duplicates().reset_index(drop=True)
+        m = int(grp["n_sets"].max())
+        hits = np.zeros((len(cells), len(seeds), m))  # (cells, S, m)
+        lens = np.empty(len(cells), int)
+        full = True
+        for c, cell in enumerate(cells.itertuples(index=False)):  # a handful of cells
+            rows = grp[(grp["norm"] == cell.norm) & (grp["mode"] == cell.mode)]
+            rows = rows.set_index("seed").reindex(seeds)
+            full &= bool(rows["hits"].notna().all()) and rows["n_sets"].nunique() == 1
+            if not full:
+                break
+            lens[c] = int(rows["n_sets"].iloc[0])
+            hits[c, :, : lens[c]] = unpack_hits(rows["hits"].to_numpy(), lens[c])
+        base = np.flatnonzero(cells["norm"] == baseline)
+        if not full:
+            parts.append(cells.assign(size=size, **dict.fromkeys(_BOOT, np.nan)))
+            continue
+        r = crossed_bootstrap(
+            hits, lens, int(base[0]) if base.size else None, n_boot=n_boot, level=LEVEL,
+            seed=seed + int(size),
+        )  # fmt: skip
+        parts.append(
+            cells.assign(size=size, se_boot=r.se, ci_low=r.low, ci_high=r.high, diff=r.diff,
+                         diff_low=r.diff_low, diff_high=r.diff_high, p_value=r.p_value)
+        )  # fmt: skip
+    return pd.concat(parts, ignore_index=True)
+
+
+#: The paired table's two p-value rows.
+P_TTEST_ROW = "p-value (paired t-test over seeds, the paper's test)"
+P_BOOT_ROW = "p-value (bootstrap over seeds and test sets)"
 
 
 def paired_table(
-    acc: pd.DataFrame, baseline: str = "softmax", other: str = "adaptive", id_size: int = 16
+    summary: pd.DataFrame, baseline: str = "softmax", other: str = "adaptive", id_size: int = 16
 ) -> pd.DataFrame:
-    """The paper's layout: rows baseline, other, p-value; columns the ID size then OOD sizes.
+    """The paper's layout from a :func:`summary_table`: rows baseline, other and two p-values;
+    columns the ID size then OOD sizes.
 
-    Cells are accuracy in percent, "mean ± std" over seeds; the p-value row is the paired
-    t-test of ``other`` against ``baseline`` over seeds.
+    Cells are accuracy in percent, "mean ± std" over seeds (the paper's layout); the p-value
+    rows are the paper's paired t-test over seeds (:data:`P_TTEST_ROW`) and the paired
+    crossed bootstrap over seeds and test sets (:data:`P_BOOT_ROW`).
     """
-    s = summary_table(acc[acc["norm"].isin([baseline, other])], baseline)
+    s = summary[summary["norm"].isin([baseline, other])]
     sizes = sorted(s["size"].unique())
     cols = {n: f"{n} (ID)" if n == id_size else str(n) for n in sizes}
-    out: dict[str, dict[str, str]] = {baseline: {}, other: {}, "p-value": {}}
+    out: dict[str, dict[str, str]] = {baseline: {}, other: {}, P_TTEST_ROW: {}, P_BOOT_ROW: {}}
     for r in s.itertuples():
         out[str(r.norm)][cols[int(r.size)]] = f"{100 * r.mean:.1f} ± {100 * r.std:.1f}"
         if r.norm == other:
-            out["p-value"][cols[int(r.size)]] = f"{r.p_value:.1e}"
+            out[P_TTEST_ROW][cols[int(r.size)]] = f"{r.p_ttest:.1e}"
+            out[P_BOOT_ROW][cols[int(r.size)]] = f"{r.p_value:.1e}"
     table = pd.DataFrame(out).T[[cols[n] for n in sizes]]
     table.index.name = "model"
     return table.reset_index()

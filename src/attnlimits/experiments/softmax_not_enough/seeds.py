@@ -4,15 +4,16 @@
 temperature applied at inference only (the paper's comparison, with its paired t-test).
 :func:`run_cross_normalizers`: every trainable registry normaliser trained from scratch, plus
 inference-only swaps onto the softmax model. :func:`run_ablation`: LR schedule × regulariser ×
-model variant. All return tables and resume from the checkpoints and parts in a
-:class:`~attnlimits.experiments.store.ResultStore`.
+model variant, and the training length. All return tables and resume from the checkpoints
+and parts in a :class:`~attnlimits.experiments.store.ResultStore`.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -82,6 +83,10 @@ def _softmax_and_adaptive(cfg: MaxRetrievalConfig) -> dict[str, NormSpec]:
     return {"softmax": ("softmax", {}), "adaptive": ("adaptive", dict(cfg.adaptive_params))}
 
 
+def _summary(acc: pd.DataFrame, cfg: MaxRetrievalConfig) -> pd.DataFrame:
+    return summary_table(acc, n_boot=cfg.eval.n_boot, seed=cfg.eval.boot_seed)
+
+
 def softmax_model(cfg: MaxRetrievalConfig) -> ModelConfig:
     """``cfg``'s model with the softmax normaliser: the model the benchmark trains."""
     return replace(cfg.model, normalizer="softmax", normalizer_params={})
@@ -107,10 +112,12 @@ def run_max_retrieval(
     acc = acc.assign(mode="inference")
     acc.loc[acc["norm"] == "softmax", "mode"] = "train"
     model, _ = trained_model(cfg, store, mcfg)
+    with store.timed("max_retrieval.bootstrap"):
+        summary = _summary(acc, cfg)
     return {
         "accuracy": acc,
-        "summary": summary_table(acc),
-        "paired": paired_table(acc, id_size=cfg.train.max_size),
+        "summary": summary,
+        "paired": paired_table(summary, id_size=cfg.train.max_size),
         "training_log": log,
         "attention_profile": attention_profile(model, cfg.profile_sizes, norms),
     }
@@ -136,28 +143,45 @@ def run_cross_normalizers(cfg: CrossConfig, store: ResultStore) -> dict[str, pd.
             )
     acc = pd.concat(parts, ignore_index=True)
     acc["norm"] = acc["norm"].str.replace(" (swap)", "", regex=False)
-    return {"cross_accuracy": acc, "cross_summary": summary_table(acc)}
+    return {"cross_accuracy": acc, "cross_summary": _summary(acc, b)}
 
 
-def run_ablation(cfg: MaxRetrievalConfig, store: ResultStore) -> dict[str, pd.DataFrame]:
-    """LR schedule × regulariser × model variant (:data:`ABLATION`), softmax and adaptive at
-    inference, ``cfg.seeds`` each; the combination equal to ``cfg`` reuses its run.
+def run_ablation(
+    cfg: MaxRetrievalConfig, store: ResultStore, steps: Sequence[int] = ()
+) -> dict[str, pd.DataFrame]:
+    """LR schedule × regulariser × model variant (:data:`ABLATION`) at ``cfg``'s steps, and
+    ``cfg``'s own combination at each of ``steps`` (the training length); softmax and
+    adaptive at inference, ``cfg.seeds`` each; a run equal to ``cfg`` reuses its models.
 
-    Tables: ``ablation_accuracy`` (tidy, one row per combination, norm, seed, size) and
-    ``ablation_summary`` (mean, SE over seeds, paired t-test of adaptive vs softmax).
+    Tables: ``ablation_accuracy`` (tidy: schedule, regularizer, variant, steps, norm, seed,
+    size, …), ``ablation_summary`` (:func:`.evaluate.summary_table` per run: mean, seed SE,
+    the bootstrap over seeds and sets, paired tests) and ``ablation_training_log`` (the
+    training log of each steps run: steps, step, seed, loss, …).
     """
     norms = _softmax_and_adaptive(cfg)
-    parts, summaries = [], []
+    t, v = cfg.train, cfg.model.variant
+    # the run's own combination at every length first (it reuses the main run's model), then
+    # the other combinations: an interrupted ablation has its newest question answered
+    own: tuple[str, ...] = (t.schedule, t.regularizer, v)
+    runs: list[tuple[Any, ...]] = [(*own, n) for n in dict.fromkeys((t.steps, *steps))]
+    runs += [(*c, t.steps) for c in itertools.product(*ABLATION.values()) if c != own]
+    parts, summaries, logs = [], [], []
     with store.timed("ablation.train_eval"):
-        for schedule, regularizer, variant in itertools.product(*ABLATION.values()):
+        for schedule, regularizer, variant, n_steps in runs:
             run = replace(
                 cfg,
-                train=replace(cfg.train, schedule=schedule, regularizer=regularizer),  # type: ignore[arg-type]
-                model=replace(cfg.model, variant=variant),  # type: ignore[arg-type]
+                train=replace(t, schedule=schedule, regularizer=regularizer, steps=n_steps),
+                model=replace(cfg.model, variant=variant),
             )
-            acc, _ = _train_and_eval(run, softmax_model(run), norms, store)
-            setting = {"schedule": schedule, "regularizer": regularizer, "variant": variant}
+            acc, log = _train_and_eval(run, softmax_model(run), norms, store)
+            setting = {"schedule": schedule, "regularizer": regularizer, "variant": variant,
+                       "steps": n_steps}  # fmt: skip
             parts.append(acc.assign(**setting))
-            summaries.append(summary_table(acc).assign(**setting))
-    summary = pd.concat(summaries, ignore_index=True)
-    return {"ablation_accuracy": pd.concat(parts, ignore_index=True), "ablation_summary": summary}
+            summaries.append(_summary(acc, cfg).assign(**setting))
+            if (schedule, regularizer, variant) == own:
+                logs.append(log.assign(steps=n_steps))
+    return {
+        "ablation_accuracy": pd.concat(parts, ignore_index=True),
+        "ablation_summary": pd.concat(summaries, ignore_index=True),
+        "ablation_training_log": pd.concat(logs, ignore_index=True),
+    }

@@ -18,8 +18,10 @@ Procedure, each step labelled:
 4. Fit a degree-4 polynomial with ``np.polyfit`` (*paper*). "Inverse" is ambiguous: ``refit``
    fits β* against H, the reading the listing's use of the polynomial (it multiplies the
    logits by poly(H)) implies; ``refit_inverse`` fits θ* against H and uses β = 1/poly(H).
-   Every kept point enters the fit, edge points included (*ours*: the paper names no
-   exclusion; their count is reported).
+   ``refit_median`` (*ours*) fits the conditional median of β* instead of its mean
+   (:mod:`.fits` says why). Every kept point enters the fit, edge points included (*ours*:
+   the paper names no exclusion; their count is reported), and every fit is redone with θ*
+   raised to ``cfg.alt_theta_min`` (*ours*) to show what the lost lower bound moves.
 5. The listing's rule: β = max(poly(H), 1) where H > 0.5, else 1 (*paper*).
 
 The grid search has one peak to find. With β = 1/θ, log w(β) = β e_i − log Σ_j exp(β e_j) has
@@ -35,9 +37,6 @@ not monotone, and App. F's objective is the attention weight.)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor
@@ -46,6 +45,17 @@ from attnlimits.experiments.softmax_not_enough.config import (
     NormSpec,
     TemperatureFitConfig,
     TrainConfig,
+)
+from attnlimits.experiments.softmax_not_enough.fits import (
+    apply_rule,
+    beta_table,
+    bin_table,
+    clamp_points,
+    fit_median_polynomial,
+    fit_polynomial,
+    fit_table,
+    poly_beta,
+    seed_fits,
 )
 from attnlimits.experiments.softmax_not_enough.model import (
     MaxRetrievalModel,
@@ -58,19 +68,17 @@ from attnlimits.experiments.softmax_not_enough.theta_search import (
     max_item_temperature,
 )
 from attnlimits.experiments.store import ResultStore
-from attnlimits.normalizers.adaptive import (
-    ENTROPY_THRESHOLD,
-    POLY_COEFFS,
-    adaptive_beta,
-    adaptive_stats,
-)
+from attnlimits.normalizers.adaptive import ENTROPY_THRESHOLD, adaptive_stats
 
 __all__ = [
     "ThetaSearch",
     "apply_rule",
     "beta_table",
+    "bin_table",
+    "clamp_points",
     "collect_points",
     "edge_labels",
+    "fit_median_polynomial",
     "fit_polynomial",
     "fit_table",
     "max_item_temperature",
@@ -172,127 +180,6 @@ def size_table(points: pd.DataFrame, cfg: TemperatureFitConfig, n_seeds: int) ->
     return pd.DataFrame(rows)
 
 
-def fit_polynomial(
-    entropy: np.ndarray, beta: np.ndarray, degree: int = 4, *, inverse: bool = False
-) -> np.ndarray:
-    """Least-squares polynomial, highest degree first (``np.polyfit``).
-
-    ``inverse=False`` (the reading the listing's use implies): fit β(H). ``inverse=True``: fit
-    the temperature θ = 1/β against H instead; then β = 1/poly(H).
-    """
-    y = 1.0 / np.asarray(beta, float) if inverse else np.asarray(beta, float)
-    return np.polyfit(np.asarray(entropy, float), y, degree)
-
-
-def poly_beta(
-    entropy: np.ndarray | Sequence[float],
-    coeffs: Sequence[float] | np.ndarray,
-    *,
-    inverse: bool = False,
-) -> np.ndarray:
-    """The raw β of a polynomial, no rule: poly(H), or 1/poly(H) for a temperature polynomial
-    (``inverse=True``; +inf where poly(H) ≤ 0: a temperature at or below 0 is unbounded
-    sharpening)."""
-    poly = np.polyval(np.asarray(coeffs, float), np.asarray(entropy, float))
-    if not inverse:
-        return poly
-    return np.where(poly > 0, 1.0 / np.where(poly > 0, poly, 1.0), np.inf)
-
-
-def apply_rule(
-    entropy: np.ndarray,
-    coeffs: Sequence[float] | np.ndarray,
-    threshold: float = ENTROPY_THRESHOLD,
-    *,
-    inverse: bool = False,
-) -> np.ndarray:
-    """β(H) under the listing's rule: max(poly(H), 1) where H > threshold, else 1.
-
-    With ``inverse=True`` the polynomial is the temperature: β = max(1/poly(H), 1).
-    """
-    H = np.array(entropy, dtype=float)
-    if not inverse:
-        return adaptive_beta(torch.from_numpy(H), tuple(coeffs), threshold).numpy()
-    return np.where(H > threshold, np.maximum(poly_beta(H, coeffs, inverse=True), 1.0), 1.0)
-
-
-def fit_table(points: pd.DataFrame, cfg: TemperatureFitConfig) -> pd.DataFrame:
-    """The published polynomial and our two refits on every kept point: ``fit, inverse,
-    coeffs, rmse_beta, n_points`` (RMS error in β between the rule and β*)."""
-    if len(points) <= cfg.degree:
-        raise ValueError(
-            f"need more than degree = {cfg.degree} points to fit, got {len(points)} (no kept "
-            "inputs: try more sets_per_size or larger sizes)"
-        )
-    H, b = points["entropy"].to_numpy(float), points["beta_star"].to_numpy(float)
-    fits: dict[str, tuple[np.ndarray, bool]] = {
-        "paper": (np.asarray(POLY_COEFFS), False),
-        "refit": (fit_polynomial(H, b, cfg.degree), False),
-        "refit_inverse": (fit_polynomial(H, b, cfg.degree, inverse=True), True),
-    }
-    rows = []
-    for name, (c, inv) in fits.items():
-        pred = apply_rule(H, c, cfg.threshold, inverse=inv)
-        rows.append(
-            {
-                "fit": name,
-                "inverse": inv,
-                "coeffs": [float(x) for x in c],
-                "rmse_beta": float(np.sqrt(np.mean((pred - b) ** 2))),
-                "n_points": len(b),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def beta_table(
-    fits: pd.DataFrame,
-    entropies: Sequence[float] = (1.0, 2.0, 3.0, 4.0),
-    threshold: float = ENTROPY_THRESHOLD,
-) -> pd.DataFrame:
-    """β of each fit at each H: ``fit, inverse, entropy, beta_raw`` (:func:`poly_beta`) and
-    ``beta_rule`` (:func:`apply_rule`). The paper's polynomial gives 1.27 / 2.10 / 2.25 / 2.39
-    at H = 1 / 2 / 3 / 4."""
-    H = np.asarray(entropies, float)
-    parts = [
-        pd.DataFrame(
-            {
-                "fit": row.fit,
-                "inverse": bool(row.inverse),
-                "entropy": H,
-                "beta_raw": poly_beta(H, row.coeffs, inverse=bool(row.inverse)),
-                "beta_rule": apply_rule(H, row.coeffs, threshold, inverse=bool(row.inverse)),
-            }
-        )
-        for row in fits.itertuples()
-    ]
-    return pd.concat(parts, ignore_index=True)
-
-
-def seed_fits(
-    points: pd.DataFrame,
-    cfg: TemperatureFitConfig,
-    entropies: Sequence[float] = (1.0, 2.0, 3.0, 4.0),
-) -> pd.DataFrame:
-    """The β-against-H refit per seed, to show the spread over seeds: ``seed, n_points,
-    coeffs`` and the raw β at each H (columns ``beta_H1`` …); NaN where a seed has too few
-    points for the degree."""
-    rows = []
-    for seed, p in points.groupby("seed", sort=True):
-        ok = len(p) > cfg.degree
-        c = (
-            fit_polynomial(p["entropy"].to_numpy(float), p["beta_star"].to_numpy(float), cfg.degree)
-            if ok
-            else np.full(cfg.degree + 1, np.nan)
-        )
-        beta = poly_beta(np.asarray(entropies, float), c)
-        rows.append(
-            {"seed": int(seed), "n_points": len(p), "coeffs": [float(x) for x in c]}
-            | {f"beta_H{h:g}": float(v) for h, v in zip(entropies, beta, strict=True)}
-        )
-    return pd.DataFrame(rows)
-
-
 def run_temperature_fit(
     model: MaxRetrievalModel,
     cfg: TemperatureFitConfig,
@@ -302,10 +189,11 @@ def run_temperature_fit(
     name: str = "temperature_fit",
 ) -> dict[str, pd.DataFrame]:
     """Collect points and fit. Tables: ``{name}_points``, ``{name}_sizes`` (:func:`size_table`),
-    ``{name}_coeffs`` (:func:`fit_table`), ``{name}_beta`` (:func:`beta_table`),
-    ``{name}_seed_fits``. The points are a stored part, keyed by everything that fixes the
-    model's weights (its config, ``train_cfg``, the seeds) and ``cfg``, so a resumed run does
-    not redo them and a model trained otherwise never reads them.
+    ``{name}_coeffs`` (:func:`.fits.fit_table`), ``{name}_beta`` (:func:`.fits.beta_table`),
+    ``{name}_bins`` (:func:`.fits.bin_table`), ``{name}_seed_fits``. The points are a stored
+    part, keyed by everything that fixes the model's weights (its config, ``train_cfg``, the
+    seeds) and ``cfg``, so a resumed run does not redo them and a model trained otherwise
+    never reads them.
 
     The accuracy with each polynomial is measured in the benchmark's own evaluation pass
     (:func:`refit_norms` gives the normalisers), on the same sets as softmax.
@@ -313,21 +201,26 @@ def run_temperature_fit(
     params = {"model": model.cfg, "train": train_cfg, "seeds": model.seeds, "fit": cfg}
     with store.timed(f"{name}.collect"):
         points = store.part("fit_points", params, name, lambda: collect_points(model, cfg))
-    fits = fit_table(points, cfg)
-    return {
-        f"{name}_points": points,
-        f"{name}_sizes": size_table(points, cfg, len(model.seeds)),
-        f"{name}_coeffs": fits,
-        f"{name}_beta": beta_table(fits, threshold=cfg.threshold),
-        f"{name}_seed_fits": seed_fits(points, cfg),
-    }
+    with store.timed(f"{name}.fit"):
+        fits = fit_table(points, cfg)
+        tables = {
+            f"{name}_points": points,
+            f"{name}_sizes": size_table(points, cfg, len(model.seeds)),
+            f"{name}_coeffs": fits,
+            f"{name}_beta": beta_table(fits, threshold=cfg.threshold),
+            f"{name}_bins": bin_table(points, fits, cfg.bin_width),
+            f"{name}_seed_fits": seed_fits(points, cfg),
+        }
+    return tables
 
 
 def refit_norms(fits: pd.DataFrame, threshold: float = ENTROPY_THRESHOLD) -> dict[str, NormSpec]:
-    """The registry's ``adaptive`` normaliser with each refitted β-polynomial of ``fits``
-    (``refit``; inverse fits are θ-polynomials, which the normaliser does not take)."""
+    """The registry's ``adaptive`` normaliser with each refitted β-polynomial of ``fits`` on
+    the grid's own lower bound (``refit``, ``refit_median``; inverse fits are θ-polynomials,
+    which the normaliser does not take; the ``alt_theta_min`` fits only show sensitivity)."""
+    own = fits["theta_min"] == fits["theta_min"].min()
     return {
         f"adaptive ({row.fit})": ("adaptive", {"coeffs": tuple(row.coeffs), "threshold": threshold})
-        for row in fits.itertuples()
+        for row in fits[own].itertuples()
         if not row.inverse and row.fit != "paper"
     }

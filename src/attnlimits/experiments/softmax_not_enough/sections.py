@@ -1,0 +1,231 @@
+"""The report's sections of a *Softmax is not Enough* run, from its tables and ``run.json``:
+the set-up with every label, accuracy per size with intervals over seeds and test sets, the
+App. F refit beside its data, the ablation (training length included) and the cross table."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from attnlimits.experiments.report import markdown_table
+from attnlimits.experiments.softmax_not_enough.claims import interval, size_table
+from attnlimits.experiments.softmax_not_enough.setup import setup_table
+
+__all__ = ["ablation_table", "loss_table", "norm_table", "sections", "steps_table"]
+
+#: The share of a run's last logged steps whose mean loss is its final training loss.
+FINAL_SHARE = 0.1
+
+
+def _cells(summary: pd.DataFrame) -> pd.Series:
+    return pd.Series(
+        [interval(m, lo, hi) for m, lo, hi in
+         zip(summary["mean"], summary["ci_low"], summary["ci_high"], strict=True)],
+        index=summary.index,
+    )  # fmt: skip
+
+
+def norm_table(summary: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """One row per ``keys`` (e.g. norm), one column per size: "mean [95 % interval]" in
+    percent, the interval over seeds and test sets."""
+    table = summary.assign(cell=_cells(summary)).pivot_table(
+        index=keys, columns="size", values="cell", aggfunc="first", sort=False
+    )
+    table.columns = [str(c) for c in table.columns]
+    return table.reset_index()
+
+
+def ablation_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per (schedule, regulariser, variant, steps, normaliser), one column per size."""
+    return norm_table(summary, ["schedule", "regularizer", "variant", "steps", "norm"])
+
+
+def steps_table(summary: pd.DataFrame, base_steps: int) -> pd.DataFrame:
+    """The training length's effect on the headline numbers: per steps and quantity (softmax,
+    adaptive, gain = adaptive − softmax, paired), per size "value [95 % interval]" and, for
+    steps other than ``base_steps``, the move against it in points (``Δ``)."""
+    s = summary[summary["norm"].isin(["softmax", "adaptive"])]
+    gain = s[s["norm"] == "adaptive"].assign(
+        norm="gain", mean=lambda d: d["diff"], ci_low=lambda d: d["diff_low"],
+        ci_high=lambda d: d["diff_high"],
+    )  # fmt: skip
+    both = pd.concat([s, gain], ignore_index=True).rename(columns={"norm": "quantity"})
+    at_base = both[both["steps"] == base_steps].set_index(["quantity", "size"])["mean"]
+    ref = at_base.reindex(pd.MultiIndex.from_frame(both[["quantity", "size"]])).to_numpy()
+    move = 100 * (both["mean"].to_numpy() - ref)  # points against base_steps
+    both["cell"] = _cells(both) + [
+        "" if st == base_steps else f" (Δ {d:+.1f})"
+        for st, d in zip(both["steps"], move, strict=True)
+    ]
+    order = {"softmax": 0, "adaptive": 1, "gain": 2}
+    table = both.pivot_table(
+        index=["steps", "quantity"], columns="size", values="cell", aggfunc="first"
+    )
+    table = table.sort_index(key=lambda i: i.map(order) if i.name == "quantity" else i)
+    table.columns = [str(c) for c in table.columns]
+    return table.reset_index()
+
+
+def loss_table(log: pd.DataFrame) -> pd.DataFrame:
+    """Per training length: the mean training loss and batch accuracy over the last
+    :data:`FINAL_SHARE` of the logged steps (mean over seeds, ± SE over seeds), and the
+    largest logit spread at the end."""
+    last = log[log["step"] > (1 - FINAL_SHARE) * log.groupby("steps")["step"].transform("max")]
+    per_seed = last.groupby(["steps", "seed"])[["loss", "acc"]].mean()
+    g = per_seed.groupby("steps")
+    n = g.size().to_numpy()
+    end = log[log["step"] == log.groupby("steps")["step"].transform("max")]
+    return pd.DataFrame(
+        {
+            "steps": g.size().index.to_numpy(),
+            "final loss": g["loss"].mean().to_numpy(),
+            "final loss SE": (g["loss"].std(ddof=1) / np.sqrt(n)).to_numpy(),
+            "final batch accuracy": g["acc"].mean().to_numpy(),
+            "final spread": end.groupby("steps")["spread"].mean().to_numpy(),
+        }
+    )
+
+
+def _fit_lines(tables: Mapping[str, pd.DataFrame]) -> list[str]:
+    fits = tables["temperature_fit_coeffs"]
+    if "theta_min" not in fits:  # a table of releases before the θ_min check
+        fits = fits.assign(theta_min=np.nan)
+    shown = fits.assign(
+        theta_min=[f"{t:g}" if f != "paper" else "—" for f, t in
+                   zip(fits["fit"], fits["theta_min"], strict=True)],
+        coeffs=fits["coeffs"].map(lambda c: ", ".join(f"{v:.4g}" for v in c)),
+    )  # fmt: skip
+    beta = tables["temperature_fit_beta"]
+    beta = beta if "theta_min" in beta else beta.assign(theta_min=np.nan)
+    beta = beta.assign(
+        theta_min=lambda d: np.where(d["fit"] == "paper", "—", d["theta_min"].map("{:g}".format))
+    )
+    beta = beta.pivot_table(
+        index=["fit", "theta_min"], columns="entropy", values="beta_rule", sort=False
+    )
+    beta.columns = [f"β(H={h:g})" for h in beta.columns]
+    lines = [
+        "## Adaptive temperature refit (App. F)",
+        "",
+        "Inputs where the max item lacks the top attention logit; per input the θ on a linear "
+        "grid that maximises the max item's attention weight; polynomials of degree 4 in H. "
+        "Kept inputs and optima on the grid's edges, per size (all seeds):",
+        "",
+        markdown_table(tables["temperature_fit_sizes"]),
+        "",
+        "β* = 1/θ* per entropy bin (quartiles of the points) beside each polynomial's raw β at "
+        "the bin's median H; `refit` is App. F's least squares, `refit_median` the median fit:",
+        "",
+        markdown_table(tables.get("temperature_fit_bins", pd.DataFrame())),
+        "",
+        "Fits; `theta_min` is the grid's lower bound the points had (the larger one raises "
+        "every θ* below it, a setting: the paper's bounds are lost in our copy); errors in β "
+        "between the rule and β* over the points:",
+        "",
+        markdown_table(shown),
+        "",
+        "β under the listing's rule (max(poly(H), 1) above 0.5 nats) at H = 1 … 4:",
+        "",
+        markdown_table(beta.reset_index()),
+        "",
+        "Per seed (raw polynomial, before the rule's floor of 1):",
+        "",
+        markdown_table(tables["temperature_fit_seed_fits"].drop(columns="coeffs")),
+        "",
+    ]
+    return lines
+
+
+def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> list[str]:
+    """The set-up, accuracy per size, the App. F refit, the ablation and the cross table."""
+    bench = meta["benchmark"]
+    id_size = int(bench["train"]["max_size"])
+    summary = tables["summary"]
+    n_boot = bench["eval"].get("n_boot", "?")
+    lines = [
+        "## Set-up",
+        "",
+        "Every setting, labelled *paper* (paper B's text or listing states it), *lost in our "
+        "copy* (the paper had a value our copy lost: our choice, and why) or *ours* (not in "
+        "the paper):",
+        "",
+        markdown_table(setup_table(bench, meta.get("temperature_fit"), meta.get("params"))),
+        "",
+        "## Max retrieval: softmax vs adaptive temperature, per set size",
+        "",
+        "Accuracy in percent: the mean over seeds and test sets with its 95 % interval "
+        f"[low, high] from a bootstrap that resamples seeds and test sets ({n_boot} resamples; "
+        "every seed is evaluated on the same sets, so both sources of error count). `p`: the "
+        "paired bootstrap of adaptive − softmax, which decides the verdict; `p (t-test, "
+        "seeds only)`: the paper's paired t-test, which leaves out the test-set error. `sets`: "
+        "test sets drawn at that size.",
+        "",
+        markdown_table(size_table(summary, id_size)),
+        "",
+        "The paper's layout (mean ± std over seeds):",
+        "",
+        markdown_table(tables["paired"]),
+        "",
+    ]
+    if summary["norm"].nunique() > 2:
+        lines += [
+            "Every normaliser of the evaluation pass (mean [95 % interval], percent):",
+            "",
+            markdown_table(norm_table(summary, ["norm"])),
+            "",
+        ]
+    if "temperature_fit_coeffs" in tables:
+        lines += _fit_lines(tables)
+    if "ablation_summary" in tables:
+        abl = tables["ablation_summary"]
+        t, base = bench["train"], int(bench["train"]["steps"])
+        abl = abl if "steps" in abl else abl.assign(steps=base)  # earlier releases
+        own = ((abl["schedule"] == t["schedule"]) & (abl["regularizer"] == t["regularizer"])
+               & (abl["variant"] == bench["model"]["variant"]))  # fmt: skip
+        lines += [
+            "## Ablation: learning-rate schedule × regulariser × model variant",
+            "",
+            f"At {base:,} steps; accuracy in percent, mean [95 % interval over seeds and test "
+            "sets]; softmax-trained models, softmax and adaptive temperature (inference only) "
+            "on the same sets.",
+            "",
+            markdown_table(ablation_table(abl[abl["steps"] == base])),
+            "",
+        ]
+    if "ablation_training_log" in tables:
+        lines += [
+            "## Ablation: training length",
+            "",
+            f"The default combination at each length. `gain` is adaptive − softmax, paired; "
+            f"(Δ …) the move in points against {base:,} steps.",
+            "",
+            markdown_table(steps_table(abl[own], base)),
+            "",
+            f"Training loss and batch accuracy over the last {FINAL_SHARE:.0%} of the logged "
+            "steps (mean over seeds), and the logit spread at the end:",
+            "",
+            markdown_table(loss_table(tables["ablation_training_log"])),
+            "",
+        ]  # fmt: skip
+    if "cross_summary" in tables:
+        cross = tables["cross_summary"]
+        lines += [
+            "## Across normalisers",
+            "",
+            "Mean [95 % interval over seeds and test sets], percent:",
+            "",
+            markdown_table(norm_table(cross, ["norm", "mode"])),
+            "",
+            "Paired against softmax (trained): difference, its interval and p (bootstrap), and "
+            "the t-test over seeds:",
+            "",
+            markdown_table(
+                cross[["norm", "mode", "size", "diff", "diff_low", "diff_high", "p_value",
+                       "p_ttest"]].dropna(subset=["diff"])
+            ),
+            "",
+        ]  # fmt: skip
+    return lines
