@@ -3,23 +3,47 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
-settings.register_profile(
-    "default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.register_profile(
-    "ci",
-    max_examples=60,
+# Hypothesis profiles (docs/conventions.md, "Tests and CI"): ``dev`` draws new cases on every
+# run (and replays saved failures from .hypothesis/); ``ci`` draws the same cases on every run
+# (derandomize: a seed fixed per test), so a submission's outcome does not depend on luck;
+# ``long`` draws many new cases, for tests/long_fuzz.sh before each stop. A test's own
+# @settings may change max_examples only (tests/test_hypothesis_profiles.py checks).
+# Each names its parent: hypothesis loads its own "ci" profile (derandomised) wherever $CI is set,
+# and a profile registered without a parent would inherit it.
+_BASE = settings(
+    settings.get_profile("default"),
     deadline=None,
-    derandomize=True,
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.load_profile("ci" if os.environ.get("CI") else "default")
+_LONG = int(os.environ.get("ATTNLIMITS_LONG_EXAMPLES", "1000"))
+settings.register_profile("dev", _BASE, max_examples=60, derandomize=False)
+settings.register_profile("ci", _BASE, max_examples=60, derandomize=True, database=None)
+settings.register_profile("long", _BASE, max_examples=_LONG, derandomize=False)
+
+
+def hypothesis_profile(env: Mapping[str, str]) -> str:
+    """``$HYPOTHESIS_PROFILE`` if set, else ``ci`` where ``$CI`` says so (CI services set
+    CI=true), else ``dev``."""
+    if env.get("HYPOTHESIS_PROFILE"):
+        return env["HYPOTHESIS_PROFILE"]
+    return "ci" if env.get("CI", "").lower() not in ("", "0", "false", "no") else "dev"
+
+
+HYPOTHESIS_PROFILE = hypothesis_profile(os.environ)
+settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+def pytest_report_header() -> str:
+    return f"hypothesis profile: {HYPOTHESIS_PROFILE} ({settings.default.max_examples} examples)"
+
 
 # one thread per test process: the suite runs as two xdist workers on two cores, and small ops
 # get slower, not faster, with more threads under contention
@@ -27,6 +51,13 @@ torch.set_num_threads(1)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_TEXT = REPO.parent / "shared" / "data" / "war_and_peace.txt"
+
+
+def torch_release(version: str) -> str:
+    """A torch version without its build label. The wheel pip picks from PyPI says 2.14.1 in
+    its metadata (what run.json records) and 2.14.1+cu130 in ``torch.__version__``; a CPU
+    wheel from download.pytorch.org says 2.13.0+cpu in both."""
+    return version.split("+")[0]
 
 
 @pytest.fixture(params=["fused", "torch"])

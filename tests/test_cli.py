@@ -2,20 +2,25 @@
 
 Every case here is also a row of docs/reliability.md; ``test_reliability_doc_is_current`` renders
 the table from what the commands print now and fails (showing the new table) when the two drift.
+Each case runs once (``results``), in an empty working folder, with its own cache folder; after
+it, ``--out``, the working folder, the cache and every scratch file must be as they were.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
+import struct
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from typer.testing import CliRunner
 
 from attnlimits.cli import app
 from conftest import REPO
-from tiny_models import tiny_model_dir
+from tiny_models import tiny_gguf, tiny_model_dir
 
 runner = CliRunner()
 DOC = REPO / "docs" / "reliability.md"
@@ -26,7 +31,7 @@ LC = ["demo", "long-context"]
 SCAN = ["scan"]
 CMP = ["compare"]
 
-# (what a user tried, argv with {MODEL} {BOOK} {OUT} {TMP} placeholders, setup)
+# (what a user tried, argv with {MODEL} {DIGITS} {BERT} {BOOK} {OUT} {TMP} placeholders, setup)
 CASES: list[tuple[str, list[str], str | None]] = [
     ("an unknown device", [*LIM, "--device", "tpu", "--out", "{OUT}"], None),
     ("CUDA on a machine without it", [*LIM, "--device", "cuda", "--out", "{OUT}"], "no_cuda"),
@@ -36,41 +41,129 @@ CASES: list[tuple[str, list[str], str | None]] = [
     ("N = 0", [*LIM, "--n", "0", "--out", "{OUT}"], None),
     ("N not below every L", [*LIM, "--n", "64", "--lengths", "32,64", "--out", "{OUT}"], None),
     ("lengths that are not numbers", [*LIM, "--lengths", "a,b", "--out", "{OUT}"], None),
+    ("a length that is not a whole number", [*LIM, "--lengths", "64.5", "--out", "{OUT}"], None),
+    ("a length of 1", [*LIM, "--lengths", "1", "--n", "1", "--out", "{OUT}"], None),
     ("an empty list of lengths", [*LIM, "--lengths", ",", "--out", "{OUT}"], None),
     ("zero windows", [*LIM, "--windows", "0", "--out", "{OUT}"], None),
     ("an unknown x source", [*LIM, "--x-source", "queries", "--out", "{OUT}"], None),
     ("an unknown window placement", [*LIM, "--placement", "middle", "--out", "{OUT}"], None),
     ("one Monte Carlo draw per row", [*LIM, "--mc-samples", "1", "--out", "{OUT}"], None),
     ("two models, the second a folder that does not exist", [*LIM, "--model", "{MODEL}", "--model", "{TMP}/no-model", "--out", "{OUT}"], None),
+    ("two models, the second a truncated GGUF (before either runs)", [*LIM, "--model", "{MODEL}", "--model", "{TMP}/data-cut.gguf", "--out", "{OUT}"], None),
     ("two models, the first with L beyond its context", [*LIM, "--model", "{MODEL}", "--model", "no-org/no-model", "--text", "{BOOK}", "--out", "{OUT}"], None),
+    ("two models and a device that is not there (before either is named)", [*LIM, "--model", "{MODEL}", "--model", "{BERT}", "--device", "tpu", "--out", "{OUT}"], None),
     ("a model folder that does not exist", [*LIM, "--model", "{TMP}/no-model", "--out", "{OUT}"], None),
+    ("an empty model name", [*LIM, "--model", "", "--out", "{OUT}"], None),
     ("an unknown hub id, offline", [*LIM, "--model", "no-org/no-model", "--out", "{OUT}"], "offline"),
+    ("a misspelt named model, offline", [*LIM, "--model", "smollm2", "--out", "{OUT}"], "offline"),
+    ("a model folder whose safetensors header is garbage", [*LIM, "--model", "{TMP}/bad-header", "--quick", "--out", "{OUT}"], None),
     ("a text file that does not exist", [*LIM, "--model", "{MODEL}", "--text", "{TMP}/none.txt", "--quick", "--out", "{OUT}"], None),
-    ("a text file that is not UTF-8", [*LIM, "--model", "{MODEL}", "--text", "{TMP}/latin1.txt", "--quick", "--out", "{OUT}"], "latin1"),
-    ("a text too short for the windows", [*LIM, "--model", "{MODEL}", "--text", "{TMP}/short.txt", "--quick", "--out", "{OUT}"], "short"),
+    ("a text file that is not UTF-8", [*LIM, "--model", "{MODEL}", "--text", "{TMP}/latin1.txt", "--quick", "--out", "{OUT}"], None),
+    ("a text too short for the windows", [*LIM, "--model", "{MODEL}", "--text", "{TMP}/short.txt", "--quick", "--out", "{OUT}"], None),
+    ("a folder as the text", [*LIM, "--model", "{MODEL}", "--text", "{TMP}", "--quick", "--out", "{OUT}"], None),
+    ("an empty --text", [*LIM, "--text", "", "--out", "{OUT}"], None),
     ("L beyond the model's context", [*LIM, "--model", "{MODEL}", "--text", "{BOOK}", "--lengths", "512", "--out", "{OUT}"], None),
-    ("an output folder that cannot be written", [*LIM, "--model", "{MODEL}", "--quick", "--out", "{TMP}/file/sub"], "blocker"),
+    ("an output folder that cannot be written", [*LIM, "--model", "{MODEL}", "--quick", "--out", "{TMP}/file/sub"], None),
+    ("a temperature given twice", [*LIM, "--temperatures", "1,1", "--out", "{OUT}"], None),
+    ("an x source given twice", [*LIM, "--x-source", "values", "--x-source", "values", "--out", "{OUT}"], None),
+    ("one model given twice", [*LIM, "--model", "{MODEL}", "--model", "{MODEL}", "--out", "{OUT}"], None),
+    ("one length written two ways", [*LIM, "--lengths", "32,032", "--out", "{OUT}"], None),
+    ("a count that is not a number", [*LIM, "--windows", "abc", "--out", "{OUT}"], None),
+    ("N given as nan", [*LIM, "--n", "nan", "--out", "{OUT}"], None),
+    ("an option without its value", [*LIM, "--out", "{OUT}", "--windows"], None),
+    ("a value without its option", [*LIM, "4", "--out", "{OUT}"], None),
+    ("a flag given a value", [*LIM, "--quick=3", "--out", "{OUT}"], None),
     ("one seed for a paired t-test", [*SNE, "--seeds", "1", "--out", "{OUT}"], None),
+    ("seeds as a word", [*SNE, "--seeds", "two", "--out", "{OUT}"], None),
     ("an unknown normaliser", [*SNE, "--normalizers", "softmax,bogus", "--out", "{OUT}"], None),
+    ("a normaliser given twice", [*SNE, "--normalizers", "softmax,softmax", "--out", "{OUT}"], None),
+    ("'all' with other names", [*SNE, "--normalizers", "all,softmax", "--out", "{OUT}"], None),
+    ("normalisers without the softmax baseline", [*SNE, "--normalizers", "adaptive", "--out", "{OUT}"], None),
+    ("an empty list of normalisers", [*SNE, "--normalizers", "", "--out", "{OUT}"], None),
     ("an unknown model variant", [*SNE, "--model-variant", "flax", "--out", "{OUT}"], None),
     ("an unknown LR schedule", [*SNE, "--schedule", "linear", "--out", "{OUT}"], None),
+    ("an unknown regulariser", [*SNE, "--regularizer", "l1", "--out", "{OUT}"], None),
+    ("a device name in capitals", [*SNE, "--device", "CPU", "--out", "{OUT}"], None),
     ("zero prompts", [*LC, "--prompts", "0", "--out", "{OUT}"], None),
+    ("prompts as a fraction", [*LC, "--prompts", "1.5", "--out", "{OUT}"], None),
+    ("an empty model name (demo)", [*LC, "--model", "", "--out", "{OUT}"], None),
+    ("demo: a model folder that does not exist", [*LC, "--model", "{TMP}/no-model", "--quick", "--out", "{OUT}"], None),
+    ("demo: an encoder, which cannot generate", [*LC, "--model", "{BERT}", "--quick", "--out", "{OUT}"], None),
+    ("scan: no MODEL", [*SCAN, "--out", "{OUT}"], None),
+    ("scan: two MODELs", [*SCAN, "{MODEL}", "{MODEL}", "--out", "{OUT}"], None),
+    ("scan: an empty MODEL", [*SCAN, "", "--out", "{OUT}"], None),
+    ("scan: an unknown option (no far-fetched suggestion)", [*SCAN, "{MODEL}", "--bogus", "--out", "{OUT}"], None),
+    ("scan: an empty number", [*SCAN, "{MODEL}", "--rows", "", "--out", "{OUT}"], None),
     ("scan: lengths below 4", [*SCAN, "{MODEL}", "--lengths", "2,8", "--out", "{OUT}"], None),
+    ("scan: a length given twice (was dropped silently)", [*SCAN, "{MODEL}", "--lengths", "64,64", "--out", "{OUT}"], None),
     ("scan: one sampled row", [*SCAN, "{MODEL}", "--rows", "1", "--out", "{OUT}"], None),
+    ("scan: negative windows", [*SCAN, "{MODEL}", "--windows", "-1", "--out", "{OUT}"], None),
     ("scan: an unknown device", [*SCAN, "{MODEL}", "--device", "tpu", "--out", "{OUT}"], None),
     ("scan: a model folder that does not exist", [*SCAN, "{TMP}/no-model", "--out", "{OUT}"], None),
+    ("scan: a failed run with the default --out (leaves no results/ behind)", [*SCAN, "{TMP}/not-a-model"], None),
+    ("scan: a folder that is not a model", [*SCAN, "{TMP}/not-a-model", "--out", "{OUT}"], None),
+    ("scan: a text file as the model", [*SCAN, "{TMP}/short.txt", "--out", "{OUT}"], None),
+    ("scan: a model folder with a truncated model.safetensors", [*SCAN, "{TMP}/cut-weights", "--text", "{BOOK}", "--lengths", "64", "--out", "{OUT}"], None),
+    ("scan: a model folder whose config.json is not JSON", [*SCAN, "{TMP}/bad-config", "--text", "{BOOK}", "--lengths", "64", "--out", "{OUT}"], None),
+    ("scan: a GGUF cut inside its header", [*SCAN, "{TMP}/head-cut.gguf", "--out", "{OUT}"], None),
+    ("scan: a GGUF cut inside its tensor data", [*SCAN, "{TMP}/data-cut.gguf", "--out", "{OUT}"], None),
+    ("scan: a text file named .gguf", [*SCAN, "{TMP}/text.gguf", "--out", "{OUT}"], None),
     ("scan: a text too short for the windows (before the model loads)", [*SCAN, "{TMP}/no-model", "--text", "{TMP}/short.txt", "--out", "{OUT}"], None),
+    ("scan: a FIFO as the text (would block)", [*SCAN, "{MODEL}", "--text", "{TMP}/fifo", "--out", "{OUT}"], None),
+    ("scan: an empty text file", [*SCAN, "{MODEL}", "--text", "{TMP}/empty.txt", "--out", "{OUT}"], None),
     ("scan: L beyond the model's context", [*SCAN, "{MODEL}", "--text", "{BOOK}", "--lengths", "512", "--out", "{OUT}"], None),
     ("compare: an unknown normaliser", [*CMP, "--normalizers", "softmax,bogus", "--out", "{OUT}"], None),
     ("compare: a parameter the normaliser refuses", [*CMP, "--normalizers", "topk:k=0", "--out", "{OUT}"], None),
     ("compare: a parameter without a value", [*CMP, "--normalizers", "topk:k", "--out", "{OUT}"], None),
+    ("compare: a parameter that is NaN", [*CMP, "--normalizers", "ssmax:s=nan", "--out", "{OUT}"], None),
+    ("compare: a parameter that is not a number", [*CMP, "--normalizers", "ssmax:s=abc", "--out", "{OUT}"], None),
+    ("compare: a parameter too small (echoed as typed)", [*CMP, "--normalizers", "logn:train_length=0", "--out", "{OUT}"], None),
+    ("compare: a fractional parameter that must be whole", [*CMP, "--normalizers", "topk:k=2.5", "--out", "{OUT}"], None),
+    ("compare: a parameter the normaliser does not have", [*CMP, "--normalizers", "topk:bogus=1", "--out", "{OUT}"], None),
+    ("compare: a parameter on a normaliser without any", [*CMP, "--normalizers", "softmax1:x=1", "--out", "{OUT}"], None),
+    ("compare: a parameter given twice", [*CMP, "--normalizers", "topk:k=4;k=5", "--out", "{OUT}"], None),
+    ("compare: a spec without a name", [*CMP, "--normalizers", ":k=4", "--out", "{OUT}"], None),
     ("compare: a temperature on the baseline", [*CMP, "--normalizers", "softmax:temperature=2", "--out", "{OUT}"], None),
+    ("compare: only commas as normalisers", [*CMP, "--normalizers", ",", "--out", "{OUT}"], None),
+    ("compare: a normaliser given twice", [*CMP, "--normalizers", "adaptive,adaptive", "--out", "{OUT}"], None),
+    ("compare: one spec written two ways", [*CMP, "--normalizers", "topk:k=4,topk: k=4", "--out", "{OUT}"], None),
+    ("compare: one sink per head, for the wrong number of heads (before any forward)", [*CMP, "--model", "{DIGITS}", "--text", "{BOOK}", "--lengths", "64", "--probes-per-length", "1", "--normalizers", "sink_softmax:sink=[1,2,3]", "--out", "{OUT}"], None),
+    ("compare: a misspelt option", [*CMP, "--sequence", "3", "--out", "{OUT}"], None),
+    ("compare: a fractional count", [*CMP, "--sequences", "2.5", "--out", "{OUT}"], None),
+    ("compare: zero sequences", [*CMP, "--sequences", "0", "--out", "{OUT}"], None),
+    ("compare: no retrieval probes (the tables need them)", [*CMP, "--probes-per-length", "0", "--out", "{OUT}"], None),
+    ("compare: a train length of 1", [*CMP, "--train-length", "1", "--out", "{OUT}"], None),
+    ("compare: a length below 16", [*CMP, "--lengths", "8", "--out", "{OUT}"], None),
+    ("compare: an encoder model", [*CMP, "--model", "{BERT}", "--text", "{BOOK}", "--lengths", "64", "--probes-per-length", "1", "--out", "{OUT}"], None),
+    ("compare: a .gguf file that is not GGUF", [*CMP, "--model", "{TMP}/text.gguf", "--out", "{OUT}"], None),
+    ("compare: a device as the text", [*CMP, "--model", "{MODEL}", "--text", "/dev/zero", "--out", "{OUT}"], None),
     ("compare: L beyond the model's context", [*CMP, "--model", "{MODEL}", "--text", "{BOOK}", "--lengths", "512", "--out", "{OUT}"], None),
     ("compare: lengths too short for the probes", [*CMP, "--model", "{MODEL}", "--text", "{BOOK}", "--lengths", "32,64", "--out", "{OUT}"], None),
     ("a report of a folder without a run", ["report", "{TMP}"], None),
+    ("report: no FOLDER", ["report"], None),
+    ("sweep: no SPEC", ["sweep", "--out", "{OUT}"], None),
     ("sweep: a spec file that does not exist", ["sweep", "{TMP}/none.toml", "--out", "{OUT}"], None),
     ("sweep: an unknown backend", ["sweep", "{TMP}/none.toml", "--backend", "dask", "--out", "{OUT}"], None),
+    ("sweep: a folder as the spec", ["sweep", "{TMP}", "--out", "{OUT}"], None),
+    ("sweep: a FIFO as the spec (would block)", ["sweep", "{TMP}/fifo", "--out", "{OUT}"], None),
+    ("sweep: a spec that is not TOML", ["sweep", "{TMP}/broken.toml", "--out", "{OUT}"], None),
+    ("sweep: an unknown experiment", ["sweep", "{TMP}/unknown.toml", "--out", "{OUT}"], None),
+    ("sweep: an unknown setting", ["sweep", "{TMP}/bogus-setting.toml", "--out", "{OUT}"], None),
+    ("sweep: an axis that repeats a value", ["sweep", "{TMP}/axis-twice.toml", "--out", "{OUT}"], None),
+    ("sweep: a list setting that repeats a value", ["sweep", "{TMP}/length-twice.toml", "--out", "{OUT}"], None),
+    ("an unknown command", ["bogus"], None),
+    ("reproduce without an experiment", ["reproduce"], None),
+    ("an unknown experiment", ["reproduce", "bogus"], None),
+    ("demo without a demo", ["demo"], None),
 ]  # fmt: skip
+
+SPECS = {
+    "broken.toml": 'experiment = "scan"\n[fixed\n',
+    "unknown.toml": 'experiment = "scann"\n',
+    "bogus-setting.toml": 'experiment = "scan"\n[fixed]\nbogus = 1\n',
+    "axis-twice.toml": 'experiment = "scan"\n[axes]\nwindows = [1, 1]\n',
+    "length-twice.toml": 'experiment = "scan"\n[fixed]\nlengths = [64, 64]\n',
+}
 
 
 @pytest.fixture(scope="module")
@@ -78,10 +171,34 @@ def env(tmp_path_factory, book_path) -> dict[str, str]:
     root = tmp_path_factory.mktemp("cli")
     text = book_path.read_text(encoding="utf-8")
     model = tiny_model_dir(root, "llama", text[:200_000], max_positions=256)
+    bert = tiny_model_dir(root, "bert", text[:200_000], max_positions=256)
+    digits = tiny_model_dir(root / "digits", "llama", text[:200_000], digits=True)
     (root / "latin1.txt").write_bytes("Pierre said: « déjà vu »\n".encode("latin-1") * 50)
     (root / "short.txt").write_text("BOOK ONE: 1805\n\n" + "the war " * 20)
+    (root / "empty.txt").write_text("")
     (root / "file").write_text("")
-    return {"MODEL": str(model), "BOOK": str(book_path), "TMP": str(root)}
+    (root / "not-a-model").mkdir()
+    os.mkfifo(root / "fifo")
+    for name in ("cut-weights", "bad-header", "bad-config"):
+        shutil.copytree(model, root / name)
+    weights = root / "cut-weights" / "model.safetensors"
+    os.truncate(weights, weights.stat().st_size // 2)
+    (root / "bad-header" / "model.safetensors").write_bytes(struct.pack("<Q", 5) + b"{oops")
+    (root / "bad-config" / "config.json").write_text("{not json")
+    full = tiny_gguf(root / "head-cut.gguf", cut=30)
+    tiny_gguf(root / "data-cut.gguf", cut=full - 10)
+    (root / "text.gguf").write_text("not a GGUF file\n")
+    for name, spec in SPECS.items():
+        (root / name).write_text(spec)
+    return {"MODEL": str(model), "BERT": str(bert), "DIGITS": str(digits),
+            "BOOK": str(book_path), "TMP": str(root)}  # fmt: skip
+
+
+class Result(NamedTuple):
+    code: int
+    output: str
+    changed: list[str]  # what the case added, removed or touched on disk
+    out: Path  # its --out
 
 
 def _argv(args: list[str], env: dict[str, str], out: Path) -> list[str]:
@@ -89,48 +206,87 @@ def _argv(args: list[str], env: dict[str, str], out: Path) -> list[str]:
     return [re.sub(r"\{(\w+)\}", lambda m: subs[m.group(1)], a) for a in args]
 
 
-def _invoke(args: list[str], setup: str | None, env: dict[str, str], out: Path, monkeypatch):
-    if setup == "no_cuda":
-        import torch
-
-        monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    if setup == "offline":
-        import huggingface_hub.constants as hf
-
-        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-        monkeypatch.setattr(hf, "HF_HUB_OFFLINE", True)
-    return runner.invoke(app, _argv(args, env, out))
+def _snapshot(*roots: Path) -> dict[str, tuple[int, int]]:
+    """Every path under ``roots``: a file with its size and modification time, a folder as
+    there (its time moves when something was made in it and removed again: that is fine)."""
+    found = {}
+    for root in roots:
+        for p in [root, *root.rglob("*")] if root.exists() else []:
+            st = p.lstat()
+            found[str(p)] = (-1, -1) if p.is_dir() else (st.st_size, st.st_mtime_ns)
+    return found
 
 
-def _message(output: str, env: dict[str, str], out: Path) -> str:
-    line = output.strip().splitlines()[-1] if output.strip() else ""
-    for name, value in [("OUT", str(out)), *env.items()]:
+def _invoke(args, setup, env, out: Path, scratch: Path) -> Result:
+    """Run one case in an empty working folder with its own cache; say what changed on disk."""
+    cwd, cache = scratch / "cwd", scratch / "cache"
+    cwd.mkdir()
+    roots = (Path(env["TMP"]), cwd, cache, out)
+    before = _snapshot(*roots)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(cwd)
+        mp.setenv("ATTNLIMITS_CACHE_DIR", str(cache))
+        if setup == "no_cuda":
+            import torch
+
+            mp.setattr(torch.cuda, "is_available", lambda: False)
+        if setup == "offline":
+            import huggingface_hub.constants as hf
+
+            mp.setenv("HF_HUB_OFFLINE", "1")
+            mp.setattr(hf, "HF_HUB_OFFLINE", True)
+        res = runner.invoke(app, _argv(args, env, out))
+    after = _snapshot(*roots)
+    changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+    return Result(res.exit_code, res.output, changed, out)
+
+
+@pytest.fixture(scope="module")
+def results(env, tmp_path_factory) -> dict[str, Result]:
+    """Every case, run once."""
+    ran = {}
+    for what, args, setup in CASES:
+        scratch = tmp_path_factory.mktemp("case")
+        ran[what] = _invoke(args, setup, env, scratch / "out", scratch)
+    return ran
+
+
+def _message(result: Result, env: dict[str, str]) -> str:
+    """The ``error:`` line, with the scratch paths and torch's version as placeholders."""
+    import torch
+
+    line = next((ln for ln in result.output.splitlines() if ln.startswith("error:")), "")
+    subs = [("OUT", str(result.out)), *sorted(env.items(), key=lambda kv: -len(kv[1]))]
+    for name, value in [*subs, ("TORCH", torch.__version__)]:
         line = line.replace(value, "{" + name + "}")
     return line
 
 
-@pytest.mark.parametrize(("what", "args", "setup"), CASES, ids=[c[0] for c in CASES])
-def test_bad_input_is_one_line_exit_2_and_leaves_nothing(
-    what, args, setup, env, tmp_path, monkeypatch
-):
-    out = tmp_path / "out"
-    res = _invoke(args, setup, env, out, monkeypatch)
-    assert res.exit_code == 2, (what, res.output)
+def test_cases_are_distinct():
+    assert len({c[0] for c in CASES}) == len(CASES)
+    assert len({tuple(c[1]) for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("what", [c[0] for c in CASES])
+def test_bad_input_is_one_line_exit_2_and_leaves_nothing(what, results):
+    res = results[what]
+    assert res.code == 2, (what, res.output)
     assert "Traceback" not in res.output
-    lines = [ln for ln in res.output.strip().splitlines() if ln.startswith("error:")]
-    assert len(lines) == 1, res.output
-    assert not out.exists(), f"{what}: a run that never started left {sorted(out.rglob('*'))}"
+    lines = res.output.strip().splitlines()
+    errors = [i for i, line in enumerate(lines) if line.startswith("error:")]
+    assert len(errors) == 1, res.output
+    after = lines[errors[0] + 1 :]  # at most a usage line
+    assert after == [] or (len(after) == 1 and after[0].startswith("usage: attnlimits")), after
+    assert not res.changed, f"{what}: a run that never started changed {res.changed}"
 
 
-def test_reliability_doc_is_current(env, tmp_path_factory, monkeypatch):
+def test_reliability_doc_is_current(env, results):
     rows = ["| what was tried | command | exit | message |", "|---|---|---|---|"]
-    for what, args, setup in CASES:
-        out = tmp_path_factory.mktemp("o") / "out"
-        with monkeypatch.context() as mp:
-            res = _invoke(args, setup, env, out, mp)
-        cmd = " ".join(["attnlimits", *args]).replace("|", "\\|")
-        msg = _message(res.output, env, out).replace("|", "\\|")
-        rows.append(f"| {what} | `{cmd}` | {res.exit_code} | `{msg}` |")
+    for what, args, _ in CASES:
+        res = results[what]
+        cmd = " ".join(["attnlimits", *(a if a else "''" for a in args)]).replace("|", "\\|")
+        msg = _message(res, env).replace("|", "\\|")
+        rows.append(f"| {what} | `{cmd}` | {res.code} | `{msg}` |")
     table = "\n".join(rows)
     doc = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
     if os.environ.get("ATTNLIMITS_WRITE_DOCS"):

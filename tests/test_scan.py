@@ -44,7 +44,7 @@ def test_config_presets_and_bad_values():
     assert Config.quick().lengths == (128, 256) and Config.quick(windows=3).windows == 3
     assert Config.preset(model="minilm-l6").lengths == (256, 512)  # its 512 positions
     assert Config.preset(model="minilm-l6", lengths=(1024,)).lengths == (1024,)  # given: kept
-    assert Config(lengths=(512, 256, 256)).lengths == (256, 512)
+    assert Config(lengths=(512, 256)).lengths == (256, 512)  # sorted; a repeat is refused
     for bad in (
         {"lengths": (2,)},
         {"lengths": ()},

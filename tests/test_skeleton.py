@@ -216,3 +216,65 @@ def test_the_allocator_is_tuned_once_and_can_be_left_alone(monkeypatch):
     assert _allocator.tune() == first  # once per process
     if sys.platform.startswith("linux"):
         assert first["malloc"] == f"mmap and trim thresholds {1 << 30} bytes"
+
+
+def _finished_then(tmp_path, damage) -> Path:
+    skeleton.run(TOY, ToyConfig(), tmp_path / "run", progress=False)
+    damage(tmp_path / "run")
+    return tmp_path / "run"
+
+
+def _empty_tables(out: Path) -> None:
+    for p in (out / "tables").iterdir():
+        p.unlink()
+
+
+def _truncated_run_json(out: Path) -> None:
+    (out / "run.json").write_text("{\n")
+
+
+def _one_table_gone(out: Path) -> None:
+    (out / "tables/values.parquet").unlink()
+    pd.DataFrame({"x": [1]}).to_parquet(out / "tables/extra.parquet")
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (_empty_tables, "{OUT}/tables holds no tables: the run did not finish; rerun its command "
+         "to resume it"),
+        (_truncated_run_json, "{OUT}/run.json is not valid JSON (Expecting property name "
+         "enclosed in double quotes: line 2 column 1); it was cut short or edited (attnlimits "
+         "writes it whole): restore it, or use another folder"),
+        (_one_table_gone, "{OUT}/tables has no values.parquet, which the report needs (it has "
+         "extra): the run did not finish; rerun its command"),
+    ],
+    ids=["empty tables", "truncated run.json", "a table gone"],
+)  # fmt: skip
+def test_report_of_a_damaged_run_is_one_line_naming_the_file(tmp_path, damage, message):
+    from typer.testing import CliRunner
+
+    from attnlimits.cli import app
+
+    out = _finished_then(tmp_path, damage)
+    want = message.replace("{OUT}", str(out))
+    with pytest.raises(ValueError) as err:
+        skeleton.redraw(out)
+    assert str(err.value) == want
+    res = CliRunner().invoke(app, ["report", str(out)])
+    assert res.exit_code == 2 and res.output.strip().splitlines() == [f"error: {want}"]
+
+
+def test_report_of_a_sweep_or_a_foreign_run_json_names_it(tmp_path):
+    (tmp_path / "tables").mkdir()
+    for meta in ({"experiment": "sweep"}, {"experiment": "toy"}, [1, 2]):
+        (tmp_path / "run.json").write_text(json.dumps(meta))
+        with pytest.raises(ValueError, match=rf"^{tmp_path}/run\.json (is not|holds a JSON)"):
+            skeleton.redraw(tmp_path)
+
+
+def test_redraw_of_the_current_folder_works(tmp_path, monkeypatch):
+    """``attnlimits report .`` inside a results folder (only a run refuses the current one)."""
+    skeleton.run(TOY, ToyConfig(), tmp_path / "run", progress=False)
+    monkeypatch.chdir(tmp_path / "run")
+    assert skeleton.redraw(Path(".")) == Path("report.md")

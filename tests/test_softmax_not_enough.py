@@ -54,9 +54,11 @@ def test_cross_table_takes_any_registry_normaliser_or_all():
 
     every = SoftmaxNotEnoughConfig(normalizers=("all",)).normalizers
     assert every[0] == "softmax" and sorted(every) == sorted(available())
-    # outside the documented eight, and a repeated name counted once
-    cfg = SoftmaxNotEnoughConfig(normalizers=("softmax", "softpick", "relu2", "softpick"))
+    # outside the documented eight; a repeated name is refused, as in every list setting
+    cfg = SoftmaxNotEnoughConfig(normalizers=("softmax", "softpick", "relu2"))
     assert cfg.normalizers == ("softmax", "softpick", "relu2")
+    with pytest.raises(ValueError, match="normalizers repeats softpick"):
+        SoftmaxNotEnoughConfig(normalizers=("softmax", "softpick", "relu2", "softpick"))
 
 
 def _tables(adaptive_gain: float, spread_over: bool = False) -> dict[str, pd.DataFrame]:

@@ -75,3 +75,28 @@ def test_unwritable_folder_is_a_clear_error(tmp_path: Path) -> None:
 def test_params_hash_is_order_independent() -> None:
     assert params_hash({"a": 1, "b": 2}) == params_hash({"b": 2, "a": 1})
     assert params_hash({"a": 1}) != params_hash({"a": 2})
+
+
+def test_a_corrupt_run_json_is_named(tmp_path: Path) -> None:
+    (tmp_path / "run.json").write_text('{"experiment": "scan",\n')
+    with pytest.raises(ValueError, match=rf"^{tmp_path}/run\.json is not valid JSON \(.*line 2"):
+        ResultStore(tmp_path)
+    (tmp_path / "run.json").write_bytes(b"\xff\xfe")
+    with pytest.raises(ValueError, match=rf"^{tmp_path}/run\.json cannot be read"):
+        ResultStore(tmp_path)
+
+
+def test_every_file_the_store_writes_is_listed_before_it_is_written(tmp_path: Path) -> None:
+    """The manifest is what --fresh and the clean-up may delete: it must list every file."""
+    store = ResultStore(tmp_path)
+    with store.lock():
+        store.update_meta(params={"a": 1})
+        store.write_table(pd.DataFrame({"x": [1]}), "t")
+        store.save_part("s", {}, "k", pd.DataFrame({"x": [1]}))
+        atomic_write_text(tmp_path / "report.md", "# r")  # a writer outside the store
+    atomic_write_text(tmp_path / "elsewhere.md", "not held: not listed")
+    listed = (tmp_path / ".attnlimits-files").read_text().splitlines()
+    part = f"parts/s-{params_hash({})}/k.parquet"
+    assert sorted(listed) == sorted(
+        ["run.json", "tables/t.parquet", "tables/t.csv", part, "report.md"]
+    )

@@ -3,6 +3,7 @@ tests of code that loads models by path. Nothing is downloaded."""
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import torch
@@ -58,3 +59,18 @@ def tiny_model_dir(
     model.save_pretrained(out)  # type: ignore[operator]
     tok.save_pretrained(out)
     return out
+
+
+def tiny_gguf(path: Path, *, cut: int | None = None) -> int:
+    """Write a minimal GGUF v3 file (one 4 × 4 float32 tensor, llama metadata only) to ``path``,
+    cut to its first ``cut`` bytes if given; return the whole file's length."""
+
+    def string(s: str) -> bytes:
+        return struct.pack("<Q", len(s)) + s.encode()
+
+    head = b"GGUF" + struct.pack("<IQQ", 3, 1, 1)  # version, tensors, metadata entries
+    head += string("general.architecture") + struct.pack("<I", 8) + string("llama")
+    head += string("w") + struct.pack("<IQQ", 2, 4, 4) + struct.pack("<IQ", 0, 0)  # F32 at 0
+    data = head + b"\0" * (-len(head) % 32) + b"\0" * 64  # aligned to 32, then 16 floats
+    path.write_bytes(data if cut is None else data[:cut])
+    return len(data)

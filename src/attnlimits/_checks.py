@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import math
 import numbers
+import stat
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor
 
 __all__ = [
+    "check_distinct",
     "check_finite",
     "check_in_range",
     "check_int_at_least",
@@ -29,6 +32,7 @@ __all__ = [
     "keep_mask",
     "key_counts",
     "normalize_dim",
+    "path_kind",
     "positive_ints",
 ]
 
@@ -65,6 +69,40 @@ def check_int_at_least(value: int, name: str, low: int) -> None:
     for every integer argument: ``"{name} must be an int >= {low}, got {value!r}"``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+
+
+def check_distinct(values: Any, name: str) -> None:
+    """Raise ``ValueError`` when ``values`` holds an item twice (``1`` and ``1.0`` count as one):
+    every list setting takes each value once, ``"{name} repeats 1.0; give each value once"``."""
+    seen: set[Any] = set()
+    repeats: list[str] = []
+    for value in values:
+        key = value if isinstance(value, (str, numbers.Number)) else repr(value)
+        if key in seen and str(value) not in repeats:
+            repeats.append(str(value))
+        seen.add(key)
+    if repeats:
+        raise ValueError(f"{name} repeats {', '.join(repeats)}; give each value once")
+
+
+def path_kind(path: Path) -> str:
+    """What ``path`` is, for a message: ``"a file"``, ``"a folder"``, ``"a FIFO (named pipe)"``,
+    ``"a device"``, ``"a socket"``, or ``"missing"`` (a broken link too)."""
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError as err:  # e.g. a parent folder without search permission
+        return f"out of reach ({err.strerror})"
+    if stat.S_ISREG(mode):
+        return "a file"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a socket" if stat.S_ISSOCK(mode) else "neither a file nor a folder"
 
 
 def positive_ints(name: str, values: Any) -> tuple[int, ...]:

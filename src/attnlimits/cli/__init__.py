@@ -11,18 +11,24 @@ what was saved and how to resume (exit 130).
 from __future__ import annotations
 
 import inspect
-import math
 import re
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from attnlimits.cli._budget import Yes, check_models
+from attnlimits.cli._errors import OneLineGroup, no_empty_folders_left, one_line_warnings
 from attnlimits.cli._errors import fail as _fail
-from attnlimits.cli._errors import one_line_warnings
+from attnlimits.cli._options import names as _names
+from attnlimits.cli._options import numbers as _numbers
+from attnlimits.cli._options import path as _path
+from attnlimits.cli._options import repeated as _repeated
+from attnlimits.cli._options import specs as _specs
 from attnlimits.cli.sweep import sweep as sweep_command
 
 app = typer.Typer(
+    cls=OneLineGroup,  # parse errors: one error line, exit 2 (cli/_errors.py)
     help="Measure where softmax attention runs out of resolution.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -33,31 +39,11 @@ demo = typer.Typer(help="Demonstrations on real models.", no_args_is_help=True)
 app.add_typer(demo, name="demo")
 
 
-def _numbers(text: str | None, kind: type, name: str) -> tuple | None:
-    """Parse a comma-separated list option such as ``--lengths 32,64,128``: finite numbers only."""
-    if text is None:
-        return None
-    try:
-        values = tuple(kind(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        _fail(f"--{name} takes comma-separated numbers, got {text!r}")
-    if not values:
-        _fail(f"--{name} needs at least one number, got {text!r}")
-    if not all(math.isfinite(v) for v in values):
-        _fail(f"--{name} takes finite numbers, got {text!r}")
-    return values
-
-
-def _names(text: str | None) -> tuple[str, ...] | None:
-    if text is None:
-        return None
-    return tuple(v.strip() for v in text.split(",") if v.strip())
-
-
 def _config(config_type: Any, quick: bool, options: dict[str, Any], flags: dict[str, str]) -> Any:
     """The experiment's Config: preset first (``--quick``), the user's explicit options win.
 
-    An error names the user's option (``flags``: Config field -> option) where it has one.
+    An error names the user's option (``flags``: Config field -> option) where it has one;
+    what the message quotes (``'logn:train_length=0'``, a value) stays as the user typed it.
     """
     given = {k: v for k, v in options.items() if v is not None}
     try:
@@ -65,10 +51,11 @@ def _config(config_type: Any, quick: bool, options: dict[str, Any], flags: dict[
             return config_type.preset(quick=quick, **given)
         return config_type.quick(**given) if quick else config_type(**given)
     except (ValueError, TypeError) as err:
-        message = str(err)
-        for field, flag in flags.items():
-            message = re.sub(rf"\b{field}\b", flag, message)
-        _fail(message)
+        parts = re.split(r"('[^'\s]*')", str(err))  # odd parts: quoted, left alone
+        for i in range(0, len(parts), 2):
+            for field, flag in flags.items():
+                parts[i] = re.sub(rf"(?<![-\w]){field}\b", flag, parts[i])
+        _fail("".join(parts))
 
 
 def skeleton_config(name: str) -> Any:
@@ -76,6 +63,18 @@ def skeleton_config(name: str) -> Any:
     from attnlimits.experiments import skeleton
 
     return skeleton.get(name).config
+
+
+def _check_device(config: Any) -> None:
+    """The Config's device exists here (checked before any folder or model is touched)."""
+    device = getattr(config, "device", None)
+    if device is not None:
+        from attnlimits.capture import check_device
+
+        try:
+            check_device(device)
+        except ValueError as err:
+            _fail(str(err))
 
 
 def _run(
@@ -87,6 +86,7 @@ def _run(
     fresh: bool,
     flags: dict[str, str] | None = None,
     config: Any = None,
+    yes: bool = False,
 ) -> None:
     """Config, device check, then the skeleton's runner, with one-line errors and Ctrl-C."""
     from attnlimits.experiments import skeleton
@@ -95,17 +95,10 @@ def _run(
     names = {k: "--" + k.replace("_", "-") for k in options} | (flags or {})
     if config is None:
         config = _config(experiment.config, quick, options, names)
-    device = getattr(config, "device", None)
-    if device is not None:
-        from attnlimits.capture import check_device
-
-        try:
-            check_device(device)
-        except ValueError as err:
-            _fail(str(err))
+    _check_device(config)
     try:
-        with one_line_warnings():
-            report = skeleton.run(experiment, config, out, fresh=fresh)
+        with one_line_warnings(), no_empty_folders_left(out):
+            report = skeleton.run(experiment, config, out, fresh=fresh, yes=yes)
     except KeyboardInterrupt:
         from attnlimits.experiments.store import ResultStore
 
@@ -123,7 +116,7 @@ Model = Annotated[
     typer.Option(help="Named model (smollm2-135m, gpt2, minilm-l6), hub id, or local folder."),
 ]
 Text = Annotated[
-    Path | None,
+    str | None,  # a str, so that an empty --text is refused, not read as "." (typer's Path(""))
     typer.Option(help="Plain-text book; default: War and Peace ($ATTNLIMITS_TEXT, or cached)."),
 ]
 Device = Annotated[str | None, typer.Option(help="cpu, cuda or cuda:N (checked before loading).")]
@@ -155,6 +148,7 @@ def reproduce_limitations(
     device: Device = None,
     quick: Quick = False,
     fresh: Fresh = False,
+    yes: Yes = False,
     windows: Annotated[
         int | None, typer.Option(help="Token windows of the book (default 4).")
     ] = None,
@@ -167,7 +161,7 @@ def reproduce_limitations(
     ] = None,
     x_source: Annotated[
         list[str] | None,
-        typer.Option(help="Vectors playing x_i (repeatable): values, keys, hidden."),
+        typer.Option(help="Vectors playing x_i: values, keys, hidden (repeatable or a,b)."),
     ] = None,
     lengths: Annotated[
         str | None, typer.Option(help="Sequence lengths L, e.g. 32,64,128 (Alg. 1, 3).")
@@ -182,45 +176,36 @@ def reproduce_limitations(
     With several models (the default: SmolLM2-135M and MiniLM-L6) each runs into its own
     folder under --out, and --out/report.md puts their claims side by side.
     """
-    models = list(dict.fromkeys(model or LIMITATIONS_MODELS))
+    models = list(_repeated(model, "model", split=False) or LIMITATIONS_MODELS)
     options = {
         "model": models[0],
-        "text": text,
+        "text": _path(text, "text"),
         "device": device,
         "windows": windows,
         "placement": placement,
         "mc_samples": mc_samples,
-        "x_sources": tuple(x_source) if x_source else None,
+        "x_sources": _repeated(x_source, "x-source"),
         "lengths": _numbers(lengths, int, "lengths"),
         "n_alg1": n,
         "temperatures": _numbers(temperatures, float, "temperatures"),
     }
     flags = {"n_alg1": "--n", "x_sources": "--x-source"}
     if len(models) == 1:
-        _run("limitations", options, quick=quick, out=out, fresh=fresh, flags=flags)
+        _run("limitations", options, quick=quick, out=out, fresh=fresh, flags=flags, yes=yes)
         return
     from attnlimits.experiments.limitations.side_by_side import model_folder, write_side_by_side
 
     names = {"model": "--model"} | {k: "--" + k.replace("_", "-") for k in options} | flags
     configs = {m: _config(skeleton_config("limitations"), quick, options | {"model": m}, names)
                for m in models}  # fmt: skip  # every model's settings checked before any work
-    from attnlimits.capture import check_model_available
-
-    for m in models:  # a missing package or folder fails before any model runs
-        try:
-            check_model_available(m)
-        except OSError as err:
-            _fail(str(err))
+    _check_device(configs[models[0]])
+    check_models("limitations", configs, yes, out)  # models, cost, --out: before any runs
     runs = {m: out / model_folder(m) for m in models}
-    created = not out.exists()
-    try:
+    with no_empty_folders_left(out):  # a failed first model leaves no empty --out behind
         for m in models:
             typer.echo(f"{m}: {runs[m]}")
             _run("limitations", options | {"model": m}, quick=quick, out=runs[m], fresh=fresh,
-                 flags=flags, config=configs[m])  # fmt: skip
-    finally:  # a failed first model leaves no empty --out behind (finished models stay)
-        if created and out.is_dir() and not any(out.iterdir()):
-            out.rmdir()
+                 flags=flags, config=configs[m], yes=True)  # fmt: skip
     typer.echo(f"report: {write_side_by_side(out, runs)}")
 
 
@@ -238,6 +223,7 @@ def reproduce_softmax_not_enough(
     device: Device = None,
     quick: Quick = False,
     fresh: Fresh = False,
+    yes: Yes = False,
     temperature_fit: Annotated[
         bool | None, typer.Option(help="Refit the adaptive-temperature polynomial (App. F).")
     ] = None,
@@ -260,7 +246,7 @@ def reproduce_softmax_not_enough(
     """Veličković et al. (2025): max retrieval, adaptive temperature, dispersion, claims report."""
     options = {
         "seeds": seeds,
-        "normalizers": _names(normalizers),
+        "normalizers": _names(normalizers, "normalizers"),
         "device": device,
         "temperature_fit": temperature_fit,
         "model_variant": model_variant,
@@ -268,7 +254,7 @@ def reproduce_softmax_not_enough(
         "regularizer": regularizer,
         "ablation": ablation,
     }
-    _run("softmax-not-enough", options, quick=quick, out=out, fresh=fresh)
+    _run("softmax-not-enough", options, quick=quick, out=out, fresh=fresh, yes=yes)
 
 
 @demo.command("long-context")
@@ -278,11 +264,12 @@ def demo_long_context(
     device: Device = None,
     quick: Quick = False,
     fresh: Fresh = False,
+    yes: Yes = False,
     prompts: Annotated[int | None, typer.Option(help="Prompts per list length.")] = None,
 ) -> None:
     """Max-finding prompts of growing length: softmax vs adaptive temperature (inference only)."""
     options = {"model": model, "device": device, "prompts": prompts}
-    _run("long-context", options, quick=quick, out=out, fresh=fresh)
+    _run("long-context", options, quick=quick, out=out, fresh=fresh, yes=yes)
 
 
 @app.command("scan")
@@ -290,7 +277,8 @@ def scan(
     model: Annotated[
         str,
         typer.Argument(
-            help="Named model (smollm2-135m, minilm-l6, gpt2), hub id, local folder or GGUF file."
+            metavar="MODEL",
+            help="Named model (smollm2-135m, minilm-l6, gpt2), hub id, local folder or GGUF file.",
         ),
     ],
     text: Text = None,
@@ -309,6 +297,7 @@ def scan(
     device: Device = None,
     quick: Quick = False,
     fresh: Fresh = False,
+    yes: Yes = False,
     beyond_context: Beyond = None,
 ) -> None:
     """Every layer × head × length of MODEL: entropy, max weight, sink mass, spread, β, critical
@@ -317,7 +306,7 @@ def scan(
 
     options = {
         "model": model,
-        "text": text,
+        "text": _path(text, "text"),
         "lengths": _numbers(lengths, int, "lengths"),
         "windows": windows,
         "rows": rows,
@@ -325,7 +314,7 @@ def scan(
         "beyond_context": beyond_context,
     }
     folder = out or Path("results/scan") / model_folder(model)
-    _run("scan", options, quick=quick, out=folder, fresh=fresh)
+    _run("scan", options, quick=quick, out=folder, fresh=fresh, flags={"model": "MODEL"}, yes=yes)
 
 
 @app.command("compare")
@@ -356,6 +345,7 @@ def compare(
     device: Device = None,
     quick: Quick = False,
     fresh: Fresh = False,
+    yes: Yes = False,
     beyond_context: Beyond = None,
 ) -> None:
     """Swap normalisers into a causal LM at inference: perplexity, a retrieval probe and head
@@ -364,22 +354,24 @@ def compare(
 
     options = {
         "model": model,
-        "normalizers": None if normalizers is None else tuple(normalizers.split(",")),
+        "normalizers": _specs(normalizers, "normalizers"),
         "lengths": _numbers(lengths, int, "lengths"),
         "sequences": sequences,
         "probes_per_length": probes_per_length,
         "train_length": train_length,
-        "text": text,
+        "text": _path(text, "text"),
         "device": device,
         "beyond_context": beyond_context,
     }
     folder = out or Path("results/compare") / model_folder(model or "smollm2-135m")
-    _run("compare", options, quick=quick, out=folder, fresh=fresh)
+    _run("compare", options, quick=quick, out=folder, fresh=fresh, yes=yes)
 
 
 @app.command("report")
 def report(
-    folder: Annotated[Path, typer.Argument(help="A results folder of a finished run.")],
+    folder: Annotated[
+        Path, typer.Argument(metavar="FOLDER", help="A results folder of a finished run.")
+    ],
 ) -> None:
     """Redraw a run's figures, claims and report.md from its saved tables (for several models
     side by side: each model's folder, then the table that joins them)."""

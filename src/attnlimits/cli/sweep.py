@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from attnlimits._checks import path_kind
 from attnlimits.cli._errors import fail as _fail
 
 __all__ = ["sweep"]
@@ -21,7 +22,8 @@ def sweep(
     spec: Annotated[
         Path,
         typer.Argument(
-            help="TOML spec: experiment, quick, fixed settings, axes (lists of values)."
+            metavar="SPEC",
+            help="TOML spec: experiment, quick, fixed settings, axes (lists of values).",
         ),
     ],
     backend: Annotated[
@@ -34,16 +36,23 @@ def sweep(
     out: Annotated[
         Path | None, typer.Option(help="Results folder (default results/sweep/<SPEC's stem>).")
     ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Start a sweep estimated at over an hour without asking.")
+    ] = False,
 ) -> None:
     """One experiment over a grid of settings, cell by cell, serially or on Ray; the cells'
-    tables merged with the axis values as columns (docs/distributed.md)."""
+    tables merged with the axis values as columns (docs/distributed.md). First one line gives
+    the cell count and the estimated time; a sweep of over an hour needs --yes."""
     from attnlimits.experiments.sweep import load_spec, run_sweep
     from attnlimits.experiments.sweep.backends import check_backend
 
     try:
         check_backend(backend)  # the options first, then the file
+        if (kind := path_kind(spec)) != "a file":  # a FIFO would block, /dev/zero never end
+            what = "it does not exist" if kind == "missing" else f"it is {kind}"
+            raise ValueError(f"cannot read sweep spec {spec}: {what}; give a .toml or .yaml file")
         loaded = load_spec(spec)
-        path, failed = run_sweep(loaded, out, backend=backend, address=address)
+        path, failed = run_sweep(loaded, out, backend=backend, address=address, yes=yes)
     except (ValueError, OSError, ImportError) as err:  # bad spec, no Ray, busy folder
         _fail(str(err))
     except KeyboardInterrupt:

@@ -15,6 +15,8 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
+from attnlimits._checks import path_kind
+
 __all__ = [
     "BOOK_START",
     "GUTENBERG_URL",
@@ -149,6 +151,20 @@ def _resolve(source: str | os.PathLike[str] | None) -> tuple[Path, bool]:
     return cached, True
 
 
+def _read(path: Path) -> bytes:
+    """The bytes of the text file ``path``; a folder, FIFO or device is refused by name (a FIFO
+    or ``/dev/zero`` would block or never end)."""
+    kind = path_kind(path)
+    if kind == "missing":
+        raise FileNotFoundError(f"text file not found: {path}")
+    if kind != "a file":
+        raise ValueError(f"text {path} is {kind}, not a plain-text file; give a .txt file")
+    try:
+        return path.read_bytes()
+    except OSError as err:
+        raise OSError(f"cannot read text file {path}: {err.strerror or err}") from None
+
+
 def _key(source: str | os.PathLike[str] | None) -> str:
     return "" if source is None else str(Path(source).expanduser())
 
@@ -159,9 +175,7 @@ def pack_text(
     """The file ``load_text(source)`` reads in this process, as raw bytes, to ship to another
     process (which hands it to :func:`unpack_text`); ``FileNotFoundError`` if it is missing."""
     path, verify = _resolve(source)
-    if not path.is_file():
-        raise FileNotFoundError(f"text file not found: {path}")
-    return {_key(source): (str(path), path.read_bytes(), verify)}
+    return {_key(source): (str(path), _read(path), verify)}
 
 
 def unpack_text(packed: dict[str, tuple[str, bytes, bool]]) -> None:
@@ -180,16 +194,15 @@ def load_text(source: str | os.PathLike[str] | None = None) -> str:
     when that line exists); other text only has its line endings normalised to ``\\n``.
 
     Raises ``FileNotFoundError`` for a missing explicit path, ``ValueError`` when the known copy's
-    checksum does not match or a text is empty or not UTF-8 (the message names the file), and
+    checksum does not match, a text is empty or not UTF-8, or the path is a folder, FIFO or
+    device (the message names the file and says what it is), and
     :class:`TextUnavailableError` when offline with no local copy.
     """
     if (shipped := _shipped.get(_key(source))) is not None:
         path, raw, verify = Path(shipped[0]), shipped[1], shipped[2]
     else:
         path, verify = _resolve(source)
-        if not path.is_file():
-            raise FileNotFoundError(f"text file not found: {path}")
-        raw = path.read_bytes()
+        raw = _read(path)
     if verify and (digest := text_sha256(raw)) != WAR_AND_PEACE_SHA256:
         raise ValueError(
             f"{path} has sha256 {digest}, expected {WAR_AND_PEACE_SHA256} (Gutenberg #2600)"

@@ -18,16 +18,18 @@ Figures, claims and sections read *tables* and ``run.json``'s contents (``meta``
 config or a model, so ``attnlimits report DIR`` redraws a report from a results folder
 (:func:`redraw`) and no report module imports its experiment's computation.
 
-:func:`run` owns everything around the experiment: the folder lock, the check that a resumed
-run has the settings of the stored one, ``run.json`` (parameters, versions, machine, wall
-times), tables (Parquet + CSV), figures (PNG + SVG), the claims table and ``report.md``, and
-removing what a run that failed before writing anything useful had created.
+:func:`run` owns everything around the experiment: the folder lock, the check that the folder
+is a new one or holds a run of attnlimits', the check that a resumed run has the settings of the
+stored one, ``run.json`` (parameters, versions, machine, wall times), tables (Parquet + CSV),
+figures (PNG + SVG), the claims table and ``report.md``, and removing what a run that failed
+before writing anything useful had written. It deletes only files the folder's manifest lists
+(what attnlimits wrote there; see :mod:`attnlimits.experiments._owned`).
 """
 
 from __future__ import annotations
 
 import importlib
-import shutil
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
@@ -36,9 +38,15 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from attnlimits.experiments import _allocator
+from attnlimits.experiments import _allocator, _owned, budget
 from attnlimits.experiments.report import write_report
-from attnlimits.experiments.store import ResultStore, jsonable, machine_info, package_versions
+from attnlimits.experiments.store import (
+    ResultStore,
+    check_out,
+    jsonable,
+    machine_info,
+    package_versions,
+)
 
 __all__ = [
     "CLAIM_COLUMNS",
@@ -81,6 +89,8 @@ class Experiment:
     figures: Callable[[Tables, Meta], dict[str, Figure]]
     claims: Callable[[Tables, Meta], pd.DataFrame]
     sections: Callable[[Tables, Meta], list[str]] = _no_sections
+    #: config -> its memory and time, checked before any work (:mod:`.budget`)
+    estimate: Callable[[Any], budget.Estimate] | None = None
 
 
 def get(name: str) -> Experiment:
@@ -91,11 +101,37 @@ def get(name: str) -> Experiment:
     return module.EXPERIMENT
 
 
-def settings_diff(stored: Mapping[str, Any], config: Any) -> list[str]:
-    """The settings in which ``config`` differs from a stored run's ``params`` (field names)."""
+def settings_diff(
+    stored: Mapping[str, Any], config: Any, meta: Mapping[str, Any] | None = None
+) -> list[str]:
+    """The settings in which ``config`` differs from a stored run's ``params`` (field names).
+
+    The ``text`` is compared by content, not by how its path is spelled: the sha256 that the
+    stored run's ``run.json`` (``meta``) recorded for the text it read, else that of the text
+    its path names now, against the text ``config`` names. A text ``config`` names that cannot
+    be read raises its own error (``FileNotFoundError``, ``ValueError``).
+    """
     now = jsonable(config)
     keys = sorted(set(stored) | set(now))
-    return [k for k in keys if stored.get(k) != now.get(k)]
+    differ = [k for k in keys if k != "text" and stored.get(k) != now.get(k)]
+    if ("text" in stored or "text" in now) and not _same_text(stored, now, meta or {}):
+        differ = sorted([*differ, "text"])
+    return differ
+
+
+def _same_text(stored: Mapping[str, Any], now: Mapping[str, Any], meta: Mapping[str, Any]) -> bool:
+    from attnlimits.corpus import load_text, text_sha256
+
+    recorded = meta.get("text")
+    then = recorded.get("sha256") if isinstance(recorded, Mapping) else None
+    if then is None and stored.get("text") == now.get("text"):
+        return True  # nothing recorded to compare with: the same path is the same input
+    if then is None:
+        try:
+            then = text_sha256(load_text(stored.get("text")))
+        except (OSError, ValueError):  # the stored run's text is gone: not the same input
+            return False
+    return then == text_sha256(load_text(now.get("text")))
 
 
 def _check_config(config: Any, experiment: Experiment) -> None:
@@ -105,23 +141,66 @@ def _check_config(config: Any, experiment: Experiment) -> None:
         )
 
 
-def _clear(store: ResultStore) -> None:
-    """Remove a previous run's results (``--fresh``): parts, tables, figures, report, run.json."""
-    for name in ("parts", "tables", "figures", "checkpoints"):
-        shutil.rmtree(store.root / name, ignore_errors=True)
-    for name in ("report.md", "run.json"):
-        (store.root / name).unlink(missing_ok=True)
-    store.meta = {}
+def _listing(files: list[str], limit: int = 3) -> str:
+    more = f", and {len(files) - limit} more" if len(files) > limit else ""
+    return ", ".join(files[:limit]) + more
 
 
-def _remove_if_useless(store: ResultStore, created: bool) -> None:
-    """After a failure: remove what this run created if nothing useful (no part) was saved."""
-    if store.n_parts() or (store.root / "tables").exists():
+def _take(store: ResultStore, experiment: Experiment, config: Any, fresh: bool) -> None:
+    """Check that the folder (locked) may take this run, and with ``fresh`` delete the previous
+    run's own files. Refuses with a ``ValueError`` a folder whose files where a run writes are
+    not attnlimits', one that holds a sweep or another kind of record, and (unless ``fresh``)
+    a run with other settings, naming them."""
+    out, meta = store.root, store.meta
+    if not meta:  # no run here: nothing but attnlimits' own files where a run writes
+        foreign = store.foreign_files()
+        if foreign:
+            why = (
+                "--fresh removes only a previous run's own results"
+                if fresh
+                else "a run would write over them"
+            )
+            raise ValueError(
+                f"{out} holds files attnlimits did not write ({_listing(foreign)}); "
+                f"{why}: choose another --out"
+            )
+        if fresh:
+            store.remove_listed()  # at most what a run killed before its run.json wrote
         return
-    if created:
-        shutil.rmtree(store.root, ignore_errors=True)
-    else:
-        (store.root / "run.json").unlink(missing_ok=True)
+    name, params = meta.get("experiment"), meta.get("params")
+    if name not in EXPERIMENTS or not isinstance(params, dict):
+        what = f"a {name} folder" if name == "sweep" else "a run.json attnlimits did not write"
+        raise ValueError(f"{out} holds {what}, not an experiment's run: choose another --out")
+    if fresh:
+        if "run.json" not in store.manifest.listed:
+            raise ValueError(
+                f"{out} holds a run written before attnlimits listed the files it writes, so "
+                "--fresh cannot tell them from yours: remove it yourself, or choose another --out"
+            )
+        store.remove_listed()
+        kept = store.foreign_files()
+        if kept:
+            warnings.warn(
+                f"--fresh kept files in {out} that attnlimits did not write: {_listing(kept)}",
+                stacklevel=3,
+            )
+        return
+    differ = settings_diff(params, config, meta)
+    if name != experiment.name:
+        differ = ["experiment", *differ]
+    if differ:
+        raise ValueError(
+            f"{out} holds a run with other settings ({', '.join(differ)}); "
+            "pass --fresh to start afresh there, or another --out"
+        )
+
+
+def _useful(store: ResultStore) -> bool:
+    """Whether a failed run leaves something to resume from: parts, tables or checkpoints that
+    attnlimits wrote (by this run or an earlier one)."""
+    places = ("parts/", "tables/", "checkpoints/")
+    listed = store.manifest.listed
+    return any(rel.startswith(places) and (store.root / rel).is_file() for rel in listed)
 
 
 def run(
@@ -131,53 +210,54 @@ def run(
     *,
     progress: bool = True,
     fresh: bool = False,
+    yes: bool = True,
 ) -> Path:
     """Run ``experiment`` with ``config`` into the folder ``out``; return ``report.md``'s path.
 
-    Resumes an interrupted run with the same settings. A folder holding a run with other
-    settings is refused with a ``ValueError`` naming them, unless ``fresh`` (start afresh,
-    deleting that run's results). A folder in use by another process raises
-    :class:`~attnlimits.experiments.store.FolderBusyError`.
+    First, before any folder, text or model is touched, the experiment's estimate is checked
+    (:func:`.budget.check`): a run whose memory cannot fit, or one longer than an hour unless
+    ``yes``, raises :class:`~attnlimits.experiments.budget.BudgetError` (a ``ValueError``).
+
+    ``out`` is a new folder, one holding a run, or one whose files where a run writes
+    (``run.json``, ``report.md``, ``tables/``, ``figures/``, ``parts/``, ``checkpoints/``) are
+    all attnlimits'; anything else, and an empty ``out`` or the current folder, is refused with a
+    ``ValueError`` naming what was found. Resumes an interrupted run with the same settings. A
+    run with other settings is refused with a ``ValueError`` naming them, unless ``fresh``
+    (start afresh, deleting the files that run wrote and nothing else). A folder in use by
+    another process raises :class:`~attnlimits.experiments.store.FolderBusyError`. After a
+    failure that saved nothing to resume from, the files this call wrote are deleted, and the
+    folder if this call created it and it holds nothing else.
     """
     _check_config(config, experiment)
+    out = check_out(out)
+    if experiment.estimate is not None:  # before anything exists: a refusal leaves nothing
+        budget.check(experiment.estimate(config), yes=yes, say=progress)
     _allocator.tune()  # freed temporaries reused, not faulted in again (recorded in run.json)
-    out = Path(out)
-    created = not out.exists()
-    store = ResultStore(out)
-    started = False  # this run has written its run.json: on failure, clean up after it
+    new = _owned.make_folder(out)  # what this call created: all it may ever remove of folders
     try:
-        with store.lock():
-            stored = store.meta.get("params")
-            if fresh:
-                _clear(store)
-            elif stored is not None:
-                differ = settings_diff(stored, config)
-                if store.meta.get("experiment") != experiment.name:
-                    differ = ["experiment", *differ]
-                if differ:
-                    raise ValueError(
-                        f"{out} holds a run with other settings ({', '.join(differ)}); "
-                        "pass --fresh to start afresh there, or another --out"
-                    )
+        store = ResultStore(out)
+    except BaseException:
+        _owned.remove_empty(new)
+        raise
+    with store.lock():  # first: until it is held the folder may be another process's
+        try:
+            _take(store, experiment, config, fresh)
             store.update_meta(
                 experiment=experiment.name,
                 params=config,
                 versions=package_versions(),
                 machine=machine_info(),
             )
-            started = True
             with store.timed("compute"):
                 tables = experiment.compute(config, store, progress=progress)
             _record_gpu_memory(store)
             for name, df in tables.items():
                 store.write_table(df, name)
             return _report(experiment, store, tables)
-    except BaseException:
-        if started:
-            _remove_if_useless(store, created)
-        elif created:
-            shutil.rmtree(out, ignore_errors=True)
-        raise
+        except BaseException:
+            if not _useful(store):
+                store.discard(new)
+            raise
 
 
 def _record_gpu_memory(store: ResultStore) -> None:
@@ -204,20 +284,49 @@ def _report(experiment: Experiment, store: ResultStore, tables: Tables) -> Path:
     return write_report(store, experiment.title, claims, list(figures), sections)
 
 
+class _SavedTables(dict[str, pd.DataFrame]):
+    """A finished run's tables; one the report needs but the folder lacks is a ``ValueError``
+    naming the folder and the table, not a ``KeyError``."""
+
+    def __init__(self, folder: Path, tables: Tables) -> None:
+        super().__init__(tables)
+        self.folder = folder
+
+    def __missing__(self, name: str) -> pd.DataFrame:
+        raise ValueError(
+            f"{self.folder} has no {name}.parquet, which the report needs (it has "
+            f"{_listing(sorted(self)) or 'none'}): the run did not finish; rerun its command"
+        )
+
+
 def redraw(out: Path) -> Path:
-    """Redraw the figures, claims and ``report.md`` of a finished run from its saved tables."""
-    out = Path(out)
+    """Redraw the figures, claims and ``report.md`` of a finished run from its saved tables.
+
+    A folder without ``run.json`` and ``tables/``, a ``run.json`` that is corrupt or names no
+    experiment, and missing tables raise a ``ValueError`` naming the file or table."""
+    out = check_out(out, "folder", here=True)
     if not (out / "run.json").is_file() or not (out / "tables").is_dir():
         raise ValueError(f"{out} holds no finished run (no run.json and tables/)")
     store = ResultStore(out)
     with store.lock():
-        experiment = get(str(store.meta.get("experiment")))
-        tables = {
+        name, meta_path = store.meta.get("experiment"), out / "run.json"
+        if name not in EXPERIMENTS or not isinstance(store.meta.get("params"), dict):
+            raise ValueError(
+                f"{meta_path} is not an experiment run's record (experiment {name!r}); "
+                f"attnlimits report redraws runs of {', '.join(EXPERIMENTS)}"
+            )
+        experiment = get(str(name))
+        saved = {
             p.stem: pd.read_parquet(p)
             for p in sorted((out / "tables").glob("*.parquet"))
             if p.stem != "claims"
         }
-        return _report(experiment, store, tables)
+        if not saved:
+            raise ValueError(
+                f"{out / 'tables'} holds no tables: the run did not finish; rerun its command "
+                "to resume it"
+            )
+        return _report(experiment, store, _SavedTables(out / "tables", saved))
 
 
 def preset_values(

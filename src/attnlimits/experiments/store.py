@@ -4,7 +4,9 @@ Every file is written to a temporary name in the same folder and renamed into pl
 killed half-way never leaves a half-written file. Long computations save one *part* per unit of
 work (for example one model layer) under ``parts/<stage>/``; a rerun with the same parameters
 loads the parts it finds and computes only the rest. Parameters are hashed into the part
-folder's name, so a rerun with other parameters never mixes in stale parts.
+folder's name, so a rerun with other parameters never mixes in stale parts. Every file written
+is first listed in the folder's manifest (:mod:`attnlimits.experiments._owned`), and only listed
+files are ever deleted: a user's files in the folder are never touched.
 """
 
 from __future__ import annotations
@@ -26,26 +28,26 @@ from typing import Any
 import filelock
 import pandas as pd
 
-from attnlimits.experiments import _allocator
+from attnlimits.experiments import _allocator, _owned
+from attnlimits.experiments._owned import LOCK_NAME, OWNER_NAME, TMP_SUFFIX, Manifest
 
 __all__ = [
     "FolderBusyError",
     "ResultStore",
     "atomic_write_bytes",
     "atomic_write_text",
+    "check_out",
     "file_sha256",
     "jsonable",
     "machine_info",
     "package_versions",
     "params_hash",
+    "read_run_json",
 ]
 
+_LOCK_NAME = LOCK_NAME  # the name tests and older callers know it by
+
 _VERSIONED = ("attnlimits", "torch", "transformers", "numpy", "scipy", "pandas", "matplotlib")
-
-
-#: Every temporary file of this module ends so; :meth:`ResultStore.open` removes stale ones.
-TMP_SUFFIX = ".attnlimits-tmp"
-_LOCK_NAME = ".attnlimits.lock"
 
 
 class FolderBusyError(ValueError):
@@ -59,15 +61,59 @@ def _file_mode() -> int:
     return 0o666 & ~umask
 
 
+def check_out(out: Any, what: str = "out", *, here: bool = False) -> Path:
+    """``out`` as a results folder's path; an empty path raises ``ValueError``, and so does one
+    naming the current folder unless ``here`` (a run's results want a folder of their own, and
+    ``Path("")`` is ``Path(".")``: a command line's empty ``--out`` arrives as ``"."``)."""
+    if not isinstance(out, (str, os.PathLike)) or isinstance(os.fspath(out), bytes):
+        raise TypeError(f"{what} must be a folder path (str or Path), got {type(out).__name__}")
+    text = os.fspath(out)
+    if not text.strip():
+        raise ValueError(f"{what} is empty ({text!r}); name a results folder, e.g. results/run")
+    if Path(text) == Path(".") and not here:
+        raise ValueError(
+            f"{what} {text!r} is the current folder (an empty --out is too); name a results "
+            "folder of its own, e.g. results/run"
+        )
+    return Path(text)
+
+
+def read_run_json(path: Path) -> dict[str, Any]:
+    """A ``run.json``'s contents ({} where there is none); ``ValueError`` naming the file and
+    what is wrong when it is not a JSON object (cut short, edited, or not ours)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} cannot be read: {err}") from None
+    try:
+        meta = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(
+            f"{path} is not valid JSON ({err.msg}: line {err.lineno} column {err.colno}); it was "
+            "cut short or edited (attnlimits writes it whole): restore it, or use another folder"
+        ) from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path} holds a JSON {type(meta).__name__}, not a run's record")
+    return meta
+
+
 @contextmanager
-def _atomic_target(path: Path) -> Iterator[Path]:
+def _atomic_target(path: Path, manifest: Manifest | None = None) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it into place if the block succeeds.
 
-    The temporary is hidden, ends in :data:`TMP_SUFFIX` (so a later run can remove what a killed
-    one left) and gets the mode an ordinary file would get under the user's umask, not
-    ``mkstemp``'s 0600. For writers (pandas, matplotlib) that want a file name rather than bytes.
+    ``path`` is first listed in ``manifest``, or in that of a results folder this process holds
+    that contains it. The temporary is hidden, ends in :data:`TMP_SUFFIX` (so a later run can
+    remove what a killed one left) and gets the mode an ordinary file would get under the user's
+    umask, not ``mkstemp``'s 0600. For writers (pandas, matplotlib) that want a file name.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    if manifest is not None:
+        manifest.record(path)
+    else:
+        _owned.record(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TMP_SUFFIX)
     os.close(fd)
     os.chmod(tmp, _file_mode())
@@ -78,9 +124,9 @@ def _atomic_target(path: Path) -> Iterator[Path]:
         Path(tmp).unlink(missing_ok=True)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, manifest: Manifest | None = None) -> None:
     """Write ``data`` to ``path`` via a temporary file in the same folder and an atomic rename."""
-    with _atomic_target(path) as tmp:
+    with _atomic_target(path, manifest) as tmp:
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
@@ -171,19 +217,21 @@ class ResultStore:
         The output folder; created if missing. An unwritable folder raises ``ValueError``.
     """
 
+    #: Where a run writes (names in the root; folders searched through).
+    PLACES = ("run.json", "report.md", "tables", "figures", "parts", "checkpoints")
+
     def __init__(self, root: Path) -> None:
-        self.root = Path(root)
+        self.root = check_out(root, "root", here=True)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            probe = self.root / ".write-test"
-            probe.write_bytes(b"")
-            probe.unlink()
+            fd, probe = tempfile.mkstemp(dir=self.root, prefix=".probe.", suffix=TMP_SUFFIX)
+            os.close(fd)
+            os.unlink(probe)  # a name mkstemp made for us: never a user's file
         except OSError as err:
             raise ValueError(f"output folder {self.root} is not writable: {err}") from err
         self._meta_path = self.root / "run.json"
-        self.meta: dict[str, Any] = (
-            json.loads(self._meta_path.read_text()) if self._meta_path.exists() else {}
-        )
+        self.meta: dict[str, Any] = read_run_json(self._meta_path)
+        self.manifest = Manifest(self.root)
 
     # ---- exclusive use --------------------------------------------------------------------
     @contextmanager
@@ -192,10 +240,11 @@ class ResultStore:
 
         The lock is ``filelock``'s (released by the OS if the process dies); who holds it is
         written beside it, so the error can name the running process. Holding it, stale
-        temporaries of a killed run are removed.
+        temporaries of a killed run are removed, and every file written below the folder (by
+        the store or by :func:`atomic_write_text`) is listed in its manifest.
         """
-        owner = self.root / f"{_LOCK_NAME}.owner"
-        lock = filelock.FileLock(self.root / _LOCK_NAME)
+        owner = self.root / OWNER_NAME
+        lock = filelock.FileLock(self.root / LOCK_NAME)
         try:
             lock.acquire(timeout=0)
         except filelock.Timeout:
@@ -205,18 +254,36 @@ class ResultStore:
             ) from None
         try:
             owner.write_text(f"pid {os.getpid()} on {socket.gethostname()}\n")
+            self.meta = read_run_json(self._meta_path)  # as they are now that this process
+            self.manifest = Manifest(self.root)  # holds the folder
             self.remove_temporaries()
-            yield
+            self.manifest.prune()
+            with _owned.recording(self.manifest):
+                yield
         finally:
             owner.unlink(missing_ok=True)
             lock.release()  # the lock file stays: unlinking it would let two holders race
 
     def remove_temporaries(self) -> list[Path]:
         """Delete the temporary files a killed run left behind; returns their paths."""
-        stale = sorted(self.root.rglob(f".*{TMP_SUFFIX}"))
-        for path in stale:
-            path.unlink(missing_ok=True)
-        return stale
+        return self.manifest.remove_temporaries(self.PLACES)
+
+    def foreign_files(self, places: tuple[str, ...] = PLACES, limit: int = 3) -> list[str]:
+        """Up to ``limit`` + 1 files where a run writes that attnlimits did not write."""
+        return self.manifest.foreign(places, limit)
+
+    def remove_listed(self) -> list[str]:
+        """Delete every file the manifest lists (``--fresh``: a previous run's results, and
+        nothing else); returns what was deleted. Hold :meth:`lock`."""
+        removed = self.manifest.remove(set(self.manifest.listed))
+        self.meta = read_run_json(self._meta_path)
+        return removed
+
+    def discard(self, new_folders: list[Path]) -> None:
+        """After a failure (holding :meth:`lock`): delete the files this store wrote, and the
+        folder with them if it is among ``new_folders`` (the ones this process created) and
+        holds nothing else."""
+        self.manifest.discard(new_folders)
 
     def n_parts(self) -> int:
         """How many resumable parts the folder holds (what an interrupted run has saved)."""
@@ -231,7 +298,8 @@ class ResultStore:
             else:
                 self.meta[key] = value
         self.meta.setdefault("versions", package_versions())
-        atomic_write_text(self._meta_path, json.dumps(self.meta, indent=2, sort_keys=True))
+        text = json.dumps(self.meta, indent=2, sort_keys=True)
+        atomic_write_bytes(self._meta_path, text.encode("utf-8"), manifest=self.manifest)
 
     @contextmanager
     def timed(self, stage: str) -> Iterator[None]:
@@ -250,9 +318,10 @@ class ResultStore:
     def write_table(self, df: pd.DataFrame, name: str) -> Path:
         """Save ``df`` as ``tables/<name>.parquet`` and ``.csv``; return the parquet path."""
         path = self.root / "tables" / f"{name}.parquet"
-        with _atomic_target(path) as tmp:
+        with _atomic_target(path, self.manifest) as tmp:
             df.to_parquet(tmp, index=False)
-        atomic_write_text(path.with_suffix(".csv"), df.to_csv(index=False))
+        csv = df.to_csv(index=False).encode("utf-8")
+        atomic_write_bytes(path.with_suffix(".csv"), csv, manifest=self.manifest)
         return path
 
     def read_table(self, name: str) -> pd.DataFrame:
@@ -263,7 +332,7 @@ class ResultStore:
         paths = []
         for ext in ("png", "svg"):
             path = self.root / "figures" / f"{name}.{ext}"
-            with _atomic_target(path) as tmp:
+            with _atomic_target(path, self.manifest) as tmp:
                 fig.savefig(tmp, format=ext, dpi=150, bbox_inches="tight")
             paths.append(path)
         return paths
@@ -277,7 +346,7 @@ class ResultStore:
 
     def save_part(self, stage: str, params: Any, key: str, df: pd.DataFrame) -> None:
         """Save one unit of work atomically under ``parts/<stage>-<hash>/<key>.parquet``."""
-        with _atomic_target(self._part_path(stage, params, key)) as tmp:
+        with _atomic_target(self._part_path(stage, params, key), self.manifest) as tmp:
             df.to_parquet(tmp, index=False)
 
     def load_part(self, stage: str, params: Any, key: str) -> pd.DataFrame:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -70,13 +71,16 @@ class AttentionHeadWarning(UserWarning):
 
 
 def _writable(path: str | os.PathLike[str], what: str) -> Path:
-    """``path`` created if missing and probed for writing; ``ValueError`` naming it otherwise."""
+    """``path`` created if missing and probed for writing; ``ValueError`` naming it otherwise
+    (an empty path too: it would mean the current folder)."""
+    if isinstance(path, str) and not path.strip():
+        raise ValueError(f"{what} is empty ({path!r}); name a folder for the monitor's table")
     out = Path(path)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".attnlimits-monitor-probe-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
+        fd, probe = tempfile.mkstemp(dir=out, prefix=".attnlimits-monitor-probe-")
+        os.close(fd)
+        os.unlink(probe)  # a name mkstemp made for us: never a user's file
     except OSError as err:
         raise ValueError(f"{what} {str(out)!r} is not a writable folder: {err}") from None
     return out

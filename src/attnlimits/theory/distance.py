@@ -267,12 +267,14 @@ def jensen_gap_bound_from_products(
     mean, var, others_sq = _conditional_moments(
         alpha, sq_norms, inner, xbar_sq.unsqueeze(-1), n, length
     )
-    if form == "main_text":
-        gap = n / (length - 1) * others_sq / (2 * mean)
-    elif form == "appendix":
-        gap = n * (length - n - 1) * others_sq / (2 * mean)
-    elif form == "sharp":
+    if form == "sharp":
         gap = (mean * mean + var).sqrt() - mean
+    elif form in ("main_text", "appendix"):
+        factor = n / (length - 1) if form == "main_text" else n * (length - n - 1)
+        # a term whose covariance bound is 0 has s fixed given i ∉ I_N, so it adds 0 (not
+        # 0/0 or 0·inf where μ_i = 0); elsewhere 1/||μ_i|| = inf where μ_i = 0
+        spread = (others_sq > 0) & (factor > 0)
+        gap = torch.where(spread, factor * others_sq / (2 * mean), torch.zeros_like(mean))
     else:
         raise ValueError(f"form must be 'main_text', 'appendix' or 'sharp', got {form!r}")
     gap = torch.where(keep, gap, torch.zeros_like(gap))

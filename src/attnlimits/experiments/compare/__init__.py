@@ -9,6 +9,7 @@ it with ``attnlimits compare`` or ``skeleton.run(EXPERIMENT, Config(), out)``.
 from attnlimits.experiments.compare.claims import claims, effects, sections
 from attnlimits.experiments.compare.compute import compute, summarize
 from attnlimits.experiments.compare.config import BASELINE, Config, parse_normalizer
+from attnlimits.experiments.compare.cost import estimate
 from attnlimits.experiments.compare.figures import figures
 from attnlimits.experiments.compare.probe import build_probes, score_probes
 from attnlimits.experiments.skeleton import Experiment
@@ -21,6 +22,7 @@ __all__ = [
     "claims",
     "compute",
     "effects",
+    "estimate",
     "figures",
     "parse_normalizer",
     "score_probes",
@@ -36,4 +38,5 @@ EXPERIMENT = Experiment(
     figures=figures,
     claims=claims,
     sections=sections,
+    estimate=estimate,
 )

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from attnlimits.capture import ModelInfo, load_model
 from attnlimits.corpus import load_text, spread_windows, text_sha256
 from attnlimits.experiments._inputs import check_context, check_text_room
-from attnlimits.experiments.compare.config import BASELINE, Config, check_probe_room
+from attnlimits.experiments.compare.config import BASELINE, Config, check_heads, check_probe_room
 from attnlimits.experiments.compare.forward import run_forward
 from attnlimits.experiments.compare.probe import build_probes, query_tokens, score_probes
 from attnlimits.experiments.store import ResultStore, params_hash
@@ -86,6 +86,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         loaded.tokenizer, spread.ids, cfg.lengths, cfg.probes_per_length, cfg.seed
     )
     specs = cfg.specs(info.max_context)
+    check_heads(specs, info.n_heads)  # before any forward: sink=[...] per query head
     store.update_meta(
         model={"id": cfg.model, **asdict(info)},
         text={"sha256": sha, "source": source, "chars": len(text)},

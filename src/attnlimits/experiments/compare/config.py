@@ -8,15 +8,23 @@ model's own attention (SDPA), the baseline every other is compared with.
 
 from __future__ import annotations
 
+import inspect
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from attnlimits._checks import check_int_at_least, positive_ints
+from attnlimits._checks import check_distinct, check_int_at_least, positive_ints
 from attnlimits.experiments._inputs import check_model_name, text_path
 
-__all__ = ["BASELINE", "Config", "check_probe_room", "parse_normalizer"]
+__all__ = [
+    "BASELINE",
+    "Config",
+    "check_heads",
+    "check_probe_room",
+    "parse_normalizer",
+    "spec_key",
+]
 
 #: The model's own attention: every other normaliser is compared with it.
 BASELINE = "softmax"
@@ -32,19 +40,48 @@ _QUICK: dict[str, Any] = {
 }
 
 
-def _value(text: str) -> Any:
-    """A parameter value from the command line: JSON (numbers, lists, true/false), else text."""
+def _value(spec: str, key: str, text: str) -> Any:
+    """A parameter value as typed: JSON (numbers, lists, true/false) or a number Python reads
+    (``nan``, ``inf``: refused by the normaliser by name); anything else is refused here."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError:
-        return text
+        try:
+            value = float(text)
+        except ValueError:
+            value = None
+    if not _plain(value):
+        raise ValueError(
+            f"normalizer {spec!r}: {key}={text} is not a number (a value is a number, "
+            "true/false, or a list such as [1,2])"
+        )
+    return value
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    return isinstance(value, (bool, int, float))
+
+
+def _parameters(name: str) -> list[str]:
+    """The parameters a spec may set: the normaliser's keyword-only ones, but not ``mask``."""
+    from attnlimits import normalizers as nz
+
+    signature = inspect.signature(nz.get(name))
+    return [
+        p.name
+        for p in signature.parameters.values()
+        if p.kind is p.KEYWORD_ONLY and p.name != "mask"
+    ]
 
 
 def parse_normalizer(spec: str) -> tuple[str, dict[str, Any]]:
     """``"name"`` or ``"name:p=v;q=w"`` → (registry name, parameters), checked now.
 
-    Raises ``ValueError`` naming the spec for an unknown name, a malformed parameter, or
-    parameters the normaliser refuses (checked by calling it on a tiny input).
+    Raises ``ValueError`` quoting the spec as given for an unknown name, a malformed,
+    unknown, repeated or non-numeric parameter, or values the normaliser refuses (checked by
+    calling it on a tiny input).
     """
     import torch
 
@@ -54,17 +91,25 @@ def parse_normalizer(spec: str) -> tuple[str, dict[str, Any]]:
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"a normalizer spec must be a non-empty string, got {spec!r}")
     name, _, rest = spec.strip().partition(":")
+    name = name.strip()
     if name not in nz.available():
         where = f" in {spec!r}" if spec.strip() != name else ""
         raise ValueError(
             f"unknown normalizer {name!r}{where}; choose from {', '.join(nz.available())}"
         )
     params: dict[str, Any] = {}
+    allowed = list(NORMALIZERS[name]) if name in NORMALIZERS else _parameters(name)
     for item in filter(None, (s.strip() for s in rest.split(";"))):
         key, eq, value = item.partition("=")
-        if not eq or not key.strip():
+        key = key.strip()
+        if not eq or not key:
             raise ValueError(f"normalizer {spec!r}: parameters are name=value, got {item!r}")
-        params[key.strip()] = _value(value.strip())
+        if key in params:
+            raise ValueError(f"normalizer {spec!r}: {key} is given twice; give it once")
+        if key not in allowed and name != BASELINE:
+            takes = f"takes {', '.join(allowed)}" if allowed else "takes no parameters"
+            raise ValueError(f"normalizer {spec!r}: {name} {takes}, not {key!r}")
+        params[key] = _value(spec, key, value.strip())
     if name == BASELINE and params:
         raise ValueError(
             f"{spec!r}: softmax is the baseline, the attention the network was trained with, "
@@ -78,6 +123,13 @@ def parse_normalizer(spec: str) -> tuple[str, dict[str, Any]]:
     except (TypeError, ValueError) as err:
         raise ValueError(f"normalizer {spec!r}: {err}") from None
     return name, params
+
+
+def spec_key(spec: str) -> tuple[str, str]:
+    """What a spec means, whatever its spelling (``topk:k=4`` and ``topk: k=4`` are one):
+    its registry name and parameters; ``ValueError`` as :func:`parse_normalizer`."""
+    name, params = parse_normalizer(spec)
+    return name, json.dumps(params, sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -106,19 +158,24 @@ class Config:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "lengths", tuple(sorted(set(positive_ints("lengths", self.lengths))))
-        )
+        lengths = positive_ints("lengths", self.lengths)
+        check_distinct(lengths, "lengths")
+        object.__setattr__(self, "lengths", tuple(sorted(lengths)))
         specs = self.normalizers
         if isinstance(specs, str):
             specs = tuple(s for s in specs.split(",") if s.strip())
-        specs = tuple(s.strip() for s in specs)
+        specs = tuple(s.strip() if isinstance(s, str) else s for s in specs)
         if not specs:
             raise ValueError("give at least one normalizer")
-        if len(set(specs)) != len(specs):
-            raise ValueError(f"normalizers repeat: {', '.join(specs)}")
+        seen: dict[tuple[str, str], str] = {}
         for spec in specs:
-            parse_normalizer(spec)
+            key = spec_key(spec)
+            if key in seen:
+                same = f" as {spec!r}" if spec != seen[key] else ""
+                raise ValueError(
+                    f"normalizers repeats {seen[key]!r}{same}; give each normalizer once"
+                )
+            seen[key] = spec
         if BASELINE not in specs:
             specs = (BASELINE, *specs)  # the baseline is always measured, first
         object.__setattr__(self, "normalizers", specs)
@@ -126,7 +183,7 @@ class Config:
         check_model_name(self.model)
         for name, least in (
             ("sequences", 1),
-            ("probes_per_length", 0),
+            ("probes_per_length", 1),  # 0 probes: the tables would lack their columns
             ("rows", 1),
             ("block_size", 1),
             ("seed", 0),
@@ -186,3 +243,16 @@ def check_probe_room(cfg: Config, query_tokens: int) -> None:
             f"{query_tokens} tokens in their second half (need L >= {need}); give longer "
             "lengths or fewer --probes-per-length"
         )
+
+
+def check_heads(specs: dict[str, tuple[str, dict[str, Any]]], heads: int) -> None:
+    """A per-head parameter (``sink_softmax:sink=[...]``) has one value per query head of the
+    model: checked when the model is known, before any forward; the error quotes the spec."""
+    from attnlimits.kernels.spec import NORMALIZERS, resolve_params, sink_logits
+
+    for spec, (name, params) in specs.items():
+        if name in NORMALIZERS:
+            try:
+                sink_logits(name, resolve_params(name, params), heads)
+            except ValueError as err:
+                raise ValueError(f"normalizer {spec!r}: {err}") from None

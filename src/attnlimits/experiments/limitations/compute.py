@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 
 from attnlimits.capture import LayerCapture, capture, load_model
 from attnlimits.corpus import load_text, spread_windows, text_sha256, token_windows
+from attnlimits.experiments._inputs import check_text_room
 from attnlimits.experiments.limitations.config import E_FORMS, Config, XSource
 from attnlimits.experiments.limitations.critical import critical_n_table, head_draws_table
 from attnlimits.experiments.limitations.exact import exact_means, extension_means
@@ -229,6 +230,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     text = load_text(cfg.text)  # a bad text fails before the model loads
     sha = text_sha256(text)
     source = str(cfg.text or "War and Peace")
+    check_text_room(text, source, cfg.max_length, cfg.windows, "window")  # as scan and compare
     loaded = load_model(cfg.model, device=cfg.device)
     info = loaded.info
     if info.max_context is not None and cfg.max_length > info.max_context:

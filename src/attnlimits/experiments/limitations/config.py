@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from attnlimits._checks import check_int_at_least
+from attnlimits._checks import check_distinct, check_int_at_least
 from attnlimits.theory.distance import ExpectedForm, GapForm
 
 __all__ = [
@@ -40,6 +40,8 @@ LogitSource = Literal["raw", "scaled"]
 Placement = Literal["spread", "start"]
 #: The N grids, and the lengths they must stay below (Alg. 2 and 4 run at the longest L).
 _N_GRIDS = ("ns_alg2", "ns_alg3", "ns_alg4")
+#: The list settings of numbers (each a tuple, each value once).
+_LISTS = ("lengths", *_N_GRIDS, "temperatures", "epsilons")
 _NS_ALG3 = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128)
 #: Alg. 3's grid beyond ``ns_alg3``, as fractions of L (the resolution the base grid has at
 #: L = 128: …, 64, 80, 96), up to ``alg3_top``·L; computed on the stratified rows of E exact.
@@ -98,11 +100,13 @@ class Config:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("lengths", "ns_alg2", "ns_alg3", "ns_alg4", "temperatures", "epsilons"):
+        for name in _LISTS:
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "x_sources", tuple(self.x_sources))
         object.__setattr__(self, "e_forms", tuple(self.e_forms))
         object.__setattr__(self, "gap_forms", tuple(self.gap_forms))
+        for name in (*_LISTS, "x_sources", "e_forms", "gap_forms"):  # each value once
+            check_distinct(getattr(self, name), name)
         if not set(self.gap_forms) <= {"main_text", "appendix", "sharp"}:
             raise ValueError(
                 f"gap_forms must be among main_text, appendix, sharp; got {self.gap_forms}"

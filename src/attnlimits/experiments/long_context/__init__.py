@@ -14,6 +14,7 @@ from attnlimits.experiments.long_context.claims import (
 )
 from attnlimits.experiments.long_context.compute import compute, head_spreads, summarize
 from attnlimits.experiments.long_context.config import MODES, Config, LongContextConfig
+from attnlimits.experiments.long_context.cost import estimate
 from attnlimits.experiments.long_context.figures import figures
 from attnlimits.experiments.long_context.prompts import (
     ANSWER_PREFIX,
@@ -44,6 +45,7 @@ __all__ = [
     "build_prompts",
     "claims",
     "compute",
+    "estimate",
     "figures",
     "format_prompt",
     "generate_answers",
@@ -64,4 +66,5 @@ EXPERIMENT = Experiment(
     figures=figures,
     claims=claims,
     sections=sections,
+    estimate=estimate,
 )

@@ -118,6 +118,9 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     pass too; a rerun with the same parameters skips them (a larger ``prompts`` recomputes).
     """
     loaded = load_model(cfg.model, device=cfg.device)
+    if not loaded.info.causal:  # an encoder has no next-token logits to answer with
+        raise ValueError(f"{cfg.model} is not a causal language model: the demo generates "
+                         "answers; use attnlimits scan for encoders")  # fmt: skip
     params = {**cfg.cache_params(), "prompts": cfg.prompts}
     store.update_meta(model={"id": cfg.model, **asdict(loaded.info)})
     cells = [(mode, n) for n in cfg.ns for mode in cfg.modes]

@@ -7,7 +7,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Literal
 
-from attnlimits._checks import check_int_at_least, positive_ints
+from attnlimits._checks import check_distinct, check_int_at_least, positive_ints
 from attnlimits.kernels.spec import resolve_params
 
 __all__ = ["MODES", "Config", "LongContextConfig", "Mode"]
@@ -58,6 +58,8 @@ class Config:
     def __post_init__(self) -> None:
         object.__setattr__(self, "ns", positive_ints("ns", self.ns))
         object.__setattr__(self, "modes", tuple(self.modes))
+        check_distinct(self.ns, "ns")
+        check_distinct(self.modes, "modes")
         if self.text is not None:
             if not isinstance(self.text, (str, PathLike)):
                 raise ValueError(f"text must be a file path or None, got {self.text!r}")

@@ -9,6 +9,7 @@ with ``attnlimits scan smollm2-135m`` or ``skeleton.run(EXPERIMENT, Config(), ou
 from attnlimits.experiments.scan.claims import claims, sections
 from attnlimits.experiments.scan.compute import compute, critical_table
 from attnlimits.experiments.scan.config import Config
+from attnlimits.experiments.scan.cost import estimate
 from attnlimits.experiments.scan.figures import figures
 from attnlimits.experiments.scan.taxonomy import FLAGS, KINDS, kinds
 from attnlimits.experiments.skeleton import Experiment
@@ -21,6 +22,7 @@ __all__ = [
     "claims",
     "compute",
     "critical_table",
+    "estimate",
     "figures",
     "kinds",
     "sections",
@@ -34,4 +36,5 @@ EXPERIMENT = Experiment(
     figures=figures,
     claims=claims,
     sections=sections,
+    estimate=estimate,
 )

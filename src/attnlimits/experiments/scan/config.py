@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from attnlimits._checks import check_int_at_least, positive_ints
+from attnlimits._checks import check_distinct, check_int_at_least, positive_ints
 from attnlimits.experiments._inputs import check_model_name, text_path
 
 __all__ = ["Config", "analysed_lengths", "band"]
@@ -40,10 +40,10 @@ class Config:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "lengths", tuple(sorted(set(positive_ints("lengths", self.lengths))))
-        )
-        object.__setattr__(self, "ns", tuple(sorted(set(positive_ints("ns", self.ns)))))
+        for name in ("lengths", "ns"):  # each value once, sorted
+            values = positive_ints(name, getattr(self, name))
+            check_distinct(values, name)
+            object.__setattr__(self, name, tuple(sorted(values)))
         object.__setattr__(self, "text", text_path(self.text))
         check_model_name(self.model)
         for name, least in (

@@ -23,6 +23,7 @@ from attnlimits.experiments.softmax_not_enough.config import (
     TemperatureFitConfig,
     TrainConfig,
 )
+from attnlimits.experiments.softmax_not_enough.cost import estimate
 from attnlimits.experiments.softmax_not_enough.evaluate import (
     attention_profile,
     evaluate,
@@ -79,6 +80,7 @@ __all__ = [
     "collect_points",
     "compute",
     "entropy_vs_temperature",
+    "estimate",
     "evaluate",
     "figures",
     "fit_polynomial",
@@ -108,4 +110,5 @@ EXPERIMENT = Experiment(
     figures=figures,
     claims=claims,
     sections=sections,
+    estimate=estimate,
 )

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from attnlimits._checks import check_distinct
 from attnlimits.normalizers import REGISTRY, available
 from attnlimits.normalizers.adaptive import ENTROPY_THRESHOLD
 
@@ -339,12 +340,14 @@ class Config:
             raise ValueError(f"seeds must be >= 2 for the paired t-test, got {self.seeds}")
         if not self.spreads or not all(math.isfinite(s) and s > 0 for s in self.spreads):
             raise ValueError(f"spreads must be finite numbers > 0, got {self.spreads}")
+        check_distinct(self.spreads, "spreads")
         names = self.normalizers
         if names == ("all",):  # every registry normaliser, softmax first
             names = ("softmax", *(n for n in available() if n != "softmax"))
         elif "all" in names:
             raise ValueError("'all' stands alone: it already names every registry normaliser")
-        object.__setattr__(self, "normalizers", tuple(dict.fromkeys(names)))
+        check_distinct(names, "normalizers")
+        object.__setattr__(self, "normalizers", tuple(names))
         unknown = [n for n in self.normalizers if n not in REGISTRY]
         if unknown:
             raise ValueError(
@@ -353,9 +356,10 @@ class Config:
         if self.normalizers and "softmax" not in self.normalizers:
             raise ValueError("normalizers must include softmax: it is the baseline")
         for name, allowed in ABLATION.items():
-            value = getattr(self, "model_variant" if name == "variant" else name)
+            field_name = "model_variant" if name == "variant" else name
+            value = getattr(self, field_name)
             if value not in allowed:
-                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+                raise ValueError(f"{field_name} must be one of {', '.join(allowed)}, got {value!r}")
 
     @classmethod
     def quick(cls, **given: Any) -> Config:

@@ -15,7 +15,6 @@ object store (:func:`attnlimits.corpus.pack_text`): workers on other machines ne
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
@@ -26,6 +25,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from attnlimits.experiments.store import read_run_json
 from attnlimits.experiments.sweep.spec import Cell
 
 __all__ = [
@@ -71,13 +71,13 @@ def finished(experiment: Any, cell: Cell, folder: Path) -> bool:
     meta_path = folder / "run.json"
     if not (folder / "report.md").is_file() or not meta_path.is_file():
         return False
-    try:
-        meta = json.loads(meta_path.read_text())
+    try:  # a corrupt run.json or a text that cannot be read: the cell's run says which
+        meta = read_run_json(meta_path)
+        return meta.get("experiment") == experiment.name and not settings_diff(
+            meta.get("params", {}), cell.config, meta
+        )
     except (OSError, ValueError):
         return False
-    return meta.get("experiment") == experiment.name and not settings_diff(
-        meta.get("params", {}), cell.config
-    )
 
 
 def _run_one(name: str, config: Any, folder: str) -> CellResult:

@@ -8,7 +8,6 @@ already uses as a column becomes ``<axis>_axis`` (``cell`` likewise). Failed cel
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from attnlimits.experiments.store import (
     atomic_write_text,
     machine_info,
     package_versions,
+    read_run_json,
 )
 from attnlimits.experiments.sweep.backends import FAILED, CellResult
 from attnlimits.experiments.sweep.scaling import scaling_table
@@ -53,8 +53,8 @@ def cell_wall_time(folder: Path) -> float | None:
     invocation; the experiments' own stages are inside compute), from its ``run.json``; None
     where it has none."""
     try:
-        meta = json.loads((folder / "run.json").read_text())
-    except (OSError, ValueError):
+        meta = read_run_json(folder / "run.json")
+    except ValueError:
         return None
     total = meta.get("wall_time_total_s") or {}
     stages = [total[k] for k in ("compute", "report") if k in total]

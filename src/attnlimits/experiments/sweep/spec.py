@@ -203,6 +203,7 @@ def load_spec(path: Path | str) -> Spec:
             f"{path}: unknown {experiment} setting(s) {unknown}; known: {', '.join(sorted(names))}"
         )
     cells: list[Cell] = []
+    seen: dict[str, str] = {}  # cell id -> the first cell's name (a dict: 10⁴ cells are quick)
     for values in itertools.product(*axes.values()):  # the first axis varies slowest
         point = dict(zip(axes, values, strict=True))
         name = ";".join(f"{k}={label(v)}" for k, v in point.items()) or "all"
@@ -211,9 +212,9 @@ def load_spec(path: Path | str) -> Spec:
         except (ValueError, TypeError) as err:
             raise ValueError(f"{path}: cell {name}: {err}") from None
         cell_id = params_hash({"experiment": experiment, "config": config})
-        same = [c.name for c in cells if c.id == cell_id]
-        if same:  # e.g. normalizers ["adaptive"] and ["softmax", "adaptive"]: softmax is added
-            raise ValueError(f"{path}: cells {same[0]} and {name} have the same settings")
+        if cell_id in seen:  # e.g. normalizers ["adaptive"] and ["softmax", "adaptive"]
+            raise ValueError(f"{path}: cells {seen[cell_id]} and {name} have the same settings")
+        seen[cell_id] = name
         cells.append(Cell(id=cell_id, name=name, axes=point, config=config))
     resources = _resources(given, cells, str(path))
     return Spec(path, text, experiment, quick, fixed, dict(axes), tuple(cells), resources)

@@ -103,16 +103,16 @@ def _expectation_kernel(  # pragma: no cover - compiled by numba
                         rest = aa - (bb + bb) + xb  # ||α_i x_i − x̄||²
                         mean = math.sqrt(max(_derived_sq(aa, bb, xb, c), zero))  # ||μ_i||
                         others = y_total - aa  # Σ_{j≠i} α_j²||x_j||²
-                        shared += others / (mean + mean)
+                        if others > zero:  # no spread: the term is 0, even where μ_i = 0
+                            shared += others / (mean + mean)
                         var = max(v_scale * (m32 * others - max(rest, zero)), zero)
                         sharp += math.sqrt(mean * mean + var) - mean
                 for f in range(gap_forms.shape[0]):
                     if gap_forms[f] == 0:  # main text: N/(L−1)
                         out_gap[f, r, jn] = outside * c * shared
-                    elif gap_forms[f] == 1:  # Eq. 25: N(L−N−1)
-                        out_gap[f, r, jn] = (
-                            outside * as_dtype(alpha, n * (length - n - 1.0)) * shared
-                        )
+                    elif gap_forms[f] == 1:  # Eq. 25: N(L−N−1), 0 at N = L − 1
+                        factor = as_dtype(alpha, n * (length - n - 1.0))
+                        out_gap[f, r, jn] = outside * factor * shared if factor > zero else zero
                     else:
                         out_gap[f, r, jn] = outside * sharp
 
