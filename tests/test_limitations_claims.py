@@ -107,6 +107,7 @@ CASES = [
     (rules.in_band, ([],), NA),
     (rules.tracks, ([0.5, 0.9], [0.5, 0.9]), R),
     (rules.tracks, ([0.5], [0.6 - E9]), R),
+    (rules.tracks, ([0.5], [0.6]), R),  # 0.5 + 0.1 == 0.6 in floats: the end is included
     (rules.tracks, ([0.5], [0.6 + E9]), N),  # above, by more than 0.1: not tracking
     (rules.tracks, ([0.5], [0.5 - E9]), N),  # below the maximum: not a bound
     (rules.tracks, ([0.5, 0.5], [0.55, 0.99]), P),
@@ -116,6 +117,8 @@ CASES = [
     (rules.lower_loose, (0.1 - E9,), N),
     (rules.lower_loose, (math.nan,), NA),
     (rules.one_over_t, ([-1.0, -0.8, -1.2],), R),
+    (rules.one_over_t, ([-0.8],), R),
+    (rules.one_over_t, ([-1.2],), R),
     (rules.one_over_t, ([-0.8 + E9],), N),
     (rules.one_over_t, ([-1.2 - E9],), N),
     (rules.one_over_t, ([-1.0, 0.0],), P),
@@ -404,6 +407,66 @@ def test_windows_and_head_draws_enter_the_verdict():
     assert "head count" in row(got, "(iii) ")["robust"]
     small = claims(tables(), META)  # no draws: a model with no more heads than 144
     assert "144 heads (model has 270): n/a" in row(small, "(iii) ")["alternatives"]
+
+
+# ---- the readings: at which T, N and α each sub-claim is judged ---------------------------------
+
+
+def _sub_verdict(rows: list[dict[str, str]], prefix: str) -> str:
+    return next(r["verdict"] for r in rows if r["claim"].startswith(prefix))
+
+
+def test_v_slope_is_fitted_over_t_below_0_1_only():
+    """T = 0.1 itself is not "T < 0.1": a curve that bends there still follows 1/T below."""
+    alg5 = alg5_table()
+    at = alg5["T"] == 0.1
+    alg5.loc[at, ["sensitivity", "sensitivity_row_max"]] *= 0.01
+    assert _sub_verdict(claim_v(alg5), "(v.a)") == R
+
+
+def test_v_drop_is_measured_from_t_0_1_to_t_1():
+    # 20× from T = 0.1 for the largest ε (k = 0.8), 53× from T = 0.03: partly, not reproduced
+    rows = claim_v(alg5_table(drop=20.0))
+    assert _sub_verdict(rows, "(v.c)") == P
+    assert "from T = 0.1 to T = 1: 16×" in rows[-1]["measured"]
+
+
+def test_iv_saturation_and_band_start_at_n_16():
+    alg4 = alg4_table()
+    for n, m in {32: 0.9, 64: 0.9}.items():  # up again after N = 16: not saturated from 16
+        alg4.loc[alg4["N"] == n, "ratio"] = m
+    rows = claim_iv(alg4)
+    assert _sub_verdict(rows, "(iv.b)") == P and "from N = 16 to N = 64" in rows[2]["measured"]
+    alg4 = alg4_table()
+    alg4.loc[alg4["N"] == 16, "ratio"] = 0.9  # N = 16 itself outside the band
+    assert _sub_verdict(claim_iv(alg4), "(iv.c)") == P
+
+
+def test_ii_plateau_from_n_20_and_convergence_as_e_over_d():
+    alg2 = alg2_table()
+    alg2.loc[alg2["N"] == 10, "distance"] *= 0.3  # a big change before N = 20 does not count
+    assert _sub_verdict(claim_ii(alg2, "expectation_exact"), "(ii.a)") == R
+    alg2 = alg2_table()
+    ratio = alg2["N"].map({1: 0.5, 5: 0.7, 10: 0.9, 20: 1.1, 100: 1.2})
+    alg2["expectation_exact"] = ratio * alg2["distance"]  # |E / d̃ − 1| = 0.2 at N = 100
+    rows = claim_ii(alg2, "expectation_exact")
+    assert _sub_verdict(rows, "(ii.c)") == R
+    assert "0.50 (N = 1) → 0.20 (N = 100)" in rows[3]["measured"]
+
+
+def test_i_a_bound_equal_to_d_is_safe():
+    rows = claim_i(alg1_table(bound_ratio=1.0), "expectation_exact")
+    assert _sub_verdict(rows, "(i.c)") == R and _sub_verdict(rows, "(i.d)") == N
+    rows = claim_i(alg1_table(bound_ratio=0.999), "expectation_exact")
+    assert _sub_verdict(rows, "(i.c)") == N
+
+
+def test_critical_n_accepts_at_p_equal_to_alpha():
+    """Alg. 3 rejects while p < α: p = α is the first N not rejected."""
+    _, tests = alg3_tables({"exact": {}})
+    tests.loc[(tests["L"] == 128) & (tests["N"] == 8), "p_value"] = 0.01
+    crit = critical_from_tests(tests, "exact", 0.01).set_index("L")
+    assert crit.loc[128, "critical_n"] == 8 and pd.isna(crit.loc[64, "critical_n"])
 
 
 def test_claim_functions_return_the_claim_then_its_sub_claims():

@@ -227,7 +227,8 @@ def one_over_t(slopes: Sequence[float]) -> str:
     """(v) "for T < 0.1 the curves follow 1/T": per ε, log-log slope of the curve over T < 0.1
     within 0.2 of −1. Every ε / some / none."""
     known = [s for s in slopes if not _bad(s)]
-    return share([abs(s + 1) <= ONE_OVER_T for s in known])
+    lo, hi = -1 - ONE_OVER_T, -1 + ONE_OVER_T  # [−1.2, −0.8], as a band: its ends are exact
+    return share([lo <= s <= hi for s in known])
 
 
 def drops(factor: float) -> str:
