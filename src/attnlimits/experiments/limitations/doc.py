@@ -172,20 +172,24 @@ _MARK = "<!-- generated: {} -->", "<!-- /generated: {} -->"
 
 def block(doc: str, name: str) -> str | None:
     """The text between the doc's markers for ``name`` (None where it has none)."""
-    start, end = (m.format(name) for m in _MARK)
-    found = re.search(re.escape(start) + r"\n(.*?)\n" + re.escape(end), doc, flags=re.S)
-    return found.group(1) if found else None
+    found = re.search(_pattern(name), doc, flags=re.S)
+    return found.group(2) if found else None
+
+
+def _pattern(name: str) -> str:
+    """The markers of ``name`` and what lies between (nothing, in a doc not yet filled)."""
+    start, end = (re.escape(m.format(name)) for m in _MARK)
+    return f"({start}\\n)(.*?)\\n?({end})"
 
 
 def fill(doc: str, blocks: Mapping[str, str]) -> str:
     """``doc`` with each named block replaced; a block the doc has no markers for is an error."""
     for name, text in blocks.items():
-        start, end = (m.format(name) for m in _MARK)
-        if block(doc, name) is None:
+        found = re.search(_pattern(name), doc, flags=re.S)
+        if found is None:
+            start, end = (m.format(name) for m in _MARK)
             raise ValueError(f"the doc has no {start} … {end} block")
-        head, _, rest = doc.partition(start + "\n")
-        _, _, tail = rest.partition("\n" + end)
-        doc = f"{head}{start}\n{text}\n{end}{tail}"
+        doc = f"{doc[: found.start(2)]}{text}\n{doc[found.start(3) :]}"
     return doc
 
 
