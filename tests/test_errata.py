@@ -37,6 +37,7 @@ from conftest import REPO
 
 SCRIPTS = {
     "corollary3",
+    "figure4_low_temperature",
     "lemma2",
     "swap_example",
     "theorem1_bound",

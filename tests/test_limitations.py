@@ -47,6 +47,11 @@ def tiny_dirs(tmp_path_factory: pytest.TempPathFactory, book: str) -> dict[str, 
     return {f: tiny_model_dir(root, f, book) for f in ("llama", "gpt2", "bert")}
 
 
+#: claims rows per x source: (i) + 4, (ii) + 3, (iii) + 3, (iv) + 5, (v) + 3, Corollary 3,
+#: Assumption 2, Theorem 1.2's Jensen gap
+ROWS = 5 + 4 + 4 + 6 + 4 + 3
+
+
 def _cfg(model: Path, book_path: Path, **kw: object) -> Config:
     return Config(model=str(model), text=book_path, **(SMALL | kw))  # type: ignore[arg-type]
 
@@ -69,15 +74,28 @@ def test_run_writes_every_output(tmp_path, tiny_dirs, book_path, family):
     assert sorted(alg2["N"].unique()) == [1, 5, 10] and (alg2["L"] == 32).all()
     alg3 = pd.read_parquet(tmp_path / "tables" / "alg3.parquet")
     assert set(alg3["e_form"]) == {"derived", "main_text", "exact"} and set(alg3["L"]) == {16, 32}
+    assert (alg3["n_max"] == [int(0.9 * length) for length in alg3["L"]]).all()  # up to 0.9·L
+    assert not (alg3["critical_n"] < 1).any()  # none found is missing, never −1
+    tests = pd.read_parquet(tmp_path / "tables" / "alg3_tests.parquet")
+    # Alg. 2's N are on every row already at the longest L of each pass: one pass per window
+    # for a causal model (the longest L), one per window and L for an encoder (each L)
+    tops = (max(cfg.lengths),) if family == "llama" else cfg.lengths
+    sampled = {(L, n) for L in cfg.lengths for n in cfg.alg3_grid(L)[1]}
+    sampled -= {(top, n) for top in tops for n in cfg.ns_alg2}
+    want = [(L, n) in sampled for L, n in zip(tests["L"], tests["N"], strict=True)]
+    assert tests["rows_sampled"].tolist() == want
     alg5 = pd.read_parquet(tmp_path / "tables" / "alg5.parquet")
     assert (alg5["jacobian_norm_max"] * alg5["T"] <= 0.5 + 1e-9).all()  # corrected Corollary 3
     claims = pd.read_parquet(tmp_path / "tables" / "claims.parquet")
-    assert len(claims) == 8 * sources  # findings i–v, Corollary 3, Assumption 2, Jensen gap
-    assert set(claims["verdict"]) <= {"reproduced", "partly", "not reproduced"}
+    assert len(claims) == ROWS * sources  # findings i–v and their sub-claims, three checks
+    assert set(claims["verdict"]) <= {"reproduced", "partly", "not reproduced", "n/a"}
+    assert {"e_form", "alternatives", "robust"} <= set(claims)
+    assert "sensitivity_row_max" in pd.read_parquet(tmp_path / "tables" / "alg5.parquet")
     meta = json.loads((tmp_path / "run.json").read_text())
     assert meta["text"]["sha256"]
     assert torch_release(meta["versions"]["torch"]) == torch_release(torch.__version__)
-    assert {"capture_and_metrics", "critical_n", "compute", "report"} <= set(meta["wall_time_s"])
+    stages = {"capture_and_metrics", "critical_n", "critical_n_head_draws", "compute", "report"}
+    assert stages <= set(meta["wall_time_s"])
     assert meta["experiment"] == "limitations" and meta["params"]["lengths"] == [16, 32]
     assert not list(tmp_path.rglob("*attnlimits-tmp"))  # nothing half-written
     # the report redraws from the saved tables alone (attnlimits report DIR)
@@ -274,10 +292,11 @@ def test_quick_reproduction_on_smollm2(tmp_path, book_path):
     res = _cli("--quick", "--text", str(book_path), "--out", str(tmp_path))
     assert res.exit_code == 0, res.output
     both = pd.read_parquet(tmp_path / "tables" / "claims_by_model.parquet")
-    assert list(both.columns) == ["x_source", "claim", "smollm2-135m", "minilm-l6", "paper"]
-    for model in ("smollm2-135m", "minilm-l6"):  # the default models
+    models = ["smollm2-135m", "minilm-l6"]  # the default models
+    assert list(both.columns) == ["x_source", "claim", "E form", *models, "paper"]
+    for model in models:
         claims = pd.read_parquet(tmp_path / model / "tables" / "claims.parquet")
-        assert len(claims) == 8 * 2 and set(claims["x_source"]) == {"values", "hidden"}
+        assert len(claims) == ROWS * 2 and set(claims["x_source"]) == {"values", "hidden"}
         # On every real head the corrected bound holds and the printed Corollary 3 does not.
         alg5 = pd.read_parquet(tmp_path / model / "tables" / "alg5.parquet")
         assert (alg5["jacobian_norm_max"] * alg5["T"] <= 0.5 + 1e-9).all()
@@ -346,16 +365,27 @@ def test_cli_two_models_side_by_side(tmp_path, tiny_dirs, book_path):
     assert res.exit_code == 0, res.output
     runs = {m: tmp_path / model_folder(m) for m in (llama, bert)}
     table = pd.read_parquet(tmp_path / "tables" / "claims_by_model.parquet")
-    assert list(table.columns) == ["x_source", "claim", llama, bert, "paper"]
+    assert list(table.columns) == ["x_source", "claim", "E form", llama, bert, "paper"]
     for m, folder in runs.items():
         claims = pd.read_parquet(folder / "tables" / "claims.parquet")
         assert len(table) == len(claims)
-        got = table.set_index(["x_source", "claim"])[m]
+        got = table.set_index(["x_source", "claim"])
         for row in claims.itertuples():
-            assert got[(row.x_source, row.claim)] == f"**{row.verdict}**: {row.measured}"
+            cell = got.loc[(row.x_source, row.claim), m]
+            assert cell.startswith(f"**{row.verdict}**: {row.measured}")
+            assert row.alternatives in cell and f"(robust: {row.robust})" in cell
+            assert got.loc[(row.x_source, row.claim), "E form"] == row.e_form
         assert json.loads((folder / "run.json").read_text())["params"]["windows"] == 2
     report = (tmp_path / "report.md").read_text()
     assert all(f"{f.name}/report.md" in report for f in runs.values())
+    # docs/limitations.md's tables from such a folder: what the doc renders from its CSVs
+    from attnlimits.experiments.limitations import doc
+
+    data = doc.extract(tmp_path)
+    doc.save(data, tmp_path / "doc")
+    blocks = doc.render(doc.load(tmp_path / "doc"))
+    assert blocks == doc.render(data) and llama in blocks["verdicts"] and bert in blocks["run"]
+    assert len(data["claims"]) == 2 * ROWS * 2  # two models, two x sources
     # `attnlimits report` on the side-by-side folder redraws both runs and the joint table
     (tmp_path / "report.md").unlink()
     (runs[bert] / "figures" / "fig3.png").unlink()

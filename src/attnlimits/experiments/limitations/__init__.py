@@ -7,9 +7,10 @@ tables). Run it with ``attnlimits reproduce limitations`` or
 """
 
 from attnlimits.experiments.limitations.claims import claims
-from attnlimits.experiments.limitations.compute import compute, compute_layer, critical_n_table
+from attnlimits.experiments.limitations.compute import compute, compute_layer
 from attnlimits.experiments.limitations.config import E_FORMS, Config, LimitationsConfig
 from attnlimits.experiments.limitations.cost import estimate
+from attnlimits.experiments.limitations.critical import critical_n_table
 from attnlimits.experiments.limitations.figures import figures
 from attnlimits.experiments.limitations.sections import sections, x_source_comparison
 from attnlimits.experiments.skeleton import Experiment

@@ -8,15 +8,16 @@ as it is captured, so memory holds one layer's maps at a time.
 
 Tables (one row per window/layer/head/L/N/T/ε), see :func:`compute`:
 
-- ``distance_grid``: d̃ (Eq. 7), E (Thm 1.2, derived form), and the Thm 1.1 bound where asked;
-  Alg. 1 is its N = 5 slice, Alg. 2 its L = L_max slice, Alg. 3 runs the KS test over it;
+- ``distance_grid``: d̃ (Eq. 7), E (Thm 1.2: printed and derived forms; exact, the Monte Carlo
+  of Eq. 8), and the Thm 1.1 bound where asked; Alg. 1 is its N = 5 slice, Alg. 2 its
+  L = L_max slice, Alg. 3 runs the KS test over it (:mod:`.critical`), on ``ns_alg3`` over
+  every row and beyond it, up to 0.9·L, on stratified rows (``rows_sampled``);
 - ``alg4``: N_s/N and the Theorem 2 bounds, x on the unit sphere (Assumptions 1–2);
 - ``alg5``: finite-difference sensitivity g(T, ε) and the exact Jacobian norm.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import asdict
 from typing import cast
@@ -30,11 +31,11 @@ from tqdm.auto import tqdm
 from attnlimits.capture import LayerCapture, capture, load_model
 from attnlimits.corpus import load_text, spread_windows, text_sha256, token_windows
 from attnlimits.experiments._inputs import check_text_room
-from attnlimits.experiments.limitations.config import E_COLUMNS, E_FORMS, Config, XSource
-from attnlimits.experiments.limitations.exact import exact_means
+from attnlimits.experiments.limitations.config import E_FORMS, Config, XSource
+from attnlimits.experiments.limitations.critical import critical_n_table, head_draws_table
+from attnlimits.experiments.limitations.exact import exact_means, extension_means
 from attnlimits.experiments.store import ResultStore
 from attnlimits.metrics import (
-    critical_n,
     distance_curve,
     finite_difference_sensitivity,
     min_pairwise_distances,
@@ -123,9 +124,13 @@ def compute_layer(
             f"lengths {lengths} need a window of the longest L (got {top}) and, for more than "
             "one L, a causal model (prefix rows); run bidirectional models once per L"
         )
-    plan = {length: {cfg.n_alg1, *(n for n in cfg.ns_alg3 if n < length)} for length in lengths}
+    plan = {length: {cfg.n_alg1, *cfg.alg3_grid(length)[0]} for length in lengths}
     plan[top] |= {n for n in cfg.ns_alg2 if n < top}
     bound_ns = {cfg.n_alg1} | {n for n in cfg.ns_alg2 if n < top}
+    # Alg. 3 beyond ns_alg3 (to 0.9·L): per-head means from the stratified rows of E exact
+    ext = {length: set(cfg.alg3_grid(length)[1]) - plan[length] for length in lengths}
+    ext = {length: ns for length, ns in ext.items() if ns}
+    n_keys = mask[0].sum(-1).cpu().numpy()  # (Q,): kept keys per row, the same in every head
 
     grid: list[pd.DataFrame] = []
     sep: list[dict[str, object]] = []
@@ -133,11 +138,23 @@ def compute_layer(
     for si, source in enumerate(cfg.x_sources):
         x = per_key_vectors(cap, source)
         rows = _distance_rows(attn, x, mask, plan, bound_ns, forms, cfg.gap_forms)
+        rows["rows_sampled"] = False
+        if ext:
+            more = extension_means(attn, x, mask, ext, cfg, forms).assign(rows_sampled=True)
+            # rows of the first L with ≥ N + 1 keys, as the row means over every row count them
+            ok = n_keys[None, :] >= more["N"].to_numpy()[:, None] + 1  # (grid rows, Q)
+            ok &= np.arange(n_keys.size)[None, :] < more["L"].to_numpy()[:, None]
+            more["n_rows"] = ok.sum(1)
+            more["n_excluded"] = more["L"] - more["n_rows"]
+            rows = pd.concat([rows, more], ignore_index=True)
         if "exact" in cfg.e_forms:
             seed = cfg.seed + 7919 * cap.layer + 104729 * si + 1
             gen = torch.Generator(device=attn.device).manual_seed(seed)
-            exact = exact_means(attn, x, mask, plan, cfg, gen)
-            rows = rows.merge(exact, on=["L", "N", "head"], how="left", validate="one_to_one")
+            exact = [exact_means(attn, x, mask, plan, cfg, gen)]
+            if ext:  # fewer draws: at large N the rows, not the draws, make the noise
+                exact.append(exact_means(attn, x, mask, ext, cfg, gen, cfg.alg3_mc_samples))
+            both = pd.concat(exact, ignore_index=True)
+            rows = rows.merge(both, on=["L", "N", "head"], how="left", validate="one_to_one")
         grid.append(rows.assign(x_source=source))
 
         x_sphere = normalize_to_sphere(x, 1.0)
@@ -168,7 +185,8 @@ def compute_layer(
 
 
 def _sensitivity_rows(cap: LayerCapture, cfg: Config, mask: Tensor) -> list[dict[str, object]]:
-    """Alg. 5 on ``alg5_rows`` evenly spaced rows per head: g(T, ε) and the exact ‖J‖₂."""
+    """Alg. 5 on ``alg5_rows`` evenly spaced rows per head: g(T, ε) (the mean over rows, the
+    paper's statistic, and the max over rows, another reading) and the exact ‖J‖₂."""
     scores = cap.scores[0].float()  # (head, Q, K): the model's q·kᵀ·scaling
     logits = scores / cap.scaling if cfg.logits == "raw" else scores
     q = logits.shape[-2]
@@ -185,7 +203,9 @@ def _sensitivity_rows(cap: LayerCapture, cfg: Config, mask: Tensor) -> list[dict
         jac_mean, _, _ = _head_rows(norms, jac.valid)
         jac_max = torch.where(jac.valid, norms, torch.zeros_like(norms)).amax(-1)
         for ei, eps in enumerate(cfg.epsilons):
-            g, n_rows, _ = _head_rows(fd.values[..., ti, ei], fd.valid)
+            values = fd.values[..., ti, ei]  # (head, rows)
+            g, n_rows, _ = _head_rows(values, fd.valid)
+            g_max = torch.where(fd.valid, values, torch.zeros_like(values)).amax(-1)
             for h in range(logits.shape[0]):
                 out.append(
                     {
@@ -193,63 +213,13 @@ def _sensitivity_rows(cap: LayerCapture, cfg: Config, mask: Tensor) -> list[dict
                         "eps": eps,
                         "head": h,
                         "sensitivity": float(g[h]),
+                        "sensitivity_row_max": float(g_max[h]),
                         "jacobian_norm": float(jac_mean[h]),
                         "jacobian_norm_max": float(jac_max[h]),
                         "n_rows": int(n_rows[h]),
                     }
                 )
     return out
-
-
-# ---- Alg. 3 ------------------------------------------------------------------------------------
-
-
-def critical_n_table(
-    grid: pd.DataFrame, ns: Iterable[int], alpha: float
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Alg. 3: per L, the first N at which KS no longer separates per-head d̄ from Ē.
-
-    ``grid`` holds one x source. Per-head means are taken over rows and windows. The test is run
-    against each form of E in the grid (column ``e_form``); ``derived`` is the headline.
-    Returns (one row per L and form, one row per L, form and N).
-    """
-    e_cols = [c for c in E_COLUMNS if c in grid and grid[c].notna().any()]
-    per_head = grid.groupby(["L", "N", "layer", "head"])[["distance", *e_cols]].mean()
-    summary, tests = [], []
-    for (length, col), sub in (
-        ((length, col), sub) for length, sub in per_head.groupby(level="L") for col in e_cols
-    ):
-        present = set(sub.index.get_level_values("N"))
-        n_values = [n for n in ns if n < length and n in present]
-        d = np.stack([sub.xs(n, level="N")["distance"].to_numpy() for n in n_values])
-        e = np.stack([sub.xs(n, level="N")[col].to_numpy() for n in n_values])
-        res = critical_n(n_values, d, e, alpha=alpha)
-        form = E_COLUMNS[col]
-        crit = res.critical_n
-        summary.append(
-            {
-                "L": length,
-                "e_form": form,
-                "critical_n": crit,
-                "alpha": alpha,
-                "critical_n_over_L": crit / length if crit > 0 else math.nan,
-                "heads": int(d.shape[1]),
-            }
-        )
-        tests += [
-            {
-                "L": length,
-                "e_form": form,
-                "N": int(n),
-                "ks_statistic": float(st),
-                "p_value": float(p),
-                "rejected": bool(r),
-            }
-            for n, st, p, r in zip(
-                res.n_values, res.statistics, res.p_values, res.rejected, strict=True
-            )
-        ]
-    return pd.DataFrame(summary), pd.DataFrame(tests)
 
 
 # ---- the run -----------------------------------------------------------------------------------
@@ -323,14 +293,14 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         "alg4": pd.concat(tables["alg4"], ignore_index=True),
         "alg5": pd.concat(tables["alg5"], ignore_index=True),
     }
+    grids = {length: sum(cfg.alg3_grid(length), ()) for length in cfg.lengths}
     with store.timed("critical_n"):  # windows pooled (window −1), then each window alone
         alg3 = {
-            (s, -1): critical_n_table(g, cfg.ns_alg3, cfg.ks_alpha)
-            for s, g in grid.groupby("x_source")
+            (s, -1): critical_n_table(g, grids, cfg.ks_alpha) for s, g in grid.groupby("x_source")
         }
         if cfg.windows > 1:
             alg3 |= {
-                (s, int(w)): critical_n_table(g, cfg.ns_alg3, cfg.ks_alpha)
+                (s, int(w)): critical_n_table(g, grids, cfg.ks_alpha)
                 for (s, w), g in grid.groupby(["x_source", "window"])
             }
         for i, name in enumerate(("alg3", "alg3_tests")):
@@ -338,6 +308,14 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
                 [t[i].assign(x_source=s, window=w) for (s, w), t in alg3.items()],
                 ignore_index=True,
             )
+    with store.timed("critical_n_head_draws"):  # the paper's head count, windows pooled
+        draws = [
+            head_draws_table(
+                g, grids, cfg.ks_alpha, cfg.alg3_heads, cfg.alg3_draws, cfg.seed
+            ).assign(x_source=s)
+            for s, g in grid.groupby("x_source")
+        ]
+        results["alg3_heads"] = pd.concat(draws, ignore_index=True)
     for df in results.values():
         df.insert(0, "model", cfg.model)
     return results

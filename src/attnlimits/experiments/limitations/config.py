@@ -12,7 +12,16 @@ import numpy as np
 from attnlimits._checks import check_distinct, check_int_at_least
 from attnlimits.theory.distance import ExpectedForm, GapForm
 
-__all__ = ["E_COLUMNS", "E_FORMS", "Config", "EForm", "LimitationsConfig", "LogitSource", "XSource"]
+__all__ = [
+    "ALG3_FRACTIONS",
+    "E_COLUMNS",
+    "E_FORMS",
+    "Config",
+    "EForm",
+    "LimitationsConfig",
+    "LogitSource",
+    "XSource",
+]
 
 XSource = Literal["values", "keys", "hidden"]
 #: Grid column -> form of E (Theorem 1.2; docs/errata.md, theorem1_expectation).
@@ -34,6 +43,9 @@ _N_GRIDS = ("ns_alg2", "ns_alg3", "ns_alg4")
 #: The list settings of numbers (each a tuple, each value once).
 _LISTS = ("lengths", *_N_GRIDS, "temperatures", "epsilons")
 _NS_ALG3 = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128)
+#: Alg. 3's grid beyond ``ns_alg3``, as fractions of L (the resolution the base grid has at
+#: L = 128: …, 64, 80, 96), up to ``alg3_top``·L; computed on the stratified rows of E exact.
+ALG3_FRACTIONS = (0.125, 0.1875, 0.25, 0.375, 0.5, 0.625, 0.75)
 _QUICK: dict[str, Any] = {
     "windows": 1,
     "mc_rows": 8,
@@ -71,6 +83,10 @@ class Config:
     ns_alg2: tuple[int, ...] = (1, 5, 10, 20, 100)
     ns_alg3: tuple[int, ...] = _NS_ALG3
     ks_alpha: float = 0.01  # the text's level; the pseudocode says 0.05
+    alg3_top: float = 0.9  # ours: Alg. 3's N grid goes on (sampled rows) until N = 0.9·L
+    alg3_mc_samples: int = 4  # ours: random I_N per row for E exact on the extended grid
+    alg3_heads: int = 144  # ours: the KS again on this many heads (paper's GPT-2: 12 × 12) ...
+    alg3_draws: int = 20  # ... drawn without replacement this many times (seeded)
     ns_alg4: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
     temperatures: tuple[float, ...] = tuple(float(t) for t in np.logspace(-3, 2, 11))
     epsilons: tuple[float, ...] = (1e-3, 1e-1, 10.0)
@@ -99,9 +115,10 @@ class Config:
             object.__setattr__(self, "text", Path(self.text))
         if not isinstance(self.model, str) or not self.model.strip():
             raise ValueError(f"model must be a name, hub id or folder, got {self.model!r}")
-        for name in ("windows", "alg5_rows", "n_alg1", "mc_rows"):
+        for name in ("windows", "alg5_rows", "n_alg1", "mc_rows", "alg3_heads", "alg3_draws"):
             check_int_at_least(getattr(self, name), name, 1)
         check_int_at_least(self.mc_samples, "mc_samples", 2)
+        check_int_at_least(self.alg3_mc_samples, "alg3_mc_samples", 2)
         if self.placement not in ("spread", "start"):
             raise ValueError(f"placement must be spread or start, got {self.placement!r}")
         bad = [x for x in self.x_sources if x not in ("values", "keys", "hidden")]
@@ -113,6 +130,8 @@ class Config:
         _positive_floats("ε", self.epsilons)
         if not 0 < self.ks_alpha < 1:
             raise ValueError(f"ks_alpha must lie in (0, 1), got {self.ks_alpha}")
+        if not 0 < self.alg3_top < 1:
+            raise ValueError(f"alg3_top must lie in (0, 1), got {self.alg3_top}")
         if "derived" not in self.e_forms or not set(self.e_forms) <= set(E_COLUMNS.values()):
             raise ValueError(f"e_forms must include 'derived', among {list(E_COLUMNS.values())}")
         for name in ("lengths", *_N_GRIDS):
@@ -129,6 +148,17 @@ class Config:
     @property
     def max_length(self) -> int:
         return max(self.lengths)
+
+    def alg3_grid(self, length: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Alg. 3's N at ``length``: (``ns_alg3`` below L, over every row; the extension over
+        the stratified rows). The extension holds ⌊f·L⌋ for f in :data:`ALG3_FRACTIONS` and
+        ``alg3_top``, above the base grid's largest N and at most ``alg3_top``·L, so the test
+        goes on until it accepts or N reaches ``alg3_top``·L (a critical N beyond: "> N_max")."""
+        top = math.floor(self.alg3_top * length)
+        base = tuple(sorted({n for n in self.ns_alg3 if n <= top}))
+        start = max(base, default=0)
+        ext = {math.floor(f * length) for f in (*ALG3_FRACTIONS, self.alg3_top)}
+        return base, tuple(sorted(n for n in ext if start < n <= top and n >= 1))
 
     @classmethod
     def quick(cls, **given: Any) -> Config:

@@ -6,6 +6,8 @@ layer, the terms of :func:`~attnlimits.experiments.limitations.compute.compute_l
 - the forward with its maps kept (eager attention), :meth:`ModelShape.forward_flops`;
 - d̃, E and Alg. 4 per x source: heads × L² × (a pass over the map + N values below L);
 - E exact (Monte Carlo), per x source: heads × Σ over bands of L (rows × draws × L × N values);
+- Alg. 3's grid beyond ``ns_alg3`` (up to 0.9·L), per x source: on the same sampled rows, d̃
+  and the closed forms (heads × rows × L × N values) and E exact with ``alg3_mc_samples`` draws;
 - Alg. 5: heads × rows × L × temperatures × (ε + 1);
 - saving the layer's three parts.
 
@@ -43,16 +45,23 @@ def _ns_below(cfg: Config, length: int, top: int) -> int:
     return sum(1 for n in ns if n < length)
 
 
+def _extended_below(cfg: Config, band: int, served: tuple[int, ...]) -> int:
+    """How many N of Alg. 3's extended grid (of the served L ≥ ``band``) lie below ``band``."""
+    return len({n for n_l in served if n_l >= band for n in cfg.alg3_grid(n_l)[1] if n < band})
+
+
 def _layer_seconds(cfg: Config, shape: ModelShape, top: int, served: tuple[int, ...]) -> float:
     h, x = shape.heads, len(cfg.x_sources)
     grid = x * h * top**2 * (_MAP + _GRID * _ns_below(cfg, top, top))
-    mc = 0.0
-    if "exact" in cfg.e_forms:
-        lo = 0
-        for band in served:
-            rows = min(cfg.mc_rows, band - lo)
-            mc += _MC * x * h * rows * cfg.mc_samples * band * _ns_below(cfg, band, top)
-            lo = band
+    mc, lo = 0.0, 0
+    for band in served:
+        rows = x * h * min(cfg.mc_rows, band - lo)
+        ext = _extended_below(cfg, band, served)
+        grid += _GRID * rows * band * ext  # Alg. 3 beyond ns_alg3, on the sampled rows
+        if "exact" in cfg.e_forms:
+            mc += _MC * rows * cfg.mc_samples * band * _ns_below(cfg, band, top)
+            mc += _MC * rows * cfg.alg3_mc_samples * band * ext
+        lo = band
     rows5 = min(cfg.alg5_rows, top - 1)
     alg5 = _ALG5 * h * rows5 * top * len(cfg.temperatures) * (len(cfg.epsilons) + 1)
     forward = _FLOP * shape.forward_flops(top) / shape.layers
@@ -65,7 +74,8 @@ def estimate(cfg: Config) -> budget.Estimate:
     top, h, x = cfg.max_length, shape.heads, len(cfg.x_sources)
     passes = [(top, cfg.lengths)] if shape.causal else [(n, (n,)) for n in cfg.lengths]
     per_window = shape.layers * sum(_layer_seconds(cfg, shape, t, s) for t, s in passes)
-    rows = x * h * sum(_ns_below(cfg, n, top) for n in cfg.lengths)  # distance grid
+    grid_ns = sum(_ns_below(cfg, n, top) + len(cfg.alg3_grid(n)[1]) for n in cfg.lengths)
+    rows = x * h * grid_ns  # distance grid
     rows += h * (len(cfg.temperatures) * len(cfg.epsilons) + x * len(cfg.ns_alg4))  # Alg. 4, 5
     draws = min(cfg.mc_rows, top) * cfg.mc_samples if "exact" in cfg.e_forms else 0
     model = f"the weights of {cfg.model}"

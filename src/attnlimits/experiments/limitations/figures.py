@@ -103,36 +103,33 @@ _FORM_LABEL = {"derived": "derived", "main_text": "printed", "rms": "rms", "exac
 
 def fig2c(alg3: pd.DataFrame, meta: Mapping[str, Any] | None = None, x_source: str = "") -> Figure:
     """Fig. 2c: critical N against L, one line per form of E (windows pooled), whiskers over
-    the windows, and the paper's 0.06·L line; where KS rejects at every N there is no
-    critical N, marked on the axis, never drawn as a value."""
-    from matplotlib.transforms import blended_transform_factory
-
+    the windows, and the paper's 0.06·L line; where KS rejects at every N up to the grid's end
+    the critical N is "> N_max", drawn as an open triangle at N_max (a lower limit), never
+    as a value."""
     fig = Figure(figsize=(6, 4.4))
     ax = fig.add_subplot()
-    on_axis = blended_transform_factory(ax.transData, ax.transAxes)
     windows = alg3["window"] if "window" in alg3 else pd.Series(-1, index=alg3.index)
+    # none found: missing (runs before the extended grid wrote −1 and had no n_max)
+    crit = pd.to_numeric(alg3["critical_n"]).astype(float)
+    alg3 = alg3.assign(critical_n=crit.where(crit > 0))
+    if "n_max" not in alg3:
+        alg3 = alg3.assign(n_max=np.nan)
     pooled, single = alg3[windows < 0], alg3[windows >= 0]
     colors = {"exact": "C1", "derived": "C2", "main_text": "C4", "rms": "C5"}
-    for i, (form, sub) in enumerate(pooled.groupby("e_form")):
+    for form, sub in pooled.groupby("e_form"):
         color, label = colors.get(str(form), "C0"), _FORM_LABEL.get(str(form), str(form))
         sub = sub.sort_values("L")
-        found = sub[sub["critical_n"] > 0]
-        ax.plot(found["L"], found["critical_n"], "o-", color=color, label=f"E {label}, pooled")
-        per = single[(single["e_form"] == form) & (single["critical_n"] > 0)]
+        found = sub[sub["critical_n"].notna()]
+        ax.plot(found["L"], found["critical_n"], "o-", color=color,
+                label=f"E {label}, pooled")  # fmt: skip
+        per = single[(single["e_form"] == form) & single["critical_n"].notna()]
         if len(per):
             rng = per.groupby("L")["critical_n"].agg(["min", "max"])
             ax.vlines(rng.index, rng["min"], rng["max"], color=color, alpha=0.5, lw=3)
-        missing = sub[sub["critical_n"] <= 0]
+        missing = sub[sub["critical_n"].isna() & sub["n_max"].notna()]
         if len(missing):
-            ax.plot(
-                missing["L"],
-                np.full(len(missing), 0.03 + 0.03 * i),
-                "x",
-                color=color,
-                transform=on_axis,
-                clip_on=False,
-                label=f"E {label}: no critical N (KS rejects at every N)",
-            )
+            ax.plot(missing["L"], missing["n_max"].astype(float), "^", color=color, mfc="w",
+                    label=f"E {label}: > N_max (KS rejects up to N_max = 0.9·L)")  # fmt: skip
     ls = np.asarray(sorted(alg3["L"].unique()), dtype=float)
     ax.plot(ls, 0.06 * ls, "--", color="gray", label="0.06·L (paper)")
     ax.set_xscale("log")

@@ -47,9 +47,14 @@ def x_source_comparison(results: Mapping[str, pd.DataFrame], sources: list[str])
     if "window" in alg3:
         alg3 = alg3[alg3["window"] < 0]
 
-    def crit(source: str, form: str) -> float:
+    def crit(source: str, form: str) -> float | str:
         sub = alg3[(alg3["x_source"] == source) & (alg3["e_form"] == form) & (alg3["L"] == top)]
-        return float(sub["critical_n"].iloc[0]) if len(sub) else math.nan
+        if not len(sub):
+            return math.nan
+        value = sub["critical_n"].iloc[0]
+        if pd.isna(value) or value < 1:  # none found (runs before the extended grid: −1)
+            return f"> {int(sub['n_max'].iloc[0])}" if "n_max" in sub else "none"
+        return float(value)
 
     def slope(source: str) -> float:
         return slopes_in_l(alg1[alg1["x_source"] == source])[0]
@@ -70,9 +75,9 @@ def x_source_comparison(results: Mapping[str, pd.DataFrame], sources: list[str])
     scalars = {
         "log-log slope of d̃ vs L (N = 5)": slope,
         f"change of d̃ from N = {n_from} to N = {n_hi} at L = {top} (%)": plateau,
-        f"critical N at L = {top}, derived E (−1: none)": lambda s: crit(s, "derived"),
-        f"critical N at L = {top}, printed E (−1: none)": lambda s: crit(s, "main_text"),
-        f"critical N at L = {top}, exact E (−1: none)": lambda s: crit(s, "exact"),
+        f"critical N at L = {top}, exact E": lambda s: crit(s, "exact"),
+        f"critical N at L = {top}, derived E": lambda s: crit(s, "derived"),
+        f"critical N at L = {top}, printed E": lambda s: crit(s, "main_text"),
     }
     for name, fn in scalars.items():
         rows.append({"quantity": name, **{s: fn(s) for s in sources}, "spearman": math.nan})

@@ -26,19 +26,44 @@ def model_folder(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "model"
 
 
-def side_by_side(claims: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """One row per (x source, claim): the paper's statement, then per model its verdict with
-    the measured numbers behind it (``claims``: model -> that run's claims table)."""
+FIXED = ("x_source", "claim", "E form", "paper")  # the columns that are not models
+
+
+def _cell(table: pd.DataFrame, detail: bool) -> pd.Series:
+    """One model's cell: the verdict and whether it is robust to the alternative readings;
+    with ``detail`` the numbers measured and each alternative's verdict too."""
+    robust = table["robust"] if "robust" in table else pd.Series("—", index=table.index)
+    if not detail:
+        return table["verdict"] + " (robust: " + robust + ")"
+    alts = table["alternatives"] if "alternatives" in table else pd.Series("—", index=table.index)
+    return (
+        "**" + table["verdict"] + "**: " + table["measured"] + " — alternatives: " + alts
+        + " (robust: " + robust + ")"
+    )  # fmt: skip
+
+
+def side_by_side(claims: Mapping[str, pd.DataFrame], detail: bool = True) -> pd.DataFrame:
+    """One row per (x source, claim or sub-claim): the form of E its verdict uses, per model
+    its verdict, whether that is robust to the alternative readings and (``detail``) the
+    numbers behind it, the paper's statement last (``claims``: model -> that run's claims)."""
     frames = []
     for model, table in claims.items():
-        cell = "**" + table["verdict"] + "**: " + table["measured"]
-        frames.append(table[["x_source", "claim", "paper"]].assign(**{model: cell}))
+        form = table["e_form"] if "e_form" in table else pd.Series("—", index=table.index)
+        base = table[["x_source", "claim", "paper"]].assign(**{"E form": form})
+        frames.append(base.assign(**{model: _cell(table, detail)}))
     merged = frames[0]
     for frame in frames[1:]:
-        merged = merged.merge(frame, on=["x_source", "claim", "paper"], how="outer", sort=False)
+        merged = merged.merge(
+            frame, on=["x_source", "claim", "paper"], how="outer", sort=False,
+            suffixes=("", " (other)"),
+        )  # fmt: skip
+        other = merged.pop("E form (other)")
+        merged["E form"] = merged["E form"].fillna(other)
     order = {s: i for i, s in enumerate(dict.fromkeys(frames[0]["x_source"]))}
     merged = merged.sort_values("x_source", key=lambda s: s.map(order), kind="stable")
-    return merged.fillna("—")[["x_source", "claim", *claims, "paper"]].reset_index(drop=True)
+    return merged.fillna("—")[["x_source", "claim", "E form", *claims, "paper"]].reset_index(
+        drop=True
+    )
 
 
 def write_side_by_side(out: Path, runs: Mapping[str, Path]) -> Path:
@@ -52,8 +77,11 @@ def write_side_by_side(out: Path, runs: Mapping[str, Path]) -> Path:
         "# Limitations of Normalization in Attention: the models side by side",
         "",
         "Each model's own report (figures, set-up differences, E in three forms) is in its "
-        "folder; this table puts their claims together. A cell is the verdict, then what was "
-        "measured (windows pooled; the verdict is judged in every window).",
+        "folder; this table puts their claims together: each finding, then its sub-claims, as "
+        "the paper states them. A cell is the verdict (judged on the windows pooled and in "
+        "each window alone) and whether it is robust to the alternative readings (another form "
+        "of E, the other KS level, the paper's 144 heads, the ε range, max over rows); "
+        "`E form` is the form of E the verdict uses.",
         "",
     ]
     for model, folder in runs.items():
@@ -63,16 +91,14 @@ def write_side_by_side(out: Path, runs: Mapping[str, Path]) -> Path:
             f"- **{model}**: [{folder.name}/report.md]({folder.name}/report.md), "
             f"{params.get('windows')} windows of {max(params.get('lengths', [0]))} tokens"
         )
-    verdicts = table.copy()
-    for model in runs:
-        verdicts[model] = verdicts[model].str.split("**: ", regex=False).str[0].str.strip("*")
+    verdicts = side_by_side(claims, detail=False)
     lines += [
         "",
         "## Verdicts",
         "",
         markdown_table(verdicts),
         "",
-        "## Verdicts with what was measured",
+        "## Verdicts with what was measured and each alternative reading",
         "",
         markdown_table(table),
         "",
@@ -96,7 +122,7 @@ def redraw_side_by_side(folder: Path) -> Path | None:
         models[str(json.loads((run / "run.json").read_text())["params"]["model"])] = run
     table = folder / "tables" / "claims_by_model.parquet"
     if table.exists():  # the order the models were run in
-        order = list(pd.read_parquet(table).columns[2:-1])
+        order = [c for c in pd.read_parquet(table).columns if c not in FIXED]
         rank = {m: order.index(m) if m in order else len(order) for m in models}
         models = dict(sorted(models.items(), key=lambda m: rank[m[0]]))
     return write_side_by_side(folder, models)

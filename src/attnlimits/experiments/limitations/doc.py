@@ -1,0 +1,210 @@
+"""The numbers of ``docs/limitations.md``, from a saved run: no figure in that doc is typed by hand.
+
+    python -m attnlimits.experiments.limitations.doc RESULTS [--doc docs/limitations.md]
+        [--data docs/data/limitations]
+
+RESULTS is the folder of ``attnlimits reproduce limitations`` (its defaults: both models, each
+in its own folder). :func:`extract` takes the few small tables the doc shows from the run's
+tables (the claims per model and x source, the critical N per L and form, E in its forms, the
+audit's head, how much x_i matters, what was run) and writes them as CSV under ``--data``;
+:func:`render` turns them into Markdown blocks, which replace the doc's blocks between
+``<!-- generated: NAME -->`` and ``<!-- /generated: NAME -->``.
+``tests/test_limitations_claims.py`` renders the committed CSVs and checks that the doc holds
+exactly those blocks, so the doc and the saved run's tables cannot drift apart; CI needs no run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from attnlimits.experiments.limitations.claims import fmt
+from attnlimits.experiments.limitations.sections import (
+    e_forms_table,
+    one_head,
+    x_source_comparison,
+)
+from attnlimits.experiments.report import markdown_table
+
+__all__ = ["block", "extract", "fill", "load", "main", "render", "save"]
+
+Data = dict[str, pd.DataFrame]
+_FORM = {"exact": "exact", "derived": "derived", "main_text": "printed"}
+
+
+def _runs(folder: Path) -> dict[str, Path]:
+    """model -> run folder: the runs below a side-by-side folder, or the folder itself."""
+    found = [folder] if (folder / "run.json").is_file() else sorted(folder.glob("*/run.json"))
+    runs = [p if p.is_dir() else p.parent for p in found]
+    if not runs:
+        raise ValueError(f"{folder} holds no limitations run (no run.json)")
+    order = folder / "tables" / "claims_by_model.parquet"
+    named = {str(json.loads((r / "run.json").read_text())["params"]["model"]): r for r in runs}
+    if order.exists():  # the order the models were run in
+        cols = list(pd.read_parquet(order).columns)
+        named = dict(sorted(named.items(), key=lambda m: cols.index(m[0]) if m[0] in cols else 99))
+    return named
+
+
+def extract(folder: Path) -> Data:
+    """The doc's tables from a finished run (a side-by-side folder or one model's run)."""
+    claims, crit, run = [], [], []
+    data: Data = {}
+    for i, (model, path) in enumerate(_runs(folder).items()):
+        meta = json.loads((path / "run.json").read_text())
+        params = meta["params"]
+        tables = {p.stem: pd.read_parquet(p) for p in (path / "tables").glob("*.parquet")}
+        cols = ["x_source", "claim", "verdict", "e_form", "robust", "alternatives", "measured"]
+        claims.append(tables["claims"][cols].assign(model=model))
+        alg3 = tables["alg3"]
+        alg3 = alg3[alg3["window"] < 0] if "window" in alg3 else alg3
+        text = [
+            f"> {int(m)}" if pd.isna(c) else str(int(c))
+            for c, m in zip(alg3["critical_n"], alg3["n_max"], strict=True)
+        ]
+        crit.append(alg3[["x_source", "L", "e_form"]].assign(model=model, critical_n=text))
+        heads = int(meta.get("model", {}).get("n_layers", 0)) * int(
+            meta.get("model", {}).get("n_heads", 0)
+        )
+        run.append(
+            {
+                "model": model,
+                "windows": params["windows"],
+                "L_max": max(params["lengths"]),
+                "x_sources": " and ".join(params["x_sources"]),
+                "heads": heads,
+                "ks_alpha": params["ks_alpha"],
+            }
+        )
+        if i == 0:  # the first model's E in three forms, its audit head, how much x_i matters
+            first = params["x_sources"][0]
+            alg1 = tables["alg1"][tables["alg1"]["x_source"] == first]
+            data["e_forms"] = fmt(e_forms_table(alg1).reset_index())
+            data["one_head"] = pd.DataFrame({"model": [model], "text": [one_head(alg1)]})
+            if len(params["x_sources"]) > 1:
+                data["x_sources"] = fmt(x_source_comparison(tables, list(params["x_sources"])))
+    data["claims"] = pd.concat(claims, ignore_index=True)
+    data["critical_n"] = pd.concat(crit, ignore_index=True)
+    data["run"] = pd.DataFrame(run)
+    return data
+
+
+def save(data: Data, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, df in data.items():
+        df.to_csv(folder / f"{name}.csv", index=False)
+
+
+def load(folder: Path) -> Data:
+    """The saved tables, every cell as the text written (numbers already formatted)."""
+    return {p.stem: pd.read_csv(p, dtype=str, keep_default_na=False) for p in folder.glob("*.csv")}
+
+
+def _verdicts(claims: pd.DataFrame) -> str:
+    """claim | E form | a column per (model, x source): the verdict and what it hinges on."""
+    cell = claims["verdict"] + claims["robust"].map(lambda r: "" if r == "yes" else f" ({r})")
+    wide = claims.assign(cell=cell, col=claims["model"] + ", x = " + claims["x_source"])
+    order = list(dict.fromkeys(wide["col"]))
+    table = wide.pivot_table(index=["claim"], columns="col", values="cell", aggfunc="first")
+    claim_order = list(dict.fromkeys(claims["claim"]))
+    form = claims.drop_duplicates("claim").set_index("claim")["e_form"]
+    table = table.reindex(claim_order)[order].reset_index()
+    table.insert(1, "E", table["claim"].map(form))
+    return markdown_table(table.fillna("—"))
+
+
+def _measured(claims: pd.DataFrame, model: str, x_source: str) -> str:
+    sub = claims[(claims["model"] == model) & (claims["x_source"] == x_source)]
+    return markdown_table(sub[["claim", "verdict", "measured", "alternatives"]])
+
+
+def _critical(crit: pd.DataFrame) -> str:
+    """model | x_i | E | the critical N per L ("> n_max": KS rejects up to the grid's end)."""
+    wide = crit.assign(E=crit["e_form"].map(_FORM).fillna(crit["e_form"]), L=crit["L"].astype(int))
+    rank = {
+        k: i for i, k in enumerate(dict.fromkeys(zip(wide["model"], wide["x_source"], strict=True)))
+    }
+    rank_e = {f: i for i, f in enumerate(_FORM.values())}
+    table = wide.pivot_table(
+        index=["model", "x_source", "E"], columns="L", values="critical_n", aggfunc="first"
+    )
+    table.columns = [f"L = {c}" for c in table.columns]
+    table = table.reset_index()
+    order = [
+        (rank[(m, x)], rank_e.get(e, 9))
+        for m, x, e in table[["model", "x_source", "E"]].itertuples(index=False)
+    ]
+    table = table.iloc[sorted(range(len(table)), key=order.__getitem__)]
+    return markdown_table(table.rename(columns={"x_source": "x_i"}).fillna("—"))
+
+
+def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
+    """Markdown per block name (the doc's ``<!-- generated: NAME -->`` blocks)."""
+    run = data["run"]
+    lines = [
+        f"- **{r.model}**: {r.windows} window{'' if str(r.windows) == '1' else 's'} of "
+        f"{r.L_max} tokens, {r.heads} heads, x_i = "
+        f"{r.x_sources}, KS at α = {r.ks_alpha} (0.05 shown beside it)"
+        for r in run.itertuples()
+    ]
+    claims = data["claims"]
+    out = {"run": "\n".join(lines), "verdicts": _verdicts(claims)}
+    for model in run["model"]:
+        for x in dict.fromkeys(claims.loc[claims["model"] == model, "x_source"]):
+            out[f"measured {model} {x}"] = _measured(claims, model, x)
+    out["critical_n"] = _critical(data["critical_n"])
+    if "e_forms" in data:
+        out["e_forms"] = markdown_table(data["e_forms"])
+    if "one_head" in data and data["one_head"]["text"][0]:
+        out["one_head"] = f"{data['one_head']['model'][0]}: {data['one_head']['text'][0]}"
+    if "x_sources" in data:
+        out["x_sources"] = markdown_table(data["x_sources"])
+    return out
+
+
+_MARK = "<!-- generated: {} -->", "<!-- /generated: {} -->"
+
+
+def block(doc: str, name: str) -> str | None:
+    """The text between the doc's markers for ``name`` (None where it has none)."""
+    found = re.search(_pattern(name), doc, flags=re.S)
+    return found.group(2) if found else None
+
+
+def _pattern(name: str) -> str:
+    """The markers of ``name`` and what lies between (nothing, in a doc not yet filled)."""
+    start, end = (re.escape(m.format(name)) for m in _MARK)
+    return f"({start}\\n)(.*?)\\n?({end})"
+
+
+def fill(doc: str, blocks: Mapping[str, str]) -> str:
+    """``doc`` with each named block replaced; a block the doc has no markers for is an error."""
+    for name, text in blocks.items():
+        found = re.search(_pattern(name), doc, flags=re.S)
+        if found is None:
+            start, end = (m.format(name) for m in _MARK)
+            raise ValueError(f"the doc has no {start} … {end} block")
+        doc = f"{doc[: found.start(2)]}{text}\n{doc[found.start(3) :]}"
+    return doc
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("results", type=Path)
+    parser.add_argument("--doc", type=Path, default=Path("docs/limitations.md"))
+    parser.add_argument("--data", type=Path, default=Path("docs/data/limitations"))
+    args = parser.parse_args(argv)
+    data = extract(args.results)
+    save(data, args.data)
+    blocks = render(load(args.data))  # what the test renders: the CSVs, not the parquet
+    args.doc.write_text(fill(args.doc.read_text(encoding="utf-8"), blocks), encoding="utf-8")
+    print(f"{args.doc}: {len(blocks)} blocks from {args.results} (tables in {args.data})")
+
+
+if __name__ == "__main__":
+    main()

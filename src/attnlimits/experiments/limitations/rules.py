@@ -1,0 +1,248 @@
+"""The verdict rules of paper A's claims: one pure function per rule, its thresholds named.
+
+Each rule turns numbers measured on a run into ``"reproduced"``, ``"partly"`` or ``"not
+reproduced"`` (a bound either holds or not: :func:`holds` has no "partly"), and ``"n/a"`` only
+where the run lacks the numbers (a NaN slope, an empty list). The docstrings say which reading
+of the paper each rule takes; the report prints the same thresholds (``claims.py`` formats them
+from these constants). ``tests/test_limitations_claims.py`` holds known answers for every
+verdict of every rule and its boundaries. :func:`combine` is the one rule that joins verdicts:
+sub-claims into a claim, and windows into the verdict over windows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+__all__ = [
+    "NA",
+    "NOT",
+    "PARTLY",
+    "REPRODUCED",
+    "about_fraction",
+    "bound_loose",
+    "combine",
+    "converges",
+    "drops",
+    "falls",
+    "holds",
+    "in_band",
+    "linear_growth",
+    "lower_loose",
+    "one_over_t",
+    "plateau",
+    "saturates",
+    "share",
+    "sub_linear",
+    "tightens",
+    "tracks",
+    "within_noise",
+]
+
+REPRODUCED, PARTLY, NOT, NA = "reproduced", "partly", "not reproduced", "n/a"
+
+# (i) "grow roughly linearly": log-log slope in LINEAR; above GROWS it grows, not linearly
+LINEAR = (0.7, 1.3)
+GROWS = 0.1
+# (i) "the bound is loose": median bound / d̃ over heads
+LOOSE, TIGHT = 2.0, 1.2
+# (ii) "plateaus": relative change of d̃ from N = 20 to the largest N
+PLATEAU, PLATEAU_PARTLY = 0.25, 0.5
+# (ii) "the bound tightens": (bound / d̃ at the largest N) / (at the smallest N)
+TIGHTENS, LOOSENS = 0.9, 1.1
+# (ii) "true and expected distances converge near N = 100": |E / d̃ − 1| at the largest N
+CONVERGED = 0.25
+# (iii) "about 0.06·L": critical N / L within a factor ABOUT of PAPER_FRACTION
+PAPER_FRACTION, ABOUT = 0.06, 2.0
+# (iii) "grows sub-linearly": log-log slope of critical N against L
+SUB_LINEAR, LINEAR_MAX = 0.9, 1.1
+# (iv) "falls until N ≈ 16": median N_s/N drops by FALLS from the first N > 1 to N = 16
+FALLS = 0.05
+# (iv) "then saturates": |change of the median| from N = 16 to the largest N
+SATURATED, SATURATED_PARTLY = 0.05, 0.15
+# (iv) "between 0.70 and 0.85"
+BAND = (0.70, 0.85)
+# (iv) "the upper bound tracks the maxima": max ≤ upper ≤ max + TRACKS at an N
+TRACKS = 0.1
+# (iv) "the lower bound is loose": median over heads and N of N_s/N − lower bound
+LOWER_LOOSE, LOWER_TIGHT = 0.3, 0.1
+# (v) "follow 1/T": log-log slope within ONE_OVER_T of −1
+ONE_OVER_T = 0.2
+# (v) "drop by about two orders of magnitude": factor ≥ 10^1.5 (two orders, to half an order)
+DROP_ABOUT, DROP_SOME = 10**1.5, 10**0.5
+# Theorem 1.2's ε: a check "holds to 3 SE" in this share of cells (chance leaves ~0.1 % out)
+WITHIN_SE = 0.99
+
+
+def _bad(value: float) -> bool:
+    return value is None or not math.isfinite(value)
+
+
+def combine(verdicts: Iterable[str]) -> str:
+    """The verdict of several: reproduced if every one is, not reproduced if every one is not,
+    partly otherwise; "n/a" ones are left out (all "n/a": "n/a"). Used for sub-claims → claim
+    and for windows → the verdict over windows (pooled and each window alone)."""
+    known = [v for v in verdicts if v != NA]
+    if not known:
+        return NA
+    if all(v == REPRODUCED for v in known):
+        return REPRODUCED
+    return NOT if all(v == NOT for v in known) else PARTLY
+
+
+def share(flags: Sequence[bool]) -> str:
+    """A statement made for every case (every head, layer, T, L, ...): reproduced if it holds
+    in all, not reproduced if in none, partly otherwise; "n/a" without cases."""
+    if len(flags) == 0:
+        return NA
+    if all(flags):
+        return REPRODUCED
+    return PARTLY if any(flags) else NOT
+
+
+def holds(fraction: float) -> str:
+    """A bound as a theorem states it: reproduced if it holds in every case (``fraction`` = 1),
+    not reproduced otherwise; a bound that fails somewhere is not a bound, so no "partly"."""
+    if _bad(fraction):
+        return NA
+    return REPRODUCED if fraction >= 1.0 else NOT
+
+
+def linear_growth(slope: float) -> str:
+    """(i) "grow roughly linearly in L", read as a log-log slope in [0.7, 1.3]; a slope ≥ 0.1
+    outside that band grows, but not linearly (partly); below 0.1 it does not grow."""
+    if _bad(slope):
+        return NA
+    if LINEAR[0] <= slope <= LINEAR[1]:
+        return REPRODUCED
+    return PARTLY if slope >= GROWS else NOT
+
+
+def bound_loose(ratio: float) -> str:
+    """(i) "the bound is ... loose": median over heads of bound / d̃ at least 2 (partly from
+    1.2; below, the bound is tight, not loose)."""
+    if _bad(ratio):
+        return NA
+    if ratio >= LOOSE:
+        return REPRODUCED
+    return PARTLY if ratio >= TIGHT else NOT
+
+
+def plateau(change: float) -> str:
+    """(ii) "d̃ plateaus beyond N ≈ 20": |relative change of mean d̃ from N = 20 to the largest
+    N| at most 25 % (partly up to 50 %)."""
+    if _bad(change):
+        return NA
+    if abs(change) <= PLATEAU:
+        return REPRODUCED
+    return PARTLY if abs(change) <= PLATEAU_PARTLY else NOT
+
+
+def tightens(ratio_change: float) -> str:
+    """(ii) "while the bound tightens", read relative to d̃: (bound / d̃ at the largest N) over
+    (bound / d̃ at the smallest N) at most 0.9; within ±10 % it stays (partly); above, the
+    bound loosens."""
+    if _bad(ratio_change):
+        return NA
+    if ratio_change <= TIGHTENS:
+        return REPRODUCED
+    return PARTLY if ratio_change <= LOOSENS else NOT
+
+
+def converges(gap_first: float, gap_last: float) -> str:
+    """(ii) "true and expected distances converge near N = 100": |E / d̃ − 1| at the largest N
+    at most 0.25; partly where the gap shrinks from the smallest N without getting there."""
+    if _bad(gap_first) or _bad(gap_last):
+        return NA
+    if gap_last <= CONVERGED:
+        return REPRODUCED
+    return PARTLY if gap_last < gap_first else NOT
+
+
+def about_fraction(fractions: Sequence[float | None]) -> str:
+    """(iii) "about 0.06·L": per L, critical N / L within a factor 2 of 0.06 ([0.03, 0.12]);
+    None (no critical N up to the grid's end) counts as outside. All L / some / none."""
+    lo, hi = PAPER_FRACTION / ABOUT, PAPER_FRACTION * ABOUT
+    return share([f is not None and lo <= f <= hi for f in fractions])
+
+
+def sub_linear(slope: float, found: int) -> str:
+    """(iii) "grows sub-linearly": log-log slope of critical N against L over the ``found`` L
+    that have one, at most 0.9 (a critical N that stays put counts: the paper's point is a
+    shrinking share of L); up to 1.1 it grows about linearly (partly); fewer than two L with a
+    critical N show no growth at all (not reproduced)."""
+    if found < 2 or _bad(slope):
+        return NOT
+    if slope <= SUB_LINEAR:
+        return REPRODUCED
+    return PARTLY if slope <= LINEAR_MAX else NOT
+
+
+def falls(drop: float) -> str:
+    """(iv) "N_s/N falls until N ≈ 16": the median over heads drops by at least 0.05 from the
+    first N > 1 to N = 16 (N = 1 is left out: N_s/N = 1 there by definition); any drop below
+    that is partly; none is not reproduced."""
+    if _bad(drop):
+        return NA
+    if drop >= FALLS:
+        return REPRODUCED
+    return PARTLY if drop > 0 else NOT
+
+
+def saturates(change: float) -> str:
+    """(iv) "then saturates": |change of the median| from N = 16 to the largest N at most 0.05
+    (partly up to 0.15)."""
+    if _bad(change):
+        return NA
+    if abs(change) <= SATURATED:
+        return REPRODUCED
+    return PARTLY if abs(change) <= SATURATED_PARTLY else NOT
+
+
+def in_band(medians: Sequence[float]) -> str:
+    """(iv) "between 0.70 and 0.85": the median over heads in [0.70, 0.85] at every N ≥ 16 /
+    some / none."""
+    return share([BAND[0] <= m <= BAND[1] for m in medians])
+
+
+def tracks(maxima: Sequence[float], uppers: Sequence[float]) -> str:
+    """(iv) "the upper bound tracks the maxima": at an N, the bound's maximum over heads lies
+    above the largest N_s/N and within 0.1 of it (a bound near 1 everywhere would lie above
+    without tracking anything). Every N given / some / none; callers leave N = 1 out, where
+    the bound is below N_s/N = 1 by construction (docs/errata.md, Theorem 2)."""
+    return share([m <= u <= m + TRACKS for m, u in zip(maxima, uppers, strict=True)])
+
+
+def lower_loose(gap: float) -> str:
+    """(iv) "the lower bound is loose": median over heads and N of N_s/N − lower bound at least
+    0.3 (partly from 0.1)."""
+    if _bad(gap):
+        return NA
+    if gap >= LOWER_LOOSE:
+        return REPRODUCED
+    return PARTLY if gap >= LOWER_TIGHT else NOT
+
+
+def one_over_t(slopes: Sequence[float]) -> str:
+    """(v) "for T < 0.1 the curves follow 1/T": per ε, log-log slope of the curve over T < 0.1
+    within 0.2 of −1. Every ε / some / none."""
+    known = [s for s in slopes if not _bad(s)]
+    lo, hi = -1 - ONE_OVER_T, -1 + ONE_OVER_T  # [−1.2, −0.8], as a band: its ends are exact
+    return share([lo <= s <= hi for s in known])
+
+
+def drops(factor: float) -> str:
+    """(v) "for T ≥ 1 they drop by about two orders of magnitude": the smallest factor over ε
+    from T = 0.1 to T = 1 at least 10^1.5 (partly from 10^0.5: a drop, not of two orders)."""
+    if _bad(factor):
+        return NA
+    if factor >= DROP_ABOUT:
+        return REPRODUCED
+    return PARTLY if factor >= DROP_SOME else NOT
+
+
+def within_noise(shares: Sequence[float]) -> str:
+    """Theorem 1.2's ε = E exact − E derived: each check (ε ≥ 0, ε ≤ each printed bound) holds
+    to 3 standard errors of E exact in at least 99 % of the cells (3 SE leave about 0.1 % out
+    by chance alone). Every check / some / none."""
+    return share([s >= WITHIN_SE for s in shares if not _bad(s)])
