@@ -121,3 +121,18 @@ def test_stats_with_grad_keep_autograd_through_the_blocks(gen):
     st = streaming_attention(q, k, v, "adaptive", block_size=2, return_stats=True)
     st.output.sum().backward()
     assert q.grad is not None
+
+
+@pytest.mark.parametrize("cap", [2.0, 50.0, 200.0])
+def test_softcap_forward_without_running_max(gen, cap):
+    """The forward's fixed-shift softcap path (caps up to ~86 in float32) and its online
+    fallback both match the float64 definition, with logits far beyond ±cap (spread 30)."""
+    from attnlimits.kernels._passes import Problem, unshifted_cap
+
+    q, k, v = inputs(gen, Lq=40, Lk=50, spread=30.0)
+    got = streaming_attention(q, k, v, "softcap", causal=True, block_size=16, cap=cap)
+    want = naive_attention(q.double(), k.double(), v.double(), "softcap", causal=True, cap=cap)
+    assert rel_err(got, want) < 2e-6
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+    p = Problem(q, k, v, None, True, 10, 1.0, 16, torch.float32, cap, None)
+    assert unshifted_cap(p) == (cap < 86.0)

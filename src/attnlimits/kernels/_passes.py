@@ -87,15 +87,21 @@ def block_scores(
     return s, keep, dcap
 
 
-def _rescale(m: Tensor, s: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Online-softmax step: new max m', e = exp(s − m'), alpha = e^{m−m'}, d = s − m'."""
+def _rescale(m: Tensor, s: Tensor, clamp: bool = True) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Online-softmax step: new max m', e = exp(s − m'), alpha = e^{m−m'}, d = s − m'.
+
+    ``clamp``: d ≥ −1000 (finite where masked) for the entropy's d·e terms; without it the
+    masked entries keep d = −inf, which exp still sends to 0.
+    """
     m_new = torch.maximum(m, s.amax(-1))
     m_safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)  # all-masked so far
     alpha = torch.exp(m - m_safe)
     if s.requires_grad:  # autograd needs s (for amax) untouched
         d = (s - m_safe[..., None]).clamp_min(NEG_CLAMP)
     else:  # in place: s is not needed afterwards
-        d = s.sub_(m_safe[..., None]).clamp_min_(NEG_CLAMP)
+        d = s.sub_(m_safe[..., None])
+        if clamp:
+            d = d.clamp_min_(NEG_CLAMP)
     return m_new, torch.exp(d), alpha, d
 
 
@@ -156,15 +162,19 @@ class Output(NamedTuple):
 
 
 def output_pass(
-    p: Problem, qf: Tensor, coef: Tensor, i0: int, i1: int, want_entropy: bool, want_l: bool
-) -> Output:
+    p: Problem, qf: Tensor, coef: Tensor, i0: int, i1: int, want_entropy: bool, want_l: bool,
+    unshifted: bool = False,
+) -> Output:  # fmt: skip
     """Pass 2: online softmax(coef·l) @ v for query rows [i0, i1); coef is [B, Hkv, G·bq].
 
     A sink (softmax1, sink_softmax) is one more logit of value 0: the running state starts at
     m = sink, Z = 1, acc = 0, so it enters the denominator only (and H, as one more outcome).
     ``want_l`` also accumulates ``Σ w l v`` and ``Σ w l`` (w the applied weights, l the logits
-    before ``coef``): with them the backward gets dL/dc without another pass.
+    before ``coef``): with them the backward gets dL/dc without another pass. ``unshifted``:
+    softcap without a running maximum (:func:`unshifted_cap` said so).
     """
+    if unshifted and not (want_entropy or want_l):
+        return _capped_output_pass(p, qf, i0, i1)
     B, Hkv, G = p.q5.shape[:3]
     bq = i1 - i0
     m = torch.full((B, Hkv, G * bq), -math.inf, dtype=p.acc, device=qf.device)
@@ -180,7 +190,7 @@ def output_pass(
     for j0 in key_range(p, i0, i1):
         j1 = min(j0 + p.block, p.k.shape[2])
         s, _, _ = block_scores(p, qc, i0, i1, j0, j1)
-        m_new, e, alpha, d = _rescale(m, s)
+        m_new, e, alpha, d = _rescale(m, s, clamp=want_entropy or want_l)
         if want_entropy:
             delta = torch.where(Z > 0, m - m_new, torch.zeros_like(m))
             U = alpha * (U + delta * Z) + (e * d).sum(-1)
@@ -201,6 +211,46 @@ def output_pass(
         None if lv is None else lv / Zs[..., None],
         None if lbar is None else lbar / Zs,
     )
+
+
+def unshifted_cap(p: Problem) -> bool:
+    """Whether softcap's weights e^{cap·tanh(l/cap)} can be summed with no running maximum.
+
+    Every capped logit lies in [−cap, cap], so e^{±cap} must be normal numbers of the
+    accumulation dtype and ``n·e^{cap}·max|v|`` must not overflow: then the fixed shift 0 loses
+    nothing (each weight keeps full relative precision) and the online max, its rescaling and
+    the subtraction disappear (docs/kernels.md). Gemma 2's cap 50 qualifies in float32.
+    """
+    if p.cap is None or p.sink is not None:
+        return False
+    info = torch.finfo(p.acc)
+    if p.cap >= -math.log(info.tiny) - 1.0:
+        return False
+    vmax = float(p.v.detach().abs().amax()) if p.v.numel() else 0.0
+    return math.exp(p.cap) * max(p.k.shape[2], 1) * max(vmax, 1.0) < info.max * 1e-4
+
+
+def _capped_output_pass(p: Problem, qf: Tensor, i0: int, i1: int) -> Output:
+    """Pass 2 for softcap with the fixed shift 0 (see :func:`unshifted_cap`): per block one
+    matmul, the cap through a sigmoid and exp in place on one buffer, and a second matmul."""
+    assert p.cap is not None
+    B, Hkv, G = p.q5.shape[:3]
+    bq = i1 - i0
+    Z = torch.zeros((B, Hkv, G * bq), dtype=p.acc, device=qf.device)
+    acc = torch.zeros((B, Hkv, G * bq, p.v.shape[-1]), dtype=p.acc, device=qf.device)
+    qs = qf * (2.0 / p.cap)
+    for j0 in key_range(p, i0, i1):
+        j1 = min(j0 + p.block, p.k.shape[2])
+        kb = p.k[:, :, j0:j1].to(p.acc)  # (B, Hkv, bk, d)
+        # cap·tanh(l/cap) = 2cap·σ(2l/cap) − cap: torch's sigmoid is ~3× faster than its tanh
+        e = (qs @ kb.transpose(-1, -2)).sigmoid_().mul_(2.0 * p.cap).sub_(p.cap).exp_()
+        keep = keep_block(p, i0, i1, j0, j1)
+        if keep is not None:
+            e.view(B, Hkv, G, bq, j1 - j0).masked_fill_(~keep, 0.0)
+        Z += e.sum(-1)
+        acc += e @ p.v[:, :, j0:j1].to(p.acc)
+    Zs = torch.where(Z > 0, Z, torch.ones_like(Z))
+    return Output(acc / Zs[..., None], None, row_lse(torch.zeros_like(Z), Z), None, None)
 
 
 class Forward(NamedTuple):
@@ -250,6 +300,7 @@ def forward_blocks(
     lv = torch.zeros((B, Hkv, G, Lq, dv), dtype=p.acc, device=dev) if adaptive_grad else None
     length_scaled = normalizer not in ("softmax", "adaptive", *UNIT_TEMPERATURE)
     need_pass1 = normalizer == "adaptive" or stats or (length_scaled and p.mask5 is not None)
+    unshifted = unshifted_cap(p)
     for i0 in range(0, Lq, p.block):
         i1 = min(i0 + p.block, Lq)
         bq = i1 - i0
@@ -265,7 +316,7 @@ def forward_blocks(
         else:
             assert st is not None
             c = adaptive_beta(st.entropy, opts["coeffs"], opts["threshold"])
-        o = output_pass(p, qf, c, i0, i1, want_entropy=stats, want_l=adaptive_grad)
+        o = output_pass(p, qf, c, i0, i1, stats, adaptive_grad, unshifted)
         out[:, :, :, i0:i1] = o.out.view(B, Hkv, G, bq, dv)
         pairs = [(c_all, c), (lse_all, o.lse), (Hout_all, o.entropy), (n_all, n)]
         if st is not None:
