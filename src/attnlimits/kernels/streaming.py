@@ -156,6 +156,11 @@ def streaming_attention(
     :math:`-\sum p \log p`. They differ by :math:`\sum p \log(1 + 10^{-9}/p) \in [0, n·10^{-9}]`
     and β(H) is continuous (β = 1 up to H ≈ 0.849, past the 0.5 threshold), so β moves by
     at most about :math:`3 n · 10^{-9}`.
+
+    Under autograd (an input requires grad, ``return_stats=False``) the backward recomputes each
+    block's weights from the saved per-row log-sum-exp: O(L·d) memory, adaptive's gradient
+    flowing through β(H) as in the listing (``docs/kernels.md``, "Backward at O(L) memory").
+    With ``return_stats=True`` autograd goes through the block ops instead (O(L²) memory).
     """
     opts = resolve_params(normalizer, params)
     scale, mask = check_inputs(q, k, v, mask, scale, block_size)
