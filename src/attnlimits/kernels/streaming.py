@@ -16,11 +16,12 @@ scaled logits ``l = scale·q·k`` times a per-row inverse temperature ``c``:
 - ``"softmax1"``, ``"sink_softmax"``: c = 1 and one more logit (0, or a sink per query head)
   that takes weight but has no value: the online state starts from it, one pass.
 
-Pass 1 (:func:`_stats_pass`) streams the keys keeping per row the running maximum ``m``,
-``Z = Σ exp(l − m)`` and ``U = Σ exp(l − m)·(l − m)``; when ``m`` grows to ``m'`` both are
-rescaled flash-style: ``Z ← e^{m−m'} Z``, ``U ← e^{m−m'} (U + (m − m')·Z)``. At the end
-``H = log Z − U/Z`` is exactly ``−Σ p log p`` with ``p = softmax(l)``. Pass 2
-(:func:`_output_pass`) is the online softmax of ``c·l`` applied to ``v``.
+Pass 1 streams the keys for each row's entropy and log-sum-exp, pass 2 is the online softmax
+of ``c·l`` applied to ``v`` (:mod:`attnlimits.kernels._passes`). When autograd needs a gradient
+(and no statistics are asked for), the passes run inside :class:`~._backward.StreamedAttention`,
+which keeps O(L) per-row statistics and recomputes each block's weights in its backward, so
+training never holds a ``[query, key]`` map either (``docs/kernels.md``, "Backward at O(L)
+memory").
 
 On CUDA, calls without a mask (or with a key-padding mask) run the fused Triton kernel of
 :mod:`attnlimits.kernels.triton_attention` instead (``backend="auto"``).
@@ -28,172 +29,27 @@ On CUDA, calls without a mask (or with a key-padding mask) run the fused Triton 
 
 from __future__ import annotations
 
-import math
-from typing import Any, Literal, NamedTuple, overload
+from typing import Any, Literal, overload
 
 import torch
 from torch import Tensor
 
+from attnlimits.kernels._backward import StreamedAttention
+from attnlimits.kernels._passes import Problem, forward_blocks
 from attnlimits.kernels.spec import (
     NORMALIZERS,
-    UNIT_TEMPERATURE,
     AttentionStats,
     check_inputs,
-    inverse_temperature,
     logit_cap,
     resolve_params,
     sink_logits,
-    visible_keys,
 )
-from attnlimits.normalizers.adaptive import adaptive_beta
 
 __all__ = ["NORMALIZERS", "AttentionStats", "Backend", "streaming_attention"]
 
 Backend = Literal["auto", "torch", "triton"]
 #: Normalisers the fused Triton kernel implements.
 _TRITON = ("softmax", "ssmax", "adaptive")
-
-
-# exp(-1000) is exactly 0 in float32 and float64 (float64's smallest subnormal is e^-744.4):
-# clamping the shifted logits there turns −inf (masked) into a finite number of weight exactly 0,
-# so the entropy term 0·(l − m) is 0 rather than NaN.
-_NEG_CLAMP = -1000.0
-
-
-class _Problem(NamedTuple):
-    q5: Tensor  # [B, Hkv, G, Lq, d]
-    k: Tensor  # [B, Hkv, Lk, d]
-    v: Tensor  # [B, Hkv, Lk, dv]
-    mask5: Tensor | None  # [B, Hkv, G, Lq, Lk], an expanded view of the caller's mask
-    causal: bool
-    offset: int  # query i sits at key position offset + i
-    scale: float
-    block: int
-    acc: torch.dtype  # float32, or float64 for float64 inputs
-    cap: float | None  # softcap: logits l -> cap·tanh(l/cap) before anything else
-    sink: Tensor | None  # [Hkv, G] sink logit per query head (softmax1, sink_softmax)
-
-
-def _key_range(p: _Problem, i0: int, i1: int) -> range:
-    """Key-block starts that query rows [i0, i1) can see (all of them unless causal)."""
-    Lk = p.k.shape[2]
-    stop = Lk if not p.causal else max(0, min(Lk, p.offset + i1))
-    return range(0, stop, p.block)
-
-
-def _keep(p: _Problem, i0: int, i1: int, j0: int, j1: int) -> Tensor | None:
-    """Boolean keep-mask of one block, broadcastable to [B, Hkv, G, bq, bk]; None = keep all."""
-    keep = None if p.mask5 is None else p.mask5[:, :, :, i0:i1, j0:j1]
-    if p.causal and j1 - 1 > p.offset + i0:  # the block reaches above the diagonal
-        qpos = torch.arange(i0, i1, device=p.k.device) + p.offset
-        kpos = torch.arange(j0, j1, device=p.k.device)
-        tri = kpos[None, :] <= qpos[:, None]  # (bq, bk)
-        keep = tri if keep is None else keep & tri
-    return keep
-
-
-def _scores(
-    p: _Problem, qf: Tensor, i0: int, i1: int, j0: int, j1: int
-) -> tuple[Tensor, Tensor | None]:
-    """Scaled logits of one block, masked entries −inf: ([B, Hkv, G·bq, bk], keep)."""
-    B, Hkv, G = p.q5.shape[:3]
-    kb = p.k[:, :, j0:j1].to(p.acc)  # (B, Hkv, bk, d)
-    s = qf @ kb.transpose(-1, -2)  # (B, Hkv, G·bq, bk)
-    if p.cap is not None:
-        s = torch.tanh(s / p.cap) * p.cap
-    keep = _keep(p, i0, i1, j0, j1)
-    if keep is not None:
-        s.view(B, Hkv, G, i1 - i0, j1 - j0).masked_fill_(~keep, -math.inf)
-    return s, keep
-
-
-def _rescale(m: Tensor, s: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Online-softmax step: new max m', e = exp(s − m'), alpha = e^{m−m'}, d = s − m'."""
-    m_new = torch.maximum(m, s.amax(-1))
-    m_safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)  # all-masked so far
-    alpha = torch.exp(m - m_safe)
-    if s.requires_grad:  # autograd needs s (for amax) untouched
-        d = (s - m_safe[..., None]).clamp_min(_NEG_CLAMP)
-    else:  # in place: s is not needed afterwards
-        d = s.sub_(m_safe[..., None]).clamp_min_(_NEG_CLAMP)
-    return m_new, torch.exp(d), alpha, d
-
-
-def _entropy(Z: Tensor, U: Tensor) -> Tensor:
-    """H = log Z − U/Z, with U = Σ e^{l−m}(l − m); 0 where Z = 0 (all keys masked)."""
-    pos = Z > 0
-    Zs = torch.where(pos, Z, torch.ones_like(Z))
-    return torch.where(pos, torch.log(Zs) - U / Zs, torch.zeros_like(Z)).clamp_min_(0.0)
-
-
-def _stats_pass(p: _Problem, qf: Tensor, i0: int, i1: int) -> tuple[Tensor, Tensor | None]:
-    """Pass 1 over the keys for query rows [i0, i1): (H of softmax(l), kept-key counts or None).
-
-    Returns per-row tensors of shape [B, Hkv, G·bq]; counts only when a mask is given (otherwise
-    they follow from the shapes, see :func:`_analytic_counts`).
-    """
-    B, Hkv, G = p.q5.shape[:3]
-    bq = i1 - i0
-    m = torch.full((B, Hkv, G * bq), -math.inf, dtype=p.acc, device=qf.device)
-    Z = torch.zeros_like(m)
-    U = torch.zeros_like(m)
-    n = (
-        torch.zeros((B, Hkv, G, bq), dtype=torch.int64, device=qf.device)
-        if p.mask5 is not None
-        else None
-    )
-    for j0 in _key_range(p, i0, i1):
-        j1 = min(j0 + p.block, p.k.shape[2])
-        s, keep = _scores(p, qf, i0, i1, j0, j1)
-        m_new, e, alpha, d = _rescale(m, s)
-        delta = torch.where(Z > 0, m - m_new, torch.zeros_like(m))  # e^{m−m'}·(m − m')·Z term
-        U = alpha * (U + delta * Z) + (e * d).sum(-1)
-        Z = alpha * Z + e.sum(-1)
-        m = m_new
-        if n is not None:
-            n = n + (keep.sum(-1) if keep is not None else j1 - j0)
-    return _entropy(Z, U), None if n is None else n.reshape(B, Hkv, G * bq)
-
-
-def _output_pass(
-    p: _Problem, qf: Tensor, coef: Tensor, i0: int, i1: int, want_entropy: bool
-) -> tuple[Tensor, Tensor | None]:
-    """Pass 2: online softmax(coef·l) @ v for query rows [i0, i1); coef is [B, Hkv, G·bq].
-
-    Returns (output [B, Hkv, G·bq, dv] in the accumulation dtype, H of the applied weights or None).
-    A sink (softmax1, sink_softmax) is one more logit of value 0: the running state starts at
-    m = sink, Z = 1, acc = 0, so it enters the denominator only (and H, as one more outcome).
-    """
-    B, Hkv, G = p.q5.shape[:3]
-    bq = i1 - i0
-    m = torch.full((B, Hkv, G * bq), -math.inf, dtype=p.acc, device=qf.device)
-    Z = torch.zeros_like(m)
-    if p.sink is not None:
-        m = p.sink.to(p.acc)[None, :, :, None].expand(B, Hkv, G, bq).reshape(B, Hkv, G * bq)
-        Z = torch.ones_like(m)
-    U = torch.zeros_like(m)
-    acc = torch.zeros((B, Hkv, G * bq, p.v.shape[-1]), dtype=p.acc, device=qf.device)
-    qc = qf * coef[..., None]  # fold the per-row inverse temperature into the queries
-    for j0 in _key_range(p, i0, i1):
-        j1 = min(j0 + p.block, p.k.shape[2])
-        s, _ = _scores(p, qc, i0, i1, j0, j1)
-        m_new, e, alpha, d = _rescale(m, s)
-        if want_entropy:
-            delta = torch.where(Z > 0, m - m_new, torch.zeros_like(m))
-            U = alpha * (U + delta * Z) + (e * d).sum(-1)
-        Z = alpha * Z + e.sum(-1)
-        acc = acc * alpha[..., None] + e @ p.v[:, :, j0:j1].to(p.acc)  # (B, Hkv, G·bq, dv)
-        m = m_new
-    Zs = torch.where(Z > 0, Z, torch.ones_like(Z))  # all-masked rows: acc = 0 -> output 0
-    return acc / Zs[..., None], _entropy(Z, U) if want_entropy else None
-
-
-def _analytic_counts(p: _Problem, i0: int, i1: int) -> Tensor:
-    """Kept keys per row without a mask: Lk, or under causal the query position + 1 (clipped)."""
-    B, Hkv, G = p.q5.shape[:3]
-    Lk = p.k.shape[2]
-    n = visible_keys(torch.arange(i0, i1, device=p.k.device) + p.offset, Lk, p.causal)
-    return n.expand(B, Hkv, G, i1 - i0).reshape(B, Hkv, G * (i1 - i0))  # (B, Hkv, G·bq)
 
 
 def _sinks(normalizer: str, opts: dict[str, Any], Hkv: int, G: int, device: Any) -> Tensor | None:
@@ -300,6 +156,11 @@ def streaming_attention(
     :math:`-\sum p \log p`. They differ by :math:`\sum p \log(1 + 10^{-9}/p) \in [0, n·10^{-9}]`
     and β(H) is continuous (β = 1 up to H ≈ 0.849, past the 0.5 threshold), so β moves by
     at most about :math:`3 n · 10^{-9}`.
+
+    Under autograd (an input requires grad, ``return_stats=False``) the backward recomputes each
+    block's weights from the saved per-row log-sum-exp: O(L·d) memory, adaptive's gradient
+    flowing through β(H) as in the listing (``docs/kernels.md``, "Backward at O(L) memory").
+    With ``return_stats=True`` autograd goes through the block ops instead (O(L²) memory).
     """
     opts = resolve_params(normalizer, params)
     scale, mask = check_inputs(q, k, v, mask, scale, block_size)
@@ -316,44 +177,21 @@ def streaming_attention(
     Hkv, Lk, dv = k.shape[1], k.shape[2], v.shape[-1]
     G = Hq // Hkv
     acc = torch.float64 if q.dtype == torch.float64 else torch.float32
-    p = _Problem(
+    p = Problem(
         q5=q.unflatten(1, (Hkv, G)),  # (B, Hkv, G, Lq, d), a view
         k=k, v=v,
         mask5=None if mask is None else mask.unflatten(1, (Hkv, G)),  # (B, Hkv, G, Lq, Lk), a view
         causal=causal, offset=Lk - Lq, scale=scale, block=block_size, acc=acc,
         cap=logit_cap(normalizer, opts), sink=_sinks(normalizer, opts, Hkv, G, q.device),
     )  # fmt: skip
-    out = torch.empty((B, Hkv, G, Lq, dv), dtype=q.dtype, device=q.device)
-    stats = [torch.zeros((B, Hkv, G, Lq), dtype=acc, device=q.device) for _ in range(3)]
-    counts = torch.zeros((B, Hkv, G, Lq), dtype=torch.int64, device=q.device)
-    for i0 in range(0, Lq, block_size):
-        i1 = min(i0 + block_size, Lq)
-        bq = i1 - i0
-        qf = (p.q5[:, :, :, i0:i1].to(acc) * scale).reshape(B, Hkv, G * bq, -1)  # (B, Hkv, G·bq, d)
-        length_scaled = normalizer not in ("softmax", "adaptive", *UNIT_TEMPERATURE)
-        need_pass1 = (
-            normalizer == "adaptive" or return_stats or (length_scaled and mask is not None)
-        )
-        H, n = _stats_pass(p, qf, i0, i1) if need_pass1 else (None, None)
-        if n is None:
-            n = _analytic_counts(p, i0, i1)
-        if normalizer == "softmax":
-            c = torch.full_like(qf[..., 0], 1.0 / float(opts["temperature"]))
-        elif normalizer in UNIT_TEMPERATURE:
-            c = torch.ones_like(qf[..., 0])
-        elif length_scaled:  # ssmax, logn, yarn, llama4_temperature; n = 0: row masked anyway
-            c = inverse_temperature(normalizer, opts, n.to(acc))
-        else:
-            assert H is not None
-            c = adaptive_beta(H, opts["coeffs"], opts["threshold"])
-        o, H_out = _output_pass(p, qf, c, i0, i1, want_entropy=return_stats)
-        out[:, :, :, i0:i1] = o.view(B, Hkv, G, bq, dv)
-        if return_stats:
-            for dst, src in zip(stats, (H, c, H_out), strict=True):
-                dst[:, :, :, i0:i1] = src.view(B, Hkv, G, bq)  # type: ignore[union-attr]
-            counts[:, :, :, i0:i1] = n.view(B, Hkv, G, bq)
-    out4 = out.view(B, Hq, Lq, dv)
+    wants_grad = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v))
+    if wants_grad and not return_stats:
+        out: Tensor = StreamedAttention.apply(q, k, v, p, normalizer, opts)
+        return out
+    f = forward_blocks(p, normalizer, opts, stats=return_stats, grad=False)
+    out4 = f.out.view(B, Hq, Lq, dv)
     if not return_stats:
         return out4
-    H_all, c_all, Hout_all = (x.view(B, Hq, Lq) for x in stats)
-    return AttentionStats(out4, H_all, c_all, Hout_all, counts.view(B, Hq, Lq))
+    assert f.entropy is not None and f.out_entropy is not None and f.n_keys is not None
+    H, c, H_out, n = (x.view(B, Hq, Lq) for x in (f.entropy, f.beta, f.out_entropy, f.n_keys))
+    return AttentionStats(out4, H, c, H_out, n)
