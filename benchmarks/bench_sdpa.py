@@ -15,6 +15,7 @@ building the model and inputs).
 Usage::
 
     python benchmarks/bench_sdpa.py --L 8192
+    python benchmarks/bench_sdpa.py --L 8192 --threads 1   # steadier on a loaded machine
     python benchmarks/bench_sdpa.py --L 8192 --kernel streaming --names adaptive logn
     python benchmarks/bench_sdpa.py --L 0 --memory 4096 --names adaptive
 """
@@ -114,9 +115,12 @@ def main() -> None:
     ap.add_argument("--names", nargs="+", default=NAMES, help="attnlimits_<name> to time")
     ap.add_argument("--kernel", nargs="+", default=["sdpa"], choices=["sdpa", "streaming"])
     ap.add_argument("--memory", type=int, nargs="*", default=[], help="L for forward+backward")
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's own)")
     a = ap.parse_args()
     import torch
 
+    if a.threads:
+        torch.set_num_threads(a.threads)
     print(
         f"# {platform.processor() or platform.machine()}, torch {torch.__version__}, "
         f"threads={torch.get_num_threads()}, layers={a.layers}, float32, causal; "
