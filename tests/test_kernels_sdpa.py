@@ -193,6 +193,10 @@ def test_fallback_to_the_streaming_kernel_with_a_reason():
         sdpa_attention(q, k, v, "softcap", dropout_p=0.1)
     with pytest.raises(ValueError, match="dropout_p"):
         sdpa_attention(q, k, v, "softmax", dropout_p=1.0)
+    with pytest.raises(ValueError, match="unknown normalizer"):
+        sdpa_attention(q, k, v, "softermax", fallback=False)
+    with pytest.raises(ValueError, match="must be"):
+        sdpa_attention(q[0], k, v, "softmax")
 
 
 @pytest.mark.parametrize("name", ["softmax", "logn", "softmax1", "sink_softmax", "adaptive"])

@@ -242,6 +242,8 @@ def sdpa_attention(
     """
     if not (isinstance(dropout_p, (int, float)) and 0.0 <= dropout_p < 1.0):
         raise ValueError(f"dropout_p must lie in [0, 1), got {dropout_p!r}")
+    opts = resolve_params(normalizer, params)
+    scale, _ = check_inputs(q, k, v, mask, scale, block_size)
     reason = sdpa_unsupported(normalizer, q)
     if reason is not None:
         if not fallback:
@@ -256,8 +258,6 @@ def sdpa_attention(
             q, k, v, normalizer, mask=mask, causal=causal, scale=scale, block_size=block_size,
             **params,
         )  # fmt: skip
-    opts = resolve_params(normalizer, params)
-    scale, _ = check_inputs(q, k, v, mask, scale, block_size)
     if mask is not None:  # the caller's shape, not broadcast: SDPA broadcasts it without copies
         mask = mask.reshape((1,) * (4 - mask.ndim) + tuple(mask.shape))
     keep, is_causal, n = _layout(q, k, mask, causal)
