@@ -3,7 +3,8 @@
 A random Llama with SmolLM2-135M's attention shapes (9 query heads, 3 key/value heads, head
 dimension 64, hidden 576; ``--layers`` layers, small vocabulary, no LM head), one causal
 sequence of L tokens, float32, forward under ``no_grad``. Every implementation runs on the same
-weights, interleaved (one call of each in turn, ``--repeats`` rounds, best kept), so a ratio
+weights, interleaved (one call of each in turn, in alternating order, ``--repeats`` rounds, best
+kept), so a ratio
 ``t_sdpa / t_name`` (1.0 = SDPA's speed) compares calls that shared the machine's load; the
 load average is printed before and after. ``--kernel streaming`` adds each normaliser's
 streaming kernel (``config.attnlimits_params = {"kernel": "streaming"}``) beside its SDPA path.
@@ -66,8 +67,8 @@ def speed(L: int, layers: int, repeats: int, impls: list[tuple[str, str, dict[st
     ids = torch.randint(0, 1024, (1, L), generator=torch.Generator().manual_seed(0))
     best = {label: float("inf") for label, _, _ in impls}
     with torch.no_grad():
-        for _ in range(repeats):
-            for label, impl, params in impls:
+        for r in range(repeats):  # alternate the order, so no name always follows another
+            for label, impl, params in impls if r % 2 == 0 else impls[::-1]:
                 model.set_attn_implementation(impl)
                 model.config.attnlimits_params = params
                 t0 = time.perf_counter()
