@@ -162,8 +162,8 @@ def test_patch_restores_on_error_and_rejects_bad_input():
         logits(model, ids)
     with pytest.raises(ValueError, match="unknown"):
         K.register("bad", "adaptive", temperature=2.0)
-    model.train()  # attention dropout is not implemented: refuse rather than ignore it
-    with pytest.raises(ValueError, match="dropout"), K.patch(model, "softmax"):
+    model.train()  # the streaming kernel has no attention dropout: refuse rather than ignore it
+    with pytest.raises(ValueError, match="dropout"), K.patch(model, "softmax", kernel="streaming"):
         model(ids)
 
 

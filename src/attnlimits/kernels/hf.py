@@ -1,9 +1,10 @@
-"""Hugging Face transformers integration: the streaming kernels as ``attn_implementation`` names.
+"""Hugging Face transformers integration: the attention kernels as ``attn_implementation`` names.
 
 Importing :mod:`attnlimits.kernels` registers (idempotently) an ``attn_implementation`` name
 for every normaliser of :mod:`attnlimits.normalizers` with transformers' ``AttentionInterface``
-and, for their masks, with ``ALL_MASK_ATTENTION_FUNCTIONS``. Three run the streaming kernels
-(O(L) memory):
+and, for their masks, with ``ALL_MASK_ATTENTION_FUNCTIONS``: ``attnlimits_<name>`` for every
+``<name>`` of :func:`attnlimits.normalizers.available` (``attnlimits_softmax_t`` is another name
+for ``attnlimits_softmax``). Three have named parameters of their own:
 
 =========================  ============  ==============================================
 name                       normaliser    parameters (``config.attnlimits_params``)
@@ -13,18 +14,22 @@ name                       normaliser    parameters (``config.attnlimits_params`
 ``attnlimits_adaptive``    ``adaptive``  ``coeffs``, ``threshold`` (paper B's listing)
 =========================  ============  ==============================================
 
-Every other registry entry ``<name>`` is ``attnlimits_<name>``: the length scalings (``logn``,
-``yarn``, ``llama4_temperature``), ``softcap``, ``softmax1`` and ``sink_softmax`` (``sink``: one
-logit, or a list with one per query head) through :func:`streaming_attention`, the rest
-(``attnlimits_sparsemax``, ``attnlimits_softpick``, ...) through
+The normalisers of :data:`~attnlimits.kernels.spec.NORMALIZERS` (the three above, the length
+scalings ``logn``, ``yarn``, ``llama4_temperature``, ``ssmax_trained``, ``softcap``,
+``softmax1`` and ``sink_softmax`` with ``sink``: one logit, or a list with one per query head)
+run by default through PyTorch's SDPA (:func:`~attnlimits.kernels.sdpa.sdpa_attention`, O(L)
+memory forward and backward, attention dropout supported); softcap, which has no SDPA form, and
+``{"kernel": "streaming"}`` in the parameters run :func:`streaming_attention` (no dropout). The
+rest (``attnlimits_sparsemax``, ``attnlimits_softpick``, ...) run
 :func:`~attnlimits.kernels.chunked.chunked_attention`: materialised one block of
 ``block_size`` query rows at a time (peak about three ``[B, Hq, block_size, Lk]`` tensors), its
 parameters those of the normaliser (``config.attnlimits_params = {"train_length": 4096}``).
 
 Parameters reach the kernel through the model, not through module-level state: each attention
-call reads the dict ``module.config.attnlimits_params`` (missing = defaults; the key
-``block_size`` is accepted too). :func:`patch` sets and restores it; :func:`register` instead
-freezes parameters into a closure under a new name, which then ignores the config.
+call reads the dict ``module.config.attnlimits_params`` (missing = defaults; the keys
+``block_size`` and ``kernel`` are accepted too). :func:`patch` sets and restores it;
+:func:`register` instead freezes parameters into a closure under a new name, which then ignores
+the config.
 
 Masks: the names use transformers' ``sdpa_mask``, a boolean ``[B, 1, Lq, Lk]`` keep-mask, or
 ``None`` when the pattern is plain causal (``Lq == Lk``, or an empty static cache) or a
@@ -44,6 +49,7 @@ from torch import Tensor, nn
 from attnlimits.hf_bridge import additive_bias, keep_mask, register_attention, using_attention
 from attnlimits.kernels.chunked import chunked_attention
 from attnlimits.kernels.reference import naive_attention
+from attnlimits.kernels.sdpa import SDPA_NORMALIZERS, sdpa_attention
 from attnlimits.kernels.spec import NORMALIZERS, resolve_params
 from attnlimits.kernels.streaming import streaming_attention
 from attnlimits.normalizers import available, get
@@ -57,16 +63,37 @@ __all__ = [
     "register",
 ]
 
-#: Registered implementation name -> normaliser: the three streamed ones, then every other
-#: registry entry as ``attnlimits_<name>`` (materialised per block of query rows).
+#: Registered implementation name -> normaliser: the three with names of their own, then every
+#: registry entry as ``attnlimits_<name>`` (``attnlimits_softmax`` = ``attnlimits_softmax_t``).
 HF_NAMES: dict[str, str] = {
     "attnlimits_softmax_t": "softmax",
     "attnlimits_ssmax": "ssmax",
     "attnlimits_adaptive": "adaptive",
-} | {f"attnlimits_{n}": n for n in available() if n not in ("softmax", "ssmax", "adaptive")}
+} | {f"attnlimits_{n}": n for n in available() if n not in ("ssmax", "adaptive")}
 #: Config attribute holding the kernel parameters of the built-in names.
 CONFIG_ATTR = "attnlimits_params"
+#: Values of the ``kernel`` parameter: SDPA where a normaliser has an SDPA form (default), or
+#: always the streaming kernel (the reference).
+KERNELS = ("sdpa", "streaming")
 _DEFAULT_BLOCK = 256
+
+
+def _kernel_choice(params: dict[str, Any]) -> str:
+    """Pop and check the ``kernel`` parameter (default ``"sdpa"``)."""
+    kernel = params.pop("kernel", "sdpa")
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {list(KERNELS)}, got {kernel!r}")
+    return str(kernel)
+
+
+def _no_dropout(dropout: float, what: str) -> None:
+    """Refuse attention dropout for a kernel without it, naming the ways out."""
+    if dropout:
+        raise ValueError(
+            f"{what} has no attention dropout (got {dropout}): call model.eval() or set the "
+            "model's attention dropout to 0 for training, or use a normaliser with an SDPA "
+            f"form ({', '.join(SDPA_NORMALIZERS)}) with the default kernel='sdpa'"
+        )
 
 
 def _kernel_mask(mask: Tensor) -> Tensor:
@@ -81,16 +108,20 @@ def _kernel_mask(mask: Tensor) -> Tensor:
 def make_attention_function(
     normalizer: str, *, frozen: dict[str, Any] | None = None, naive: bool = False
 ) -> Callable[..., tuple[Tensor, None]]:
-    """An ``AttentionInterface`` function running :func:`streaming_attention` with ``normalizer``.
+    """An ``AttentionInterface`` function running ``normalizer``'s kernel (SDPA/streaming/chunked).
 
     Parameters
     ----------
     normalizer : str
-        ``"softmax"``, ``"ssmax"`` or ``"adaptive"`` run :func:`streaming_attention`; any other
-        registry name runs :func:`~attnlimits.kernels.chunked.chunked_attention`.
+        A name of :data:`~attnlimits.kernels.spec.NORMALIZERS` runs
+        :func:`~attnlimits.kernels.sdpa.sdpa_attention` (``kernel="sdpa"``, the default; it
+        falls back to :func:`streaming_attention` where a normaliser has no SDPA form) or
+        :func:`streaming_attention` (``kernel="streaming"``); any other registry name runs
+        :func:`~attnlimits.kernels.chunked.chunked_attention`.
     frozen : dict, optional
         Fixed kernel parameters; when None they are read per call from
-        ``module.config.attnlimits_params``.
+        ``module.config.attnlimits_params``. Besides the normaliser's own: ``block_size``
+        (streaming and chunked kernels) and ``kernel`` (``"sdpa"`` or ``"streaming"``).
     naive : bool
         Use :func:`~attnlimits.kernels.naive_attention` (materialised scores, O(L²) memory) in
         the input dtype instead of the streaming kernel: a reference for tests.
@@ -112,15 +143,12 @@ def make_attention_function(
         dropout: float = 0.0,
         **kwargs: Any,
     ) -> tuple[Tensor, None]:
-        if dropout:
-            raise ValueError(
-                f"attnlimits kernels have no attention dropout (got {dropout}); call model.eval()"
-            )
         if frozen is not None:
             params = dict(frozen)
         else:
             params = dict(getattr(getattr(module, "config", None), CONFIG_ATTR, None) or {})
         block = int(params.pop("block_size", _DEFAULT_BLOCK))
+        kernel = _kernel_choice(params)
         Lq = query.shape[2]
         causal = False
         mask = None
@@ -133,15 +161,23 @@ def make_attention_function(
             if causal and key.shape[2] > Lq:  # empty static cache: sdpa's top-left alignment
                 key, value = key[:, :, :Lq], value[:, :, :Lq]
         if normalizer not in NORMALIZERS:
+            _no_dropout(dropout, f"the chunked kernel of {normalizer!r}")
             out = chunked_attention(
                 query, key, value, normalizer, mask=mask, causal=causal, scale=scaling,
                 chunk_rows=block, **params,
             )  # fmt: skip
         elif naive:
+            _no_dropout(dropout, "the materialised reference")
             out = naive_attention(
                 query, key, value, normalizer, mask=mask, causal=causal, scale=scaling, **params
             )
+        elif kernel == "sdpa":
+            out = sdpa_attention(
+                query, key, value, normalizer, mask=mask, causal=causal, scale=scaling,
+                dropout_p=dropout, block_size=block, **params,
+            )  # fmt: skip
         else:
+            _no_dropout(dropout, "the streaming kernel (kernel='streaming')")
             out = streaming_attention(
                 query, key, value, normalizer, mask=mask, causal=causal, scale=scaling,
                 block_size=block, **params,
@@ -159,7 +195,8 @@ def register(name: str, normalizer: str, *, naive: bool = False, **params: Any) 
     Returns ``name``; re-registering a name replaces it. Parameters are checked now, not at the
     first forward. Example: ``register("ssmax_s04", "ssmax", s=0.4)``.
     """
-    given = {k: v for k, v in params.items() if k != "block_size"}
+    given = {k: v for k, v in params.items() if k not in ("block_size", "kernel")}
+    _kernel_choice(dict(params))
     if normalizer in NORMALIZERS:
         resolve_params(normalizer, given)
     else:  # the normaliser checks its own parameters
@@ -174,7 +211,7 @@ def register_defaults() -> None:
         register_attention(name, make_attention_function(normalizer))
 
 
-_INVERSE = {v: k for k, v in HF_NAMES.items()}
+_INVERSE = {v: k for k, v in reversed(HF_NAMES.items())}  # the first name of each normaliser
 
 
 @contextmanager
@@ -184,7 +221,8 @@ def patch(model: Any, normalizer: str = "adaptive", **params: Any) -> Iterator[A
     Sets ``model.set_attn_implementation(name)`` and ``model.config.attnlimits_params = params``
     and restores both on exit (also on error). ``normalizer`` is any registry name
     (:func:`attnlimits.normalizers.available`) or an ``attnlimits_*`` name; ``params`` are that
-    normaliser's parameters plus an optional ``block_size``.
+    normaliser's parameters plus an optional ``block_size`` and ``kernel`` (``"sdpa"``, the
+    default, or ``"streaming"``).
 
     Examples
     --------
