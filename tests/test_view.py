@@ -63,7 +63,12 @@ def test_scan_page_patterns_decode_to_the_patterns_table():
     tables = synthetic_scan(layers=2, heads=3, lengths=(32, 256), rows=5, seed=2)
     data = scan_data(tables["heads"], tables["patterns"])
     for length, p in data["patterns"].items():
-        raw = np.frombuffer(base64.b64decode(p["data"]), dtype="<u2") / 65535
+        raw = (
+            np.concatenate(
+                [np.frombuffer(base64.b64decode(layer), dtype="<u2") for layer in p["data"]]
+            )
+            / 65535
+        )
         got = raw.reshape(2, 3, len(p["rows"]), p["bins"])
         at = tables["patterns"].query(f"length == {length}")
         want = at.sort_values(["layer", "head", "row"])[[f"w{b}" for b in range(p["bins"])]]

@@ -3,7 +3,7 @@
 A page is one file that works offline by double-click: plotly.js (from the installed ``plotly``
 package, the same build ``plotly.io.to_html`` embeds) sits inside it, the data as JSON, and the
 glue of each kind of page as a short script. Figures the report also writes as PNG are linked
-relative to the page (``figures/<name>.svg``), so they show wherever the folder is copied.
+relative to the page (``figures/<name>.png``), so they show wherever the folder is copied.
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def markdown_html(lines: Sequence[str]) -> str:
 def figure_links(names: Sequence[str]) -> str:
     """The report's static figures (written beside the page), each as an image."""
     return "\n".join(
-        f'<h3>{html.escape(n)}</h3><img class="fig" src="figures/{html.escape(n)}.svg" '
+        f'<h3>{html.escape(n)}</h3><img class="fig" src="figures/{html.escape(n)}.png" '
         f'alt="{html.escape(n)}" loading="lazy">'
         for n in names
     )

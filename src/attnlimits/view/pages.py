@@ -23,8 +23,10 @@ __all__ = ["PAGE_NAME", "page_html", "write_page"]
 
 #: The page's name in a results folder.
 PAGE_NAME = "report.html"
-#: Tables too big or too raw to list on a page (they stay in tables/, Parquet and CSV).
-_NOT_LISTED = {"patterns", "windows", "samples"}
+#: Tables too big or too raw to list on a page (they stay in tables/, Parquet and CSV); the
+#: scan's per-length heads table is the heatmap's, its KS tests are long.
+_NOT_LISTED = {"patterns", "windows", "samples", "critical_tests"}
+_SHOWN = {"scan": {"heads"}}
 
 
 def _interactive(
@@ -55,7 +57,8 @@ def page_html(
     parts.append(body)
     if sections:
         parts += ['<div class="sections">', markdown_html(sections), "</div>"]
-    listed = [t for t in sorted(tables) if t not in _NOT_LISTED and t != "claims"]
+    shown = _SHOWN.get(name, set()) if body else set()
+    listed = [t for t in sorted(tables) if t not in _NOT_LISTED | shown and t != "claims"]
     if listed:
         parts.append("<h2>Tables</h2>")
         for t in listed:

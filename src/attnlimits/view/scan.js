@@ -4,7 +4,7 @@
   "use strict";
   const D = window.SCAN;
   const $ = (id) => document.getElementById(id);
-  const SYMBOLS = ["x", "circle-open", "triangle-up-open", "diamond-open", "star-open", "square-open"];
+  const SYMBOLS = ["x", "circle", "triangle-up", "diamond", "star", "square"];
   const state = { metric: $("metric").value, length: String(D.lengths[D.lengths.length - 1]),
     kind: "", flag: "", clicked: null };
   const decoded = {};
@@ -67,35 +67,37 @@
     }
     const traces = [heat];
     D.flags.forEach((f, k) => {
-      const xs = [], ys = [];
+      const xs = [], ys = [];  // a flag most heads raise starts hidden (legend: click to show)
       D.layers.forEach((layer, i) => D.heads.forEach((head, j) => {
         if (D.flagged[L][f.col][i][j] > 0 && keep(L, i, j)) { xs.push(head); ys.push(layer); }
       }));
+      const common = xs.length > 0.5 * D.layers.length * D.heads.length;
       traces.push({ type: "scatter", mode: "markers", x: xs, y: ys, name: f.name,
+        visible: common ? "legendonly" : true,
         hovertext: xs.map(() => f.text), hoverinfo: "text",
-        marker: { symbol: SYMBOLS[k % SYMBOLS.length], size: 7, color: "black",
-          line: { width: 1.2 } } });
+        marker: { symbol: SYMBOLS[k % SYMBOLS.length], size: 8, color: "white",
+          line: { width: 1, color: "black" } } });  // seen on dark and light cells
     });
     const title = `${D.model}: ${isKind ? "head kind" : (meta ? meta.title : state.metric)}, L = ${L}`;
-    const layout = { title: { text: title }, margin: { t: 50, l: 60, r: 20, b: 50 },
+    const layout = { title: { text: title, y: 0.98 }, margin: { t: 80, l: 60, r: 20, b: 50 },
       xaxis: { title: { text: "head" }, dtick: D.heads.length > 16 ? 2 : 1 },
       yaxis: { title: { text: "layer" }, autorange: "reversed" },
-      legend: { orientation: "h", y: -0.12 }, plot_bgcolor: "#eeeeee" };
+      legend: { orientation: "h", x: 0, y: 1.0, yanchor: "bottom" }, plot_bgcolor: "#eeeeee" };
     return Plotly.react("main", traces, layout, { responsive: true });
   }
 
   function patternOf(L, i, j) {
     const p = D.patterns[L];
     if (!p) return null;
-    if (!decoded[L]) {
-      const bytes = Uint8Array.from(atob(p.data), (c) => c.charCodeAt(0));
-      decoded[L] = new Uint16Array(bytes.buffer);
+    const key = `${L}/${i}`;
+    if (!decoded[key]) {  // one layer's heads, decoded on its first click
+      const text = atob(p.data[i]), bytes = new Uint8Array(text.length);
+      for (let c = 0; c < text.length; c++) bytes[c] = text.charCodeAt(c);
+      decoded[key] = new Uint16Array(bytes.buffer);
     }
-    const R = p.rows.length, B = p.bins, H = D.heads.length;
-    const start = (i * H + j) * R * B;
-    const z = [];
+    const R = p.rows.length, B = p.bins, start = j * R * B, z = [];
     for (let r = 0; r < R; r++) {
-      z.push(Array.from(decoded[L].subarray(start + r * B, start + (r + 1) * B), (v) => v / 65535));
+      z.push(Array.from(decoded[key].subarray(start + r * B, start + (r + 1) * B), (v) => v / 65535));
     }
     const keys = Array.from({ length: B }, (_, b) => Math.floor((b * Number(L)) / B));
     return { z: z, x: keys, y: p.rows, keys: p.keys };
@@ -108,7 +110,7 @@
     const pat = patternOf(L, i, j);
     if (pat) {
       Plotly.react("pattern", [{ type: "heatmap", z: pat.z, x: pat.x, y: pat.y,
-        colorscale: "Blues", hovertemplate: "query row %{y}<br>keys from %{x}<br>weight %{z:.4f}<extra></extra>" }],
+        colorscale: [[0, "#ffffff"], [0.25, "#9ecae1"], [1, "#08306b"]], hovertemplate: "query row %{y}<br>keys from %{x}<br>weight %{z:.4f}<extra></extra>" }],
       { title: { text: `layer ${layer}, head ${head}: weights of ${pat.y.length} rows, L = ${L}` },
         xaxis: { title: { text: "key (bin start)" } }, yaxis: { title: { text: "query row" },
           autorange: "reversed" }, margin: { t: 50, l: 60, r: 20, b: 50 } });

@@ -24,13 +24,13 @@ from attnlimits.view._page import json_script, table_html
 
 __all__ = ["KIND_COLORS", "METRICS", "scan", "scan_body", "scan_data", "scan_script"]
 
-#: (column, title, Plotly colour scale) of the heatmaps, in the selector's order.
-_SCALES = {"viridis": "Viridis", "magma": "Magma", "cividis": "Cividis", "plasma": "Plasma"}
+#: (column, title, colour scale) of the heatmaps, in the selector's order: the report's PNG's
+#: scales (coolwarm as Plotly's reversed RdBu).
 METRICS: tuple[tuple[str, str, str], ...] = (
-    ("entropy", "entropy H (nats)", "Viridis"),
-    *((c, t, _SCALES.get(m, "RdBu")) for c, t, m in HEATMAPS),
-    ("critical_n", "critical N of the layer (A, Alg. 3)", "Plasma"),
-    ("induction", "induction score", "Magma"),
+    ("entropy", "entropy H (nats)", "viridis"),
+    *((c, t, "rdbu_r" if m == "coolwarm" else m) for c, t, m in HEATMAPS),
+    ("critical_n", "critical N of the layer (A, Alg. 3)", "plasma"),
+    ("induction", "induction score", "magma"),
 )
 #: Colour of each kind of :data:`~attnlimits.experiments.scan.taxonomy.KINDS` (matplotlib's
 #: C3, grey, C2, C8, C1, C0, as the report's PNG).
@@ -59,7 +59,8 @@ def _check_heads(heads: Any) -> pd.DataFrame:
 
 def _patterns(patterns: pd.DataFrame, layers: list[int], heads: list[int]) -> dict[str, Any]:
     """Per length: the sampled rows, their key counts, and every head's weights in key bins as
-    base64 uint16 (weight · 65535, rounded) in the order layer, head, row, bin."""
+    base64 uint16 (weight · 65535, rounded), one string per layer (head, row, bin inside), so
+    that a click decodes one layer."""
     out: dict[str, Any] = {}
     for length, at in patterns.groupby("length"):
         rows = sorted(at["row"].unique())
@@ -68,13 +69,13 @@ def _patterns(patterns: pd.DataFrame, layers: list[int], heads: list[int]) -> di
         index = pd.MultiIndex.from_product([layers, heads, rows], names=["layer", "head", "row"])
         full = at.set_index(["layer", "head", "row"])[cols].reindex(index).fillna(0.0)
         values = np.clip(full.to_numpy(dtype=np.float64), 0.0, 1.0)
-        quantised = np.round(values * 65535).astype("<u2")
+        quantised = np.round(values * 65535).astype("<u2").reshape(len(layers), -1)
         keys = at.drop_duplicates("row").set_index("row")["keys"].reindex(rows)
         out[str(int(length))] = {
             "rows": [int(r) for r in rows],
             "keys": [int(k) for k in keys],
             "bins": bins,
-            "data": base64.b64encode(quantised.tobytes()).decode("ascii"),
+            "data": [base64.b64encode(q.tobytes()).decode("ascii") for q in quantised],
         }
     return out
 
@@ -113,8 +114,10 @@ def scan_data(
             c: np.nan_to_num(_grid(at.assign(**{c: at[c].astype(float)}), c, layers, head_ids))
             for c in flag_cols
         }
+    from plotly.colors import get_colorscale
+
     metrics = [
-        {"col": c, "title": t, "scale": s}
+        {"col": c, "title": t, "scale": get_colorscale(s)}
         for c, t, s in METRICS
         if c in numeric and heads[c].notna().any()
     ]
@@ -162,8 +165,9 @@ def scan_body(data: Mapping[str, Any], summary: pd.DataFrame | None = None) -> s
    <option value="any">flagged</option><option value="none">not flagged</option>{flags}
  </select></label>
 </div>
-<p class="note">Kinds: {legend}. Flags are drawn as marks (legend: click to hide). Hover a head for
-every number the scan measured at this L; click it for its attention pattern.</p>
+<p class="note">Kinds: {legend}. Flags are drawn as marks (click one in the legend to show
+or hide it; a flag most heads raise starts hidden). Hover a head for every number the scan
+measured at this L; click it for its attention pattern.</p>
 <div id="main" style="height:{max(420, 18 * len(data["layers"]) + 160)}px"></div>
 <div class="row"><div id="pattern" style="height:420px"></div>
 <div id="lengths-plot" style="height:420px"></div></div>
