@@ -200,3 +200,54 @@ def test_notebook_scan_figure(tmp_path):
         scan({"layer": [0]})
     with pytest.raises(ValueError, match=r"heads lacks the column\(s\) \['length'\]"):
         scan(tables["heads"].drop(columns="length"))
+
+
+# ---- the monitor's page ----------------------------------------------------------------------
+
+
+def _monitor_table() -> pd.DataFrame:
+    """3 steps × 2 layers × 2 heads; layer 1 head 0 collapses at step 20, layer 0 head 1
+    disperses at step 30."""
+    rng = np.random.default_rng(0)
+    idx = pd.MultiIndex.from_product(
+        [[10, 20, 30], [0, 1], [0, 1]], names=["step", "layer", "head"]
+    )
+    t = idx.to_frame(index=False)
+    for col in ("entropy", "max_weight", "sink_mass", "logit_spread"):
+        t[col] = rng.random(len(t))
+    t["entropy_max"] = 1.0
+    t["entropy_ratio_min"] = 0.5
+    t.loc[(t.step == 20) & (t.layer == 1) & (t["head"] == 0), "entropy_max"] = 0.01
+    t.loc[(t.step == 30) & (t.layer == 0) & (t["head"] == 1), "entropy_ratio_min"] = 0.99
+    t["length"], t["n_rows"] = 12, 24
+    return t
+
+
+def test_monitor_page_data_is_the_table_and_marks_the_warnings():
+    from attnlimits.view.monitor_page import monitor_data
+
+    t = _monitor_table()
+    data = monitor_data(t, collapse_entropy=0.05, disperse_ratio=0.95)
+    assert data["steps"] == [10, 20, 30] and data["heads"] == [[0, 0], [0, 1], [1, 0], [1, 1]]
+    for row in t.itertuples():
+        i = data["heads"].index([row.layer, row.head])
+        assert data["grids"]["max_weight"][i][data["steps"].index(row.step)] == row.max_weight
+    assert data["warnings"] == {"collapsed": [[20, 1, 0]], "dispersed": [[30, 0, 1]]}
+    assert monitor_data(t, disperse_ratio=1.0)["warnings"]["dispersed"] == []
+
+
+def test_the_monitor_writes_its_page_at_the_end_of_training(tmp_path):
+    from attnlimits.monitor import AttentionMonitor
+    from test_monitor import batch, tiny
+
+    model = tiny("llama", "sdpa")
+    with AttentionMonitor(every=1, out_dir=tmp_path, disperse_ratio=1.0).watch(model) as mon:
+        for step in range(2):
+            model(batch(seed=step, pad=0)[0])
+            mon.step()
+            assert not (tmp_path / "attention_monitor.html").exists(), "only at the end"
+    page = (tmp_path / "attention_monitor.html").read_text(encoding="utf-8")
+    data = _window(page, "MONITOR")
+    assert data["steps"] == [1, 2] and len(data["heads"]) == 2 * 4
+    res = runner.invoke(app, ["view", str(tmp_path), "--port", "-1"])
+    assert res.output.strip() == "error: --port must lie in 0 … 65535, got -1"

@@ -181,3 +181,28 @@ def test_a_generic_page_loads_without_errors(browser, tmp_path):
     assert browser.execute_script("return typeof Plotly") == "object"
     assert "partly" in browser.find_element("tag name", "table").text
     assert _errors(browser) == []
+
+
+def test_monitor_page_draws_steps_and_warnings(browser, tmp_path):
+    from selenium.webdriver.support.ui import Select
+
+    from attnlimits.view.monitor_page import write_monitor_page
+    from test_view import _monitor_table
+
+    table = _monitor_table()
+    page = write_monitor_page(tmp_path, table)
+    _open(browser, page)
+    assert _errors(browser) == []
+    assert _not_blank(browser.find_element("id", "main").screenshot_as_png) > 50
+    Select(browser.find_element("id", "stat")).select_by_value("sink_mass")
+    z = browser.execute_script("return document.getElementById('main').data[0].z")
+    row = table[(table.layer == 1) & (table["head"] == 1)].sort_values("step")
+    assert z[3] == pytest.approx(row["sink_mass"].tolist())
+    marks = browser.execute_script(
+        "return document.getElementById('main').data.slice(1).map(t => [t.name, t.x, t.y])"
+    )
+    assert marks == [["collapsed", [20], ["L1 H0"]], ["dispersed", [30], ["L0 H1"]]]
+    Select(browser.find_element("id", "layer")).select_by_value("1")
+    names = browser.execute_script("return document.getElementById('lines').data.map(t => t.name)")
+    assert names == ["head 0", "head 1", "collapsed", "dispersed"]
+    browser.save_screenshot(str(IMAGES / "view-monitor.png"))

@@ -21,9 +21,10 @@ __all__ = ["page_of", "view"]
 
 
 def page_of(folder: Path) -> Path:
-    """The page of ``folder`` (a results folder, or a ``report.html`` itself); a ``ValueError``
-    naming what is missing and the command that writes it."""
+    """The page of ``folder`` (a results folder, a monitor's folder, or the page itself); a
+    ``ValueError`` naming what is missing and what writes it."""
     from attnlimits.view import PAGE_NAME
+    from attnlimits.view.monitor_page import MONITOR_PAGE
 
     folder = Path(folder)
     if folder.is_file() and folder.suffix == ".html":
@@ -31,6 +32,8 @@ def page_of(folder: Path) -> Path:
     if not folder.is_dir():
         raise ValueError(f"{folder} is not a results folder (no such folder)")
     page = folder / PAGE_NAME
+    if not page.is_file() and (folder / MONITOR_PAGE).is_file():
+        return folder / MONITOR_PAGE
     if not page.is_file():
         how = (
             f"write it with: attnlimits report {folder}"
