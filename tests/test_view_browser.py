@@ -206,3 +206,39 @@ def test_monitor_page_draws_steps_and_warnings(browser, tmp_path):
     names = browser.execute_script("return document.getElementById('lines').data.map(t => t.name)")
     assert names == ["head 0", "head 1", "collapsed", "dispersed"]
     browser.save_screenshot(str(IMAGES / "view-monitor.png"))
+
+
+def _compare_like() -> dict[str, pd.DataFrame]:
+    """A compare run's summary table: 3 normalisers × 3 lengths (numbers made up)."""
+    rng = np.random.default_rng(5)
+    rows = [
+        {"normalizer": spec, "length": n, "perplexity_change": rng.normal(),
+         "accuracy": rng.random(), "head_entropy_median": rng.random() * 3,
+         "seconds_per_forward": rng.random()}
+        for spec in ("softmax", "adaptive", "logn:train_length=64")
+        for n in (64, 128, 256)
+    ]  # fmt: skip
+    return {"summary": pd.DataFrame(rows)}
+
+
+def test_compare_page_plots_the_summary_and_explores_it(browser, tmp_path):
+    from selenium.webdriver.support.ui import Select
+
+    tables = _compare_like()
+    page = write_page(tmp_path, "Compare", tables, {"experiment": "compare"})
+    _open(browser, page)
+    assert _errors(browser) == []
+    assert _not_blank(browser.find_element("id", "preset-0").screenshot_as_png) > 50
+    lines = browser.execute_script(
+        "return document.getElementById('preset-1').data.map(t => [t.name, t.x, t.y])"
+    )
+    s = tables["summary"]
+    for name, x, y in lines:  # accuracy against length, one line per normaliser
+        at = s[s["normalizer"] == name].sort_values("length")
+        assert x == at["length"].tolist() and y == pytest.approx(at["accuracy"].tolist())
+    assert [line[0] for line in lines] == ["softmax", "adaptive", "logn:train_length=64"]
+    Select(browser.find_element("id", "ex-y")).select_by_value("seconds_per_forward")
+    title = browser.execute_script("return document.getElementById('explore').layout.title.text")
+    assert title == "summary: seconds_per_forward against length"
+    browser.save_screenshot(str(IMAGES / "view-compare.png"))
+    assert _errors(browser) == []

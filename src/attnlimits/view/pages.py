@@ -1,9 +1,11 @@
 """One page per results folder: ``report.html``, beside ``report.md``, from the same tables.
 
 :func:`page_html` builds the page of a run from its tables, claims, sections and ``run.json``;
-kinds with a page of their own (scan) get their interactive views first, every kind gets the
-claims table, the report's sections, its tables and its figures. :func:`write_page` writes it
-atomically into the folder (listed in the folder's manifest, as every file a run writes).
+kinds with a page of their own (scan) get their interactive views, the others their tables as
+interactive plots (:mod:`.explore`: the kind's presets, e.g. compare's, and an explorer); every
+kind gets the claims table, the report's sections, its tables and its static figures.
+:func:`write_page` writes it atomically into the folder (listed in the folder's manifest, as
+every file a run writes).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pandas as pd
 
 from attnlimits.experiments.store import atomic_write_text
 from attnlimits.view._page import document, figure_links, markdown_html, run_facts, table_html
+from attnlimits.view.explore import explore_body, explore_data, explore_scripts
 from attnlimits.view.scan_page import scan_body, scan_data, scan_script
 
 __all__ = ["PAGE_NAME", "page_html", "write_page"]
@@ -50,6 +53,11 @@ def page_html(
     """The whole page of a run (see the module docstring)."""
     name = str(meta.get("experiment", ""))
     body, scripts = _interactive(name, tables, meta)
+    shown = _SHOWN.get(name, set()) if body else set()
+    listed = [t for t in sorted(tables) if t not in _NOT_LISTED | shown and t != "claims"]
+    if not body:  # a kind without views of its own: its tables as interactive plots
+        explore = explore_data(name, tables, listed)
+        body, scripts = explore_body(explore), explore_scripts(explore)
     parts = [f'<p class="note">{html.escape(name)} · report.md holds the same claims and '
              "sections; tables/ holds every table as Parquet and CSV.</p>"]  # fmt: skip
     if claims is not None and len(claims):
@@ -57,8 +65,6 @@ def page_html(
     parts.append(body)
     if sections:
         parts += ['<div class="sections">', markdown_html(sections), "</div>"]
-    shown = _SHOWN.get(name, set()) if body else set()
-    listed = [t for t in sorted(tables) if t not in _NOT_LISTED | shown and t != "claims"]
     if listed:
         parts.append("<h2>Tables</h2>")
         for t in listed:

@@ -1,0 +1,100 @@
+"""Every run's tables as interactive line plots: the kind's own presets, and an explorer.
+
+:func:`explore_data` puts a run's small tables (at most :data:`MAX_ROWS` rows each) on the page
+as columns; ``explore.js`` draws each preset of :data:`PRESETS` (table, x, y, one line per value
+of a grouping column) and an explorer in which the reader picks the table, x, y and grouping.
+A kind without presets gets the explorer alone, its defaults guessed from the columns (x: a
+length-like column, lines: the first text column).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib import resources
+from typing import Any
+
+import pandas as pd
+
+from attnlimits.view._page import json_script
+
+__all__ = ["MAX_ROWS", "PRESETS", "explore_body", "explore_data", "explore_scripts"]
+
+#: Rows of a table put on the page for plotting (larger tables: the first rows; CSV has all).
+MAX_ROWS = 5000
+#: Per experiment: (table, x, y, lines by, title) of its interactive figures.
+PRESETS: dict[str, tuple[tuple[str, str, str, str | None, str], ...]] = {
+    "compare": (
+        ("summary", "length", "perplexity_change", "normalizer",
+         "perplexity vs softmax (relative change) against length, per normaliser"),
+        ("summary", "length", "accuracy", "normalizer", "retrieval accuracy against length"),
+        ("summary", "length", "head_entropy_median", "normalizer",
+         "median head entropy (nats) against length: how each normaliser shifts it"),
+        ("summary", "normalizer", "seconds_per_forward", None, "cost: seconds per forward"),
+    ),
+}  # fmt: skip
+_X_LIKE = ("length", "L", "step", "N", "n", "size", "train_length", "keys", "x")
+
+
+def _table(df: pd.DataFrame) -> dict[str, Any]:
+    df = df.head(MAX_ROWS)
+    numeric = [str(c) for c in df.columns if pd.api.types.is_numeric_dtype(df[c])]
+    text = [str(c) for c in df.columns if str(c) not in numeric]
+    data = {
+        str(c): (df[c].astype(float) if str(c) in numeric else df[c].astype(str)).tolist()
+        for c in df.columns
+    }
+    return {"numeric": numeric, "text": text, "rows": len(df), "data": data}
+
+
+def _guess(name: str, table: Mapping[str, Any]) -> tuple[str, str, str, str | None, str] | None:
+    numeric, text = table["numeric"], table["text"]
+    x = next((c for c in _X_LIKE if c in numeric), numeric[0] if numeric else None)
+    y = next((c for c in numeric if c != x), None)
+    if x is None or y is None:
+        return None
+    return (name, x, y, text[0] if text else None, f"{name}: {y} against {x}")
+
+
+def explore_data(
+    experiment: str, tables: Mapping[str, pd.DataFrame], names: list[str]
+) -> dict[str, Any]:
+    """The tables ``names`` as columns, the kind's presets whose columns exist, and the
+    explorer's first choice."""
+    shown = {n: _table(tables[n]) for n in names if len(tables[n].columns)}
+    presets = [
+        {"table": t, "x": x, "y": y, "group": g, "title": title}
+        for t, x, y, g, title in PRESETS.get(experiment, ())
+        if t in shown and {x, y} <= set(shown[t]["data"]) and (g is None or g in shown[t]["data"])
+    ]
+    first = next((g for n in shown if (g := _guess(n, shown[n]))), None)
+    start = None
+    if first:
+        start = dict(zip(("table", "x", "y", "group", "title"), first, strict=True))
+    return {"tables": shown, "presets": presets, "start": start}
+
+
+def explore_body(data: Mapping[str, Any]) -> str:
+    """The presets' plots and the explorer's controls (empty without tables to plot)."""
+    if data["start"] is None and not data["presets"]:
+        return ""
+    presets = "".join(
+        f'<div id="preset-{i}" class="preset" style="height:380px"></div>'
+        for i in range(len(data["presets"]))
+    )
+    tables = "".join(f'<option value="{t}">{t}</option>' for t in data["tables"])
+    return f"""
+<h2>Figures (interactive)</h2>
+<div class="row">{presets}</div>
+<h3>Explore a table</h3>
+<div class="controls">
+ <label>table <select id="ex-table">{tables}</select></label>
+ <label>x <select id="ex-x"></select></label> <label>y <select id="ex-y"></select></label>
+ <label>lines by <select id="ex-group"></select></label>
+</div>
+<div id="explore" style="height:420px"></div>
+"""
+
+
+def explore_scripts(data: Mapping[str, Any]) -> list[str]:
+    glue = resources.files("attnlimits.view").joinpath("explore.js").read_text(encoding="utf-8")
+    return [json_script("EXPLORE", data), f"<script>{glue}</script>"]
