@@ -22,8 +22,9 @@
     const t = D.tables[spec.table], xs = t.data[spec.x];
     const pos = t.numeric.includes(spec.x) && xs.every((v) => v > 0);
     const wide = pos && Math.max(...xs) / Math.min(...xs) >= 16;
-    return { title: { text: spec.title, font: { size: 13 } }, margin: { t: 50, l: 60, r: 20, b: 50 },
-      xaxis: { title: { text: spec.x }, type: wide ? "log" : "-" }, yaxis: { title: { text: spec.y } } };
+    return { title: { text: spec.title, font: { size: 13 } }, margin: { t: 50, l: 60, r: 20, b: 40 },
+      xaxis: { title: { text: spec.x }, type: wide ? "log" : "-" }, yaxis: { title: { text: spec.y } },
+      legend: { orientation: "h", y: -0.25 } };
   }
 
   const drawn = D.presets.map((spec, i) => Plotly.react(`preset-${i}`, traces(spec), layout(spec)));

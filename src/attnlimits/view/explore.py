@@ -32,6 +32,7 @@ PRESETS: dict[str, tuple[tuple[str, str, str, str | None, str], ...]] = {
         ("summary", "normalizer", "seconds_per_forward", None, "cost: seconds per forward"),
     ),
 }  # fmt: skip
+_INDEX_LIKE = ("layer", "head", "window", "seed", "row", "sequence")  # not what a y shows
 _X_LIKE = ("length", "L", "step", "N", "n", "size", "train_length", "keys", "x")
 
 
@@ -49,7 +50,7 @@ def _table(df: pd.DataFrame) -> dict[str, Any]:
 def _guess(name: str, table: Mapping[str, Any]) -> tuple[str, str, str, str | None, str] | None:
     numeric, text = table["numeric"], table["text"]
     x = next((c for c in _X_LIKE if c in numeric), numeric[0] if numeric else None)
-    y = next((c for c in numeric if c != x), None)
+    y = next((c for c in numeric if c != x and c not in _INDEX_LIKE), None)
     if x is None or y is None:
         return None
     return (name, x, y, text[0] if text else None, f"{name}: {y} against {x}")
