@@ -251,3 +251,27 @@ def test_the_monitor_writes_its_page_at_the_end_of_training(tmp_path):
     assert data["steps"] == [1, 2] and len(data["heads"]) == 2 * 4
     res = runner.invoke(app, ["view", str(tmp_path), "--port", "-1"])
     assert res.output.strip() == "error: --port must lie in 0 … 65535, got -1"
+
+
+def test_scan_stores_patterns_and_recomputes_them_for_parts_saved_without(book_path, tmp_path):
+    """A scan's ``patterns`` table: every sampled row sums to 1; a run resumed from parts saved
+    before patterns existed computes the missing layers again instead of failing."""
+    from attnlimits.experiments.scan import EXPERIMENT as SCAN
+
+    model = tiny_model_dir(tmp_path, "llama", load_text(book_path)[:50_000], max_positions=128)
+    cfg = Config(model=str(model), lengths=(16, 32), windows=1, rows=4, ns=(1, 2),
+                 induction_period=8)  # fmt: skip
+    out = tmp_path / "scan"
+    skeleton.run(SCAN, cfg, out, progress=False)
+    patterns = pd.read_parquet(out / "tables" / "patterns.parquet")
+    weights = patterns[[f"w{b}" for b in range(64)]].to_numpy(dtype=float)
+    np.testing.assert_allclose(np.nansum(weights, axis=1), 1.0, atol=1e-5)
+    assert sorted(patterns["length"].unique()) == [16, 32] and set(patterns["bins"]) == {16, 32}
+    heads = pd.read_parquet(out / "tables" / "heads.parquet")
+    for part in (out / "parts").glob("patterns-*/*.parquet"):  # as a run before this version
+        part.unlink()
+    skeleton.run(SCAN, cfg, out, progress=False)
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "tables" / "patterns.parquet"), patterns)
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "tables" / "heads.parquet"), heads)
+    page = _window((out / "report.html").read_text(encoding="utf-8"), "SCAN")
+    assert sorted(page["patterns"]) == ["16", "32"]
