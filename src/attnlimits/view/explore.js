@@ -5,17 +5,33 @@
   const D = window.EXPLORE;
   const $ = (id) => document.getElementById(id);
 
+  // One line per (y column, group value); rows sharing an x are averaged (their count hovers).
   function traces(spec) {
-    const t = D.tables[spec.table], xs = t.data[spec.x], ys = t.data[spec.y];
-    const groups = spec.group ? t.data[spec.group] : xs.map(() => spec.y);
+    const t = D.tables[spec.table], xs = t.data[spec.x];
+    const cols = Array.isArray(spec.y) ? spec.y : [spec.y];
+    const groups = spec.group ? t.data[spec.group] : xs.map(() => "");
     const order = [...new Set(groups)];
     const numericX = t.numeric.includes(spec.x);
-    return order.map((g) => {
-      const idx = xs.map((_, i) => i).filter((i) => groups[i] === g);
-      if (numericX) idx.sort((a, b) => xs[a] - xs[b]);
-      return { type: numericX ? "scatter" : "bar", mode: "lines+markers", name: String(g),
-        x: idx.map((i) => xs[i]), y: idx.map((i) => ys[i]) };
-    });
+    const out = [];
+    for (const col of cols) {
+      const ys = t.data[col];
+      for (const g of order) {
+        const sums = new Map();
+        xs.forEach((x, i) => {
+          if (groups[i] !== g || ys[i] === null || !Number.isFinite(ys[i])) return;
+          const s = sums.get(x) || [0, 0];
+          sums.set(x, [s[0] + ys[i], s[1] + 1]);
+        });
+        const keys = [...sums.keys()];
+        if (numericX) keys.sort((a, b) => a - b);
+        const name = [cols.length > 1 ? col : "", String(g)].filter((s) => s).join(" · ") || col;
+        out.push({ type: numericX ? "scatter" : "bar", mode: "lines+markers", name: name,
+          x: keys, y: keys.map((k) => sums.get(k)[0] / sums.get(k)[1]),
+          customdata: keys.map((k) => sums.get(k)[1]),
+          hovertemplate: `${name}<br>${spec.x} = %{x}<br>mean = %{y:.4g} (%{customdata} rows)<extra></extra>` });
+      }
+    }
+    return out;
   }
 
   function layout(spec) {

@@ -19,10 +19,13 @@ from attnlimits.view._page import json_script
 
 __all__ = ["MAX_ROWS", "PRESETS", "explore_body", "explore_data", "explore_scripts"]
 
-#: Rows of a table put on the page for plotting (larger tables: the first rows; CSV has all).
+#: Rows of a table put on the page for plotting; a larger table is not plotted (a plot of
+#: part of it would average part of it), the page names it.
 MAX_ROWS = 5000
-#: Per experiment: (table, x, y, lines by, title) of its interactive figures.
-PRESETS: dict[str, tuple[tuple[str, str, str, str | None, str], ...]] = {
+#: Per experiment: (table, x, y column(s), lines by, title) of its interactive figures; rows
+#: sharing an x are averaged (over heads, layers, windows: what the report's figures pool).
+Preset = tuple[str, str, str | tuple[str, ...], str | None, str]
+PRESETS: dict[str, tuple[Preset, ...]] = {
     "compare": (
         ("summary", "length", "perplexity_change", "normalizer",
          "perplexity vs softmax (relative change) against length, per normaliser"),
@@ -31,13 +34,23 @@ PRESETS: dict[str, tuple[tuple[str, str, str, str | None, str], ...]] = {
          "median head entropy (nats) against length: how each normaliser shifts it"),
         ("summary", "normalizer", "seconds_per_forward", None, "cost: seconds per forward"),
     ),
+    "limitations": (
+        ("alg1", "N", ("distance", "expectation", "bound"), "x_source",
+         "Fig. 2a (Alg. 1): distance d̃ against N, with E (Thm 1.2) and the bound (Thm 1.1)"),
+        ("alg2", "L", ("distance", "expectation", "bound"), "x_source",
+         "Fig. 2b (Alg. 2): distance d̃ against L, with E and the bound"),
+        ("alg3", "L", "critical_n_over_L", "e_form",
+         "Fig. 2c (Alg. 3): critical N / L against L (paper: ≈ 0.06)"),
+        ("alg4", "N", ("ratio", "lower", "upper"), "x_source",
+         "Fig. 3 (Alg. 4): N_s/N against N, with Theorem 2's bounds"),
+        ("alg5", "T", "jacobian_norm", None, "Fig. 4 (Alg. 5): ‖J‖₂ against the temperature T"),
+    ),
 }  # fmt: skip
 _INDEX_LIKE = ("layer", "head", "window", "seed", "row", "sequence")  # not what a y shows
 _X_LIKE = ("length", "L", "step", "N", "n", "size", "train_length", "keys", "x")
 
 
 def _table(df: pd.DataFrame) -> dict[str, Any]:
-    df = df.head(MAX_ROWS)
     numeric = [str(c) for c in df.columns if pd.api.types.is_numeric_dtype(df[c])]
     text = [str(c) for c in df.columns if str(c) not in numeric]
     data = {
@@ -61,17 +74,22 @@ def explore_data(
 ) -> dict[str, Any]:
     """The tables ``names`` as columns, the kind's presets whose columns exist, and the
     explorer's first choice."""
-    shown = {n: _table(tables[n]) for n in names if len(tables[n].columns)}
+    shown = {
+        n: _table(tables[n]) for n in names if len(tables[n].columns) and len(tables[n]) <= MAX_ROWS
+    }
+    too_big = {n: len(tables[n]) for n in names if len(tables[n]) > MAX_ROWS}
     presets = [
         {"table": t, "x": x, "y": y, "group": g, "title": title}
         for t, x, y, g, title in PRESETS.get(experiment, ())
-        if t in shown and {x, y} <= set(shown[t]["data"]) and (g is None or g in shown[t]["data"])
+        if t in shown
+        and {x, *((y,) if isinstance(y, str) else y)} <= set(shown[t]["data"])
+        and (g is None or g in shown[t]["data"])
     ]
     first = next((g for n in shown if (g := _guess(n, shown[n]))), None)
     start = None
     if first:
         start = dict(zip(("table", "x", "y", "group", "title"), first, strict=True))
-    return {"tables": shown, "presets": presets, "start": start}
+    return {"tables": shown, "presets": presets, "start": start, "too_big": too_big}
 
 
 def explore_body(data: Mapping[str, Any]) -> str:
@@ -83,6 +101,8 @@ def explore_body(data: Mapping[str, Any]) -> str:
         for i in range(len(data["presets"]))
     )
     tables = "".join(f'<option value="{t}">{t}</option>' for t in data["tables"])
+    big = ", ".join(f"{t} ({n} rows)" for t, n in data.get("too_big", {}).items())
+    note = f'<p class="note">Not plotted here (over {MAX_ROWS} rows): {big}.</p>' if big else ""
     return f"""
 <h2>Figures (interactive)</h2>
 <div class="row">{presets}</div>
@@ -93,7 +113,7 @@ def explore_body(data: Mapping[str, Any]) -> str:
  <label>lines by <select id="ex-group"></select></label>
 </div>
 <div id="explore" style="height:420px"></div>
-"""
+{note}"""
 
 
 def explore_scripts(data: Mapping[str, Any]) -> list[str]:
