@@ -275,3 +275,31 @@ def test_scan_stores_patterns_and_recomputes_them_for_parts_saved_without(book_p
     pd.testing.assert_frame_equal(pd.read_parquet(out / "tables" / "heads.parquet"), heads)
     page = _window((out / "report.html").read_text(encoding="utf-8"), "SCAN")
     assert sorted(page["patterns"]) == ["16", "32"]
+
+
+def test_view_serves_the_folder_with_port(tmp_path):
+    """``attnlimits view DIR --port 0`` serves the page over HTTP (a free port, printed)."""
+    import os
+    import subprocess
+    import sys
+    import urllib.request
+
+    from conftest import REPO
+
+    write_page(tmp_path, "x", synthetic_scan(2, 2, (8,), rows=2), {"experiment": "scan"})
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    code = "from attnlimits.cli import app; app()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "view", str(tmp_path), "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+    )  # fmt: skip
+    try:
+        line = proc.stdout.readline()
+        url = re.search(r"http://\S+", line)
+        assert url, line
+        with urllib.request.urlopen(url.group(0), timeout=60) as resp:
+            body = resp.read()
+        assert body == (tmp_path / "report.html").read_bytes()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
