@@ -33,6 +33,8 @@ PRESETS: dict[str, tuple[Preset, ...]] = {
         ("summary", "length", "head_entropy_median", "normalizer",
          "median head entropy (nats) against length: how each normaliser shifts it"),
         ("summary", "normalizer", "seconds_per_forward", None, "cost: seconds per forward"),
+        ("heads", "layer", "entropy", "normalizer",
+         "head entropy per layer (mean over heads and lengths): how each normaliser shifts it"),
     ),
     "limitations": (
         ("alg1", "N", ("distance", "expectation", "bound"), "x_source",
@@ -66,7 +68,8 @@ def _guess(name: str, table: Mapping[str, Any]) -> tuple[str, str, str, str | No
     y = next((c for c in numeric if c != x and c not in _INDEX_LIKE), None)
     if x is None or y is None:
         return None
-    return (name, x, y, text[0] if text else None, f"{name}: {y} against {x}")
+    varied = [c for c in text if len(set(table["data"][c])) > 1]  # a constant makes one line
+    return (name, x, y, varied[0] if varied else None, f"{name}: {y} against {x}")
 
 
 def explore_data(
