@@ -464,3 +464,16 @@ def test_query_blocks_give_the_unblocked_curves(gen, monkeypatch, torch_path):
         (blocked_s.upper, whole_s.upper),
     ]:
         torch.testing.assert_close(got, want, equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "big"), [(torch.float16, 6.5e4), (torch.float32, 3.0e38), (torch.float64, 1.7e308)]
+)
+def test_row_mean_of_values_near_the_dtype_limit_is_finite(dtype: torch.dtype, big: float) -> None:
+    """The sum of three values near the dtype's largest overflows; their mean does not (found
+    by the API fuzz in half precision)."""
+    values = torch.tensor([[big, big, big / 2]], dtype=dtype)
+    got = row_mean(values, torch.ones(1, 3, dtype=torch.bool)).mean
+    want = torch.tensor([big * (2.5 / 3)], dtype=torch.float64)  # (big + big + big/2) / 3
+    assert torch.isfinite(got).all()
+    torch.testing.assert_close(got.double(), want, rtol=1e-3, atol=0)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_same_rows
+from attnlimits._checks import check_same_rows, normalize_dim
 
 __all__ = ["RowMean", "row_mean"]
 
@@ -29,13 +29,22 @@ class RowMean(NamedTuple):
 def row_mean(values: Tensor, valid: Tensor, dim: int = -1) -> RowMean:
     """Average ``values`` over ``dim`` using only entries where ``valid`` is True.
 
+    ``values`` must not be NaN where ``valid`` is True (``ValueError``): a metric marks the
+    rows it cannot score as invalid. ``mean`` is NaN where no row is valid.
+
     >>> v = torch.tensor([1.0, float("nan"), 3.0]); ok = torch.tensor([True, False, True])
     >>> row_mean(v, ok)
     RowMean(mean=tensor(2.), n_rows=tensor(2), n_excluded=tensor(1))
     """
     check_same_rows(values, valid)
+    dim = normalize_dim(dim, values.ndim, "values")
     valid = valid.expand_as(values)
+    if bool((torch.isnan(values) & valid).any()):
+        raise ValueError("values is NaN in a row where valid is True")
     n = valid.sum(dim=dim)
-    total = torch.where(valid, values, torch.zeros_like(values)).sum(dim=dim)
-    mean = total / n.to(values.dtype)  # 0/0 -> NaN where no row was valid
+    # Each value is divided by its count before the sum, in float64: the mean of finite values
+    # lies within their range, while their sum can overflow (three half-precision values near
+    # 6.5e4, or float64 values near 1.8e308). 0/0 -> NaN where no row was valid.
+    kept = torch.where(valid, values.to(torch.float64), 0.0)
+    mean = (kept / n.unsqueeze(dim).to(torch.float64)).sum(dim=dim).to(values.dtype)
     return RowMean(mean=mean, n_rows=n, n_excluded=valid.shape[dim] - n)

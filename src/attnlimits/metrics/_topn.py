@@ -2,8 +2,8 @@
 :mod:`~attnlimits.metrics.separability` (paper A, Eq. 6: I_N = the N largest kept weights of a
 row, s = Σ_{i∈I_N} α_i x_i).
 
-- :func:`prepare_rows`: validation and the per-block row data; :func:`query_blocks`: rows in
-  cache-sized blocks;
+- :func:`check_rows`: every argument check, once, before any work; :func:`prepare_rows`: the
+  per-block row data; :func:`query_blocks`: rows in cache-sized blocks;
 - :func:`top_n` (one N, ``topk``) and :func:`key_ranks` (one stable rank for every N);
 - :func:`nested_products`: ⟨x_i, s_N⟩ and ||s_N||² for a grid of N, by row gathers of x (nested
   top-N sets) or, when one x serves every head, by sparse rows of the Gram matrix.
@@ -12,18 +12,21 @@ row, s = Σ_{i∈I_N} α_i x_i).
 from __future__ import annotations
 
 import math
+import operator
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
 from attnlimits._checks import (
-    check_finite,
+    ArgumentTypeError,
+    check_magnitudes,
     check_map_and_vectors,
     check_mask,
     check_top_n,
+    finite_top,
     row_counts,
 )
 
@@ -42,19 +45,49 @@ class TopNRows(NamedTuple):
     valid: Tensor  # (..., Q)
 
 
-def prepare_rows(attn: Tensor, x: Tensor, n: int, mask: Tensor | None) -> TopNRows:
-    """Validate and bring ``attn``/``x`` to one float dtype; zero masked weights."""
-    check_finite(attn, "attn", allow_neg_inf=False)
-    check_finite(x, "x", allow_neg_inf=False)
+def n_grid(ns: Sequence[int], name: str = "ns", *, allow_empty: bool = False) -> tuple[int, ...]:
+    """``ns`` (a sequence of ints N) as a sorted tuple of distinct ints, or a ``TypeError`` /
+    ``ValueError`` naming ``name``; the range of each N is :func:`check_rows`' job."""
+    if isinstance(ns, (str, bytes)) or not isinstance(ns, Iterable):
+        raise ArgumentTypeError(f"{name} must be a sequence of ints N, got {type(ns).__name__}")
+    values = list(ns)
+    if not values and not allow_empty:
+        raise ValueError(f"{name} must hold at least one N")
+    out = set()
+    for v in values:
+        if isinstance(v, bool) or not hasattr(v, "__index__"):
+            raise ArgumentTypeError(f"{name} must hold ints N, got {v!r:.40} in {values!r:.60}")
+        out.add(operator.index(v))
+    return tuple(sorted(out))
+
+
+def check_rows(attn: Tensor, x: Tensor, mask: Tensor | None, ns: Sequence[int]) -> None:
+    """Every check of a top-N metric, before any work and on the whole inputs: ``attn``
+    ``[..., Q, K]`` and ``x`` ``[..., K, d]`` finite float tensors agreeing on K (batch axes
+    broadcasting), ``mask`` boolean and broadcastable to ``attn``, each N in ``ns`` with
+    1 ≤ N < K."""
+    tops = (finite_top(attn, "attn"), finite_top(x, "x"))  # one pass each: finite and max|·|
     if attn.ndim < 2:
         raise ValueError(f"attn must be [..., Q, K], got shape {tuple(attn.shape)}")
     check_map_and_vectors(attn, x)
-    check_top_n(n, attn.shape[-1])
+    check_magnitudes(attn, x, tops=tops)
+    check_mask(mask, attn, of="attn")
+    for n in ns:
+        check_top_n(n, attn.shape[-1])
+
+
+def prepare_rows(
+    attn: Tensor, x: Tensor, n: int, mask: Tensor | None, *, check: bool = True
+) -> TopNRows:
+    """Bring ``attn``/``x`` to one float dtype and zero masked weights; validate them first
+    (:func:`check_rows`) unless the caller did (``check=False``, e.g. per block of rows)."""
+    if check:
+        check_rows(attn, x, mask, (n,))
     dtype = torch.promote_types(attn.dtype, x.dtype)
     if dtype in (torch.float16, torch.bfloat16):
         dtype = torch.float32
     attn, x = attn.to(dtype), x.to(dtype)
-    keep = check_mask(mask, attn)
+    keep = check_mask(mask, attn, of="attn")
     keep = torch.ones_like(attn, dtype=torch.bool) if keep is None else keep
     attn = torch.where(keep, attn, torch.zeros_like(attn))
     n_keys = row_counts(keep).to(dtype)
@@ -194,7 +227,7 @@ def query_blocks(
     least ``min_keys`` (callers pass N_max + 1, so every N stays below the block's K); callers
     cut x and key-pair tables to ``[..., :k, :]``.
     """
-    keep = check_mask(mask, attn)
+    keep = check_mask(mask, attn, of="attn")
     per_row = max(1, attn[..., 0, :].numel())
     step = max(1, _QUERY_BLOCK // per_row)
     q, k_all = attn.shape[-2:]

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+import torch
 from numpy.typing import NDArray
 from scipy import stats
 from torch import Tensor
 
-from attnlimits._checks import check_in_range
+from attnlimits._checks import ArgumentTypeError, check_in_range, check_tensor
 
 __all__ = ["CriticalN", "critical_n"]
 
@@ -36,12 +37,30 @@ class CriticalN(NamedTuple):
 
 
 def _as_array(x: ArrayLike, name: str) -> NDArray[np.float64]:
-    arr = x.detach().cpu().double().numpy() if isinstance(x, Tensor) else np.asarray(x, float)
+    """``x`` (array, tensor or nested sequence of numbers) as a 2-D float64 array."""
+    if isinstance(x, Tensor):
+        check_tensor(x, name)
+        if x.dtype == torch.bool or x.is_complex():
+            raise ValueError(f"{name} must hold real numbers, got dtype {x.dtype}")
+        arr = x.detach().cpu().double().numpy()
+    else:
+        try:
+            arr = np.asarray(x, dtype=float)
+        except (TypeError, ValueError):
+            raise ArgumentTypeError(f"{name} must be an array of numbers [num_N, heads]") from None
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-D [num_N, heads], got shape {arr.shape}")
     if np.isinf(arr).any():
         raise ValueError(f"{name} contains inf")
     return arr
+
+
+def _huge(values: object) -> bool:
+    """Whether a sequence holds ints beyond int64 (numpy would raise OverflowError)."""
+    try:
+        return any(isinstance(v, int) and abs(v) > 2**62 for v in values)  # type: ignore[attr-defined]
+    except TypeError:
+        return False
 
 
 def critical_n(
@@ -75,7 +94,12 @@ def critical_n(
         ``critical_n`` (−1 if every N rejects) and the per-N statistics and p-values.
     """
     check_in_range(alpha, "alpha", 0.0, 1.0, closed=(False, False))
-    ns = np.asarray(n_values.detach().cpu().numpy() if isinstance(n_values, Tensor) else n_values)
+    if isinstance(n_values, Tensor):
+        ns = check_tensor(n_values, "n_values").detach().cpu().numpy()
+    elif isinstance(n_values, (str, bytes)) or n_values is None:
+        raise ArgumentTypeError(f"n_values must be a sequence of ints N, got {n_values!r:.40}")
+    else:
+        ns = np.asarray(n_values, dtype=object if _huge(n_values) else None)
     if ns.ndim != 1 or ns.size == 0:
         raise ValueError(f"n_values must be a non-empty 1-D sequence, got shape {ns.shape}")
     if not np.issubdtype(ns.dtype, np.integer) or (ns < 1).any() or np.unique(ns).size != ns.size:
@@ -92,8 +116,9 @@ def critical_n(
     used = np.empty(ns.size, dtype=np.int64)
     for out, i in enumerate(order):  # one test per N: a handful, not a loop over tokens
         a, b = d[i][~np.isnan(d[i])], e[i][~np.isnan(e[i])]
-        if a.size == 0 or b.size == 0:
-            raise ValueError(f"no finite head value left at N={ns[i]}")
+        for name, got in (("distances", a), ("expectations", b)):
+            if got.size == 0:
+                raise ValueError(f"{name} has no finite head value at N={ns[i]}")
         res = stats.ks_2samp(a, b)
         stat[out], pval[out], used[out] = res.statistic, res.pvalue, min(a.size, b.size)
     rejected = pval < alpha

@@ -21,17 +21,19 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_top_n
+from attnlimits._checks import check_choice, check_choices
 from attnlimits.metrics import _fused
 from attnlimits.metrics._topn import (
     TopNRows,
+    check_rows,
     distance_from_products,
     key_ranks,
+    n_grid,
     nested_products,
     prepare_rows,
     query_blocks,
@@ -42,11 +44,13 @@ from attnlimits.metrics._topn import (
     top_n,
 )
 from attnlimits.theory.distance import (
+    EXPECTED_FORMS,
+    GAP_FORMS,
     ExpectedForm,
     GapForm,
     expected_distance_curve_from_products,
     expected_distance_from_products,
-    fixed_selection_bound,
+    fixed_selection_bound_unchecked,
     jensen_gap_bound_from_products,
 )
 
@@ -159,8 +163,11 @@ def _mass(r: TopNRows, sel: Tensor) -> Tensor:
 
 def _bound(r: TopNRows, idx: Tensor, sel: Tensor, pair: _Pairwise) -> Tensor:
     """Theorem 1.1 for the selection ``sel`` (indices ``idx`` [..., Q, N])."""
-    max_norm = r.sq.sqrt().expand(*r.attn.shape).gather(-1, idx).amax(-1)
-    return fixed_selection_bound(
+    batch = torch.broadcast_shapes(r.sq.shape[:-2], idx.shape[:-2])  # x may add batch axes
+    rows = (*batch, idx.shape[-2])
+    norms = r.sq.sqrt().expand(*rows, r.sq.shape[-1])
+    max_norm = norms.gather(-1, idx.expand(*rows, idx.shape[-1])).amax(-1)
+    return fixed_selection_bound_unchecked(
         _mass(r, sel), _d1(r, idx, sel, pair), max_norm, r.n_keys, idx.shape[-1]
     )
 
@@ -207,11 +214,13 @@ def distance_metrics(
     DistanceMetrics
         Per-row tensors of shape ``attn.shape[:-1]``; NaN where ``valid`` is False.
     """
-    check_top_n(n, attn.shape[-1])
+    check_rows(attn, x, mask, (n,))
+    check_choice(form, "form", EXPECTED_FORMS)
+    check_choice(gap_form, "gap_form", GAP_FORMS)
     pair: _Pairwise | None = None
     parts = []
     for a, m, k in query_blocks(attn, mask, n + 1):
-        r = prepare_rows(a, x[..., :k, :], n, m)
+        r = prepare_rows(a, x[..., :k, :], n, m, check=False)
         if with_bound and pair is None:
             pair = _pairwise(x.to(r.x.dtype))
         parts.append(_metrics_block(r, n, form, gap_form, _cut(pair, k)))
@@ -235,7 +244,9 @@ def _metrics_block(
 
     nan = torch.tensor(math.nan, dtype=distance.dtype, device=distance.device)
     out = [torch.where(r.valid, v, nan) for v in (distance, bound, expected, gap, mass)]
-    return DistanceMetrics(out[0], out[1], out[2], out[3], out[4], r.n_keys, r.valid)
+    rows = torch.broadcast_shapes(*(v.shape for v in out))  # x may add batch axes
+    fields = [v.expand(rows) for v in (*out, r.n_keys, r.valid)]
+    return DistanceMetrics(*fields)
 
 
 class DistanceCurve(NamedTuple):
@@ -284,27 +295,25 @@ def distance_curve(
         :func:`attnlimits.theory.jensen_gap_bound`) to compute at the N of ``bound_ns``
         (NaN at the other N); ``gap`` is None when none is asked.
     """
-    n_values = tuple(sorted({int(n) for n in ns}))
-    if not n_values:
-        raise ValueError("ns must hold at least one N")
-    for n in n_values:
-        check_top_n(n, attn.shape[-1])
-    fused = _fused_curve(attn, x, mask, n_values, tuple(forms), set(bound_ns), tuple(gap_forms))
+    n_values = n_grid(ns)
+    check_rows(attn, x, mask, n_values)
+    bound_set = set(n_grid(bound_ns, "bound_ns", allow_empty=True))
+    forms = cast(tuple[ExpectedForm, ...], check_choices(forms, "forms", EXPECTED_FORMS))
+    gaps = cast(tuple[GapForm, ...], check_choices(gap_forms, "gap_forms", GAP_FORMS))
+    fused = _fused_curve(attn, x, mask, n_values, forms, bound_set, gaps)
     if fused is not None:
         return fused
     pair: _Pairwise | None = None
     gram: Tensor | None = None
     parts = []
     for i, (a, m, k) in enumerate(query_blocks(attn, mask, n_values[-1] + 1)):
-        r = prepare_rows(a, x[..., :k, :], n_values[0], m)
+        r = prepare_rows(a, x[..., :k, :], n_values[0], m, check=False)
         if i == 0:
             x_full = x.to(r.x.dtype)
-            pair = _pairwise(x_full) if bound_ns else None
+            pair = _pairwise(x_full) if bound_set else None
             gram = shared_gram(x_full, n_values)
         g = gram if gram is None or gram.shape[-1] == k else gram[:k, :k]
-        parts.append(
-            _curve_block(r, n_values, forms, set(bound_ns), _cut(pair, k), g, tuple(gap_forms))
-        )
+        parts.append(_curve_block(r, n_values, forms, bound_set, _cut(pair, k), g, gaps))
     # query blocks join on the row axis, second-last (the grid axis is last)
     return DistanceCurve(
         n_values,
@@ -312,9 +321,7 @@ def distance_curve(
         {f: torch.cat([p.expected[f] for p in parts], -2) for f in forms},
         torch.cat([p.bound for p in parts], -2),
         torch.cat([p.valid for p in parts], -2),
-        {f: torch.cat([p.gap[f] for p in parts if p.gap], -2) for f in gap_forms}
-        if gap_forms
-        else None,
+        {f: torch.cat([p.gap[f] for p in parts if p.gap], -2) for f in gaps} if gaps else None,
     )
 
 
@@ -346,15 +353,18 @@ def _curve_block(
         else:
             bound.append(torch.full_like(dist[-1], math.nan))
         valid.append(ok)
+    rows = torch.broadcast_shapes(*(d.shape for d in dist))  # x's batch axes, if x has more
+    valid = [ok.expand(rows) for ok in valid]
     ok_all = torch.stack(valid, -1)  # (..., Q, n_N)
-    nan_col = torch.full(r.attn.shape[:-1], math.nan, dtype=r.attn.dtype, device=r.attn.device)
+    nan_col = torch.full(rows, math.nan, dtype=r.attn.dtype, device=r.attn.device)
     gap: dict[str, Tensor] = {}
     for gf in gap_forms:
         cols = []
         for n, ok in zip(n_values, valid, strict=True):
             if n in bound_ns:
                 args = (r.attn, r.sq, inner, xbar_sq, n, r.n_keys, r.keep)
-                cols.append(torch.where(ok, jensen_gap_bound_from_products(*args, form=gf), nan))
+                gap_n = torch.where(ok, jensen_gap_bound_from_products(*args, form=gf), nan)
+                cols.append(gap_n.expand(rows))
             else:
                 cols.append(nan_col)
         gap[gf] = torch.stack(cols, -1)
@@ -364,8 +374,14 @@ def _curve_block(
             r.attn, r.sq, inner, xbar_sq, n_values, r.n_keys, r.keep, form=f
         )
         exp[f] = torch.where(ok_all, e, nan)
+    grid = (*rows, len(n_values))  # every field on the broadcast rows (x may add batch axes)
     return DistanceCurve(
-        n_values, torch.stack(dist, -1), exp, torch.stack(bound, -1), ok_all, gap or None
+        n_values,
+        torch.stack(dist, -1).expand(grid),
+        {f: e.expand(grid) for f, e in exp.items()},
+        torch.stack([b.expand(rows) for b in bound], -1),
+        ok_all,
+        {f: g.expand(grid) for f, g in gap.items()} or None,
     )
 
 

@@ -22,6 +22,7 @@ from attnlimits._checks import (
     check_mask,
     check_nonempty,
     check_positive,
+    is_finite_number,
     keep_mask,
     normalize_dim,
 )
@@ -41,9 +42,9 @@ def _weights(weights: Tensor, mask: Tensor | None, dim: int) -> tuple[Tensor, Te
     check_finite(weights, "weights", allow_neg_inf=False)
     if bool((weights < 0).any()):
         raise ValueError("weights must be non-negative")
-    dim = normalize_dim(dim, weights.ndim)
+    dim = normalize_dim(dim, weights.ndim, "weights")
     check_nonempty(weights, dim, "weights")
-    checked = check_mask(mask, weights)
+    checked = check_mask(mask, weights, of="weights")
     keep = torch.ones_like(weights, dtype=torch.bool) if checked is None else checked
     w = torch.where(keep, weights, 0.0)
     scorable = (w > 0).any(dim=dim)
@@ -75,6 +76,8 @@ def attention_entropy(weights: Tensor, *, dim: int = -1, mask: Tensor | None = N
     pos = w > 0
     safe = torch.where(pos, w, 1.0)
     h = -torch.where(pos, w * torch.log(safe), 0.0).sum(dim=dim)
+    if not bool(torch.isfinite(h[scorable]).all()):  # only for weights far above 1
+        raise ValueError(f"weights are so large that their entropy overflows {h.dtype}")
     return torch.where(scorable, h, math.nan)
 
 
@@ -92,7 +95,7 @@ def max_weight(weights: Tensor, *, dim: int = -1, mask: Tensor | None = None) ->
     Paper A's Lemma 1 / paper B's Lemma 2.1 bound it by O(1/L) for bounded logits.
     """
     w, _, scorable = _weights(weights, mask, dim)
-    return torch.where(scorable, w.amax(dim=normalize_dim(dim, w.ndim)), math.nan)
+    return torch.where(scorable, w.amax(dim=normalize_dim(dim, w.ndim, "weights")), math.nan)
 
 
 def support_size(
@@ -103,20 +106,20 @@ def support_size(
     With ``atol = 0`` it counts exact nonzeros (sparsemax and entmax give exact zeros; softmax
     never does). A row with no kept key counts 0.
     """
-    if not (math.isfinite(atol) and atol >= 0):
-        raise ValueError(f"atol must be non-negative and finite, got {atol}")
+    if not (is_finite_number(atol) and atol >= 0):
+        raise ValueError(f"atol must be non-negative and finite, got {atol!r:.40}")
     w, _, _ = _weights(weights, mask, dim)
-    return (w > atol).sum(dim=normalize_dim(dim, w.ndim))
+    return (w > atol).sum(dim=normalize_dim(dim, w.ndim, "weights"))
 
 
 def logit_spread(scores: Tensor, *, dim: int = -1, mask: Tensor | None = None) -> Tensor:
     """max − min of the kept logits per row: paper B's spread Δ (Lemma 2.1, Prop. 3.1).
 
     ``-inf`` entries count as dropped. A row with one kept key has spread 0; a row with none,
-    NaN.
+    NaN; a spread beyond the dtype's range (finite logits near ±max), inf.
     """
     check_finite(scores, "scores")
-    dim = normalize_dim(dim, scores.ndim)
+    dim = normalize_dim(dim, scores.ndim, "scores")
     check_nonempty(scores, dim)
     keep = keep_mask(scores, mask)
     hi = torch.where(keep, scores, -math.inf).amax(dim=dim)
@@ -154,13 +157,25 @@ def entropy_from_scores(
         H per row in nats; NaN where no key is kept.
     """
     check_finite(scores, "scores")
-    check_positive(temperature, "temperature")
-    dim = normalize_dim(dim, scores.ndim)
+    check_positive(temperature, "temperature", tensor_ok=False)
+    dim = normalize_dim(dim, scores.ndim, "scores")
+    check_nonempty(scores, dim)
     keep = keep_mask(scores, mask)
-    x = torch.where(keep, scores, 0.0) / temperature  # finite everywhere: no inf in backward
+    like = scores
+    work = torch.float32 if scores.dtype in (torch.float16, torch.bfloat16) else scores.dtype
+    info = torch.finfo(work)
+    if not info.tiny <= temperature <= info.max:
+        work = torch.float64  # T beyond the working dtype's range: divide where T is exact
+    scores = scores.to(work)
+    big = torch.finfo(work).max
+    # H is shift-invariant: shift by the row maximum, then scale, clamped at -max, so that
+    # neither a huge logit / T nor a spread beyond the dtype's range overflows to ±inf
+    top = torch.where(keep, scores, -math.inf).amax(dim=dim, keepdim=True).detach()
+    shifted = (scores - torch.where(torch.isfinite(top), top, 0.0)).clamp_min(-big)
+    x = torch.where(keep, (shifted / temperature).clamp_min(-big), 0.0)  # finite everywhere
     z = torch.where(keep, x, -math.inf)
     any_kept = keep.any(dim=dim, keepdim=True)
     log_z = torch.logsumexp(torch.where(any_kept, z, 0.0), dim=dim, keepdim=True)
     p = torch.where(keep, torch.exp(x - log_z), 0.0)
     h = (log_z - (p * x).sum(dim=dim, keepdim=True)).squeeze(dim)
-    return torch.where(any_kept.squeeze(dim), h, math.nan)
+    return torch.where(any_kept.squeeze(dim), h, math.nan).to(like.dtype)

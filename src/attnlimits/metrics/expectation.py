@@ -14,11 +14,13 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_positive, check_top_n
+from attnlimits._checks import ArgumentTypeError, check_int_at_least
 from attnlimits.metrics import _fused
 from attnlimits.metrics._topn import (
     TopNRows,
+    check_rows,
     distance_from_products,
+    n_grid,
     nested_products,
     prepare_rows,
     rank_of,
@@ -45,6 +47,7 @@ def expected_distance_exact(
     NaN for rows with fewer than N + 1 kept keys.
     """
     r = prepare_rows(attn, x, n, mask)
+    check_int_at_least(max_subsets, "max_subsets", 1)
     k = attn.shape[-1]
     if math.comb(k, n) > max_subsets:
         raise ValueError(
@@ -53,8 +56,9 @@ def expected_distance_exact(
     subsets = torch.tensor(list(itertools.combinations(range(k), n)), device=attn.device)
     all_sel = torch.zeros(subsets.shape[0], k, dtype=torch.bool, device=attn.device)
     all_sel.scatter_(1, subsets, True)  # (S, K)
-    extra = (1,) * (r.attn.ndim - 1)
-    total = torch.zeros(r.attn.shape[:-1], dtype=torch.float64, device=attn.device)
+    rows = _rows(r)
+    extra = (1,) * len(rows)
+    total = torch.zeros(rows, dtype=torch.float64, device=attn.device)
     count = torch.zeros_like(total)
     chunk = max(1, 2**21 // max(1, r.attn.numel()))
     for start in range(0, all_sel.shape[0], chunk):
@@ -65,6 +69,23 @@ def expected_distance_exact(
         count += inside.sum(0).double()
     mean = (total / count).to(r.attn.dtype)
     return torch.where(r.valid, mean, torch.full_like(mean, math.nan))
+
+
+def _check_generator(generator: object, like: Tensor, name: str = "generator") -> None:
+    """``generator`` must be None or a ``torch.Generator`` on ``like``'s device type."""
+    if generator is None:
+        return
+    if not isinstance(generator, torch.Generator):
+        raise ArgumentTypeError(
+            f"{name} must be a torch.Generator or None, got {type(generator).__name__}"
+        )
+    if generator.device.type != like.device.type:
+        raise ValueError(f"{name} is on {generator.device}, the tensors on {like.device}")
+
+
+def _rows(r: TopNRows) -> tuple[int, ...]:
+    """The rows of the results: attn's, broadcast against x's batch axes (``[..., Q]``)."""
+    return (*torch.broadcast_shapes(r.attn.shape[:-2], r.x.shape[:-2]), r.attn.shape[-2])
 
 
 def expected_distance_monte_carlo(
@@ -83,9 +104,10 @@ def expected_distance_monte_carlo(
     stderr = sample std / √samples, each ``[..., Q]`` and NaN for invalid rows.
     Draws samples in chunks; pass a seeded ``generator`` for reproducible numbers.
     """
-    check_positive(samples, "samples")
     r = prepare_rows(attn, x, n, mask)
-    total = torch.zeros(r.attn.shape[:-1], dtype=torch.float64, device=attn.device)
+    check_int_at_least(samples, "samples", 1)
+    _check_generator(generator, attn)
+    total = torch.zeros(_rows(r), dtype=torch.float64, device=attn.device)
     total_sq = torch.zeros_like(total)
     chunk = max(1, 2**20 // r.attn.numel())  # samples drawn at once
     for start in range(0, int(samples), chunk):
@@ -128,15 +150,13 @@ def expected_distance_curve_mc(
     NaN where a row has fewer than N + 1 kept keys. Cost: ``samples`` times one top-N curve
     without E, so callers pass a subset of rows (``compute`` takes a few per band of L).
     """
-    n_values = tuple(sorted({int(n) for n in ns}))
-    if not n_values:
-        raise ValueError("ns must hold at least one N")
-    check_positive(samples, "samples")
-    if int(samples) < 2:
+    n_values = n_grid(ns)
+    check_rows(attn, x, mask, n_values)
+    check_int_at_least(samples, "samples", 1)
+    if samples < 2:
         raise ValueError(f"samples must be >= 2 for a standard error, got {samples}")
-    r0 = prepare_rows(attn, x, n_values[0], mask)
-    for n in n_values:
-        check_top_n(n, attn.shape[-1])
+    _check_generator(generator, attn)
+    r0 = prepare_rows(attn, x, n_values[0], mask, check=False)
     s_count = int(samples)
     q = r0.attn.shape[-2]
     # the rows repeated once per sample along the row axis: [..., S·Q, K]

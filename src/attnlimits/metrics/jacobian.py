@@ -15,6 +15,7 @@ per-row numbers (``dim`` removed) with NaN where a row cannot be scored (no kept
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -22,10 +23,12 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import (
+    ArgumentTypeError,
     check_finite,
     check_mask,
     check_nonempty,
     check_positive,
+    check_tensor,
     keep_mask,
     normalize_dim,
 )
@@ -59,11 +62,25 @@ class RowValues(NamedTuple):
 
 
 def _as_grid(values: float | Sequence[float] | Tensor, name: str) -> Tensor:
-    t = torch.as_tensor(values, dtype=torch.float64).reshape(-1)
+    """A number, a sequence of numbers or a tensor, as a flat float64 grid of positive values."""
+    if isinstance(values, Tensor):
+        check_tensor(values, name)
+    elif isinstance(values, (str, bytes)) or not isinstance(values, (numbers.Real, Sequence)):
+        raise ArgumentTypeError(f"{name} must be a number, a sequence of numbers or a tensor")
+    try:
+        t = torch.as_tensor(values, dtype=torch.float64).reshape(-1)
+    except (TypeError, ValueError, RuntimeError, OverflowError):
+        raise ArgumentTypeError(f"{name} must hold numbers, got {values!r:.60}") from None
     if t.numel() == 0:
         raise ValueError(f"{name} must not be empty")
     check_positive(t, name)
     return t
+
+
+def _check_not_tiny(t: Tensor, name: str, given: object) -> None:
+    """||J|| <= 1/(2T) must be a float64: T >= 1/(2·max) ≈ 2.8e-309."""
+    if bool((t < 0.5 / torch.finfo(torch.float64).max).any()):
+        raise ValueError(f"{name} must be >= 2.8e-309 (1/(2T) overflows), got {given!r:.40}")
 
 
 def jacobian_top_eigenvalue(
@@ -84,7 +101,8 @@ def jacobian_top_eigenvalue(
     Parameters
     ----------
     weights : Tensor
-        α, non-negative, each row summing to 1 over its kept entries; ``[..., query, key]``.
+        α in [0, 1], each row summing to 1 over its kept entries; ``[..., query, key]``
+        (an empty key axis or a weight outside [0, 1] is refused).
     dim : int
         The key axis.
     mask : Tensor, optional
@@ -96,11 +114,12 @@ def jacobian_top_eigenvalue(
         λ per row in float64; NaN and ``valid = False`` for rows with no kept key.
     """
     check_finite(weights, "weights", allow_neg_inf=False)
-    if bool((weights < 0).any()):
-        raise ValueError("weights must be non-negative")
-    dim = normalize_dim(dim, weights.ndim)
+    if bool(((weights < 0) | (weights > 1)).any()):
+        raise ValueError("weights must lie in [0, 1] (softmax weights)")
+    dim = normalize_dim(dim, weights.ndim, "weights")
+    check_nonempty(weights, dim, "weights")
     keep = torch.ones_like(weights, dtype=torch.bool)
-    checked = check_mask(mask, weights)
+    checked = check_mask(mask, weights, of="weights")
     if checked is not None:
         keep = checked
     w = torch.where(keep, weights.detach().to(torch.float64), 0.0).movedim(dim, -1)
@@ -189,7 +208,10 @@ def softmax_jacobian_norm(
     RowValues
         Float64 norms ``[..., query]``; NaN and ``valid = False`` where no key is kept.
     """
-    check_positive(temperature, "temperature")
+    check_positive(temperature, "temperature", tensor_ok=False)
+    _check_not_tiny(
+        torch.tensor([float(temperature)], dtype=torch.float64), "temperature", temperature
+    )
     values, valid = softmax_jacobian_norms(scores, [temperature], dim=dim, mask=mask)
     return RowValues(values[..., 0], valid)
 
@@ -210,21 +232,29 @@ def softmax_jacobian_norms(
     """
     check_finite(scores, "scores")
     t = _as_grid(temperatures, "temperatures")
-    dim = normalize_dim(dim, scores.ndim)
+    _check_not_tiny(t, "temperatures", temperatures)
+    dim = normalize_dim(dim, scores.ndim, "scores")
+    check_nonempty(scores, dim)
     keep = keep_mask(scores, mask).movedim(dim, -1)
     x = torch.where(keep, scores.detach().to(torch.float64).movedim(dim, -1), -math.inf)
     x = x.sort(dim=-1, descending=True).values  # dropped keys last
+    # the row maximum (first) at 0: x / T cannot overflow to +inf (a spread beyond float64's
+    # range gives -inf, weight 0, as it should); all-dropped rows stay -inf
+    top = x[..., :1]
+    x = torch.where(torch.isfinite(top), x - top, x)
     valid = keep.any(-1)
+    rows = x.shape[:-1]
+    x = x.reshape(-1, x.shape[-1])  # [rows, L]: one row for a 1-D input too
     if _fused.enabled(x):
         out = _fused.jacobian_rows(x, t, NEWTON_MAX_STEPS, NEWTON_RTOL, _G_RTOL, _TINY)
-        return RowValues(torch.where(valid.unsqueeze(-1), out, math.nan), valid)
-    out = torch.zeros((*x.shape[:-1], t.numel()), dtype=torch.float64, device=x.device)
-    if x.shape[-1] > 1:
-        for i, temp in enumerate(t.tolist()):
-            alpha = torch.softmax(x / temp, dim=-1).nan_to_num(0.0)
-            width = max(2, int((alpha > 0).sum(-1).max()))  # trailing zeros change nothing
-            out[..., i] = _secular_root(alpha[..., :width]) / temp
-    out = torch.where(valid.unsqueeze(-1), out, math.nan)
+    else:
+        out = torch.zeros((x.shape[0], t.numel()), dtype=torch.float64, device=x.device)
+        if x.shape[-1] > 1:
+            for i, temp in enumerate(t.tolist()):
+                alpha = torch.softmax(x / temp, dim=-1).nan_to_num(0.0)
+                width = max(2, int((alpha > 0).sum(-1).max()))  # trailing zeros change nothing
+                out[..., i] = _secular_root(alpha[..., :width]) / temp
+    out = torch.where(valid.unsqueeze(-1), out.view(*rows, t.numel()), math.nan)
     return RowValues(out, valid)
 
 
@@ -252,8 +282,9 @@ def _perturbed_distance(l: Tensor, v: Tensor, keep: Tensor, t: Tensor, eps: Tens
             out[rows] = 0.0
             continue
         lb, vb, kb = (a[rows][:, cols][:, None, None, :] for a in (flat_l, flat_v, flat_keep))
-        base = softmax(lb / t_, mask=kb)  # (rows, n_T, 1, L')
-        moved = softmax((lb + e_ * vb) / t_, mask=kb)  # (rows, n_T, n_ε, L')
+        grid = (lb.shape[0], t.numel(), eps.numel(), lb.shape[-1])
+        base = softmax(lb.expand(*grid[:2], 1, -1), mask=kb, temperature=t_)  # (rows, n_T, 1, L')
+        moved = softmax((lb + e_ * vb).expand(grid), mask=kb, temperature=t_)  # (.., n_T, n_ε, L')
         out[rows] = torch.linalg.vector_norm(moved - base, dim=-1) / eps
     return out.view(*l.shape[:-1], t.numel(), eps.numel())
 
@@ -265,7 +296,15 @@ def softmax_jacobian_matrix(weights: Tensor, temperature: float = 1.0) -> Tensor
     :func:`softmax_jacobian_norm` for norms.
     """
     check_finite(weights, "weights", allow_neg_inf=False)
-    check_positive(temperature, "temperature")
+    if weights.ndim == 0:
+        raise ValueError("weights must be [..., key], got a scalar")
+    if bool(((weights < 0) | (weights > 1)).any()):
+        raise ValueError("weights must lie in [0, 1] (softmax weights)")
+    check_positive(temperature, "temperature", tensor_ok=False)
+    if 1 / temperature > torch.finfo(weights.dtype).max:
+        raise ValueError(
+            f"temperature={temperature:.3g} is so small that α/T overflows {weights.dtype}"
+        )
     return (torch.diag_embed(weights) - weights.unsqueeze(-1) * weights.unsqueeze(-2)) / temperature
 
 
@@ -310,10 +349,14 @@ def finite_difference_sensitivity(
     check_finite(scores, "scores")
     t = _as_grid(temperatures, "temperatures").to(scores.device)
     eps = _as_grid(epsilons, "epsilons").to(scores.device)
-    dim = normalize_dim(dim, scores.ndim)
+    dim = normalize_dim(dim, scores.ndim, "scores")
     check_nonempty(scores, dim)
     keep = keep_mask(scores, mask).movedim(dim, -1)  # [...rows, L]
-    l = torch.where(keep, scores.detach().to(torch.float64).movedim(dim, -1), 0.0)
+    l = torch.where(keep, scores.detach().to(torch.float64).movedim(dim, -1), -math.inf)
+    # δ is shift-invariant: the row maximum at 0 (clamped at -max) keeps l + εv finite
+    top = l.amax(-1, keepdim=True)
+    l = torch.where(keep, (l - torch.where(torch.isfinite(top), top, 0.0)), 0.0)
+    l = l.clamp_min(-torch.finfo(torch.float64).max)
     v = torch.randn(l.shape, generator=generator, dtype=torch.float64, device=l.device)
     v = torch.where(keep, v, 0.0)
     v = v / torch.linalg.vector_norm(v, dim=-1, keepdim=True).clamp_min(1e-300)

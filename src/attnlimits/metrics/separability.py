@@ -26,12 +26,21 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_finite, check_mask, check_nonempty, check_positive
+from attnlimits._checks import (
+    check_finite,
+    check_mask,
+    check_nonempty,
+    check_number,
+    check_positive,
+    normalize_dim,
+)
 from attnlimits.metrics import _fused
 from attnlimits.metrics._topn import (
     TopNRows,
+    check_rows,
     gram_pays,
     key_ranks,
+    n_grid,
     nested_products,
     prepare_rows,
     query_blocks,
@@ -52,7 +61,7 @@ class SeparabilityMetrics(NamedTuple):
     """Per-row results of :func:`separability_metrics`, each ``attn.shape[:-1]``."""
 
     ratio: Tensor  # N_s / N by direct count, Eq. 10
-    lower: Tensor  # Eq. 11 left side (valid bound)
+    lower: Tensor  # Eq. 11 left side (valid bound); NaN also where r = 0 (it needs r > 0)
     upper: Tensor  # Eq. 11 right side (not a valid bound, see errata)
     r: Tensor  # ball radius min_{j∉I_N} ||s − α_j x_j||
     valid: Tensor  # L ≥ N + 1
@@ -64,7 +73,16 @@ def normalize_to_sphere(x: Tensor, radius: float = 1.0, *, dim: int = -1) -> Ten
     Raises ``ValueError`` for a zero vector, which has no direction to keep.
     """
     check_finite(x, "x", allow_neg_inf=False)
-    check_positive(radius, "radius")
+    check_positive(radius, "radius", tensor_ok=False)
+    info = torch.finfo(x.dtype)
+    if not info.tiny <= radius <= info.max:
+        raise ValueError(f"radius={radius:.4g} is outside {x.dtype}'s range, x's dtype")
+    dim = normalize_dim(dim, x.ndim, "x")
+    if x.shape[dim] == 0:
+        raise ValueError(f"x has no entries along dim={dim} (shape {tuple(x.shape)})")
+    # each vector scaled by a power of two first (exact), so its norm cannot overflow
+    _, exponent = torch.frexp(x.detach().abs().amax(dim=dim, keepdim=True))
+    x = torch.ldexp(x, -exponent).to(x.dtype)
     norms = torch.linalg.vector_norm(x, dim=dim, keepdim=True)
     if bool((norms == 0).any()):
         raise ValueError("x holds a zero vector, which cannot be put on the sphere")
@@ -111,16 +129,28 @@ def min_pairwise_distances(x: Tensor, mask: Tensor | None = None) -> tuple[Tenso
     if x.ndim < 2:
         raise ValueError(f"x must be [..., K, d], got shape {tuple(x.shape)}")
     check_nonempty(x, -2, "x")
+    if x.shape[-1] == 0:
+        raise ValueError(f"x has no features (d = 0), shape {tuple(x.shape)}")
+    if x.dtype in (torch.float16, torch.bfloat16):
+        x = x.float()  # cdist has no half kernels on CPU
     k = x.shape[-2]
-    keep = check_mask(mask, x[..., 0])
+    keys = torch.empty(x.shape[:-1], dtype=torch.bool, device=x.device)  # [..., K], for the shape
+    keep = check_mask(mask, keys, of="x's keys [..., K]")
     kept = None if keep is None else keep.expand(x.shape[:-1])
+    # squared differences overflow beyond √max: a head with such entries is scaled by a power
+    # of two (exact but for components that underflow) and its δ scaled back; the others are
+    # left alone. inf below means "no pair" (NaN)
+    size = x.abs() if kept is None else x.abs().masked_fill(~kept[..., None], 0.0)
+    top = size.amax(dim=(-2, -1))  # per head [...], over kept keys: a dropped key plays no part
+    huge = top > math.sqrt(torch.finfo(x.dtype).max) / (4 * math.sqrt(x.shape[-1]))
+    shift = torch.where(huge, torch.frexp(top)[1], 0)
+    if bool(huge.any()):
+        _check_span(size, kept, huge, top)
+        x = torch.ldexp(x, -shift[..., None, None]).to(x.dtype)
     if _fused.enabled(x) and k > 1:
         flags = torch.ones(x.shape[:-1], dtype=torch.bool) if kept is None else kept
         pair_all, pair_distinct = _fused.pairwise_min(x, flags)
-        return tuple(  # type: ignore[return-value]
-            torch.where(torch.isinf(b), torch.full_like(b, math.nan), b)
-            for b in (pair_all, pair_distinct)
-        )
+        return _no_pair_nan(pair_all, shift), _no_pair_nan(pair_distinct, shift)
     best = [torch.full(x.shape[:-2], math.inf, dtype=x.dtype, device=x.device) for _ in range(2)]
     for i0 in range(0, k, _ROW_CHUNK):  # rows in chunks: memory O(chunk·K), not O(K²)
         i1 = min(i0 + _ROW_CHUNK, k)
@@ -131,8 +161,35 @@ def min_pairwise_distances(x: Tensor, mask: Tensor | None = None) -> tuple[Tenso
             pair = pair & kept[..., i0:i1, None] & kept[..., None, :]
         for j, ok in enumerate((pair, pair & (dist > 0))):
             best[j] = torch.minimum(best[j], dist.masked_fill(~ok, math.inf).amin((-2, -1)))
-    out = [torch.where(torch.isinf(b), torch.full_like(b, math.nan), b) for b in best]
-    return out[0], out[1]
+    return _no_pair_nan(best[0], shift), _no_pair_nan(best[1], shift)
+
+
+#: In a head scaled down by its largest entry, differences below this fraction of it square
+#: to less than float64's smallest normal number (2**-1022) and would be lost.
+_SPAN = 2.0**-480
+
+
+def _check_span(size: Tensor, kept: Tensor | None, huge: Tensor, top: Tensor) -> None:
+    """Refuse a head whose kept entries both exceed √max and come within ``_SPAN`` of 0
+    relative to its largest: after the power-of-two scaling, the small entries' squared
+    differences would underflow and a distance of order 1 would read as 0."""
+    small = size < top[..., None, None] * _SPAN
+    if kept is not None:
+        small = small & kept[..., None]
+    bad = huge[..., None, None] & small
+    if bool(bad.any()):
+        raise ValueError(
+            f"x spans too many orders of magnitude in one head for exact distances (entries "
+            f"up to {float(top[huge].max()):.3g} beside entries below "
+            f"{float(top[huge].max()) * _SPAN:.3g}, whose differences would underflow); "
+            f"rescale or split x"
+        )
+
+
+def _no_pair_nan(best: Tensor, shift: Tensor) -> Tensor:
+    """inf (no pair of kept keys) as NaN, then undo the power-of-two scaling of each head."""
+    out = torch.where(torch.isinf(best), torch.full_like(best, math.nan), best)
+    return torch.ldexp(out, shift).to(out.dtype) if bool(shift.any()) else out
 
 
 def _sphere_radius(x: Tensor, key_keep: Tensor, radius: float | None, rtol: float) -> Tensor:
@@ -140,11 +197,16 @@ def _sphere_radius(x: Tensor, key_keep: Tensor, radius: float | None, rtol: floa
     norms = torch.linalg.vector_norm(x, dim=-1).expand(key_keep.shape)  # (..., K)
     hi = norms.masked_fill(~key_keep, -math.inf).amax(-1)
     lo = norms.masked_fill(~key_keep, math.inf).amin(-1)
+    used = key_keep.any(-1)  # heads with no kept key: every row is invalid, any M will do
     m = hi if radius is None else torch.full_like(hi, float(radius))
-    if bool(((hi - m).abs() > rtol * m).any() or ((lo - m).abs() > rtol * m).any()):
+    m = torch.where(used, m, 1.0)
+    off = ((hi - m).abs() > rtol * m) | ((lo - m).abs() > rtol * m)
+    if bool((off & used).any()):
+        sphere = "a sphere" if radius is None else f"the sphere of radius {radius:.4g}"
         raise ValueError(
-            "x is not on a sphere (Assumption 1): kept norms range over "
-            f"[{float(lo.min()):.4g}, {float(hi.max()):.4g}]; use normalize_to_sphere first"
+            f"x is not on {sphere} (Assumption 1) within rtol={rtol:.3g}: kept norms range "
+            f"over [{float(lo[used].min()):.4g}, {float(hi[used].max()):.4g}]; use "
+            "normalize_to_sphere first"
         )
     return m
 
@@ -172,8 +234,8 @@ def separability_metrics(
     mask : Tensor, optional
         Boolean keep-mask broadcastable to ``attn``.
     radius : float, optional
-        M; inferred per head from the kept norms when omitted. Either way every kept norm must
-        equal M within ``rtol`` (else ``ValueError``).
+        M > 0; inferred per head from the kept norms when omitted. Either way every kept norm
+        must equal M within ``rtol`` (relative, >= 0; else ``ValueError``).
     delta : float or Tensor, optional
         δ; by default :func:`min_pairwise_distance` per head over keys kept by some row.
 
@@ -206,10 +268,16 @@ def separability_curve(
     ||s − α_i x_i||, i ∈ I_N, come in float64 from the Gram block of I_N (the selected rows),
     ||s − α_i x_i||² = αᵀG α − 2α_i(Gα)_i + α_i²G_ii, which is exactly 0 at N = 1.
     """
-    n_values = tuple(sorted({int(n) for n in ns}))
-    if not n_values:
-        raise ValueError("ns must hold at least one N")
-    r = prepare_rows(attn, x, n_values[-1], mask)
+    n_values = n_grid(ns)
+    check_rows(attn, x, mask, n_values)
+    if radius is not None:
+        check_positive(radius, "radius", tensor_ok=False)
+    check_number(rtol, "rtol")
+    if not (math.isfinite(rtol) and rtol >= 0):
+        raise ValueError(f"rtol must be finite and >= 0, got {rtol!r:.40}")
+    if delta is not None:
+        check_number(delta, "delta", tensor_ok=True)
+    r = prepare_rows(attn, x, n_values[-1], mask, check=False)
     batch = torch.broadcast_shapes(r.keep.shape[:-2], r.x.shape[:-2])
     key_keep = r.keep.any(-2).expand(*batch, r.x.shape[-2])  # (..., K)
     x_all = r.x.expand(*batch, *r.x.shape[-2:])
@@ -232,7 +300,7 @@ def separability_curve(
     inside_gram = gram64 if gram64 is not None and n_values[-1] < r.x.shape[-1] else None
     parts = [
         _block(
-            prepare_rows(a, x[..., :k, :], n_values[0], keep),
+            prepare_rows(a, x[..., :k, :], n_values[0], keep, check=False),
             n_values,
             m,
             delta,

@@ -30,6 +30,7 @@ from typing import Literal
 
 from torch import Tensor
 
+from attnlimits._checks import ArgumentTypeError
 from attnlimits.normalizers.adaptive import (
     ENTROPY_EPS,
     ENTROPY_THRESHOLD,
@@ -229,8 +230,12 @@ def available() -> list[str]:
 
 def info(name: str) -> NormalizerInfo:
     """Metadata of the normaliser registered as ``name`` (``ValueError`` if unknown)."""
+    if not isinstance(name, str):
+        raise ArgumentTypeError(
+            f"name must be a str (one of {', '.join(available())}), got {name!r:.40}"
+        )
     if name not in INFO:
-        raise ValueError(f"unknown normaliser {name!r}; available: {', '.join(available())}")
+        raise ValueError(f"unknown normaliser name {name!r}; available: {', '.join(available())}")
     return INFO[name]
 
 

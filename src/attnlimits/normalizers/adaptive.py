@@ -10,13 +10,12 @@ imported by the streaming kernels; keep them.
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
+from attnlimits._checks import check_tensor, is_finite_number
 from attnlimits.normalizers._common import finish, masked_softmax, prepare
 
 __all__ = [
@@ -45,22 +44,26 @@ def adaptive_beta(
     """Inverse temperature β(H) of paper B's listing: max(poly(H), 1) where H > threshold, else 1.
 
     ``coeffs`` are highest degree first (``numpy.polyval`` order). Evaluated by Horner's rule
-    in ``entropy``'s dtype; never below 1.
+    in ``entropy``'s dtype; never below 1 and never NaN (a NaN, infinite or negative entropy
+    gives 1).
     """
+    check_tensor(entropy, "entropy", allow_meta=True)
+    check_adaptive_params(coeffs, threshold)
     poly = torch.zeros_like(entropy)
     for c in coeffs:
         poly = poly * entropy + c
-    return torch.where(entropy > threshold, poly.clamp_min(1.0), torch.ones_like(entropy))
+    use = (entropy > threshold) & torch.isfinite(entropy)  # per row: cheap
+    return torch.where(use, poly.clamp_min(1.0), torch.ones_like(entropy))
 
 
 def check_adaptive_params(coeffs: Sequence[float], threshold: float) -> None:
     """Raise ``ValueError`` unless ``coeffs`` are finite numbers and ``threshold`` is finite."""
-    if isinstance(coeffs, (str, bytes)) or len(coeffs) == 0:
+    if not isinstance(coeffs, Sequence) or isinstance(coeffs, (str, bytes)) or len(coeffs) == 0:
         raise ValueError("coeffs must be a non-empty sequence of numbers, highest degree first")
-    if not all(isinstance(c, numbers.Real) and math.isfinite(c) for c in coeffs):
-        raise ValueError(f"coeffs must be finite numbers, got {list(coeffs)}")
-    if not (isinstance(threshold, numbers.Real) and math.isfinite(threshold)):
-        raise ValueError(f"threshold must be a finite number, got {threshold}")
+    if not all(is_finite_number(c) for c in coeffs):
+        raise ValueError(f"coeffs must be finite numbers, got {list(coeffs)!r:.80}")
+    if not is_finite_number(threshold):
+        raise ValueError(f"threshold must be a finite number, got {threshold!r:.40}")
 
 
 def _entropy_beta(
@@ -133,7 +136,7 @@ def adaptive_softmax(
     _, beta = _entropy_beta(x, keep, d, coeffs, threshold)
     if detach_beta:
         beta = beta.detach()
-    return finish(masked_softmax(beta * x, keep, d), keep, scores)
+    return finish(masked_softmax(x, keep, d, scale=beta), keep, scores)
 
 
 def adaptive_stats(

@@ -7,14 +7,18 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_positive
-from attnlimits.normalizers._common import finish, masked_softmax, prepare
+from attnlimits._checks import ArgumentTypeError, check_positive
+from attnlimits.normalizers._common import check_broadcasts_to, finish, masked_softmax, prepare
 
 __all__ = ["general", "softmax"]
 
 
 def softmax(
-    scores: Tensor, dim: int = -1, *, mask: Tensor | None = None, temperature: float = 1.0
+    scores: Tensor,
+    dim: int = -1,
+    *,
+    mask: Tensor | None = None,
+    temperature: float | Tensor = 1.0,
 ) -> Tensor:
     r"""Softmax with temperature over the kept keys.
 
@@ -31,8 +35,10 @@ def softmax(
         Normalised axis (the key axis), default ``-1``.
     mask : Tensor of bool, optional
         Keep-mask (True = attend), broadcastable to ``scores``.
-    temperature : float
-        ``T > 0``.
+    temperature : float or Tensor
+        ``T > 0``; any positive float, also below float32's range (then computed in float64;
+        the output keeps ``scores``' dtype); or a tensor broadcastable to ``scores`` (e.g. a
+        learned temperature per head).
 
     Returns
     -------
@@ -47,7 +53,10 @@ def softmax(
     """
     check_positive(temperature, "temperature")
     x, keep, d = prepare(scores, mask, dim)
-    return finish(masked_softmax(x / temperature, keep, d), keep, scores)
+    check_broadcasts_to(temperature, "temperature", x.shape)
+    if not isinstance(temperature, Tensor) and temperature < torch.finfo(x.dtype).tiny:
+        x = x.double()  # T below the working dtype's normal range: divide where T is exact
+    return finish(masked_softmax(x, keep, d, temperature=temperature), keep, scores)
 
 
 def general(
@@ -85,12 +94,15 @@ def general(
     ValueError
         Bad scores or mask, or ``F`` not finite and positive at a kept score.
     """
+    if not callable(F):
+        raise ArgumentTypeError(f"F must be a callable Tensor -> Tensor, got {type(F).__name__}")
     x, keep, d = prepare(scores, mask, dim)
     f = F(x)
-    if f.shape != x.shape:
-        raise ValueError(f"F must be elementwise: got shape {tuple(f.shape)} for {tuple(x.shape)}")
+    if not isinstance(f, Tensor) or f.shape != x.shape:
+        got = tuple(f.shape) if isinstance(f, Tensor) else type(f).__name__
+        raise ValueError(f"F must be elementwise: got {got} for shape {tuple(x.shape)}")
     bad = keep & ~(torch.isfinite(f.detach()) & (f.detach() > 0))
-    if bad.any():
+    if not f.is_meta and bool(bad.any()):
         raise ValueError("F must be finite and positive at every kept score")
     f = torch.where(keep, f, 0.0)
     s = f.sum(dim=d, keepdim=True)

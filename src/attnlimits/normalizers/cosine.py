@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import check_finite, check_positive
+from attnlimits.normalizers._common import check_broadcasts_to
 
 __all__ = ["cosine_logits"]
 
@@ -49,12 +50,13 @@ def cosine_logits(
     ------
     ValueError
         Non-finite or non-floating q or k, different dtypes, mismatched d or leading axes,
-        ``scale`` or ``eps`` not positive and finite.
+        ``scale`` or ``eps`` not positive and finite, or ``scale`` beyond the dtype's range
+        (the logits lie in ``[-scale, scale]``).
     """
     check_finite(q, "q", allow_neg_inf=False)
     check_finite(k, "k", allow_neg_inf=False)
     check_positive(scale, "scale")
-    check_positive(eps, "eps")
+    check_positive(eps, "eps", tensor_ok=False)
     if q.dtype != k.dtype:
         raise ValueError(f"q and k must share a dtype, got {q.dtype} and {k.dtype}")
     if q.ndim < 2 or k.ndim < 2 or q.shape[-1] != k.shape[-1]:
@@ -63,11 +65,17 @@ def cosine_logits(
             f"{tuple(k.shape)}"
         )
     try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+        lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
     except RuntimeError:
         raise ValueError(
             f"the leading axes of q {tuple(q.shape)} and k {tuple(k.shape)} do not broadcast"
         ) from None
+    check_broadcasts_to(scale, "scale", (*lead, q.shape[-2], k.shape[-2]), "the logits")
+    big = torch.finfo(q.dtype).max
+    if eps > big:
+        raise ValueError(f"eps must be at most {big:.4g} ({q.dtype}'s range), got {eps!r:.40}")
+    if bool(torch.as_tensor(scale).detach().double().abs().max() > big):
+        raise ValueError(f"scale must be at most {big:.4g} ({q.dtype}'s range), got {scale!r:.40}")
     qn = torch.nn.functional.normalize(q, dim=-1, eps=eps)
     kn = torch.nn.functional.normalize(k, dim=-1, eps=eps)
     return scale * (qn @ kn.transpose(-1, -2))  # (..., Lq, Lk)

@@ -18,14 +18,13 @@ package is a test reference only (it returns NaN on all-masked rows).
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import torch
 from torch import Tensor
 from torch.autograd import Function
 
-from attnlimits._checks import check_int_at_least, key_counts
+from attnlimits._checks import check_int_at_least, check_number, key_counts
 from attnlimits.normalizers._common import finish, masked_max, prepare
 
 __all__ = ["as_entmax", "entmax15", "entmax_bisect", "sparsemax"]
@@ -96,7 +95,7 @@ class _Entmax15Function(Function):
 class _EntmaxBisectFunction(Function):
     @staticmethod
     def forward(ctx: Any, z: Tensor, dim: int, alpha: float, n_iter: int) -> Tensor:
-        am1 = alpha - 1.0
+        am1 = min(alpha - 1.0, torch.finfo(z.dtype).max)  # beyond it: argmax to the dtype's eye
         z = z * am1
         n = z.shape[dim]
         # f(τ) = Σ [z - τ]_+^{1/(α-1)} - 1 is decreasing, >= 0 at max - 1, <= 0 at max - n^{1-α}
@@ -193,6 +192,12 @@ def entmax15(scores: Tensor, dim: int = -1, *, mask: Tensor | None = None) -> Te
     return finish(p, keep, scores)
 
 
+def _check_alpha(alpha: float) -> None:
+    check_number(alpha, "alpha")
+    if not (math.isfinite(alpha) and alpha > 1):
+        raise ValueError(f"alpha must be finite and > 1, got {alpha}")
+
+
 def entmax_bisect(
     scores: Tensor,
     dim: int = -1,
@@ -234,10 +239,7 @@ def entmax_bisect(
     ValueError
         Bad scores or mask, ``alpha <= 1`` or not finite, ``n_iter < 1``.
     """
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
-        raise ValueError(f"alpha must be a float, got {type(alpha).__name__}")
-    if not (math.isfinite(alpha) and alpha > 1):
-        raise ValueError(f"alpha must be finite and > 1, got {alpha}")
+    _check_alpha(alpha)
     check_int_at_least(n_iter, "n_iter", 1)
     x, keep, d = prepare(scores, mask, dim)
     z = _shift_and_fill(x, keep, d, float(alpha))
@@ -245,11 +247,15 @@ def entmax_bisect(
     return finish(p, keep, scores)
 
 
-def _as_tensor_param(value: float | Tensor, name: str, like: Tensor) -> Tensor:
-    """``value`` (number, or tensor broadcastable to ``like``) as a finite tensor of its dtype."""
+def _as_tensor_param(value: float | Tensor, name: str, like: Tensor, *, nonneg: bool) -> Tensor:
+    """``value`` (number, or tensor broadcastable to ``like``) as a tensor of ``like``'s dtype
+    and device, after checking it is finite (and ``>= 0`` where ``nonneg``)."""
+    check_number(value, name, tensor_ok=True)
+    v = torch.as_tensor(value, dtype=torch.float64)
+    if not bool(torch.isfinite(v).all()) or (nonneg and bool((v < 0).any())):
+        kind = "a finite number >= 0" if nonneg else "a finite number"
+        raise ValueError(f"{name} must be {kind} or a tensor of them, got {value!r:.60}")
     if isinstance(value, Tensor):
-        if not bool(torch.isfinite(value).all()):
-            raise ValueError(f"{name} must be finite")
         try:
             if torch.broadcast_shapes(value.shape, like.shape) != like.shape:
                 raise RuntimeError
@@ -259,8 +265,6 @@ def _as_tensor_param(value: float | Tensor, name: str, like: Tensor) -> Tensor:
                 f"{tuple(like.shape)} (size 1 along dim)"
             ) from None
         return value.to(like.dtype)
-    if isinstance(value, bool) or not (isinstance(value, numbers.Real) and math.isfinite(value)):
-        raise ValueError(f"{name} must be a finite number or tensor, got {value!r}")
     return torch.tensor(float(value), dtype=like.dtype, device=like.device)
 
 
@@ -321,13 +325,21 @@ def as_entmax(
     ValueError
         Bad scores or mask; α, δ, β, γ or ``n_iter`` out of range.
     """
+    _check_alpha(alpha)
+    check_int_at_least(n_iter, "n_iter", 1)
     x, keep, d = prepare(scores, mask, dim)
     m = key_counts(keep, x, d).clamp_min(1.0) + 1.0  # n + 1 >= 2 (all-masked rows: any m)
-    dl = _as_tensor_param(delta, "delta", m)
-    b = _as_tensor_param(beta, "beta", m)
-    g = _as_tensor_param(gamma, "gamma", m)
-    if bool((dl < 0).any() or (b < 0).any() or (dl + b <= 0).any()):
-        raise ValueError("delta and beta must be >= 0 and not both 0 (the scale must be > 0)")
-    scale = dl + b * m.log() ** g
-    p = entmax_bisect(scale * x, d, mask=keep, alpha=alpha, n_iter=n_iter)
+    dl = _as_tensor_param(delta, "delta", m, nonneg=True)
+    b = _as_tensor_param(beta, "beta", m, nonneg=True)
+    g = _as_tensor_param(gamma, "gamma", m, nonneg=False)
+    both = torch.as_tensor(delta, dtype=torch.float64) + torch.as_tensor(beta, dtype=torch.float64)
+    if bool((both <= 0).any()):
+        raise ValueError("delta and beta must not both be 0 (the scale must be > 0)")
+    big = torch.finfo(x.dtype).max
+    scale = (dl + torch.where(b > 0, b * m.log() ** g, 0.0)).clamp_max(big)  # not 0·inf at β = 0
+    # entmax is shift-invariant: scale the shifted logits (max 0), which cannot overflow to
+    # +inf, clamped at -max (no 0·inf); dropped keys below the support, as _shift_and_fill does
+    shifted = (x - masked_max(x, keep, d)).clamp_min_(-big)
+    z = torch.where(keep, (scale * shifted).clamp_min_(-big), -(1.0 / (alpha - 1.0) + 1.0))
+    p = _EntmaxBisectFunction.apply(z, d, float(alpha), n_iter)
     return finish(p, keep, scores)

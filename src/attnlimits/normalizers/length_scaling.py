@@ -17,8 +17,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_int_at_least, check_positive, key_counts
-from attnlimits.normalizers._common import finish, masked_softmax, prepare
+from attnlimits._checks import (
+    check_finite,
+    check_int_at_least,
+    check_positive,
+    key_counts,
+)
+from attnlimits.normalizers._common import check_broadcasts_to, finish, masked_softmax, prepare
 
 __all__ = [
     "LENGTH_SCALES",
@@ -42,7 +47,7 @@ def _scaled(
     """softmax(c(n)·l) over the kept keys, n the row's kept keys."""
     x, keep, d = prepare(scores, mask, dim)
     c = c_of_n(key_counts(keep, x, d).clamp_min(1.0))
-    return finish(masked_softmax(c * x, keep, d), keep, scores)
+    return finish(masked_softmax(x, keep, d, scale=c), keep, scores)
 
 
 def logn_scale(n: Tensor, train_length: int = 8192) -> Tensor:
@@ -56,8 +61,12 @@ def yarn_scale(n: Tensor, factor: float = 4.0) -> Tensor:
 
 
 def llama4_scale(n: Tensor, attn_scale: float = 0.1, floor_scale: int = 8192) -> Tensor:
-    """Llama 4's c(n) = 1 + attn_scale·log(⌊n / floor_scale⌋ + 1) (:func:`llama4_temperature`)."""
-    return 1.0 + attn_scale * torch.log(torch.floor(n / floor_scale) + 1.0)
+    """Llama 4's c(n) = 1 + attn_scale·log(⌊n / floor_scale⌋ + 1) (:func:`llama4_temperature`).
+
+    ``attn_scale`` is clamped to ``n``'s dtype range, so that a scale beyond it gives c = 1
+    below ``floor_scale`` (not inf · 0) and a saturated c above."""
+    a = min(attn_scale, torch.finfo(n.dtype).max)
+    return 1.0 + a * torch.log(torch.floor(n / floor_scale) + 1.0)
 
 
 def ssmax_trained_scale(n: Tensor, train_length: int = 2048) -> Tensor:
@@ -70,13 +79,13 @@ def check_length_scale(name: str, params: dict[str, Any]) -> None:
     if name in ("logn", "ssmax_trained"):
         check_int_at_least(params["train_length"], "train_length", 2)
     elif name == "yarn":
-        check_positive(params["factor"], "factor")
+        check_positive(params["factor"], "factor", tensor_ok=False)
         if params["factor"] < 1:
             raise ValueError(
                 f"factor must be >= 1 (the context extension ratio), got {params['factor']}"
             )
     else:
-        check_positive(params["attn_scale"], "attn_scale")
+        check_positive(params["attn_scale"], "attn_scale", tensor_ok=False)
         check_int_at_least(params["floor_scale"], "floor_scale", 1)
 
 
@@ -161,7 +170,21 @@ def softcap_logits(scores: Tensor, cap: float = 50.0) -> Tensor:
     Team 2024, §2: attention logits capped at 50): compose with any normaliser,
     ``normalizers.get(name)(softcap_logits(scores, cap), mask=...)``; ``-inf`` stays ``-inf``."""
     check_positive(cap, "cap")
-    return torch.where(torch.isneginf(scores), scores, cap * torch.tanh(scores / cap))
+    check_finite(scores, "scores", allow_meta=True)
+    check_broadcasts_to(cap, "cap", scores.shape)
+    return torch.where(torch.isneginf(scores), scores, _capped(scores, cap))
+
+
+def _capped(x: Tensor, cap: float | Tensor) -> Tensor:
+    """cap · tanh(x / cap), with cap clamped to ``x``'s dtype range: a cap that over- or
+    underflows it would give inf · 0 or 0 / 0; the clamped one gives the limit (x, or 0)."""
+    info = torch.finfo(x.dtype)
+    c = (
+        cap.to(x.dtype).clamp(info.tiny, info.max)
+        if isinstance(cap, Tensor)
+        else min(max(cap, info.tiny), info.max)
+    )
+    return c * torch.tanh(x / c)
 
 
 def softcap(
@@ -173,4 +196,5 @@ def softcap(
     normaliser."""
     check_positive(cap, "cap")
     x, keep, d = prepare(scores, mask, dim)
-    return finish(masked_softmax(cap * torch.tanh(x / cap), keep, d), keep, scores)
+    check_broadcasts_to(cap, "cap", x.shape)
+    return finish(masked_softmax(_capped(x, cap), keep, d), keep, scores)

@@ -6,7 +6,7 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import check_positive, key_counts
-from attnlimits.normalizers._common import finish, masked_softmax, prepare
+from attnlimits.normalizers._common import check_broadcasts_to, finish, masked_softmax, prepare
 
 __all__ = ["ssmax"]
 
@@ -48,6 +48,9 @@ def ssmax(scores: Tensor, dim: int = -1, *, mask: Tensor | None = None, s: float
     """
     check_positive(s, "s")
     x, keep, d = prepare(scores, mask, dim)
+    check_broadcasts_to(s, "s", x.shape)
     n = key_counts(keep, x, d)  # kept keys per row, x's dtype
-    scale = s * torch.log(n.clamp_min(1.0))
-    return finish(masked_softmax(scale * x, keep, d), keep, scores)
+    big = torch.finfo(x.dtype).max  # an s beyond the dtype's range: its largest value, not
+    s_work = s.clamp_max(big) if isinstance(s, Tensor) else min(s, big)  # inf (inf·log 1 = NaN)
+    scale = s_work * torch.log(n.clamp_min(1.0))
+    return finish(masked_softmax(x, keep, d, scale=scale), keep, scores)

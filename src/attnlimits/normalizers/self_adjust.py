@@ -83,7 +83,8 @@ def ssa_normalized(scores: Tensor, dim: int = -1, *, mask: Tensor | None = None)
     x, keep, d = prepare(scores, mask, dim)
     lo = torch.where(keep, x, math.inf).amin(dim=d, keepdim=True).clamp_max(0.0)
     hi = torch.where(keep, x, -math.inf).amax(dim=d, keepdim=True).clamp_min(0.0)
-    # all-masked rows: ±inf clamp to 0, so span = 0 there
-    span = hi - lo
-    factor = (x - lo) / torch.where(span > 0, span, 1.0)
+    # all-masked rows: ±inf clamp to 0, so span = 0 there. Halved first (exact for normal
+    # numbers): hi − lo itself overflows when the kept scores span more than the dtype's max
+    span = hi * 0.5 - lo * 0.5
+    factor = (x * 0.5 - lo * 0.5) / torch.where(span > 0, span, 1.0)
     return finish(factor * masked_softmax(x, keep, d), keep, scores)

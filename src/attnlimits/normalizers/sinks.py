@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_positive
+from attnlimits._checks import check_number, check_positive
 from attnlimits.normalizers._common import finish, masked_max, prepare
 
 __all__ = ["sink_softmax", "softmax1", "softpick"]
@@ -44,13 +43,15 @@ def sink_softmax(
         Same shape and dtype as ``scores``, entries in [0, 1), rows summing to less than one;
         masked entries and all-masked rows are 0.
     """
+    check_number(sink, "sink", tensor_ok=True)
     if isinstance(sink, Tensor):
         if not bool(torch.isfinite(sink).all()):
             raise ValueError("sink must be finite")
-    elif not (isinstance(sink, numbers.Real) and math.isfinite(sink)):
+    elif not math.isfinite(sink):
         raise ValueError(f"sink must be a finite number or tensor, got {sink!r}")
     x, keep, d = prepare(scores, mask, dim)
-    s = torch.as_tensor(sink, dtype=x.dtype, device=x.device)
+    big = torch.finfo(x.dtype).max  # a sink beyond the dtype's range takes all the weight
+    s = torch.as_tensor(sink, dtype=x.dtype, device=x.device).clamp(-big, big)
     if s.ndim and s.shape[d if s.ndim == x.ndim else -1] != 1:
         raise ValueError(f"sink must have size 1 along dim, got shape {tuple(s.shape)}")
     m = torch.maximum(masked_max(x, keep, d), s.detach())  # the largest of the logits and s
@@ -89,9 +90,9 @@ def softpick(
     eps : float
         ε > 0 (default 1e-8, the authors' code).
     """
-    check_positive(eps, "eps")
+    check_positive(eps, "eps", tensor_ok=False)
     x, keep, d = prepare(scores, mask, dim)
     m = masked_max(x, keep, d)
     shifted = torch.where(keep, (x - m).exp() - (-m).exp(), 0.0)  # e^{-m}(e^{l} - 1)
-    den = shifted.abs().sum(dim=d, keepdim=True) + eps
-    return finish(torch.relu(shifted) / den, keep, scores)
+    den = shifted.abs().sum(dim=d, keepdim=True) + eps  # 0 where eps underflows the dtype
+    return finish(torch.relu(shifted) / torch.where(den > 0, den, 1.0), keep, scores)

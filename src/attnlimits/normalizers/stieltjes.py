@@ -41,16 +41,20 @@ class _StieltjesFunction(Function):
         # Bisect u = log λ: after the shift λ_q lies in [1, n^{1/q}] (the top key alone gives
         # 1^{-q} = 1 at λ = 1; every term is <= 1/n at λ = n^{1/q}), so u in [0, log(n) / q].
         # In u the error of log(p_i / p_j) after k halvings is at most log(n)·2^{-k}, for any q.
+        # log w_i = −q log(λ − z_i) = −q u − q log(1 + e^{log(−z_i) − u}): the first term is the
+        # same for every key, so it is kept apart (q·u overflows for huge q, and the kept part
+        # is exactly 0 at the maximum, so no inf·0 either)
         log_gap = torch.where(keep, -z, 0.0).log()  # log(-z): -inf at the maximum
         n = keep.sum(dim=dim, keepdim=True).to(z.dtype)
         lo = torch.zeros_like(n)
         width = n.log() / q
+        zero = torch.zeros((), dtype=z.dtype, device=z.device)
         for _ in range(n_iter):  # iterations, not rows or keys: each step is one vectorised pass
             width = width / 2
             mid = lo + width
-            log_w = torch.where(keep, -q * torch.logaddexp(mid, log_gap), -math.inf)
-            lo = torch.where(log_w.logsumexp(dim=dim, keepdim=True) >= 0, mid, lo)  # Σ w >= 1
-        log_w = torch.where(keep, -q * torch.logaddexp(lo, log_gap), -math.inf)
+            log_w = torch.where(keep, -q * torch.logaddexp(log_gap - mid, zero), -math.inf)
+            lo = torch.where(log_w.logsumexp(dim=dim, keepdim=True) >= q * mid, mid, lo)  # Σ w ≥ 1
+        log_w = torch.where(keep, -q * torch.logaddexp(log_gap - lo, zero), -math.inf)
         p = torch.softmax(log_w, dim=dim)  # w / Σ w: removes the bisection residual
         ctx.dim, ctx.q = dim, q
         ctx.save_for_backward(p)
@@ -110,11 +114,13 @@ def stieltjes(
     ValueError
         Bad scores or mask, ``q <= 0`` or not finite, ``n_iter`` not an int ``>= 1``.
     """
-    check_positive(q, "q")
+    check_positive(q, "q", tensor_ok=False)
     check_int_at_least(n_iter, "n_iter", 1)
     x, keep, d = prepare(scores, mask, dim)
     z = torch.where(keep, x - masked_max(x, keep, d), 0.0)
     # an all-masked row is solved as if every key were kept (uniform), then zeroed by finish
     solve_on = keep | ~keep.any(dim=d, keepdim=True)
-    p = _StieltjesFunction.apply(z, solve_on, d, float(q), n_iter)
+    info = torch.finfo(x.dtype)  # a q beyond the dtype's range is its limit there (flat / one-hot)
+    q_work = min(max(float(q), info.tiny), info.max)
+    p = _StieltjesFunction.apply(z, solve_on, d, q_work, n_iter)
     return finish(p, keep, scores)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import torch
 import torch.nn.functional as nnf
 from torch import Tensor
 
-from attnlimits._checks import check_int_at_least, key_counts
+from attnlimits._checks import check_int_at_least, is_finite_number, key_counts
 from attnlimits.normalizers._common import finish, prepare
 
 __all__ = ["relu2_attention", "relu_attention", "sigmoid", "stick_breaking"]
@@ -49,7 +46,7 @@ def sigmoid(
     ValueError
         Bad scores or mask, or a non-finite ``bias``.
     """
-    if bias is not None and not (isinstance(bias, numbers.Real) and math.isfinite(bias)):
+    if bias is not None and not is_finite_number(bias):
         raise ValueError(f"bias must be a finite number or None, got {bias}")
     x, keep, d = prepare(scores, mask, dim)
     b = -torch.log(key_counts(keep, x, d).clamp_min(1.0)) if bias is None else bias
@@ -111,12 +108,15 @@ def relu_attention(
     Transformers", arXiv 2309.08586: ReLU divided by the sequence length); ``power = 2``: squared
     ReLU (ReLU², as in Primer's squared-ReLU feed-forward, So et al. 2021, used as an attention
     map in linear-attention work). ``n`` is the row's kept keys. Exact zeros for ``l ≤ 0``; rows
-    are unbounded (no competition between keys, so no dispersion in paper B's sense).
+    are unbounded (no competition between keys, so no dispersion in paper B's sense). A value
+    beyond the dtype's range (ReLU² of a logit above √max, e.g. 2e19 in float32) saturates at
+    its largest finite value instead of becoming inf, as half-precision outputs do.
     """
     check_int_at_least(power, "power", 1)
     x, keep, d = prepare(scores, mask, dim)
     n = key_counts(keep, x, d).clamp_min(1.0)
-    return finish(torch.relu(x) ** power / n, keep, scores)
+    out = torch.relu(x) ** power / n
+    return finish(out if power == 1 else out.clamp_max_(torch.finfo(x.dtype).max), keep, scores)
 
 
 def relu2_attention(scores: Tensor, dim: int = -1, *, mask: Tensor | None = None) -> Tensor:

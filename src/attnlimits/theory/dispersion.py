@@ -14,7 +14,14 @@ import math
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_finite, check_mask, check_positive, normalize_dim
+from attnlimits._checks import (
+    check_finite,
+    check_mask,
+    check_nonempty,
+    check_number,
+    check_positive,
+    normalize_dim,
+)
 from attnlimits.theory._common import Number, check_length, check_nonnegative
 
 __all__ = ["dispersion_bounds", "entropy_beta_derivative", "projected_spread_bound"]
@@ -49,9 +56,18 @@ def dispersion_bounds(
     # 1/(1 + (n−1)e^{±Δ/θ}) = sigmoid(∓Δ/θ − log(n−1)): no overflow for Δ/θ ≫ 700 and exact
     # at n = 1 (log 0 = −inf gives 1), where e^{Δ/θ} itself would overflow
     args = [torch.as_tensor(v, dtype=torch.float64) for v in (length, spread, temperature)]
+    try:
+        torch.broadcast_shapes(*(a.shape for a in args))
+    except RuntimeError:
+        raise ValueError(
+            "length, spread and temperature must broadcast together, got shapes "
+            f"{', '.join(str(tuple(a.shape)) for a in args)}"
+        ) from None
     n, spread_t, theta = args
     z, log_rest = spread_t / theta, torch.log(n - 1)
-    lower, upper = torch.sigmoid(-z - log_rest), torch.sigmoid(z - log_rest)
+    one = n == 1  # exactly 1 (not inf − inf when Δ/θ overflows)
+    lower = torch.where(one, 1.0, torch.sigmoid(-z - log_rest))
+    upper = torch.where(one, 1.0, torch.sigmoid(z - log_rest))
     if not any(isinstance(v, Tensor) for v in (length, spread, temperature)):
         return float(lower), float(upper)
     like = next(v for v in (spread, length, temperature) if isinstance(v, Tensor))
@@ -80,8 +96,14 @@ def projected_spread_bound(w_query: Tensor, w_key: Tensor, query: Tensor, items:
     Tensor
         The bound, shape ``[...]`` (the broadcast of the leading shapes).
     """
-    if w_query.ndim < 2 or w_key.ndim < 2 or items.ndim < 2:
-        raise ValueError("w_query and w_key must be matrices [..., d_out, d]; items [..., n, d]")
+    for name, t in (("w_query", w_query), ("w_key", w_key), ("query", query), ("items", items)):
+        check_finite(t, name, allow_neg_inf=False)
+    if w_query.ndim < 2 or w_key.ndim < 2 or items.ndim < 2 or query.ndim < 1:
+        raise ValueError(
+            "w_query and w_key must be matrices [..., d_out, d], query [..., d], items "
+            f"[..., n, d]; got w_query {tuple(w_query.shape)}, w_key {tuple(w_key.shape)}, "
+            f"query {tuple(query.shape)}, items {tuple(items.shape)}"
+        )
     d = query.shape[-1]
     if w_query.shape[-1] != d or w_key.shape[-1] != d or items.shape[-1] != d:
         raise ValueError(
@@ -93,13 +115,27 @@ def projected_spread_bound(w_query: Tensor, w_key: Tensor, query: Tensor, items:
             f"w_query and w_key must map to the same space, got {tuple(w_query.shape)} "
             f"and {tuple(w_key.shape)}"
         )
-    for name, t in (("w_query", w_query), ("w_key", w_key), ("query", query), ("items", items)):
-        check_finite(t, name, allow_neg_inf=False)
-    s_q = torch.linalg.matrix_norm(w_query, ord=2)
-    s_k = torch.linalg.matrix_norm(w_key, ord=2)
-    q_norm = torch.linalg.vector_norm(query, dim=-1)
-    x_max = torch.linalg.vector_norm(items, dim=-1).amax(dim=-1)
-    return 2 * s_q * s_k * q_norm * x_max
+    if items.shape[-2] == 0:
+        raise ValueError(f"items has no item (shape {tuple(items.shape)})")
+    lead = [w_query.shape[:-2], w_key.shape[:-2], query.shape[:-1], items.shape[:-2]]
+    try:
+        torch.broadcast_shapes(*lead)
+    except RuntimeError:
+        raise ValueError(
+            f"the leading axes of w_query, w_key, query and items do not broadcast: {lead}"
+        ) from None
+    work = [t.float() if t.dtype in (torch.float16, torch.bfloat16) else t for t in
+            (w_query, w_key, query, items)]  # fmt: skip
+    s_q = torch.linalg.matrix_norm(work[0], ord=2)  # no half kernels
+    s_k = torch.linalg.matrix_norm(work[1], ord=2)
+    q_norm = torch.linalg.vector_norm(work[2], dim=-1)
+    x_max = torch.linalg.vector_norm(work[3], dim=-1).amax(dim=-1)
+    bound = 2 * s_q * s_k * q_norm * x_max
+    if not bool(torch.isfinite(bound).all()):
+        raise ValueError(
+            f"the bound overflows {bound.dtype}: w_query, w_key, query or items too large"
+        )
+    return bound
 
 
 def entropy_beta_derivative(
@@ -124,24 +160,49 @@ def entropy_beta_derivative(
     Returns
     -------
     Tensor
-        dH/dβ per row (``dim`` removed); NaN for a row with no kept key.
+        dH/dβ per row (``dim`` removed), float32 for half inputs; NaN for a row with no kept
+        key.
     """
     check_finite(logits, "logits")
-    if not isinstance(beta, Tensor) and not math.isfinite(beta):
-        raise ValueError(f"beta must be finite, got {beta}")
+    check_number(beta, "beta", tensor_ok=True)
     if isinstance(beta, Tensor):
         check_finite(beta, "beta", allow_neg_inf=False)
-    dim = normalize_dim(dim, logits.ndim)
+    elif not math.isfinite(beta):
+        raise ValueError(f"beta must be finite, got {beta}")
+    dim = normalize_dim(dim, logits.ndim, "logits")
+    check_nonempty(logits, dim, "logits")
     keep = ~torch.isneginf(logits)
-    checked = check_mask(mask, logits)
+    checked = check_mask(mask, logits, of="logits")
     if checked is not None:
         keep = keep & checked
-    e = torch.where(keep, logits, 0.0).movedim(dim, -1)
+    work = torch.float32 if logits.dtype in (torch.float16, torch.bfloat16) else logits.dtype
+    e = torch.where(keep, logits.to(work), 0.0).movedim(dim, -1)
     keep = keep.movedim(dim, -1)
-    b = beta.unsqueeze(-1) if isinstance(beta, Tensor) else beta
-    z = torch.where(keep, b * e, -math.inf)
+    if isinstance(beta, Tensor):
+        try:  # β broadcasts against the rows (the output may be larger than them)
+            torch.broadcast_shapes(beta.shape, e.shape[:-1])
+        except RuntimeError:
+            raise ValueError(
+                f"beta of shape {tuple(beta.shape)} does not broadcast against the rows of "
+                f"logits {tuple(e.shape[:-1])}"
+            ) from None
+    b = beta.unsqueeze(-1) if isinstance(beta, Tensor) else torch.tensor(float(beta), dtype=work)
+    # p ∝ exp(β e) is shift-invariant: shift e by its row maximum (β ≥ 0) or minimum (β < 0)
+    # so that β·(e − ref) <= 0, and clamp the shift so that neither overflows
+    big = torch.finfo(e.dtype).max
+    hi = torch.where(keep, e, -math.inf).amax(-1, keepdim=True)
+    lo = torch.where(keep, e, math.inf).amin(-1, keepdim=True)
+    ref = torch.where(b >= 0, hi, lo)
+    ref = torch.where(torch.isfinite(ref), ref, 0.0)
+    z = torch.where(keep, b * (e - ref).clamp(-big, big), -math.inf)
     p = torch.softmax(z, dim=-1).nan_to_num(0.0)
     mean = (p * e).sum(-1, keepdim=True)
-    var = (p * (e - mean) ** 2).sum(-1)
-    out = -(b.squeeze(-1) if isinstance(b, Tensor) else b) * var
-    return torch.where(keep.any(-1), out, math.nan)
+    var = torch.where(p > 0, p * (e - mean) ** 2, 0.0).sum(-1)  # p = 0: no term (not 0·inf)
+    beta_rows = b.squeeze(-1)
+    out = torch.where(beta_rows == 0, 0.0, -beta_rows * var)  # β = 0: exactly 0, Var or not
+    out = torch.where(keep.any(-1), out, math.nan)
+    if not bool(torch.isfinite(out[keep.any(-1).expand_as(out)]).all()):
+        raise ValueError(
+            f"dH/dβ overflows {out.dtype}: logits spread too wide for beta={beta!r:.30}"
+        )
+    return out

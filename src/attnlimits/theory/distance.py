@@ -17,6 +17,7 @@ boolean, True = keep. Results have ``alpha``'s shape without the key axis.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -24,20 +25,27 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import (
+    check_choice,
     check_finite,
+    check_int_at_least,
+    check_magnitudes,
     check_map_and_vectors,
     check_mask,
     check_top_n,
     key_counts,
 )
+from attnlimits.theory._common import broadcast_together, check_interval, check_keys, finite_result
 
 __all__ = [
+    "EXPECTED_FORMS",
+    "GAP_FORMS",
     "ExpectedForm",
     "GapForm",
     "expected_distance",
     "expected_distance_curve_from_products",
     "expected_distance_from_products",
     "fixed_selection_bound",
+    "fixed_selection_bound_unchecked",
     "full_selection_limit",
     "jensen_gap_bound",
     "jensen_gap_bound_from_products",
@@ -47,6 +55,9 @@ __all__ = [
 
 ExpectedForm = Literal["derived", "main_text", "rms"]
 GapForm = Literal["main_text", "appendix", "sharp"]
+#: The values of :data:`ExpectedForm` and :data:`GapForm`, for argument checks.
+EXPECTED_FORMS: tuple[str, ...] = ("derived", "main_text", "rms")
+GAP_FORMS: tuple[str, ...] = ("main_text", "appendix", "sharp")
 
 
 def fixed_selection_bound(
@@ -67,10 +78,32 @@ def fixed_selection_bound(
     d1, max_selected_norm : Tensor
         d_1 and max_{j∈I_N}||x_j||, broadcastable to ``selected_mass``.
     n_keys : Tensor or int
-        L, the row's number of kept keys.
+        L, the row's number of kept keys, L ≥ N.
     n : int
-        N, the size of I_N.
+        N ≥ 1, the size of I_N.
+
+    Raises
+    ------
+    ValueError
+        ᾱ_N outside [0, 1], negative or non-finite d_1 or norm, N < 1, L < N (no set of N
+        keys), shapes that do not broadcast, or a bound beyond the float range.
     """
+    check_int_at_least(n, "n", 1)
+    check_interval(selected_mass, "selected_mass", 0.0, 1.0)  # ᾱ_N, a sum of weights
+    check_interval(d1, "d1", 0.0, math.inf)
+    check_interval(max_selected_norm, "max_selected_norm", 0.0, math.inf)
+    check_keys(n_keys, n)
+    parts = {"selected_mass": selected_mass, "d1": d1, "max_selected_norm": max_selected_norm}
+    broadcast_together(**parts, n_keys=n_keys)
+    bound = fixed_selection_bound_unchecked(selected_mass, d1, max_selected_norm, n_keys, n)
+    return finite_result(bound, **parts)
+
+
+def fixed_selection_bound_unchecked(
+    selected_mass: Tensor, d1: Tensor, max_selected_norm: Tensor, n_keys: Tensor | int, n: int
+) -> Tensor:
+    """:func:`fixed_selection_bound` without the checks, for per-row callers that mask rows
+    with L < N + 1 afterwards (the metrics)."""
     rest = 1.0 - selected_mass
     return rest * d1 + max_selected_norm * (selected_mass * (n_keys - n) - rest)
 
@@ -80,14 +113,18 @@ def prob_not_selected(
 ) -> Tensor | float:
     """P(i ∉ I_N) for I_N uniform over the C(L, N) subsets: C(L−1, N)/C(L, N) = (L − N)/L.
 
+    Defined for 1 ≤ N ≤ L (``ValueError`` otherwise: L < N has no set of N keys). N = L
+    selects every key, so the probability is exactly 0 there, as the formula gives.
+
     ``form="appendix"`` returns the (L − N)/N printed in the appendix (Eq. 21), a typo: it
     exceeds 1 whenever N < L/2. See ``docs/errata.md`` (theorem1_probability).
     """
+    check_choice(form, "form", ("derived", "appendix"))
+    check_int_at_least(n, "n", 1)
+    check_keys(n_keys, n)
     if form == "derived":
         return (n_keys - n) / n_keys
-    if form == "appendix":
-        return (n_keys - n) / n
-    raise ValueError(f"form must be 'derived' or 'appendix', got {form!r}")
+    return (n_keys - n) / n
 
 
 def _products(alpha: Tensor, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -98,21 +135,30 @@ def _products(alpha: Tensor, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
 
 
 def _prepare(
-    alpha: Tensor, x: Tensor, n: int | None, mask: Tensor | None
+    alpha: Tensor, x: Tensor, n: int | None, mask: Tensor | None, *, with_n: bool = True
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Validate; return (alpha with masked entries 0, x, keep-mask, L)."""
+    """Validate (``n`` too unless ``with_n`` is False); return (alpha with masked entries 0,
+    x, keep-mask, L)."""
     check_finite(alpha, "alpha", allow_neg_inf=False)
     check_finite(x, "x", allow_neg_inf=False)
     check_map_and_vectors(alpha, x, ("alpha", "x"))
-    if n is not None:
-        check_top_n(n, alpha.shape[-1])
+    try:  # alpha [..., K] against x [..., K, d]: one weight vector per x table
+        torch.broadcast_shapes(alpha.shape[:-1], x.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"alpha [..., K] {tuple(alpha.shape)} and x [..., K, d] {tuple(x.shape)}: their "
+            "leading axes do not broadcast"
+        ) from None
+    check_magnitudes(alpha, x, ("alpha", "x"))
+    if with_n:
+        check_top_n(n, alpha.shape[-1])  # type: ignore[arg-type]
     if alpha.dtype in (torch.float16, torch.bfloat16):
         alpha = alpha.float()
     x = x.to(alpha.dtype)
-    keep = check_mask(mask, alpha)
+    keep = check_mask(mask, alpha, of="alpha")
     keep = torch.ones_like(alpha, dtype=torch.bool) if keep is None else keep
     alpha = torch.where(keep, alpha, torch.zeros_like(alpha))
-    return alpha, x, keep, key_counts(keep, alpha).squeeze(-1)
+    return alpha, x, keep, key_counts(keep, alpha, of="alpha").squeeze(-1)
 
 
 def _norm(a: Tensor, b: Tensor, sq_norms: Tensor, inner: Tensor, xbar_sq: Tensor) -> Tensor:
@@ -247,9 +293,18 @@ def expected_distance(
     Tensor
         E per row, shape ``alpha.shape[:-1]``.
     """
+    check_choice(form, "form", EXPECTED_FORMS)
     alpha, x, keep, length = _prepare(alpha, x, n, mask)
     sq, inner, xbar_sq = _products(alpha, x)
-    return expected_distance_from_products(alpha, sq, inner, xbar_sq, n, length, keep, form)
+    e = expected_distance_from_products(alpha, sq, inner, xbar_sq, n, length, keep, form)
+    return _rows_with_n_keys(e, length, n)
+
+
+def _rows_with_n_keys(value: Tensor, length: Tensor, n: int) -> Tensor:
+    """``value`` in rows with L ≥ N + 1; 0 where L = N (every key selected: d̃ is the empty
+    sum); NaN where L < N (no set of N kept keys)."""
+    zero_or_nan = torch.where(length == n, 0.0, math.nan).to(value.dtype)
+    return torch.where(length > n, value, zero_or_nan)
 
 
 def jensen_gap_bound_from_products(
@@ -300,9 +355,11 @@ def jensen_gap_bound(
 
     Shapes and arguments as :func:`expected_distance`.
     """
+    check_choice(form, "form", GAP_FORMS)
     alpha, x, keep, length = _prepare(alpha, x, n, mask)
     sq, inner, xbar_sq = _products(alpha, x)
-    return jensen_gap_bound_from_products(alpha, sq, inner, xbar_sq, n, length, keep, form)
+    gap = jensen_gap_bound_from_products(alpha, sq, inner, xbar_sq, n, length, keep, form)
+    return _rows_with_n_keys(gap, length, n)
 
 
 def large_context_limit(alpha: Tensor, x: Tensor, *, mask: Tensor | None = None) -> Tensor:
@@ -312,14 +369,18 @@ def large_context_limit(alpha: Tensor, x: Tensor, *, mask: Tensor | None = None)
     (N/(L−1)) Σ_i ||α_i x_i − x̄|| ≤ (N/(L−1))·(max||x_i|| + L||x̄||), so it needs N||x̄|| → 0,
     not only N/L → 0: with anisotropic tokens (||x̄|| of order ||x_i||) it does not hold.
     """
-    alpha, x, _, _ = _prepare(alpha, x, None, mask)  # masked α are 0
-    return (alpha.abs() * (x * x).sum(-1).sqrt()).sum(-1)
+    alpha, x, _, _ = _prepare(alpha, x, None, mask, with_n=False)  # masked α are 0
+    return torch.linalg.vector_norm(alpha.unsqueeze(-1) * x, dim=-1).sum(-1)  # 0 where α = 0
 
 
 def full_selection_limit(alpha: Tensor) -> Tensor:
     """Corollary 2, N → L with L fixed: E → 0 (Eq. 9); the prefactor (L − N)/L vanishes.
 
     At N = L no key is left outside I_N and d̃ is the empty sum, so the limit is exact.
-    Returns zeros of shape ``alpha.shape[:-1]``.
+    Returns zeros of shape ``alpha.shape[:-1]``; ``alpha`` must still be weights ``[..., K]``
+    (finite, non-negative), as everywhere else.
     """
+    check_finite(alpha, "alpha", allow_neg_inf=False)
+    if alpha.ndim == 0 or bool((alpha < 0).any()):
+        raise ValueError(f"alpha must be non-negative weights [..., K], got {alpha!r:.60}")
     return alpha.new_zeros(alpha.shape[:-1])

@@ -19,10 +19,12 @@ What the bounds are worth (``docs/errata.md``, theorem2_bounds):
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_finite, check_positive
+from attnlimits._checks import check_finite, check_number, check_positive
 
 __all__ = ["check_geometry", "separability_bounds", "xi"]
 
@@ -30,13 +32,15 @@ __all__ = ["check_geometry", "separability_bounds", "xi"]
 def check_geometry(radius: float | Tensor, delta: float | Tensor) -> None:
     """Raise ``ValueError`` unless M > 0 and 0 ≤ δ ≤ 2M (Assumptions 1–2 can hold)."""
     check_positive(radius, "radius M")
-    d = delta if isinstance(delta, Tensor) else torch.tensor(float(delta))
-    m = radius if isinstance(radius, Tensor) else torch.tensor(float(radius))
+    check_number(delta, "delta", tensor_ok=True)
+    d = torch.as_tensor(delta, dtype=torch.float64)
+    m = torch.as_tensor(radius, dtype=torch.float64)
     if not bool(torch.isfinite(d).all() and (d >= 0).all()):
         raise ValueError(f"delta must be finite and >= 0, got {delta}")
     if bool((d > 2 * m * (1 + 1e-6)).any()):
         raise ValueError(
-            f"delta={delta} exceeds 2M={2 * m}: no two points of the sphere are that far"
+            f"delta={delta} exceeds 2M (radius M={radius}): no two points of the sphere are "
+            "that far"
         )
 
 
@@ -54,7 +58,8 @@ def _sum_others(v: Tensor) -> Tensor:
 
 
 def _xi(alpha: Tensor, radius: float | Tensor, delta: float | Tensor) -> Tensor:
-    m2, d2 = _lift(radius) ** 2, _lift(delta) ** 2
+    m, d = (torch.as_tensor(v, dtype=alpha.dtype, device=alpha.device) for v in (radius, delta))
+    m2, d2 = _lift(m) ** 2, _lift(d) ** 2  # tensors: a huge M overflows to inf, not an error
     a = _sum_others(alpha)  # Σ_{j≠i} α_j
     b = _sum_others(alpha * alpha)  # Σ_{j≠i} α_j²
     # Σ_{j≠k; j,k≠i} α_j α_k = a² − b, so ξ² = M² b + (M² − δ²/2)(a² − b) = M² a² − (δ²/2)(a² − b)
@@ -81,6 +86,8 @@ def xi(alpha: Tensor, radius: float | Tensor, delta: float | Tensor) -> Tensor:
         ξ ``[..., N]``, ≥ 0 (clamped at 0 against rounding).
     """
     check_finite(alpha, "alpha", allow_neg_inf=False)
+    if alpha.ndim == 0 or alpha.shape[-1] == 0:
+        raise ValueError(f"alpha must be weights over I_N [..., N], N >= 1, got {alpha!r:.40}")
     if bool((alpha < 0).any()):
         raise ValueError("alpha must be non-negative")
     check_geometry(radius, delta)
@@ -93,7 +100,10 @@ def xi(alpha: Tensor, radius: float | Tensor, delta: float | Tensor) -> Tensor:
                     f"{name} of shape {tuple(v.shape)} does not broadcast against alpha's rows "
                     f"{tuple(alpha.shape[:-1])} (alpha {tuple(alpha.shape)})"
                 ) from None
-    return _xi(alpha, radius, delta)
+    out = _xi(alpha, radius, delta)
+    if not bool(torch.isfinite(out).all()):
+        raise ValueError("ξ overflows the float range: alpha, radius or delta too large")
+    return out
 
 
 def _bounds(
@@ -101,7 +111,10 @@ def _bounds(
 ) -> tuple[Tensor, Tensor]:
     x = _xi(alpha, radius, delta)
     lower = 1 - x.sum(-1) / (alpha.shape[-1] * r)
-    upper = torch.exp(-((_lift(r) - x) ** 2) / (16 * _lift(radius) ** 2)).mean(-1)
+    if isinstance(r, Tensor):  # r = 0 (a measured ball radius): Theorem 2 needs r > 0
+        lower = torch.where(r > 0, lower, math.nan)
+    m = torch.as_tensor(radius, dtype=alpha.dtype, device=alpha.device)
+    upper = torch.exp(-((_lift(r) - x) ** 2) / (16 * _lift(m) ** 2)).mean(-1)
     return lower, upper
 
 
@@ -137,7 +150,19 @@ def separability_bounds(
     (lower, upper) : tuple of Tensor
         Each ``alpha.shape[:-1]``.
     """
-    if check:
-        check_positive(r, "r")
-        xi(alpha, radius, delta)  # validation
-    return _bounds(alpha, r, radius, delta)
+    if not check:
+        return _bounds(alpha, r, radius, delta)
+    check_positive(r, "r")
+    xi(alpha, radius, delta)  # validation
+    if isinstance(r, Tensor) and r.ndim:
+        try:
+            torch.broadcast_shapes(r.shape, alpha.shape[:-1])
+        except RuntimeError:
+            raise ValueError(
+                f"r of shape {tuple(r.shape)} does not broadcast against alpha's rows "
+                f"{tuple(alpha.shape[:-1])}"
+            ) from None
+    lower, upper = _bounds(alpha, r, radius, delta)
+    if not bool(torch.isfinite(lower).all()):
+        raise ValueError(f"the lower bound overflows the float range: r={r!r:.40} is too small")
+    return lower, upper

@@ -27,8 +27,8 @@ import math
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_finite, check_positive
-from attnlimits.theory._common import Number, check_length, check_nonnegative
+from attnlimits._checks import check_finite, check_positive, check_tensor
+from attnlimits.theory._common import Number, check_length, check_nonnegative, finite_result
 
 __all__ = [
     "corollary3_bound_as_printed",
@@ -44,6 +44,11 @@ SQRT2 = math.sqrt(2.0)
 
 def _sqrt(x: Number) -> Number:
     return torch.sqrt(x) if isinstance(x, Tensor) else math.sqrt(x)
+
+
+def _relu(x: Number) -> Number:
+    """max(x, 0): rounding can leave (M + m)S − LMm a hair below 0 at S = M + (L − 1)m."""
+    return x.clamp_min(0) if isinstance(x, Tensor) else max(x, 0.0)
 
 
 def _min(a: Number, b: Number) -> Number:
@@ -76,7 +81,7 @@ def softmax_jacobian_norm_bound(temperature: Number = 1.0) -> Number:
         T > 0.
     """
     check_positive(temperature, "temperature")
-    return 1 / (2 * temperature)
+    return finite_result(1 / (2 * temperature), temperature=temperature)
 
 
 def softmax_perturbation_bound(perturbation_norm: Number, temperature: Number = 1.0) -> Number:
@@ -122,8 +127,11 @@ def lemma2_bound_as_printed(
     (L, 1, …, 1), L = 100: ||J||₂ = 0.0254 > 0.02. Use :func:`normalizer_jacobian_norm_bound`.
     """
     _check_f(f_max, fprime_max, f_min, length)
-    first = fprime_max * (1 / (length * f_min) + f_max / (length**2 * f_min**2))
-    return _min(first, SQRT2)
+    lm = length * f_min  # > 0; divided twice, not squared (a float ** 2 raises on overflow)
+    first = fprime_max * (1 / lm + f_max / lm / lm)
+    return finite_result(
+        _min(first, SQRT2), f_max=f_max, fprime_max=fprime_max, f_min=f_min, length=length
+    )
 
 
 def normalizer_jacobian_norm_bound(
@@ -160,7 +168,8 @@ def normalizer_jacobian_norm_bound(
         s = torch.clamp(torch.as_tensor(s_star), min=torch.as_tensor(lo), max=torch.as_tensor(hi))
     else:
         s = min(max(s_star, lo), hi)
-    return fprime_max * _sqrt(L) * _sqrt((M + m) * s - L * M * m) / s**2
+    bound = fprime_max * _sqrt(L) * _sqrt(_relu((M + m) * s - L * M * m)) / s / s
+    return finite_result(bound, f_max=f_max, fprime_max=fprime_max, f_min=f_min, length=length)
 
 
 def normalizer_jacobian(f_values: Tensor, f_derivs: Tensor) -> Tensor:
@@ -178,6 +187,10 @@ def normalizer_jacobian(f_values: Tensor, f_derivs: Tensor) -> Tensor:
     Tensor
         ``[..., key, key]`` with entry ``[i, j]`` = ∂α_i/∂l_j.
     """
+    check_tensor(f_values, "f_values")
+    check_tensor(f_derivs, "f_derivs")
+    if f_values.ndim == 0:
+        raise ValueError("f_values must be [..., key], got a scalar")
     if f_values.shape != f_derivs.shape:
         raise ValueError(
             f"shape mismatch: f_values={tuple(f_values.shape)}, f_derivs={tuple(f_derivs.shape)}"
@@ -186,6 +199,11 @@ def normalizer_jacobian(f_values: Tensor, f_derivs: Tensor) -> Tensor:
     check_finite(f_derivs, "f_derivs", allow_neg_inf=False)
     if not bool((f_values > 0).all()):
         raise ValueError("f_values must be positive (F is a positive normaliser)")
-    s = f_values.sum(-1, keepdim=True).unsqueeze(-1)  # [..., 1, 1]
-    diag = torch.diag_embed(f_derivs) / s
-    return diag - f_values.unsqueeze(-1) * f_derivs.unsqueeze(-2) / s**2
+    # J is unchanged when F and F' are scaled together: scale each row by a power of two
+    # (exact) so that S = Σ F cannot overflow, and form F F'ᵀ/S² as (F/S)(F'/S)ᵀ
+    top = torch.maximum(f_values.amax(-1, keepdim=True), f_derivs.abs().amax(-1, keepdim=True))
+    exponent = torch.frexp(top)[1]
+    f, g = torch.ldexp(f_values, -exponent), torch.ldexp(f_derivs, -exponent)
+    s = f.sum(-1, keepdim=True)  # [..., 1]
+    a, b = f / s, g / s
+    return (torch.diag_embed(b) - a.unsqueeze(-1) * b.unsqueeze(-2)).to(f_values.dtype)

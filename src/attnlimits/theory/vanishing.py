@@ -16,8 +16,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from attnlimits._checks import check_positive
-from attnlimits.theory._common import Number, check_length, check_nonnegative, exp
+from attnlimits._checks import check_finite, check_positive
+from attnlimits.theory._common import (
+    Number,
+    check_length,
+    check_nonnegative,
+    exp,
+    finite_result,
+)
 
 __all__ = ["logit_magnitude_bound", "normalizer_weight_bounds", "softmax_weight_bounds"]
 
@@ -35,14 +41,36 @@ def logit_magnitude_bound(query: Tensor, keys: Tensor) -> Tensor:
     Returns
     -------
     Tensor
-        Δ with shape ``[...]``.
+        Δ with shape ``[...]`` (float32 for half inputs).
     """
+    check_finite(query, "query", allow_neg_inf=False)
+    check_finite(keys, "keys", allow_neg_inf=False)
+    if query.ndim < 1 or keys.ndim < 2 or keys.shape[-2] == 0:
+        raise ValueError(
+            f"query must be [..., d] and keys [..., key, d] with at least one key, got "
+            f"{tuple(query.shape)} and {tuple(keys.shape)}"
+        )
     if query.shape[-1] != keys.shape[-1]:
         raise ValueError(
             f"query and keys must share the last (feature) axis, got {tuple(query.shape)} "
             f"and {tuple(keys.shape)}"
         )
-    return torch.linalg.vector_norm(query, dim=-1) * torch.linalg.vector_norm(keys, dim=-1).amax(-1)
+    try:
+        torch.broadcast_shapes(query.shape[:-1], keys.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"the leading axes of query {tuple(query.shape)} and keys {tuple(keys.shape)} "
+            "do not broadcast"
+        ) from None
+    if query.dtype in (torch.float16, torch.bfloat16):  # as the metrics: half in float32
+        query, keys = query.float(), keys.float()
+    keys_max = torch.linalg.vector_norm(keys, dim=-1).amax(-1)
+    delta = torch.linalg.vector_norm(query, dim=-1) * keys_max
+    if not bool(torch.isfinite(delta).all()):
+        raise ValueError(
+            f"||query||·max||keys|| overflows {delta.dtype}: query and keys are too large"
+        )
+    return delta
 
 
 def softmax_weight_bounds(
@@ -74,7 +102,9 @@ def softmax_weight_bounds(
     check_nonnegative(delta, "delta")
     check_positive(temperature, "temperature")
     g = exp(2 * delta / temperature)
-    return 1 / (length * g), g / length
+    return finite_result(
+        (1 / (length * g), g / length), length=length, delta=delta, temperature=temperature
+    )
 
 
 def normalizer_weight_bounds(length: Number, f_min: Number, f_max: Number) -> tuple[Number, Number]:
@@ -101,4 +131,5 @@ def normalizer_weight_bounds(length: Number, f_min: Number, f_max: Number) -> tu
     check_positive(f_max, "f_max")
     if bool(torch.as_tensor(f_max < f_min).any()):
         raise ValueError(f"f_max must be >= f_min, got f_min={f_min}, f_max={f_max}")
-    return f_min / (length * f_max), f_max / (length * f_min)
+    bounds = (f_min / (length * f_max), f_max / (length * f_min))
+    return finite_result(bounds, length=length, f_min=f_min, f_max=f_max)

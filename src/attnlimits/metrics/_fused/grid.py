@@ -12,7 +12,7 @@ from attnlimits.metrics._fused.expectation import expectation_rows
 from attnlimits.metrics._fused.rows import enabled, flat_rows, gram_tables, top_order
 from attnlimits.metrics._fused.selection import topn_rows
 from attnlimits.metrics._topn import prepare_rows, query_blocks
-from attnlimits.theory.distance import fixed_selection_bound
+from attnlimits.theory.distance import fixed_selection_bound_unchecked
 
 __all__ = ["distance_grid", "xbar_products"]
 
@@ -50,7 +50,7 @@ def distance_grid(
     """(d̃, E per form, bound, valid, gap bounds per form or None), each [*batch, Q, n_N], as
     :class:`~attnlimits.metrics.DistanceCurve` holds them; None where the kernels do not apply
     (GPU, autograd, the ``rms`` form, Gram tables over budget)."""
-    r = prepare_rows(attn, x, n_values[0], mask)
+    r = prepare_rows(attn, x, n_values[0], mask, check=False)  # distance_curve checked them
     if "rms" in forms or not enabled(r.attn, r.x, r.keep):
         return None
     rows = flat_rows(r.attn, r.keep, r.x, source=(attn, mask))
@@ -67,7 +67,7 @@ def distance_grid(
     if out.d1 is not None and out.max_norm is not None and out.mass is not None:
         for j, n in enumerate(n_values):
             if n in bound_ns:
-                b = fixed_selection_bound(
+                b = fixed_selection_bound_unchecked(
                     out.mass[..., j], out.d1[..., j], out.max_norm[..., j], n_keys[..., 0], n
                 )
                 bound[..., j] = torch.where(valid[..., j], b, math.nan)
