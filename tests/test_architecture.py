@@ -31,6 +31,7 @@ LAYERS = {
     "kernels": 3,
     "experiments": 4,
     "monitor": 4,
+    "view": 4,  # the report step (experiments) and the monitor write its pages
     "errata": 5,
     "cli": 5,
     "_registration": 5,  # registers the kernels with transformers for the package face

@@ -26,6 +26,7 @@ from attnlimits.cli._options import path as _path
 from attnlimits.cli._options import repeated as _repeated
 from attnlimits.cli._options import specs as _specs
 from attnlimits.cli.sweep import sweep as sweep_command
+from attnlimits.cli.view import view as view_command
 
 app = typer.Typer(
     cls=OneLineGroup,  # parse errors: one error line, exit 2 (cli/_errors.py)
@@ -373,8 +374,8 @@ def report(
         Path, typer.Argument(metavar="FOLDER", help="A results folder of a finished run.")
     ],
 ) -> None:
-    """Redraw a run's figures, claims and report.md from its saved tables (for several models
-    side by side: each model's folder, then the table that joins them)."""
+    """Redraw a run's figures, claims, report.md and report.html from its saved tables (for
+    several models side by side: each model's folder, then the table that joins them)."""
     from attnlimits.experiments import skeleton
     from attnlimits.experiments.limitations.side_by_side import redraw_side_by_side
 
@@ -386,4 +387,5 @@ def report(
 
 
 app.command("sweep")(sweep_command)  # its options: cli/sweep.py
+app.command("view")(view_command)  # its options: cli/view.py
 main = app  # the console entry point; python -m attnlimits.cli runs cli/__main__.py

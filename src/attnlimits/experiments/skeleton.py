@@ -21,9 +21,10 @@ config or a model, so ``attnlimits report DIR`` redraws a report from a results 
 :func:`run` owns everything around the experiment: the folder lock, the check that the folder
 is a new one or holds a run of attnlimits', the check that a resumed run has the settings of the
 stored one, ``run.json`` (parameters, versions, machine, wall times), tables (Parquet + CSV),
-figures (PNG + SVG), the claims table and ``report.md``, and removing what a run that failed
-before writing anything useful had written. It deletes only files the folder's manifest lists
-(what attnlimits wrote there; see :mod:`attnlimits.experiments._owned`).
+figures (PNG + SVG), the claims table, ``report.md`` and ``report.html`` (:mod:`attnlimits.view`),
+and removing what a run that failed before writing anything useful had written. It deletes only
+files the folder's manifest lists (what attnlimits wrote there; see
+:mod:`attnlimits.experiments._owned`).
 """
 
 from __future__ import annotations
@@ -219,14 +220,15 @@ def run(
     ``yes``, raises :class:`~attnlimits.experiments.budget.BudgetError` (a ``ValueError``).
 
     ``out`` is a new folder, one holding a run, or one whose files where a run writes
-    (``run.json``, ``report.md``, ``tables/``, ``figures/``, ``parts/``, ``checkpoints/``) are
-    all attnlimits'; anything else, and an empty ``out`` or the current folder, is refused with a
-    ``ValueError`` naming what was found. Resumes an interrupted run with the same settings. A
-    run with other settings is refused with a ``ValueError`` naming them, unless ``fresh``
-    (start afresh, deleting the files that run wrote and nothing else). A folder in use by
-    another process raises :class:`~attnlimits.experiments.store.FolderBusyError`. After a
-    failure that saved nothing to resume from, the files this call wrote are deleted, and the
-    folder if this call created it and it holds nothing else.
+    (``run.json``, ``report.md``, ``report.html``, ``tables/``, ``figures/``, ``parts/``,
+    ``checkpoints/``) are all attnlimits'; anything else, and an empty ``out`` or the current
+    folder, is refused with a ``ValueError`` naming what was found. Resumes an interrupted run
+    with the same settings. A run with other settings is refused with a ``ValueError`` naming
+    them, unless ``fresh`` (start afresh, deleting the files that run wrote and nothing else).
+    A folder in use by another process raises
+    :class:`~attnlimits.experiments.store.FolderBusyError`. After a failure that saved nothing
+    to resume from, the files this call wrote are deleted, and the folder if this call created
+    it and it holds nothing else.
     """
     _check_config(config, experiment)
     out = check_out(out)
@@ -281,6 +283,9 @@ def _report(experiment: Experiment, store: ResultStore, tables: Tables) -> Path:
             raise AssertionError(f"{experiment.name}'s claims lack columns {missing}")
         store.write_table(claims, "claims")
         sections = experiment.sections(tables, meta)
+        from attnlimits.view import write_page  # the same tables as an interactive page
+
+        write_page(store.root, experiment.title, tables, meta, claims, list(figures), sections)
     return write_report(store, experiment.title, claims, list(figures), sections)
 
 
@@ -300,7 +305,8 @@ class _SavedTables(dict[str, pd.DataFrame]):
 
 
 def redraw(out: Path) -> Path:
-    """Redraw the figures, claims and ``report.md`` of a finished run from its saved tables.
+    """Redraw the figures, claims, ``report.md`` and ``report.html`` of a finished run from its
+    saved tables.
 
     A folder without ``run.json`` and ``tables/``, a ``run.json`` that is corrupt or names no
     experiment, and missing tables raise a ``ValueError`` naming the file or table."""

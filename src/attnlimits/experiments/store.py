@@ -218,7 +218,7 @@ class ResultStore:
     """
 
     #: Where a run writes (names in the root; folders searched through).
-    PLACES = ("run.json", "report.md", "tables", "figures", "parts", "checkpoints")
+    PLACES = ("run.json", "report.md", "report.html", "tables", "figures", "parts", "checkpoints")
 
     def __init__(self, root: Path) -> None:
         self.root = check_out(root, "root", here=True)

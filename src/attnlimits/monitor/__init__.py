@@ -30,10 +30,12 @@ one dictionary look-up per layer.
 
 Recorded rows go to ``<out_dir>/attention_monitor.parquet`` (the whole table, rewritten
 atomically at every record and on close; with a Trainer ``out_dir`` defaults to
-``args.output_dir``), columns :data:`COLUMNS`. A head is judged on the rows with at least two
-kept keys: it has *collapsed* when ``H < collapse_entropy`` (0.05 nats) on every row, *dispersed*
-when ``H / log n_keys > disperse_ratio`` (0.95) on every row; each head warns
-(:class:`AttentionHeadWarning`) once per kind. See docs/monitor.md.
+``args.output_dir``), columns :data:`COLUMNS`; at the end of training (close, or the Trainer's
+``on_train_end``) ``attention_monitor.html`` beside it shows the table (:mod:`attnlimits.view`).
+A head is judged on the rows with at least two kept keys: it has *collapsed* when
+``H < collapse_entropy`` (0.05 nats) on every row, *dispersed* when ``H / log n_keys >
+disperse_ratio`` (0.95) on every row; each head warns (:class:`AttentionHeadWarning`) once per
+kind. See docs/monitor.md.
 """
 
 from __future__ import annotations
@@ -161,8 +163,9 @@ class _Monitor:
         return self
 
     def close(self) -> None:
-        """Write the table, restore the model's attention implementation, stop watching."""
-        self._flush()
+        """Write the table and its page, restore the model's attention implementation, stop
+        watching."""
+        self._flush(page=True)
         self._session.uninstall()
 
     def __enter__(self: M) -> M:
@@ -259,13 +262,19 @@ class _Monitor:
             category = AttentionHeadWarning if key[0] in ("collapsed", "dispersed") else UserWarning
             warnings.warn(message, category, stacklevel=3)
 
-    def _flush(self) -> None:
-        """Rewrite ``<out_dir>/attention_monitor.parquet`` atomically (no folder, no file)."""
+    def _flush(self, page: bool = False) -> None:
+        """Rewrite ``<out_dir>/attention_monitor.parquet`` atomically (no folder, no file);
+        with ``page`` (at the end of training) also ``attention_monitor.html`` beside it."""
         if self.out_dir is None or not self.records:
             return
         from attnlimits.experiments.store import atomic_write_bytes
 
-        atomic_write_bytes(self.out_dir / TABLE_NAME, self.table().to_parquet(index=False))
+        table = self.table()
+        atomic_write_bytes(self.out_dir / TABLE_NAME, table.to_parquet(index=False))
+        if page:
+            from attnlimits.view.monitor_page import write_monitor_page
+
+            write_monitor_page(self.out_dir, table, self.collapse_entropy, self.disperse_ratio)
 
     # ---- transformers.Trainer -------------------------------------------------------------
     def attach(self: M, trainer: Any) -> M:
@@ -323,7 +332,7 @@ class _Monitor:
             self._owns_watch = False
             self.close()
         else:
-            self._flush()
+            self._flush(page=True)
 
 
 if TYPE_CHECKING:

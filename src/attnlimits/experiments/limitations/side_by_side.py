@@ -67,8 +67,9 @@ def side_by_side(claims: Mapping[str, pd.DataFrame], detail: bool = True) -> pd.
 
 
 def write_side_by_side(out: Path, runs: Mapping[str, Path]) -> Path:
-    """Write ``out/report.md`` and ``out/tables/claims_by_model.{parquet,csv}`` for ``runs``
-    (model -> results folder of a finished run); return the report's path."""
+    """Write ``out/report.md``, ``out/report.html`` and
+    ``out/tables/claims_by_model.{parquet,csv}`` for ``runs`` (model -> results folder of a
+    finished run); return the report's path."""
     claims = {m: pd.read_parquet(d / "tables" / "claims.parquet") for m, d in runs.items()}
     table = side_by_side(claims)
     store = ResultStore(out)
@@ -105,6 +106,10 @@ def write_side_by_side(out: Path, runs: Mapping[str, Path]) -> Path:
     ]
     path = out / "report.md"
     atomic_write_text(path, "\n".join(lines))
+    from attnlimits.view import write_page  # the same, as a page linking the models' pages
+
+    linked = [line.replace("/report.md", "/report.html") for line in lines[2:]]
+    write_page(out, lines[0][2:], {}, {"experiment": "limitations"}, sections=linked)
     return path
 
 

@@ -9,7 +9,8 @@ more forward per window: random tokens repeated once, for the induction score.
 
 Tables (see :func:`compute`): ``heads`` (one row per layer, head, length: mean and standard
 deviation over the windows, kind and flags), ``head_summary`` (one row per layer and head),
-``windows`` (one row per window, layer, head, length) and ``critical_tests`` (the KS tests).
+``windows`` (one row per window, layer, head, length), ``critical_tests`` (the KS tests) and
+``patterns`` (the first window's sampled rows' weights in key bins, :mod:`.patterns`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from attnlimits.experiments._inputs import check_context as _check_context
 from attnlimits.experiments._inputs import check_text_room
 from attnlimits.experiments.scan.config import Config, analysed_lengths
 from attnlimits.experiments.scan.heads import band_means, induction_scores, sampled_rows
+from attnlimits.experiments.scan.patterns import pattern_sample
 from attnlimits.experiments.scan.taxonomy import dispersion_slopes, flag_heads, head_kind, kinds
 from attnlimits.experiments.store import ResultStore
 
@@ -137,10 +139,15 @@ def _layer_parts(qkv: LayerQKV, served: tuple[int, ...], cfg: Config) -> dict[st
     heads = band_means(qkv, served, cfg)
     analysed = [n for n in served if n in analysed_lengths(cfg)]
     if not analysed:
-        return {"heads": heads, "samples": pd.DataFrame()}
+        return {"heads": heads, "samples": pd.DataFrame(), "patterns": pd.DataFrame()}
     per_head, samples = zip(*(sampled_rows(qkv, n, cfg) for n in analysed), strict=True)
     heads = heads.merge(pd.concat(per_head), on=["length", "head"], how="left")
-    return {"heads": heads, "samples": pd.concat(samples, ignore_index=True)}
+    patterns = pd.concat([pattern_sample(qkv, n, cfg) for n in analysed], ignore_index=True)
+    return {
+        "heads": heads,
+        "samples": pd.concat(samples, ignore_index=True),
+        "patterns": patterns,
+    }
 
 
 def _induction_part(qkv: LayerQKV, cfg: Config) -> dict[str, pd.DataFrame]:
@@ -241,7 +248,12 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     bar = tqdm(
         total=(len(passes) + n_ind) * info.n_layers, desc="scan", unit="layer", disable=not progress
     )
-    frames: dict[str, list[pd.DataFrame]] = {"heads": [], "samples": [], "induction": []}
+    frames: dict[str, list[pd.DataFrame]] = {
+        "heads": [],
+        "samples": [],
+        "patterns": [],
+        "induction": [],
+    }
 
     def run(
         key: str,
@@ -249,8 +261,10 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         input_ids: torch.Tensor,
         reduce: Callable[[LayerQKV], dict[str, pd.DataFrame]],
     ) -> None:
-        todo = [
-            i for i in range(info.n_layers) if not store.has_part(stages[0], params, f"{key}-l{i}")
+        todo = [  # a part saved before a stage existed (patterns) is computed again
+            i
+            for i in range(info.n_layers)
+            if not all(store.has_part(s, params, f"{key}-l{i}") for s in stages)
         ]
 
         def on_layer(qkv: LayerQKV) -> None:
@@ -271,7 +285,8 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     with store.timed("scan"):
         for w, length, served in passes:
             reduce = partial(_layer_parts, served=served, cfg=cfg)
-            run(f"w{w}-L{length}", ("heads", "samples"), ids[w : w + 1, :length], reduce)
+            stages = ("heads", "samples", "patterns")
+            run(f"w{w}-L{length}", stages, ids[w : w + 1, :length], reduce)
         for w in range(n_ind):
             reduce = partial(_induction_part, cfg=cfg)
             ind = induction_ids(loaded, cfg.induction_period, w, cfg.seed)
@@ -282,6 +297,9 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
             k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in frames.items()
         }
         results = _aggregate(cat["heads"], cat["samples"], cat["induction"], cfg)
+        if len(cat["patterns"]):  # the first window's: a sample to look at (report.html)
+            first = cat["patterns"][cat["patterns"]["window"] == 0]
+            results["patterns"] = first.drop(columns="window").reset_index(drop=True)
     for df in results.values():
         df.insert(0, "model", cfg.model)
     return results

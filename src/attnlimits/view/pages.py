@@ -1,0 +1,95 @@
+"""One page per results folder: ``report.html``, beside ``report.md``, from the same tables.
+
+:func:`page_html` builds the page of a run from its tables, claims, sections and ``run.json``;
+kinds with a page of their own (scan) get their interactive views, the others their tables as
+interactive plots (:mod:`.explore`: the kind's presets, e.g. compare's, and an explorer); every
+kind gets the claims table, the report's sections, its tables and its static figures.
+:func:`write_page` writes it atomically into the folder (listed in the folder's manifest, as
+every file a run writes).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from attnlimits.experiments.store import atomic_write_text
+from attnlimits.view._page import document, figure_links, markdown_html, run_facts, table_html
+from attnlimits.view.explore import explore_body, explore_data, explore_scripts
+from attnlimits.view.scan_page import scan_body, scan_data, scan_script
+
+__all__ = ["PAGE_NAME", "page_html", "write_page"]
+
+#: The page's name in a results folder.
+PAGE_NAME = "report.html"
+#: Tables too big or too raw to list on a page (they stay in tables/, Parquet and CSV); the
+#: scan's per-length heads table is the heatmap's, its KS tests are long.
+_NOT_LISTED = {"patterns", "windows", "samples", "critical_tests"}
+_SHOWN = {"scan": {"heads"}}
+
+
+def _interactive(
+    name: str, tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]
+) -> tuple[str, list[str]]:
+    """(body, scripts) of the kind's own views; empty for a kind without them."""
+    if name == "scan" and "heads" in tables:
+        data = scan_data(tables["heads"], tables.get("patterns"), meta)
+        return scan_body(data), scan_script(data)
+    return "", []
+
+
+def page_html(
+    title: str,
+    tables: Mapping[str, pd.DataFrame],
+    meta: Mapping[str, Any],
+    claims: pd.DataFrame | None = None,
+    figures: Sequence[str] = (),
+    sections: Sequence[str] = (),
+) -> str:
+    """The whole page of a run (see the module docstring)."""
+    name = str(meta.get("experiment", ""))
+    body, scripts = _interactive(name, tables, meta)
+    shown = _SHOWN.get(name, set()) if body else set()
+    listed = [t for t in sorted(tables) if t not in _NOT_LISTED | shown and t != "claims"]
+    if not body:  # a kind without views of its own: its tables as interactive plots
+        explore = explore_data(name, tables, listed)
+        body, scripts = explore_body(explore), explore_scripts(explore)
+    parts = [f'<p class="note">{html.escape(name)} · report.md holds the same claims and '
+             "sections; tables/ holds every table as Parquet and CSV.</p>"]  # fmt: skip
+    if claims is not None and len(claims):
+        parts += ["<h2>Claims</h2>", table_html(claims, verdicts=True)]
+    parts.append(body)
+    if sections:
+        parts += ['<div class="sections">', markdown_html(sections), "</div>"]
+    if listed:
+        parts.append("<h2>Tables</h2>")
+        for t in listed:
+            parts += [
+                f'<h3 id="table-{html.escape(t)}">{html.escape(t)} '
+                f'<a class="note" href="tables/{html.escape(t)}.csv">CSV</a></h3>',
+                table_html(tables[t]),
+            ]
+    if figures:
+        parts += ["<h2>Figures (static)</h2>", figure_links(figures)]
+    parts += ["<h2>Run</h2>", run_facts(meta)]
+    return document(title, "\n".join(parts), scripts=scripts)
+
+
+def write_page(
+    root: Path,
+    title: str,
+    tables: Mapping[str, pd.DataFrame],
+    meta: Mapping[str, Any],
+    claims: pd.DataFrame | None = None,
+    figures: Sequence[str] = (),
+    sections: Sequence[str] = (),
+) -> Path:
+    """Write ``root/report.html`` (atomically; listed in the folder's manifest when the folder
+    is held, as by the report step). Returns its path."""
+    path = Path(root) / PAGE_NAME
+    atomic_write_text(path, page_html(title, tables, meta, claims, figures, sections))
+    return path

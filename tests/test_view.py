@@ -1,0 +1,305 @@
+"""report.html and ``attnlimits.view`` without a browser (tests/test_view_browser.py drives one).
+
+- the scan page's data holds exactly the ``heads`` table's numbers, grid by grid, and its
+  patterns decode to the ``patterns`` table's weights;
+- the stored pattern sample of a head is its materialised attention map's rows, summed in bins;
+- the report step writes ``report.html`` beside ``report.md``, listed in the folder's manifest,
+  and refuses a folder where a user's ``report.html`` would be written over;
+- ``attnlimits view`` and ``attnlimits.view.scan`` refuse bad input in one line.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from attnlimits.capture import capture, capture_qkv, load_model
+from attnlimits.cli import app
+from attnlimits.corpus import load_text
+from attnlimits.experiments import skeleton
+from attnlimits.experiments._owned import MANIFEST
+from attnlimits.experiments.scan.config import Config
+from attnlimits.experiments.scan.patterns import pattern_sample
+from attnlimits.experiments.store import ResultStore
+from attnlimits.view import page_html, scan, scan_data, write_page
+from attnlimits.view.synthetic import synthetic_scan
+from tiny_models import tiny_model_dir
+
+runner = CliRunner()
+
+
+def _window(html: str, name: str) -> dict:
+    found = re.search(rf"<script>window\.{name} = (.*?);</script>", html, re.S)
+    assert found, f"no window.{name} in the page"
+    return json.loads(found.group(1).replace("<\\/", "</"))
+
+
+def test_scan_page_data_is_the_heads_table():
+    tables = synthetic_scan(layers=3, heads=5, lengths=(16, 64, 128), rows=4, seed=1)
+    heads = tables["heads"]
+    heads.loc[7, "entropy_norm"] = np.nan  # a hole stays a hole (null), not a number
+    data = _window(page_html("t", tables, {"experiment": "scan"}), "SCAN")
+    assert data["lengths"] == [16, 64, 128] and data["layers"] == [0, 1, 2]
+    for row in heads.itertuples():
+        i, j, cells = row.layer, row.head, data["cells"][str(row.length)]
+        for col in data["columns"]:
+            want = getattr(row, col)
+            got = cells[col][i][j]
+            assert (got is None) if pd.isna(want) else got == pytest.approx(float(want), rel=1e-12)
+        assert data["kinds"][data["kind"][str(row.length)][i][j]] == row.kind
+        for flag in data["flags"]:
+            assert data["flagged"][str(row.length)][flag["col"]][i][j] == getattr(row, flag["col"])
+
+
+def test_scan_page_patterns_decode_to_the_patterns_table():
+    tables = synthetic_scan(layers=2, heads=3, lengths=(32, 256), rows=5, seed=2)
+    data = scan_data(tables["heads"], tables["patterns"])
+    for length, p in data["patterns"].items():
+        raw = (
+            np.concatenate(
+                [np.frombuffer(base64.b64decode(layer), dtype="<u2") for layer in p["data"]]
+            )
+            / 65535
+        )
+        got = raw.reshape(2, 3, len(p["rows"]), p["bins"])
+        at = tables["patterns"].query(f"length == {length}")
+        want = at.sort_values(["layer", "head", "row"])[[f"w{b}" for b in range(p["bins"])]]
+        np.testing.assert_allclose(got.reshape(-1, p["bins"]), want.to_numpy(), atol=0.6 / 65535)
+        assert p["bins"] == min(64, int(length))
+
+
+def test_pattern_sample_is_the_materialised_map_summed_in_bins(book_path, tmp_path):
+    model = tiny_model_dir(tmp_path, "llama", load_text(book_path)[:50_000], max_positions=256)
+    loaded = load_model(str(model))
+    ids = torch.randint(0, 50, (1, 96), generator=torch.Generator().manual_seed(3))
+    cfg = Config(lengths=(96,), rows=5)
+    sampled = capture_qkv(loaded, ids, on_layer=lambda c: pattern_sample(c, 96, cfg))
+    maps = capture(loaded, ids, on_layer=lambda c: c.weights[0].double())
+    for layer, df in sampled.items():
+        w = maps[layer]  # (head, query, key)
+        bins = int(df["bins"].iloc[0])
+        assert bins == 64
+        edges = np.arange(96) * bins // 96
+        for rec in df.itertuples():  # every (head, row) of the sample
+            want = np.bincount(edges, weights=w[rec.head, rec.row].numpy(), minlength=bins)
+            got = np.array([getattr(rec, f"w{b}") for b in range(bins)])
+            np.testing.assert_allclose(got, want, atol=1e-6)
+            assert rec.keys == rec.row + 1  # causal: the row sees itself and what precedes it
+
+
+# ---- the report step -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cfg:
+    steps: int = 2
+
+
+def _compute(cfg, store, *, progress=True):
+    return {"values": pd.DataFrame({"step": range(cfg.steps), "loss": [0.5, 0.25][: cfg.steps]})}
+
+
+def _claims(tables, meta):
+    row = {"claim": "loss falls", "paper": "-", "measured": 0.25, "rule": "< 0.5"}
+    return pd.DataFrame([row | {"verdict": "reproduced"}])
+
+
+EXPERIMENT = skeleton.Experiment(
+    name="pagetoy",
+    title="Page toy",
+    config=Cfg,
+    compute=_compute,
+    figures=lambda t, m: {},
+    claims=_claims,
+    sections=lambda t, m: ["## Notes", "", "| a | b |", "|---|---|", "| 1 | `x` |"],
+)
+
+
+@pytest.fixture
+def _toy(monkeypatch):
+    monkeypatch.setitem(skeleton.EXPERIMENTS, "pagetoy", __name__)
+
+
+def test_the_report_step_writes_report_html_listed_in_the_manifest(tmp_path, _toy):
+    out = tmp_path / "run"
+    skeleton.run(EXPERIMENT, Cfg(), out, progress=False)
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "report.html" in (out / MANIFEST).read_text().split("\n")
+    assert "<title>Page toy</title>" in page and "Plotly" in page
+    assert '<tr class="verdict-reproduced"><td>loss falls</td>' in page
+    assert "<td><code>x</code></td>" in page and "tables/values.csv" in page
+    (out / "report.html").unlink()
+    assert skeleton.redraw(out) == out / "report.md"
+    assert (out / "report.html").is_file(), "attnlimits report DIR writes the page again"
+
+
+def test_a_users_report_html_is_never_written_over(tmp_path, _toy):
+    v = tmp_path / "v"
+    v.mkdir()
+    (v / "report.html").write_text("my page")
+    with pytest.raises(ValueError, match=r"holds files attnlimits did not write \(report\.html\)"):
+        skeleton.run(EXPERIMENT, Cfg(), v, progress=False)
+    assert (v / "report.html").read_text() == "my page"
+
+
+def test_write_page_outside_a_run_writes_one_file(tmp_path):
+    path = write_page(tmp_path, "x", synthetic_scan(2, 2, (8,), rows=2), {"experiment": "scan"})
+    assert path == tmp_path / "report.html" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "report.html"
+    ]
+    assert ResultStore(tmp_path).manifest.listed == set()  # no run held the folder: no list
+
+
+# ---- bad input ---------------------------------------------------------------------------------
+
+
+def test_view_command_errors_are_one_line(tmp_path):
+    res = runner.invoke(app, ["view", str(tmp_path / "nope")])
+    assert res.exit_code == 2
+    assert (
+        res.output.strip() == f"error: {tmp_path / 'nope'} is not a results folder (no such folder)"
+    )
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "run.json").write_text("{}")
+    res = runner.invoke(app, ["view", str(tmp_path / "run")])
+    assert res.exit_code == 2
+    assert res.output.strip() == (
+        f"error: {tmp_path / 'run'} has no report.html; write it with: attnlimits report "
+        f"{tmp_path / 'run'}"
+    )
+    write_page(tmp_path / "run", "x", synthetic_scan(2, 2, (8,), rows=2), {"experiment": "scan"})
+    res = runner.invoke(app, ["view", str(tmp_path / "run"), "--port", "70000"])
+    assert (
+        res.exit_code == 2
+        and res.output.strip() == "error: --port must lie in 0 … 65535, got 70000"
+    )
+
+
+def test_notebook_scan_figure(tmp_path):
+    tables = synthetic_scan(layers=3, heads=4, lengths=(16, 32), rows=2)
+    fig = scan(tables["heads"], metric="max_weight", length=16)
+    shown = [t for t in fig.data if t.visible]
+    assert len(shown) == 1 and shown[0].name == "max_weight L=16"
+    at = tables["heads"].query("length == 16")
+    np.testing.assert_array_equal(
+        np.asarray(shown[0].z)[at["layer"], at["head"]], at["max_weight"].to_numpy()
+    )
+    with pytest.raises(ValueError, match=r"metric 'nope' is not among"):
+        scan(tables["heads"], metric="nope")
+    with pytest.raises(ValueError, match=r"length 17 is not a scanned length: \[16, 32\]"):
+        scan(tables["heads"], length=17)
+    with pytest.raises(TypeError, match="heads must be a pandas DataFrame, got dict"):
+        scan({"layer": [0]})
+    with pytest.raises(ValueError, match=r"heads lacks the column\(s\) \['length'\]"):
+        scan(tables["heads"].drop(columns="length"))
+
+
+# ---- the monitor's page ----------------------------------------------------------------------
+
+
+def _monitor_table() -> pd.DataFrame:
+    """3 steps × 2 layers × 2 heads; layer 1 head 0 collapses at step 20, layer 0 head 1
+    disperses at step 30."""
+    rng = np.random.default_rng(0)
+    idx = pd.MultiIndex.from_product(
+        [[10, 20, 30], [0, 1], [0, 1]], names=["step", "layer", "head"]
+    )
+    t = idx.to_frame(index=False)
+    for col in ("entropy", "max_weight", "sink_mass", "logit_spread"):
+        t[col] = rng.random(len(t))
+    t["entropy_max"] = 1.0
+    t["entropy_ratio_min"] = 0.5
+    t.loc[(t.step == 20) & (t.layer == 1) & (t["head"] == 0), "entropy_max"] = 0.01
+    t.loc[(t.step == 30) & (t.layer == 0) & (t["head"] == 1), "entropy_ratio_min"] = 0.99
+    t["length"], t["n_rows"] = 12, 24
+    return t
+
+
+def test_monitor_page_data_is_the_table_and_marks_the_warnings():
+    from attnlimits.view.monitor_page import monitor_data
+
+    t = _monitor_table()
+    data = monitor_data(t, collapse_entropy=0.05, disperse_ratio=0.95)
+    assert data["steps"] == [10, 20, 30] and data["heads"] == [[0, 0], [0, 1], [1, 0], [1, 1]]
+    for row in t.itertuples():
+        i = data["heads"].index([row.layer, row.head])
+        assert data["grids"]["max_weight"][i][data["steps"].index(row.step)] == row.max_weight
+    assert data["warnings"] == {"collapsed": [[20, 1, 0]], "dispersed": [[30, 0, 1]]}
+    assert monitor_data(t, disperse_ratio=1.0)["warnings"]["dispersed"] == []
+
+
+def test_the_monitor_writes_its_page_at_the_end_of_training(tmp_path):
+    from attnlimits.monitor import AttentionMonitor
+    from test_monitor import batch, tiny
+
+    model = tiny("llama", "sdpa")
+    with AttentionMonitor(every=1, out_dir=tmp_path, disperse_ratio=1.0).watch(model) as mon:
+        for step in range(2):
+            model(batch(seed=step, pad=0)[0])
+            mon.step()
+            assert not (tmp_path / "attention_monitor.html").exists(), "only at the end"
+    page = (tmp_path / "attention_monitor.html").read_text(encoding="utf-8")
+    data = _window(page, "MONITOR")
+    assert data["steps"] == [1, 2] and len(data["heads"]) == 2 * 4
+    res = runner.invoke(app, ["view", str(tmp_path), "--port", "-1"])
+    assert res.output.strip() == "error: --port must lie in 0 … 65535, got -1"
+
+
+def test_scan_stores_patterns_and_recomputes_them_for_parts_saved_without(book_path, tmp_path):
+    """A scan's ``patterns`` table: every sampled row sums to 1; a run resumed from parts saved
+    before patterns existed computes the missing layers again instead of failing."""
+    from attnlimits.experiments.scan import EXPERIMENT as SCAN
+
+    model = tiny_model_dir(tmp_path, "llama", load_text(book_path)[:50_000], max_positions=128)
+    cfg = Config(model=str(model), lengths=(16, 32), windows=1, rows=4, ns=(1, 2),
+                 induction_period=8)  # fmt: skip
+    out = tmp_path / "scan"
+    skeleton.run(SCAN, cfg, out, progress=False)
+    patterns = pd.read_parquet(out / "tables" / "patterns.parquet")
+    weights = patterns[[f"w{b}" for b in range(64)]].to_numpy(dtype=float)
+    np.testing.assert_allclose(np.nansum(weights, axis=1), 1.0, atol=1e-5)
+    assert sorted(patterns["length"].unique()) == [16, 32] and set(patterns["bins"]) == {16, 32}
+    heads = pd.read_parquet(out / "tables" / "heads.parquet")
+    for part in (out / "parts").glob("patterns-*/*.parquet"):  # as a run before this version
+        part.unlink()
+    skeleton.run(SCAN, cfg, out, progress=False)
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "tables" / "patterns.parquet"), patterns)
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "tables" / "heads.parquet"), heads)
+    page = _window((out / "report.html").read_text(encoding="utf-8"), "SCAN")
+    assert sorted(page["patterns"]) == ["16", "32"]
+
+
+def test_view_serves_the_folder_with_port(tmp_path):
+    """``attnlimits view DIR --port 0`` serves the page over HTTP (a free port, printed)."""
+    import os
+    import subprocess
+    import sys
+    import urllib.request
+
+    from conftest import REPO
+
+    write_page(tmp_path, "x", synthetic_scan(2, 2, (8,), rows=2), {"experiment": "scan"})
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    code = "from attnlimits.cli import app; app()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "view", str(tmp_path), "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+    )  # fmt: skip
+    try:
+        line = proc.stdout.readline()
+        url = re.search(r"http://\S+", line)
+        assert url, line
+        with urllib.request.urlopen(url.group(0), timeout=60) as resp:
+            body = resp.read()
+        assert body == (tmp_path / "report.html").read_bytes()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)

@@ -1,0 +1,244 @@
+"""report.html in a real browser: headless Chromium driven by selenium (issue 31).
+
+For the scan page (a synthetic scan's tables, and the generic page of any other run): it loads
+with no console error; the main heatmap renders (the screenshot is not blank) and its numbers
+are the Parquet table's for a sampled head; the length selector changes it; the filters blank
+the heads they exclude; clicking a head opens its attention pattern, whose numbers are the
+stored sample's. Screenshots go to docs/images/. Without Chromium, its driver or selenium the
+tests skip, naming what is missing (``.ci/run`` installs them).
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnlimits.view import write_page
+from attnlimits.view.synthetic import synthetic_scan
+from conftest import REPO
+
+IMAGES = REPO / "docs" / "images"
+
+
+def _browser() -> tuple[str, str] | str:
+    """(chromium, chromedriver) paths, or why there are none."""
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[test]')"
+    chromium = next((p for n in ("chromium", "chromium-browser", "google-chrome")
+                     if (p := shutil.which(n))), None)  # fmt: skip
+    driver = shutil.which("chromedriver")
+    if not chromium or not driver:
+        return (
+            "no headless browser here: install Chromium and its driver "
+            "(Debian: apt-get install chromium chromium-driver) to run the page's browser tests"
+        )
+    return chromium, driver
+
+
+@pytest.fixture(scope="module")
+def browser():
+    found = _browser()
+    if isinstance(found, str):
+        pytest.skip(found)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1300,1100", "--allow-file-access-from-files"):  # fmt: skip
+        options.add_argument(arg)
+    options.binary_location = found[0]
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(found[1]), options=options)
+    yield driver
+    driver.quit()
+
+
+def _open(driver, page: Path) -> None:
+    driver.get(page.resolve().as_uri())
+    deadline = time.monotonic() + 60  # a wait for the page under load, not a speed limit
+    while time.monotonic() < deadline:
+        if driver.execute_script("return !!(window.attnlimitsView && attnlimitsView.ready)"):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{page} never became ready; console: {driver.get_log('browser')}")
+
+
+def _errors(driver) -> list[dict]:
+    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def _not_blank(png: bytes) -> int:
+    """How many distinct colours a screenshot has (a blank page has one or two)."""
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    return len(set(image.getdata()))
+
+
+def _main_z(driver) -> np.ndarray:
+    z = driver.execute_script("return document.getElementById('main').data[0].z")
+    return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
+
+
+@pytest.fixture(scope="module")
+def scan_page(tmp_path_factory):
+    tables = synthetic_scan(layers=6, heads=8, lengths=(128, 512), rows=8, seed=4)
+    root = tmp_path_factory.mktemp("scan_page")
+    meta = {"experiment": "scan", "model": {"id": "synthetic 6×8"}}
+    return write_page(root, "Scan: synthetic", tables, meta), tables
+
+
+def test_scan_page_loads_renders_and_shows_the_tables_numbers(browser, scan_page):
+    page, tables = scan_page
+    _open(browser, page)
+    assert _errors(browser) == []
+    png = browser.find_element("id", "main").screenshot_as_png
+    assert _not_blank(png) > 50, "the heatmap did not render"
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(IMAGES / "view-scan.png"))
+    heads = tables["heads"]
+    state = browser.execute_script("return attnlimitsView.state")
+    assert state["length"] == "512"
+    at = heads[heads["length"] == 512]
+    z = _main_z(browser)
+    column = state["metric"]
+    for row in at.sample(5, random_state=0).itertuples():  # sampled heads
+        assert z[row.layer, row.head] == pytest.approx(getattr(row, column), rel=1e-12)
+
+
+def test_length_selector_and_filters_change_the_heatmap(browser, scan_page):
+    from selenium.webdriver.support.ui import Select
+
+    page, tables = scan_page
+    _open(browser, page)
+    heads = tables["heads"]
+    Select(browser.find_element("id", "metric")).select_by_value("max_weight")
+    Select(browser.find_element("id", "length")).select_by_value("128")
+    at = heads[heads["length"] == 128]
+    z = _main_z(browser)
+    np.testing.assert_allclose(z[at["layer"], at["head"]], at["max_weight"].to_numpy())
+    title = browser.execute_script("return document.getElementById('main').layout.title.text")
+    assert "L = 128" in title and "maximum weight" in title
+    Select(browser.find_element("id", "kind-filter")).select_by_visible_text("sink")
+    z = _main_z(browser)
+    sink = (at["kind"] == "sink").to_numpy()
+    assert np.isfinite(z[at["layer"], at["head"]]).tolist() == sink.tolist()
+    Select(browser.find_element("id", "kind-filter")).select_by_value("")
+    Select(browser.find_element("id", "flag-filter")).select_by_value("flag_dispersing")
+    z = _main_z(browser)
+    flagged = at["flag_dispersing"].to_numpy()
+    assert np.isfinite(z[at["layer"], at["head"]]).tolist() == flagged.tolist()
+    assert _errors(browser) == []
+
+
+def test_clicking_a_head_opens_its_pattern(browser, scan_page):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    page, tables = scan_page
+    _open(browser, page)
+    layer, head = 2, 5
+    x, y, w, h = browser.execute_script(
+        """const gd = document.getElementById('main'), L = gd._fullLayout;
+        const r = gd.getBoundingClientRect();
+        return [L.xaxis._offset + L.xaxis.l2p(arguments[1]),
+                L.yaxis._offset + L.yaxis.l2p(arguments[0]), r.width, r.height];""",
+        layer,
+        head,
+    )
+    main = browser.find_element("id", "main")
+    ActionChains(browser).move_to_element_with_offset(main, int(x - w / 2), int(y - h / 2)).click(
+    ).perform()  # fmt: skip
+    shown = browser.execute_script("return attnlimitsView.state.clicked")
+    assert shown == {"layer": layer, "head": head}
+    z = browser.execute_script("return document.getElementById('pattern').data[0].z")
+    p = tables["patterns"]
+    at = p[(p["length"] == 512) & (p["layer"] == layer) & (p["head"] == head)].sort_values("row")
+    want = at[[f"w{b}" for b in range(64)]].to_numpy()
+    np.testing.assert_allclose(np.array(z), want, atol=0.6 / 65535)
+    text = browser.find_element("id", "head-table").text
+    assert f"layer {layer}, head {head}" in text
+    browser.save_screenshot(str(IMAGES / "view-scan-head.png"))
+    assert _errors(browser) == []
+
+
+def test_a_generic_page_loads_without_errors(browser, tmp_path):
+    tables = {"values": pd.DataFrame({"step": [0, 1], "loss": [0.5, 0.25]})}
+    claims = pd.DataFrame(
+        [{"claim": "c", "paper": "-", "measured": 1.0, "rule": "-", "verdict": "partly"}]
+    )
+    page = write_page(tmp_path, "Generic", tables, {"experiment": "other"}, claims)
+    browser.get(page.resolve().as_uri())
+    assert browser.execute_script("return typeof Plotly") == "object"
+    assert "partly" in browser.find_element("tag name", "table").text
+    assert _errors(browser) == []
+
+
+def test_monitor_page_draws_steps_and_warnings(browser, tmp_path):
+    from selenium.webdriver.support.ui import Select
+
+    from attnlimits.view.monitor_page import write_monitor_page
+    from test_view import _monitor_table
+
+    table = _monitor_table()
+    page = write_monitor_page(tmp_path, table)
+    _open(browser, page)
+    assert _errors(browser) == []
+    assert _not_blank(browser.find_element("id", "main").screenshot_as_png) > 50
+    Select(browser.find_element("id", "stat")).select_by_value("sink_mass")
+    z = browser.execute_script("return document.getElementById('main').data[0].z")
+    row = table[(table.layer == 1) & (table["head"] == 1)].sort_values("step")
+    assert z[3] == pytest.approx(row["sink_mass"].tolist())
+    marks = browser.execute_script(
+        "return document.getElementById('main').data.slice(1).map(t => [t.name, t.x, t.y])"
+    )
+    assert marks == [["collapsed", [20], ["L1 H0"]], ["dispersed", [30], ["L0 H1"]]]
+    Select(browser.find_element("id", "layer")).select_by_value("1")
+    names = browser.execute_script("return document.getElementById('lines').data.map(t => t.name)")
+    assert names == ["head 0", "head 1", "collapsed", "dispersed"]
+    browser.save_screenshot(str(IMAGES / "view-monitor.png"))
+
+
+def _compare_like() -> dict[str, pd.DataFrame]:
+    """A compare run's summary table: 3 normalisers × 3 lengths (numbers made up)."""
+    rng = np.random.default_rng(5)
+    rows = [
+        {"normalizer": spec, "length": n, "perplexity_change": rng.normal(),
+         "accuracy": rng.random(), "head_entropy_median": rng.random() * 3,
+         "seconds_per_forward": rng.random()}
+        for spec in ("softmax", "adaptive", "logn:train_length=64")
+        for n in (64, 128, 256)
+    ]  # fmt: skip
+    return {"summary": pd.DataFrame(rows)}
+
+
+def test_compare_page_plots_the_summary_and_explores_it(browser, tmp_path):
+    from selenium.webdriver.support.ui import Select
+
+    tables = _compare_like()
+    page = write_page(tmp_path, "Compare", tables, {"experiment": "compare"})
+    _open(browser, page)
+    assert _errors(browser) == []
+    assert _not_blank(browser.find_element("id", "preset-0").screenshot_as_png) > 50
+    lines = browser.execute_script(
+        "return document.getElementById('preset-1').data.map(t => [t.name, t.x, t.y])"
+    )
+    s = tables["summary"]
+    for name, x, y in lines:  # accuracy against length, one line per normaliser
+        at = s[s["normalizer"] == name].sort_values("length")
+        assert x == at["length"].tolist() and y == pytest.approx(at["accuracy"].tolist())
+    assert [line[0] for line in lines] == ["softmax", "adaptive", "logn:train_length=64"]
+    Select(browser.find_element("id", "ex-y")).select_by_value("seconds_per_forward")
+    title = browser.execute_script("return document.getElementById('explore').layout.title.text")
+    assert title == "summary: seconds_per_forward against length"
+    browser.save_screenshot(str(IMAGES / "view-compare.png"))
+    assert _errors(browser) == []
