@@ -95,6 +95,7 @@ def test_without_the_extra_the_error_says_how_to_install(monkeypatch, tmp_path):
         importlib.util, "find_spec", lambda n, *a: None if n == "clrs" else real(n, *a)
     )
     monkeypatch.delitem(sys.modules, "clrs", raising=False)
+    monkeypatch.setattr(_clrs_import, "_LOADED", None)  # as in a process that never loaded it
     with pytest.raises(ModuleNotFoundError, match=r"pip install 'attnlimits\[clrs\]'"):
         _clrs_import.load_generators()
     with pytest.raises(ValueError, match=r"missing: dm-clrs"):
@@ -104,7 +105,8 @@ def test_without_the_extra_the_error_says_how_to_install(monkeypatch, tmp_path):
 
 
 @needs_clrs
-def test_generators_load_without_tensorflow_and_leave_no_modules():
+def test_generators_load_without_tensorflow_and_leave_no_modules(monkeypatch):
+    monkeypatch.setattr(_clrs_import, "_LOADED", None)  # load it here, not earlier
     before = {m for m in sys.modules if m == "clrs" or m.startswith(("clrs.", "tensorflow"))}
     _, names = _clrs_import.load_generators()
     after = {m for m in sys.modules if m == "clrs" or m.startswith(("clrs.", "tensorflow"))}

@@ -42,12 +42,23 @@ def _stand_in(name: str, path: str) -> types.ModuleType:
     return module
 
 
-def load_generators() -> tuple[Callable[..., Iterator[dict[str, Any]]], tuple[str, ...]]:
+_Loaded = tuple[Callable[..., Iterator[dict[str, Any]]], tuple[str, ...]]
+_LOADED: _Loaded | None = None  # loaded once per process (about 2 s: jax's import)
+
+
+def load_generators() -> _Loaded:
     """(``clrs_generator``, the thirty algorithm names) of dm-clrs, without TensorFlow.
 
     Raises ``ModuleNotFoundError`` with :data:`INSTALL_HINT` when dm-clrs or one of the
     libraries its text generators need is missing.
     """
+    global _LOADED
+    if _LOADED is None:
+        _LOADED = _load()
+    return _LOADED
+
+
+def _load() -> _Loaded:
     spec = importlib.util.find_spec("clrs") if "clrs" not in sys.modules else None
     missing = [m for m in _NEEDED if importlib.util.find_spec(m) is None]
     if "clrs" not in sys.modules and (spec is None or not spec.submodule_search_locations):

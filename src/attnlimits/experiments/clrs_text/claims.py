@@ -126,12 +126,13 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
     shown = acc[["arm", "algorithm", "length", "in_distribution", "questions", "seeds",
                  "accuracy (95 % over samples)", "seed_sd", "chance"]]  # fmt: skip
     train = tables["training"]
-    speed = train.groupby("arm")["seconds_per_step"].median()
+    speed = train.groupby("arm")[["seconds_per_step", "cpu_seconds_per_step"]].median()
     threads = meta.get("torch_threads", "?")
     cost = [
-        f"- {arm}: {1e3 * s:.0f} ms per training step (median over seeds; {threads} threads; "
-        "the machine's other load is not recorded: compare arms within a run only)"
-        for arm, s in speed.items()
+        f"- {arm}: {1e3 * r.seconds_per_step:.0f} ms per training step, "
+        f"{1e3 * r.cpu_seconds_per_step:.0f} ms of CPU (median over seeds; {threads} threads; "
+        "other load on the machine is not recorded: compare arms within a run only)"
+        for arm, r in speed.iterrows()
     ]
     return [
         "## Set-up",

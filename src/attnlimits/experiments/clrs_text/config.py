@@ -121,10 +121,10 @@ class Config:
 
     @classmethod
     def quick(cls, **given: Any) -> Config:
-        """Smoke run: one algorithm, 2 seeds, 200 steps; ``given`` values win."""
+        """Smoke run (learns little): one algorithm, 2 seeds, 100 steps; ``given`` values win."""
         preset = {
-            "preset": "quick", "algorithms": ("minimum",), "train_samples": 400,
-            "test_samples": 40, "test_lengths": (4, 5, 8), "seeds": 2, "steps": 150,
+            "preset": "quick", "algorithms": ("minimum",), "train_samples": 300,
+            "test_samples": 30, "test_lengths": (4, 5, 8), "seeds": 2, "steps": 100,
         }  # fmt: skip
         return cls(**{**preset, **given})
 

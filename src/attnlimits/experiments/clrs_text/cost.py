@@ -6,9 +6,9 @@ kernel (streamed entropy, then the sharpened softmax, with gradients through β)
 token than sdpa. Evaluation: greedy decoding of every test question's answer, one token per
 step with the key-value cache. Data: generating the questions once (then cached).
 
-Coefficients: one-thread CPU seconds measured on the 2-core development machine while other
-work ran (``uptime`` load 7–9), halved for a quiet core, so they may be off by the factor of
-two that :mod:`.budget` aims at (docs/clrs_text.md gives the measurements).
+Coefficients: one-thread CPU seconds (``time.process_time``) measured on the 2-core
+development machine while other work ran (``uptime`` load about 15), in :mod:`.budget`'s
+units; they may be off by more than the factor of two it aims at (docs/clrs_text.md).
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ from attnlimits.experiments.clrs_text.config import Config
 
 __all__ = ["estimate"]
 
-_TOKEN_LAYER = {"softmax": 1.2e-5, "other": 3.0e-5}  # s per token and layer at width 64
+#: CPU s per token and layer at width 64 (one thread, batch 32 of 70 bytes: 105 ms and 200 ms
+#: of CPU per step, measured with process_time at load 15 on 2 cores; CPU time is inflated
+#: under load too, so these err high)
+_TOKEN_LAYER = {"softmax": 2.3e-5, "other": 4.5e-5}
 _DECODE = 1.5e-3  # s per decoded answer byte and question (batched, cached), per layer
 _GENERATE = 2.0e-3  # s per generated question
 _START = 20.0  # imports, dataset checks, figures and report
@@ -32,10 +35,11 @@ _MATRIX_ALGOS = frozenset(
 
 
 def _text_bytes(algorithm: str, n: int) -> float:
-    """Rough bytes of one question and answer: 6 per float (×2 for two lists), n² for a graph."""
+    """Rough bytes of one question and answer: about 8 per item of a list (minimum at n = 4:
+    48 bytes, find_maximum_subarray_kadane 78), about 6 per entry of an n × n graph."""
     if algorithm in _MATRIX_ALGOS:
         return 40 + 6.0 * n * n
-    return 40 + 12.0 * n
+    return 45 + 8.0 * n
 
 
 def estimate(cfg: Config) -> budget.Estimate:
