@@ -155,7 +155,8 @@ def test_outcome_rule(diff, p, expected):
 @pytest.mark.parametrize(
     ("better", "worse", "total", "expected"),
     [(3, 0, 3, "reproduced"), (3, 0, 4, "reproduced"), (2, 0, 3, "partly"), (1, 1, 3, "partly"),
-     (0, 1, 3, "not reproduced"), (0, 0, 0, "not tested"), (3, 1, 4, "partly")],
+     (0, 1, 3, "not reproduced"), (0, 0, 0, "not tested"), (3, 1, 4, "partly"),
+     (0, 0, 1, "not reproduced"), (1, 2, 4, "not reproduced")],
 )  # fmt: skip
 def test_comparison_verdict_rule(better, worse, total, expected):
     assert comparison_verdict(better, worse, total) == expected

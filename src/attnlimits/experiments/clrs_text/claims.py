@@ -9,8 +9,8 @@ Each verdict is a small pure rule with named thresholds (known-answer tests in
 - :func:`comparison_verdict`: paper B says adaptive temperature is better on nearly all
   algorithms. Per algorithm the paired sign test decides better / worse / no difference at
   :data:`ALPHA`; the claim is *reproduced* when the share of algorithms significantly better
-  is at least :data:`NEARLY_ALL` and none is significantly worse, *not reproduced* when more
-  are worse than better, otherwise *partly*.
+  is at least :data:`NEARLY_ALL` and none is significantly worse, *not reproduced* when none
+  is better or more are worse than better, otherwise *partly*.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def comparison_verdict(better: int, worse: int, total: int, share: float = NEARL
         return "not tested"
     if worse == 0 and better >= share * total:
         return "reproduced"
-    if worse > better:
+    if better == 0 or worse > better:
         return "not reproduced"
     return "partly"
 
