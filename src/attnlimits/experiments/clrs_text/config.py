@@ -20,8 +20,8 @@ from attnlimits.normalizers import REGISTRY, available
 
 __all__ = ["ARMS", "DEFAULT_ALGORITHMS", "MODELS", "Config", "attn_implementation"]
 
-#: ours: algorithms whose answers are one or two indices, so a two-layer byte-level decoder
-#: trained from scratch on two CPU cores learns them well above chance (measured, docs).
+#: ours: algorithms whose answers are one or two indices, which a two-layer byte-level decoder
+#: trained from scratch on two CPU cores learns above chance (softmax measured; docs/clrs_text.md).
 DEFAULT_ALGORITHMS = ("minimum", "binary_search", "find_maximum_subarray_kadane")
 #: The two arms of paper B §4.2: softmax, and adaptive temperature in every head.
 ARMS = ("softmax", "adaptive")
