@@ -25,6 +25,7 @@ from attnlimits.cli._options import numbers as _numbers
 from attnlimits.cli._options import path as _path
 from attnlimits.cli._options import repeated as _repeated
 from attnlimits.cli._options import specs as _specs
+from attnlimits.cli.clrs_text import command as clrs_text_command
 from attnlimits.cli.sweep import sweep as sweep_command
 
 app = typer.Typer(
@@ -257,51 +258,6 @@ def reproduce_softmax_not_enough(
     _run("softmax-not-enough", options, quick=quick, out=out, fresh=fresh, yes=yes)
 
 
-@reproduce.command("clrs-text")
-def reproduce_clrs_text(
-    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results/clrs_text"),
-    algorithms: Annotated[
-        str | None,
-        typer.Option(help="CLRS-Text algorithms, e.g. minimum,bfs, or all (default: three)."),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            help="tiny (default: a small decoder from scratch) or smollm2-135m "
-            "(pretrained, fine-tuned; slow on CPU)."
-        ),
-    ] = None,
-    arms: Annotated[
-        str | None, typer.Option(help="Normalisers, softmax first (default softmax,adaptive).")
-    ] = None,
-    seeds: Annotated[int | None, typer.Option(help="Seeds per arm (default 3).")] = None,
-    steps: Annotated[int | None, typer.Option(help="Training steps per model.")] = None,
-    lengths: Annotated[
-        str | None, typer.Option(help="ours (short, default) or paper (CLRS-Text's split).")
-    ] = None,
-    dataset: Annotated[
-        str | None,
-        typer.Option(help="A Parquet dataset made by the data step (default: make one)."),
-    ] = None,
-    device: Device = None,
-    quick: Quick = False,
-    fresh: Fresh = False,
-    yes: Yes = False,
-) -> None:
-    """Paper B §4.2: CLRS-Text, softmax vs adaptive temperature in training and inference."""
-    options = {
-        "algorithms": _names(algorithms, "algorithms"),
-        "model": model,
-        "arms": _names(arms, "arms"),
-        "seeds": seeds,
-        "steps": steps,
-        "lengths": lengths,
-        "dataset": dataset,
-        "device": device,
-    }
-    _run("clrs-text", options, quick=quick, out=out, fresh=fresh, yes=yes)
-
-
 @demo.command("long-context")
 def demo_long_context(
     model: Model = None,
@@ -431,4 +387,5 @@ def report(
 
 
 app.command("sweep")(sweep_command)  # its options: cli/sweep.py
+reproduce.command("clrs-text")(clrs_text_command(_run))  # its options: cli/clrs_text.py
 main = app  # the console entry point; python -m attnlimits.cli runs cli/__main__.py
