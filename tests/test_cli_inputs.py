@@ -144,6 +144,8 @@ LIST_OPTIONS = [
     (("scan",), ["{MODEL}", "--lengths", "64,64"], "--lengths repeats 64"),
     (("compare",), ["--lengths", "512,512"], "--lengths repeats 512"),
     (("compare",), ["--normalizers", "topk:k=4,topk:k=4"], "--normalizers repeats topk:k=4"),
+    (("reproduce", "clrs-text"), ["--algorithms", "minimum,bfs,bfs"], "--algorithms repeats bfs"),
+    (("reproduce", "clrs-text"), ["--arms", "softmax,adaptive,softmax"], "--arms repeats softmax"),
 ]
 
 

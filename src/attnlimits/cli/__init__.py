@@ -25,6 +25,7 @@ from attnlimits.cli._options import numbers as _numbers
 from attnlimits.cli._options import path as _path
 from attnlimits.cli._options import repeated as _repeated
 from attnlimits.cli._options import specs as _specs
+from attnlimits.cli.clrs_text import command as clrs_text_command
 from attnlimits.cli.sweep import sweep as sweep_command
 from attnlimits.cli.view import view as view_command
 
@@ -388,4 +389,5 @@ def report(
 
 app.command("sweep")(sweep_command)  # its options: cli/sweep.py
 app.command("view")(view_command)  # its options: cli/view.py
+reproduce.command("clrs-text")(clrs_text_command(_run))  # its options: cli/clrs_text.py
 main = app  # the console entry point; python -m attnlimits.cli runs cli/__main__.py

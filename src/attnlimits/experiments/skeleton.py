@@ -72,6 +72,7 @@ EXPERIMENTS = {
     "long-context": "attnlimits.experiments.long_context",
     "scan": "attnlimits.experiments.scan",
     "compare": "attnlimits.experiments.compare",
+    "clrs-text": "attnlimits.experiments.clrs_text",
 }
 
 

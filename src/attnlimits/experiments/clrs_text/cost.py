@@ -1,0 +1,74 @@
+"""What a CLRS-Text run will cost (:mod:`attnlimits.experiments.budget`).
+
+Training dominates: ``steps`` steps per (arm, seed), each a forward and backward pass over
+``batch`` texts of about ``_text_bytes`` tokens through ``layers`` layers; the adaptive arm's
+kernel (streamed entropy, then the sharpened softmax, with gradients through β) costs more per
+token than sdpa. Evaluation: greedy decoding of every test question's answer, one token per
+step with the key-value cache. Data: generating the questions once (then cached).
+
+Coefficients: one-thread CPU seconds (``time.process_time``) measured on the 2-core
+development machine while other work ran (``uptime`` load about 15), in :mod:`.budget`'s
+units; they may be off by more than the factor of two it aims at (docs/clrs_text.md).
+"""
+
+from __future__ import annotations
+
+from attnlimits.experiments import budget
+from attnlimits.experiments.clrs_text.config import Config
+
+__all__ = ["estimate"]
+
+#: CPU s per token and layer at width 64 (one thread, batch 32 of 70 bytes: 105 ms and 200 ms
+#: of CPU per step, measured with process_time at load 15 on 2 cores; CPU time is inflated
+#: under load too, so these err high)
+_TOKEN_LAYER = {"softmax": 2.3e-5, "other": 4.5e-5}
+_DECODE = 1.5e-3  # s per decoded answer byte and question (batched, cached), per layer
+_GENERATE = 2.0e-3  # s per generated question
+_START = 20.0  # imports, dataset checks, figures and report
+_MATRIX_ALGOS = frozenset(
+    {
+        "articulation_points", "bellman_ford", "bfs", "bridges", "dag_shortest_paths", "dfs",
+        "dijkstra", "floyd_warshall", "mst_kruskal", "mst_prim",
+        "strongly_connected_components", "topological_sort",
+    }
+)  # fmt: skip
+
+
+def _text_bytes(algorithm: str, n: int) -> float:
+    """Rough bytes of one question and answer: about 8 per item of a list (minimum at n = 4:
+    48 bytes, find_maximum_subarray_kadane 78), about 6 per entry of an n × n graph."""
+    if algorithm in _MATRIX_ALGOS:
+        return 40 + 6.0 * n * n
+    return 45 + 8.0 * n
+
+
+def estimate(cfg: Config) -> budget.Estimate:
+    """Peak memory and wall time of ``cfg``'s run."""
+    train, test = cfg.split_lengths()
+    scale = (cfg.width / 64) ** 2 * cfg.layers * (60.0 if cfg.model != "tiny" else 1.0)
+    seconds = _START
+    for arm in cfg.arms:
+        per_token = _TOKEN_LAYER["softmax" if arm == "softmax" else "other"] * scale
+        mean_bytes = sum(
+            sum(_text_bytes(a, n) for n in ns) / len(ns) for a, ns in train.items()
+        ) / len(train)
+        seconds += cfg.seeds * cfg.steps * cfg.batch * mean_bytes * per_token
+        questions = sum(len(ns) for ns in test.values()) * cfg.test_samples
+        seconds += cfg.seeds * questions * _DECODE * cfg.layers * 4
+    generated = sum(len(ns) for ns in train.values()) * cfg.train_samples
+    generated += sum(len(ns) for ns in test.values()) * cfg.test_samples
+    if cfg.dataset is None:
+        seconds += generated * _GENERATE
+    longest = max(_text_bytes(a, max(ns)) for a, ns in test.items())
+    memory = {
+        "Python and its libraries": budget.BASE_BYTES,
+        "one training batch's activations": float(
+            cfg.batch * longest * cfg.width * cfg.layers * 4 * 40
+        ),
+        "the dataset": float(generated * 200),
+    }
+    what = (
+        f"clrs-text ({len(cfg.algorithms)} algorithms × {len(cfg.arms)} arms × {cfg.seeds} seeds"
+        f" × {cfg.steps:,} steps)"
+    )
+    return budget.estimate(what, seconds, memory, device=cfg.device)

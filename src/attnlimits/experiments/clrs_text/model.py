@@ -1,0 +1,229 @@
+"""The decoder, its byte tokenizer, training on answer tokens, greedy decoding (paper B §4.2).
+
+Tokens are bytes: CLRS-Text is ASCII (digits, brackets, names), a byte tokenizer needs no
+training and no vocabulary file, and it spells every number digit by digit, so a number spans
+several tokens as in the paper's Gemma (the reason the paper gives for training with adaptive
+temperature rather than applying it at inference only). Id 0 (NUL, absent from the texts) pads.
+
+The model is transformers' Llama decoder built from a config (no pretrained weights), its
+attention chosen by ``attn_implementation``: ``"sdpa"`` (softmax) or ``"attnlimits_adaptive"``
+(paper B's adaptive temperature in every head, in training and at inference, gradients flowing
+through β as in the listing). Right padding and the plain causal mask: a pad only ever follows
+the tokens that matter, so no attention mask is needed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from attnlimits.hf_bridge import set_attn_implementation
+
+__all__ = [
+    "PAD",
+    "VOCAB",
+    "ByteTokenizer",
+    "HFTokenizer",
+    "ModelSize",
+    "TrainResult",
+    "build_model",
+    "encode",
+    "greedy_answers",
+    "make_batch",
+    "train_model",
+]
+
+PAD = 0
+VOCAB = 128  # ASCII
+_STOP = "\n\n"  # every CLRS-Text answer ends so
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    """A Llama-style decoder's size (ours: small enough to train on two CPU cores)."""
+
+    layers: int = 2
+    width: int = 64
+    heads: int = 4
+    mlp: int = 256
+    context: int = 512
+
+
+class ByteTokenizer:
+    """ASCII bytes as token ids (see the module docstring for why)."""
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        return encode(texts)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return bytes(t if 0 < t < VOCAB else 63 for t in ids).decode("ascii")
+
+
+class HFTokenizer:
+    """A pretrained model's own tokenizer (``--model smollm2-135m``), no special tokens."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        return [self.tokenizer.encode(t, add_special_tokens=False) for t in texts]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return str(self.tokenizer.decode(list(ids)))
+
+
+def encode(texts: Sequence[str]) -> list[list[int]]:
+    """Byte ids of ASCII ``texts`` (``ValueError`` for any other character)."""
+    return [list(t.encode("ascii", errors="strict")) for t in texts]
+
+
+def build_model(
+    size: ModelSize, attn_implementation: str, seed: int, model: str = "tiny"
+) -> tuple[nn.Module, ByteTokenizer | HFTokenizer]:
+    """(model, tokenizer): for ``"tiny"`` a randomly initialised ``LlamaForCausalLM`` of
+    ``size`` (seeded) with byte tokens; otherwise the named pretrained model and its tokenizer
+    (:func:`attnlimits.capture.load_model`). Attention by ``attn_implementation``."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    import attnlimits.kernels  # noqa: F401  (registers attnlimits_* names)
+
+    if model != "tiny":
+        from attnlimits.capture import load_model
+
+        torch.manual_seed(seed)
+        loaded = load_model(model)
+        net = loaded.model
+        set_attn_implementation(net, attn_implementation)
+        return net, HFTokenizer(loaded.tokenizer)
+
+    config = LlamaConfig(
+        vocab_size=VOCAB, hidden_size=size.width, intermediate_size=size.mlp,
+        num_hidden_layers=size.layers, num_attention_heads=size.heads,
+        num_key_value_heads=size.heads, max_position_embeddings=size.context,
+        tie_word_embeddings=True, pad_token_id=PAD, bos_token_id=None, eos_token_id=None,
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    net = LlamaForCausalLM(config)
+    set_attn_implementation(net, attn_implementation)
+    return net, ByteTokenizer()
+
+
+def make_batch(
+    questions: list[list[int]], answers: list[list[int]], pad: int = PAD
+) -> tuple[Tensor, Tensor]:
+    """(ids, labels) ``[B, T]``, right-padded; labels are -100 except on answer tokens (the loss
+    is on the answer only), shifted by the model itself."""
+    lengths = [len(q) + len(a) for q, a in zip(questions, answers, strict=True)]
+    T = max(lengths)
+    ids = torch.full((len(questions), T), pad, dtype=torch.long)
+    labels = torch.full((len(questions), T), -100, dtype=torch.long)
+    for i, (q, a) in enumerate(zip(questions, answers, strict=True)):
+        ids[i, : len(q) + len(a)] = torch.tensor(q + a)
+        labels[i, len(q) : len(q) + len(a)] = torch.tensor(a)
+    return ids, labels
+
+
+@dataclass
+class TrainResult:
+    """What training left: the model, the loss every ``log_every`` steps, and per step the wall
+    seconds and this process's CPU seconds (under load the two differ; the CPU time is what a
+    quiet machine's wall time would be with one thread)."""
+
+    model: nn.Module
+    losses: list[tuple[int, float]]
+    seconds_per_step: float
+    cpu_seconds_per_step: float
+
+
+def train_model(
+    model: nn.Module,
+    questions: list[list[int]],
+    answers: list[list[int]],
+    groups: np.ndarray,
+    *,
+    steps: int,
+    batch: int,
+    lr: float,
+    seed: int,
+    log_every: int = 50,
+    device: str = "cpu",
+) -> TrainResult:
+    """AdamW with linear warm-up (5 %) and cosine decay; each batch draws ``batch`` examples,
+    every group (algorithm) equally likely, so a small algorithm is not drowned."""
+    import time
+
+    rng = np.random.default_rng(seed)
+    members = [np.flatnonzero(groups == g) for g in np.unique(groups)]
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
+    warm = max(1, steps // 20)
+
+    def factor(step: int) -> float:
+        if step < warm:
+            return (step + 1) / warm
+        return 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, steps - warm)))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+    model.train()
+    losses: list[tuple[int, float]] = []
+    start, cpu = time.perf_counter(), time.process_time()
+    for step in range(steps):
+        picks = rng.integers(len(members), size=batch)
+        rows = [int(rng.choice(members[g])) for g in picks]
+        ids, labels = make_batch([questions[r] for r in rows], [answers[r] for r in rows])
+        loss = model(input_ids=ids.to(device), labels=labels.to(device)).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        if step % log_every == 0 or step == steps - 1:
+            losses.append((step, float(loss.detach())))
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    model.eval()
+    return TrainResult(model, losses, elapsed / max(steps, 1), cpu / max(steps, 1))
+
+
+@torch.no_grad()
+def greedy_answers(
+    model: nn.Module,
+    tokenizer: ByteTokenizer | HFTokenizer,
+    questions: Sequence[str],
+    max_new: int,
+    *,
+    batch: int = 64,
+    device: str = "cpu",
+) -> list[str]:
+    """Greedy continuations of ``questions``, cut after the first blank line (the answer's end).
+
+    Questions of equal byte length are decoded together (no padding, so no mask), with the
+    model's key-value cache, ``max_new`` tokens at most.
+    """
+    ids = tokenizer.encode(questions)
+    out: list[str] = [""] * len(ids)
+    by_length: dict[int, list[int]] = {}
+    for i, q in enumerate(ids):
+        by_length.setdefault(len(q), []).append(i)
+    model.eval()
+    for rows_all in by_length.values():
+        for s in range(0, len(rows_all), batch):
+            rows = rows_all[s : s + batch]
+            x = torch.tensor([ids[r] for r in rows], device=device)
+            res = model(input_ids=x, use_cache=True)
+            past, nxt = res.cache, res.logits[:, -1].argmax(-1)
+            made = [nxt]
+            for _ in range(max_new - 1):
+                res = model(input_ids=nxt[:, None], cache=past, use_cache=True)
+                past, nxt = res.cache, res.logits[:, -1].argmax(-1)
+                made.append(nxt)
+            gen = torch.stack(made, 1).tolist()
+            for r, toks in zip(rows, gen, strict=True):
+                text = tokenizer.decode(toks)
+                cut = text.find(_STOP)
+                out[r] = text if cut < 0 else text[: cut + len(_STOP)]
+    return out

