@@ -19,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from attnlimits.cli import app
+from attnlimits.experiments import budget
 from conftest import REPO
 from tiny_models import tiny_gguf, tiny_model_dir
 
@@ -151,6 +152,19 @@ CASES: list[tuple[str, list[str], str | None]] = [
     ("sweep: an unknown setting", ["sweep", "{TMP}/bogus-setting.toml", "--out", "{OUT}"], None),
     ("sweep: an axis that repeats a value", ["sweep", "{TMP}/axis-twice.toml", "--out", "{OUT}"], None),
     ("sweep: a list setting that repeats a value", ["sweep", "{TMP}/length-twice.toml", "--out", "{OUT}"], None),
+    ("--fresh into a folder of the user's files", [*LIM, "--fresh", "--out", "{OUT}"], "users_files"),
+    ("an empty --out", [*LIM, "--out", ""], None),
+    ("report of a run whose tables/ is empty", ["report", "{OUT}"], "empty_tables"),
+    ("report of a run whose run.json is cut short", ["report", "{OUT}"], "cut_run_json"),
+    ("a billion windows (16 GB free)", [*LIM, "--windows", "1000000000", "--quick", "--out", "{OUT}"], None),
+    ("a million seeds (16 GB free)", [*SNE, "--seeds", "1000000", "--quick", "--out", "{OUT}"], None),
+    ("a billion sampled rows (16 GB free)", [*SCAN, "smollm2-135m", "--rows", "1000000000", "--quick", "--out", "{OUT}"], None),
+    ("a billion Monte Carlo draws (16 GB free)", [*LIM, "--mc-samples", "1000000000", "--quick", "--out", "{OUT}"], None),
+    ("a billion prompts (16 GB free)", [*LC, "--prompts", "1000000000", "--quick", "--out", "{OUT}"], None),
+    ("a billion probes per length (16 GB free)", [*CMP, "--probes-per-length", "1000000000", "--quick", "--out", "{OUT}"], None),
+    ("lengths of a million tokens (16 GB free)", [*SCAN, "smollm2-135m", "--lengths", "1000000", "--beyond-context", "--quick", "--out", "{OUT}"], None),
+    ("3,000 windows, over an hour, without --yes", [*LIM, "--windows", "3000", "--out", "{OUT}"], None),
+    ("sweep: 10,000 cells without --yes", ["sweep", "{TMP}/ten-thousand.toml", "--out", "{OUT}"], None),
     ("an unknown command", ["bogus"], None),
     ("reproduce without an experiment", ["reproduce"], None),
     ("an unknown experiment", ["reproduce", "bogus"], None),
@@ -163,6 +177,15 @@ SPECS = {
     "bogus-setting.toml": 'experiment = "scan"\n[fixed]\nbogus = 1\n',
     "axis-twice.toml": 'experiment = "scan"\n[axes]\nwindows = [1, 1]\n',
     "length-twice.toml": 'experiment = "scan"\n[fixed]\nlengths = [64, 64]\n',
+    "ten-thousand.toml": 'experiment = "scan"\nquick = true\n[axes]\n'
+    f"seed = {list(range(100))}\nrows = {list(range(2, 102))}\n",
+}
+
+#: What a case's ``setup`` puts into its --out before it runs (and must find there after).
+OUT_FILES = {
+    "users_files": {"report.md": "my notes\n", "figures/thesis.png": "my figure"},
+    "empty_tables": {"run.json": '{"experiment": "limitations"}', "tables/": ""},
+    "cut_run_json": {"run.json": "{\n", "tables/values.parquet": ""},
 }
 
 
@@ -221,11 +244,17 @@ def _invoke(args, setup, env, out: Path, scratch: Path) -> Result:
     """Run one case in an empty working folder with its own cache; say what changed on disk."""
     cwd, cache = scratch / "cwd", scratch / "cache"
     cwd.mkdir()
+    for name, content in OUT_FILES.get(setup or "", {}).items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        if not name.endswith("/"):
+            (out / name).write_text(content)
     roots = (Path(env["TMP"]), cwd, cache, out)
     before = _snapshot(*roots)
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(cwd)
         mp.setenv("ATTNLIMITS_CACHE_DIR", str(cache))
+        # the memory refusals name the machine's memory: the table shows a 16 GB machine
+        mp.setattr(budget, "available_memory", lambda device="cpu": 16e9)
         if setup == "no_cuda":
             import torch
 
@@ -264,7 +293,7 @@ def _message(result: Result, env: dict[str, str]) -> str:
 
 def test_cases_are_distinct():
     assert len({c[0] for c in CASES}) == len(CASES)
-    assert len({tuple(c[1]) for c in CASES}) == len(CASES)
+    assert len({(tuple(c[1]), c[2]) for c in CASES}) == len(CASES)
 
 
 @pytest.mark.parametrize("what", [c[0] for c in CASES])

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import math
 import numbers
-import stat
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -49,7 +47,6 @@ __all__ = [
     "keep_mask",
     "key_counts",
     "normalize_dim",
-    "path_kind",
     "positive_ints",
 ]
 
@@ -173,26 +170,6 @@ def check_distinct(values: Any, name: str) -> None:
         seen.add(key)
     if repeats:
         raise ValueError(f"{name} repeats {', '.join(repeats)}; give each value once")
-
-
-def path_kind(path: Path) -> str:
-    """What ``path`` is, for a message: ``"a file"``, ``"a folder"``, ``"a FIFO (named pipe)"``,
-    ``"a device"``, ``"a socket"``, or ``"missing"`` (a broken link too)."""
-    try:
-        mode = path.stat().st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return "missing"
-    except OSError as err:  # e.g. a parent folder without search permission
-        return f"out of reach ({err.strerror})"
-    if stat.S_ISREG(mode):
-        return "a file"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a socket" if stat.S_ISSOCK(mode) else "neither a file nor a folder"
 
 
 def positive_ints(name: str, values: Any) -> tuple[int, ...]:

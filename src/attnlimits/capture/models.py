@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnlimits._checks import path_kind
+from attnlimits._paths import path_kind
 from attnlimits.capture import _kept
 from attnlimits.capture._files import LOAD_ERRORS, check_gguf, check_safetensors, first_line
 from attnlimits.capture._hub import hub_unreachable

@@ -124,7 +124,11 @@ Text = Annotated[
 Device = Annotated[str | None, typer.Option(help="cpu, cuda or cuda:N (checked before loading).")]
 Quick = Annotated[bool, typer.Option(help="Small grids (smoke run); options you give still win.")]
 Fresh = Annotated[
-    bool, typer.Option(help="Delete a previous run in --out with other settings, start afresh.")
+    bool,
+    typer.Option(
+        help="Start afresh over a previous run in --out with other settings; removes only "
+        "the files that run wrote."
+    ),
 ]
 Beyond = Annotated[
     bool | None, typer.Option(help="Allow lengths past the model's context (a warning only).")

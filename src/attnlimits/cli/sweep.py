@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from attnlimits._checks import path_kind
+from attnlimits._paths import path_kind
 from attnlimits.cli._errors import fail as _fail
 
 __all__ = ["sweep"]

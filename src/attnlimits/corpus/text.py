@@ -15,7 +15,7 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from attnlimits._checks import path_kind
+from attnlimits._paths import path_kind
 
 __all__ = [
     "BOOK_START",

@@ -137,9 +137,8 @@ def min_pairwise_distances(x: Tensor, mask: Tensor | None = None) -> tuple[Tenso
     keys = torch.empty(x.shape[:-1], dtype=torch.bool, device=x.device)  # [..., K], for the shape
     keep = check_mask(mask, keys, of="x's keys [..., K]")
     kept = None if keep is None else keep.expand(x.shape[:-1])
-    # squared differences overflow beyond √max: a head with such entries is scaled by a power
-    # of two (exact but for components that underflow) and its δ scaled back; the others are
-    # left alone. inf below means "no pair" (NaN)
+    # beyond √max squares overflow: such a head is scaled by a power of two (exact, its span
+    # checked) and its δ scaled back. inf below means "no pair" (NaN)
     size = x.abs() if kept is None else x.abs().masked_fill(~kept[..., None], 0.0)
     top = size.amax(dim=(-2, -1))  # per head [...], over kept keys: a dropped key plays no part
     huge = top > math.sqrt(torch.finfo(x.dtype).max) / (4 * math.sqrt(x.shape[-1]))
@@ -164,31 +163,25 @@ def min_pairwise_distances(x: Tensor, mask: Tensor | None = None) -> tuple[Tenso
     return _no_pair_nan(best[0], shift), _no_pair_nan(best[1], shift)
 
 
-#: In a head scaled down by its largest entry, differences below this fraction of it square
-#: to less than float64's smallest normal number (2**-1022) and would be lost.
+#: Below this fraction of a scaled head's largest entry, squared differences underflow.
 _SPAN = 2.0**-480
 
 
 def _check_span(size: Tensor, kept: Tensor | None, huge: Tensor, top: Tensor) -> None:
-    """Refuse a head whose kept entries both exceed √max and come within ``_SPAN`` of 0
-    relative to its largest: after the power-of-two scaling, the small entries' squared
-    differences would underflow and a distance of order 1 would read as 0."""
-    small = size < top[..., None, None] * _SPAN
-    if kept is not None:
-        small = small & kept[..., None]
-    bad = huge[..., None, None] & small
-    if bool(bad.any()):
+    """Refuse a huge head with kept entries below ``_SPAN`` of its largest (they'd read 0)."""
+    small = huge[..., None, None] & (size < top[..., None, None] * _SPAN)
+    if bool((small if kept is None else small & kept[..., None]).any()):
+        big = float(top[huge].max())
         raise ValueError(
-            f"x spans too many orders of magnitude in one head for exact distances (entries "
-            f"up to {float(top[huge].max()):.3g} beside entries below "
-            f"{float(top[huge].max()) * _SPAN:.3g}, whose differences would underflow); "
-            f"rescale or split x"
+            f"x spans too many orders of magnitude in one head for exact distances (entries up "
+            f"to {big:.3g} beside entries below {big * _SPAN:.3g}, whose differences would "
+            "underflow); rescale or split x"
         )
 
 
 def _no_pair_nan(best: Tensor, shift: Tensor) -> Tensor:
     """inf (no pair of kept keys) as NaN, then undo the power-of-two scaling of each head."""
-    out = torch.where(torch.isinf(best), torch.full_like(best, math.nan), best)
+    out = best.masked_fill(torch.isinf(best), math.nan)
     return torch.ldexp(out, shift).to(out.dtype) if bool(shift.any()) else out
 
 
