@@ -22,6 +22,7 @@ PACKAGE = "attnlimits"
 #: Layer of each top-level part; a module may import its own layer or lower ones only.
 LAYERS = {
     "_checks": 0,
+    "_paths": 0,
     "hf_bridge": 0,
     "normalizers": 1,
     "theory": 1,

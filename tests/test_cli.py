@@ -163,7 +163,7 @@ CASES: list[tuple[str, list[str], str | None]] = [
     ("a billion prompts (16 GB free)", [*LC, "--prompts", "1000000000", "--quick", "--out", "{OUT}"], None),
     ("a billion probes per length (16 GB free)", [*CMP, "--probes-per-length", "1000000000", "--quick", "--out", "{OUT}"], None),
     ("lengths of a million tokens (16 GB free)", [*SCAN, "smollm2-135m", "--lengths", "1000000", "--beyond-context", "--quick", "--out", "{OUT}"], None),
-    ("3,000 windows, over an hour, without --yes", [*LIM, "--windows", "3000", "--out", "{OUT}"], None),
+    ("2,000 quick windows, over an hour, without --yes", [*LIM, "--model", "smollm2-135m", "--windows", "2000", "--quick", "--out", "{OUT}"], None),
     ("sweep: 10,000 cells without --yes", ["sweep", "{TMP}/ten-thousand.toml", "--out", "{OUT}"], None),
     ("an unknown command", ["bogus"], None),
     ("reproduce without an experiment", ["reproduce"], None),
@@ -184,8 +184,10 @@ SPECS = {
 #: What a case's ``setup`` puts into its --out before it runs (and must find there after).
 OUT_FILES = {
     "users_files": {"report.md": "my notes\n", "figures/thesis.png": "my figure"},
-    "empty_tables": {"run.json": '{"experiment": "limitations"}', "tables/": ""},
-    "cut_run_json": {"run.json": "{\n", "tables/values.parquet": ""},
+    # a run folder keeps its lock file (report takes the lock)
+    "empty_tables": {"run.json": '{"experiment": "limitations", "params": {}}', "tables/": "",
+                     ".attnlimits.lock": ""},
+    "cut_run_json": {"run.json": "{\n", "tables/values.parquet": "", ".attnlimits.lock": ""},
 }
 
 
@@ -245,7 +247,9 @@ def _invoke(args, setup, env, out: Path, scratch: Path) -> Result:
     cwd, cache = scratch / "cwd", scratch / "cache"
     cwd.mkdir()
     for name, content in OUT_FILES.get(setup or "", {}).items():
-        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name.rstrip("/") if name.endswith("/") else (out / name).parent).mkdir(
+            parents=True, exist_ok=True
+        )
         if not name.endswith("/"):
             (out / name).write_text(content)
     roots = (Path(env["TMP"]), cwd, cache, out)

@@ -128,6 +128,24 @@ def test_fresh_on_the_command_line_leaves_a_users_folder_alone(tmp_path, book_pa
     _intact(v)
 
 
+def test_several_models_refuse_a_users_folder_before_any_runs(tmp_path, book_path):
+    """``reproduce limitations`` with two models writes the joined report.md into --out after
+    both ran: it overwrote a user's report.md there (it ran, and then wrote over it)."""
+    model = tiny_model_dir(tmp_path, "llama", load_text(book_path)[:50_000], max_positions=256)
+    v = _users_folder(tmp_path / "v")
+    argv = ["reproduce", "limitations", "--model", str(model), "--model", str(model) + "/"]
+    res = runner.invoke(app, [*argv, "--quick", "--fresh", "--out", str(v)])
+    assert res.exit_code == 2, res.output
+    assert res.output.strip().splitlines() == [
+        f"error: {v} holds files attnlimits did not write (report.md, tables/data.csv), where "
+        "the joined report of the models goes: choose another --out"
+    ]
+    _intact(v)
+    assert sorted(p.relative_to(v).as_posix() for p in v.rglob("*")) == sorted(
+        [*USERS, "figures", "tables"]
+    ), "the refused run left files behind"
+
+
 def test_fresh_in_a_run_folder_removes_the_runs_files_and_keeps_the_users(tmp_path):
     out = tmp_path / "run"
     skeleton.run(EXPERIMENT, Cfg(steps=2), out, progress=False)
@@ -354,6 +372,14 @@ REVIEWED = {
     ("capture/models.py", "_gguf_dir", "shutil.rmtree"): (1, "its own mkdtemp folder"),
     ("corpus/text.py", "_fetch_into_cache", "os.replace"): (1, "the book's cache entry"),
     ("corpus/text.py", "_fetch_into_cache", ".unlink"): (1, "its own mkstemp download"),
+    ("experiments/clrs_text/data.py", "cached_dataset", "os.replace"): (
+        1,
+        "the CLRS-Text dataset's cache entry, from its own temporary file (pid in the name)",
+    ),
+    ("experiments/clrs_text/data.py", "cached_dataset", ".unlink"): (
+        1,
+        "its own temporary file, after a failed write",
+    ),
     ("cli/_errors.py", "no_empty_folders_left", ".rmdir"): (
         1,
         "folders on the way to --out that the failed command created, if empty (rmdir only)",

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from conftest import REPO, hypothesis_profile
 
-# what a test's own @settings may change; the profile decides the rest (derandomize, database)
-ALLOWED = {"max_examples", "deadline"}
+# what a test's own @settings may change; the profile decides the rest (derandomize, database).
+# Suppressing health checks changes which failures are reported, not which cases are drawn.
+ALLOWED = {"max_examples", "deadline", "suppress_health_check"}
 
 
 @pytest.mark.parametrize(

@@ -378,6 +378,13 @@ def test_cli_two_models_side_by_side(tmp_path, tiny_dirs, book_path):
         assert json.loads((folder / "run.json").read_text())["params"]["windows"] == 2
     report = (tmp_path / "report.md").read_text()
     assert all(f"{f.name}/report.md" in report for f in runs.values())
+    # the joined report is listed as attnlimits' own: the same command again resumes
+    from attnlimits.cli._budget import JOINED
+    from attnlimits.experiments.store import foreign_files
+
+    assert foreign_files(tmp_path, JOINED) == []
+    again = _cli("--model", llama, "--model", bert, *args, "--out", str(tmp_path))
+    assert again.exit_code == 0, again.output
     # docs/limitations.md's tables from such a folder: what the doc renders from its CSVs
     from attnlimits.experiments.limitations import doc
 

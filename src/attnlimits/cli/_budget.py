@@ -31,6 +31,7 @@ def check_models(name: str, configs: Mapping[str, Any], yes: bool, out: Path) ->
 
     try:
         check_out(out)
+        _check_joined_report(Path(out))
         for model in configs:
             check_model_available(model)
         estimate = skeleton.get(name).estimate
@@ -39,3 +40,24 @@ def check_models(name: str, configs: Mapping[str, Any], yes: bool, out: Path) ->
             budget.check(budget.combined(runs, f"{name} on {' and '.join(configs)}"), yes=yes)
     except (OSError, ValueError) as err:
         fail(str(err))
+
+
+#: Where the joined report of several runs goes in their --out.
+JOINED = ("report.md", "report.html", "tables")
+
+
+def _check_joined_report(out: Path) -> None:
+    """Refuse an ``out`` holding a user's files where the joined report is written (they
+    would be overwritten after every model ran). A side-by-side folder from before attnlimits
+    listed its files (``tables/claims_by_model.parquet`` there) is taken as ours."""
+    from attnlimits.experiments.store import foreign_files
+
+    if (out / "tables" / "claims_by_model.parquet").is_file():
+        return
+    foreign = foreign_files(out, JOINED)
+    if foreign:
+        listing = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise ValueError(
+            f"{out} holds files attnlimits did not write ({listing}), where the joined report "
+            "of the models goes: choose another --out"
+        )

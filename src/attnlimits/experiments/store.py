@@ -38,6 +38,7 @@ __all__ = [
     "atomic_write_text",
     "check_out",
     "file_sha256",
+    "foreign_files",
     "jsonable",
     "machine_info",
     "package_versions",
@@ -76,6 +77,12 @@ def check_out(out: Any, what: str = "out", *, here: bool = False) -> Path:
             "folder of its own, e.g. results/run"
         )
     return Path(text)
+
+
+def foreign_files(root: Path, places: tuple[str, ...], limit: int = 3) -> list[str]:
+    """Up to ``limit`` + 1 files at ``places`` in ``root`` that attnlimits did not write (none
+    where ``root`` does not exist); creates nothing, unlike :class:`ResultStore`."""
+    return _owned.Manifest(Path(root)).foreign(places, limit) if Path(root).is_dir() else []
 
 
 def read_run_json(path: Path) -> dict[str, Any]:

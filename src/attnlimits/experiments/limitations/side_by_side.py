@@ -70,9 +70,14 @@ def write_side_by_side(out: Path, runs: Mapping[str, Path]) -> Path:
     """Write ``out/report.md``, ``out/report.html`` and
     ``out/tables/claims_by_model.{parquet,csv}`` for ``runs`` (model -> results folder of a
     finished run); return the report's path."""
+    store = ResultStore(out)
+    with store.lock():  # so the files are listed as attnlimits', and no second writer races
+        return _write(store, out, runs)
+
+
+def _write(store: ResultStore, out: Path, runs: Mapping[str, Path]) -> Path:
     claims = {m: pd.read_parquet(d / "tables" / "claims.parquet") for m, d in runs.items()}
     table = side_by_side(claims)
-    store = ResultStore(out)
     store.write_table(table, "claims_by_model")
     lines = [
         "# Limitations of Normalization in Attention: the models side by side",
