@@ -185,8 +185,11 @@ SPECS = {
 OUT_FILES = {
     "users_files": {"report.md": "my notes\n", "figures/thesis.png": "my figure"},
     # a run folder keeps its lock file (report takes the lock)
-    "empty_tables": {"run.json": '{"experiment": "limitations", "params": {}}', "tables/": "",
-                     ".attnlimits.lock": ""},
+    "empty_tables": {
+        "run.json": '{"experiment": "limitations", "params": {}}',
+        "tables/": "",
+        ".attnlimits.lock": "",
+    },
     "cut_run_json": {"run.json": "{\n", "tables/values.parquet": "", ".attnlimits.lock": ""},
 }
 
