@@ -67,6 +67,15 @@ class Hang(BaseException):
     """A call ran past its time limit."""
 
 
+def _numba_compiling() -> bool:
+    """Whether this thread holds numba's compiler lock (it is compiling a fused kernel)."""
+    try:
+        from numba.core.compiler_lock import global_compiler_lock
+    except ImportError:  # pragma: no cover
+        return False
+    return bool(global_compiler_lock.is_locked())
+
+
 @contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():  # pragma: no cover
@@ -74,6 +83,9 @@ def time_limit(seconds: float) -> Iterator[None]:
         return
 
     def on_alarm(signum: int, frame: Any) -> None:
+        if _numba_compiling():  # an exception inside numba's compiler breaks every later
+            signal.setitimer(signal.ITIMER_REAL, 1.0)  # compile in this process: wait, look
+            return  # again in 1 s (a cold machine compiles the fused kernels for minutes)
         raise Hang(f"call ran past {seconds} s")
 
     old = signal.signal(signal.SIGALRM, on_alarm)
