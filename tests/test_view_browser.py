@@ -4,13 +4,16 @@ For the scan page (a synthetic scan's tables, and the generic page of any other 
 with no console error; the main heatmap renders (the screenshot is not blank) and its numbers
 are the Parquet table's for a sampled head; the length selector changes it; the filters blank
 the heads they exclude; clicking a head opens its attention pattern, whose numbers are the
-stored sample's. Screenshots go to docs/images/. Without Chromium, its driver or selenium the
-tests skip, naming what is missing (``.ci/run`` installs them).
+stored sample's. Screenshots go to docs/images/ only when ``ATTNLIMITS_WRITE_DOCS=1`` (else
+to a temporary folder: a test run leaves the tree as it found it). Without Chromium, its driver
+or selenium the tests skip, naming what is missing (``.ci/run`` installs them).
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+import os
 import shutil
 import time
 from pathlib import Path
@@ -23,7 +26,28 @@ from attnlimits.view import write_page
 from attnlimits.view.synthetic import synthetic_scan
 from conftest import REPO
 
-IMAGES = REPO / "docs" / "images"
+DOCS_IMAGES = REPO / "docs" / "images"
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    return {
+        p.name: f"{p.stat().st_mtime_ns} {hashlib.sha256(p.read_bytes()).hexdigest()}"
+        for p in sorted(folder.glob("*"))
+    }
+
+
+#: docs/images as this module found it (the last test checks that the others left it so).
+_DOCS_BEFORE = _digests(DOCS_IMAGES) if DOCS_IMAGES.is_dir() else {}
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory) -> Path:
+    """Where the screenshots go: docs/images with ``ATTNLIMITS_WRITE_DOCS=1``, else a temporary
+    folder."""
+    if os.environ.get("ATTNLIMITS_WRITE_DOCS"):
+        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
+        return DOCS_IMAGES
+    return tmp_path_factory.mktemp("screenshots")
 
 
 def _browser() -> tuple[str, str] | str:
@@ -98,14 +122,13 @@ def scan_page(tmp_path_factory):
     return write_page(root, "Scan: synthetic", tables, meta), tables
 
 
-def test_scan_page_loads_renders_and_shows_the_tables_numbers(browser, scan_page):
+def test_scan_page_loads_renders_and_shows_the_tables_numbers(browser, scan_page, images):
     page, tables = scan_page
     _open(browser, page)
     assert _errors(browser) == []
     png = browser.find_element("id", "main").screenshot_as_png
     assert _not_blank(png) > 50, "the heatmap did not render"
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    browser.save_screenshot(str(IMAGES / "view-scan.png"))
+    browser.save_screenshot(str(images / "view-scan.png"))
     heads = tables["heads"]
     state = browser.execute_script("return attnlimitsView.state")
     assert state["length"] == "512"
@@ -141,7 +164,7 @@ def test_length_selector_and_filters_change_the_heatmap(browser, scan_page):
     assert _errors(browser) == []
 
 
-def test_clicking_a_head_opens_its_pattern(browser, scan_page):
+def test_clicking_a_head_opens_its_pattern(browser, scan_page, images):
     from selenium.webdriver.common.action_chains import ActionChains
 
     page, tables = scan_page
@@ -167,7 +190,7 @@ def test_clicking_a_head_opens_its_pattern(browser, scan_page):
     np.testing.assert_allclose(np.array(z), want, atol=0.6 / 65535)
     text = browser.find_element("id", "head-table").text
     assert f"layer {layer}, head {head}" in text
-    browser.save_screenshot(str(IMAGES / "view-scan-head.png"))
+    browser.save_screenshot(str(images / "view-scan-head.png"))
     assert _errors(browser) == []
 
 
@@ -183,7 +206,7 @@ def test_a_generic_page_loads_without_errors(browser, tmp_path):
     assert _errors(browser) == []
 
 
-def test_monitor_page_draws_steps_and_warnings(browser, tmp_path):
+def test_monitor_page_draws_steps_and_warnings(browser, tmp_path, images):
     from selenium.webdriver.support.ui import Select
 
     from attnlimits.view.monitor_page import write_monitor_page
@@ -205,7 +228,7 @@ def test_monitor_page_draws_steps_and_warnings(browser, tmp_path):
     Select(browser.find_element("id", "layer")).select_by_value("1")
     names = browser.execute_script("return document.getElementById('lines').data.map(t => t.name)")
     assert names == ["head 0", "head 1", "collapsed", "dispersed"]
-    browser.save_screenshot(str(IMAGES / "view-monitor.png"))
+    browser.save_screenshot(str(images / "view-monitor.png"))
 
 
 def _compare_like() -> dict[str, pd.DataFrame]:
@@ -221,7 +244,7 @@ def _compare_like() -> dict[str, pd.DataFrame]:
     return {"summary": pd.DataFrame(rows)}
 
 
-def test_compare_page_plots_the_summary_and_explores_it(browser, tmp_path):
+def test_compare_page_plots_the_summary_and_explores_it(browser, tmp_path, images):
     from selenium.webdriver.support.ui import Select
 
     tables = _compare_like()
@@ -240,5 +263,14 @@ def test_compare_page_plots_the_summary_and_explores_it(browser, tmp_path):
     Select(browser.find_element("id", "ex-y")).select_by_value("seconds_per_forward")
     title = browser.execute_script("return document.getElementById('explore').layout.title.text")
     assert title == "summary: seconds_per_forward against length"
-    browser.save_screenshot(str(IMAGES / "view-compare.png"))
+    browser.save_screenshot(str(images / "view-compare.png"))
     assert _errors(browser) == []
+
+
+def test_screenshots_leave_the_docs_alone():
+    """Last in this file: without ``ATTNLIMITS_WRITE_DOCS=1`` the tests above wrote nothing
+    into docs/images (a test run must not dirty the tree)."""
+    if os.environ.get("ATTNLIMITS_WRITE_DOCS"):
+        pytest.skip("ATTNLIMITS_WRITE_DOCS=1 asks the tests to rewrite docs/images")
+    now = _digests(DOCS_IMAGES) if DOCS_IMAGES.is_dir() else {}
+    assert now == _DOCS_BEFORE, "a browser test wrote into docs/images"
