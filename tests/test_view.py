@@ -29,6 +29,7 @@ from attnlimits.experiments._owned import MANIFEST
 from attnlimits.experiments.scan.config import Config
 from attnlimits.experiments.scan.patterns import pattern_sample
 from attnlimits.experiments.store import ResultStore
+from attnlimits.normalizers import ENTROPY_THRESHOLD
 from attnlimits.view import page_html, scan, scan_data, write_page
 from attnlimits.view.synthetic import synthetic_scan
 from tiny_models import tiny_model_dir
@@ -303,3 +304,155 @@ def test_view_serves_the_folder_with_port(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+# ---- claims linked to what decides them; each kind's presets -----------------------------------
+
+
+def _clrs_tables() -> tuple[dict[str, pd.DataFrame], dict]:
+    """Two algorithms, a training length 4 and a longer 8; made-up answers of two arms."""
+    from attnlimits.experiments.clrs_text.evaluate import accuracy_table, chance_table, paired_table
+
+    rng = np.random.default_rng(3)
+    rows = [
+        {"arm": arm, "seed": seed, "algorithm": algo, "length": n, "in_distribution": n == 4,
+         "question": f"{algo}{n}q{i}", "answer": str(i % 3), "correct": bool(rng.random() < p)}
+        for arm, p in (("softmax", 0.4), ("adaptive", 0.7)) for seed in (0, 1)
+        for algo in ("minimum", "insertion_sort") for n in (4, 8) for i in range(6)
+    ]  # fmt: skip
+    ans = pd.DataFrame(rows)
+    acc = accuracy_table(ans, chance_table(ans.drop_duplicates("question")))
+    train = pd.DataFrame({"arm": ["softmax", "adaptive"] * 2, "seed": 0, "step": [1, 1, 2, 2],
+                          "loss": [2.0, 2.1, 1.0, 0.9]})  # fmt: skip
+    tables = {"accuracy": acc, "paired": paired_table(ans), "training": train}
+    return tables, {"params": {"arms": ["softmax", "adaptive"], "model": "m", "seeds": 2}}
+
+
+def _kind_tables(name: str) -> tuple[dict[str, pd.DataFrame], dict]:
+    """(tables, meta) of a run of ``name``, from each experiment's own test tables."""
+    if name == "softmax-not-enough":
+        from test_softmax_not_enough import _tables
+
+        tables = _tables(0.1)
+        tables["training_log"] = tables["training_log"].assign(step=[1, 2], norm="softmax")
+        return tables, {"benchmark": {"train": {"max_size": 16}}}
+    if name == "long-context":
+        from test_long_context import HIGH, LOW
+        from test_long_context import _tables as lc_tables
+
+        meta = {"params": {"model": "m", "prompts": 2, "low": LOW, "high": HIGH}}
+        return lc_tables(("softmax", "adaptive"), (2, 3)), meta
+    if name == "limitations":
+        from test_limitations_claims import META, tables
+
+        return tables(), META
+    if name == "clrs-text":
+        return _clrs_tables()
+    summary = _compare_summary()
+    return {"summary": summary}, {"model": {"id": "m"}}
+
+
+def _compare_summary() -> pd.DataFrame:
+    """A compare run's summary: softmax and adaptive at two lengths (numbers made up)."""
+    rows = [
+        {"normalizer": spec, "name": spec, "length": n, "perplexity_change": 0.01 * n / 64,
+         "delta_nll": 0.01, "delta_nll_sd": 0.001, "sequences": 4, "accuracy": 0.5,
+         "accuracy_se": 0.05, "head_entropy_median": 2.0, "seconds_per_forward": 0.1,
+         "time_vs_softmax": 1.2}
+        for spec in ("softmax", "adaptive") for n in (64, 128)
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    "name", ["limitations", "softmax-not-enough", "clrs-text", "long-context", "compare"]
+)
+def test_every_verdict_links_to_the_plots_and_tables_that_decide_it(name):
+    """Each claim row's "decided by" cell links to plots and tables: in-page anchors that the
+    page holds (or a table's CSV where the table is not on the page)."""
+    experiment = skeleton.get(name)
+    tables, meta = _kind_tables(name)
+    claims = experiment.claims(tables, meta)
+    page = page_html(name, tables, {**meta, "experiment": name}, claims,
+                     evidence=experiment.evidence)  # fmt: skip
+    ids = set(re.findall(r'id="([^"]+)"', page)) | {
+        p["id"] for p in _window(page, "EXPLORE")["presets"]
+    }
+    rows = re.findall(r'<tr class="verdict[^"]*">(.*?)</tr>', page, re.S)
+    assert len(rows) == len(claims)
+    for claim, row in zip(claims["claim"], rows, strict=True):
+        links = re.findall(r'<a class="evidence" href="([^"]+)">', row)
+        table_only = claim.startswith("Assumption 2")  # δ > 0: no figure shows it
+        plot = any(h.startswith("#preset-") for h in links)
+        assert plot or table_only, f"{claim!r} links to no plot: {links}"
+        assert any(h.startswith(("#table-", "tables/")) for h in links), claim
+        for href in links:
+            if href.startswith("#"):
+                assert href[1:] in ids, f"{claim!r} links to {href}, which the page lacks"
+            else:
+                assert href.removeprefix("tables/").removesuffix(".csv") in tables
+
+
+def _fit_tables() -> dict[str, pd.DataFrame]:
+    """App. F's tables: points, bins and two polynomials (one on a larger θ lower bound)."""
+    rng = np.random.default_rng(7)
+    h = rng.uniform(0.1, 4.0, 40)
+    beta = 1 + h + rng.normal(0, 0.1, 40)
+    points = pd.DataFrame({"entropy": h, "beta_star": beta, "theta_star": 1 / beta,
+                           "edge": np.where(h > 3.8, "top", "")})  # fmt: skip
+    bins = pd.DataFrame({"entropy_median": [1.0, 3.0], "beta_median": [2.0, 4.0],
+                         "beta_q25": [1.8, 3.5], "beta_q75": [2.2, 4.4]})  # fmt: skip
+    coeffs = pd.DataFrame({"fit": ["paper", "refit", "refit"],
+                           "coeffs": [[0.1, 1.0, 1.0], [1.0, 1.0], [2.0, 0.5]],
+                           "inverse": [False, False, False], "theta_min": [0.01, 0.01, 0.1],
+                           "mae_beta": [0.3, 0.1, 0.2]})  # fmt: skip
+    return {"temperature_fit_points": points, "temperature_fit_bins": bins,
+            "temperature_fit_coeffs": coeffs}  # fmt: skip
+
+
+def test_each_reproduction_gets_its_own_figures():
+    """softmax-not-enough: accuracy per arm with the report's intervals and the training sizes
+    marked, the dispersion, App. F (points, bins, the published and refit polynomials as
+    curves: ``np.polyval`` of the coefficients, raw and under the rule); clrs-text: one
+    profile per algorithm with chance; long-context: accuracy with chance 1/n and entropies."""
+    tables, meta = _kind_tables("softmax-not-enough")
+    tables |= _fit_tables()
+    data = _window(page_html("t", tables, {**meta, "experiment": "softmax-not-enough"}), "EXPLORE")
+    figs = [p["figure"] for p in data["presets"]]
+    assert figs == ["accuracy", "attention_profile", "temperature_fit",
+                    "entropy_vs_temperature", "logit_spread"]  # fmt: skip
+    acc = data["presets"][0]
+    assert acc["shade"] == "trained" and acc["layers"][0]["low"] == "ci_low"
+    summary = data["tables"]["summary"]["data"]
+    assert summary["trained"] == [float(s <= 16) for s in summary["size"]]
+    curves = pd.DataFrame(data["tables"]["temperature_fit_curves"]["data"])
+    assert sorted(curves["curve"].unique()) == [
+        "paper (raw)",
+        "paper (rule)",
+        "refit (raw)",
+        "refit (rule)",
+    ]  # the refit on the larger lower bound (θ ≥ 0.1) is left out, as in the static figure
+    raw = curves[curves["curve"] == "refit (raw)"]
+    np.testing.assert_allclose(raw["beta"], np.polyval([1.0, 1.0], raw["entropy"]))
+    rule = curves[curves["curve"] == "paper (rule)"]
+    want = np.where(
+        rule["entropy"] > ENTROPY_THRESHOLD,
+        np.maximum(np.polyval([0.1, 1, 1], rule["entropy"]), 1),
+        1,
+    )
+    np.testing.assert_allclose(rule["beta"], want)
+
+    tables, meta = _kind_tables("clrs-text")
+    data = _window(page_html("t", tables, {**meta, "experiment": "clrs-text"}), "EXPLORE")
+    profiles = [p for p in data["presets"] if p["figure"] == "profile"]
+    assert [p["layers"][0]["where"] for p in profiles] == [
+        {"algorithm": "insertion_sort"},
+        {"algorithm": "minimum"},
+    ]
+    assert profiles[0]["shade"] == "in_distribution" and profiles[0]["layers"][1]["y"] == "chance"
+
+    tables, meta = _kind_tables("long-context")
+    data = _window(page_html("t", tables, {**meta, "experiment": "long-context"}), "EXPLORE")
+    assert [p["figure"] for p in data["presets"]] == ["accuracy", "mean_entropy", "head_entropy"]
+    acc = data["tables"]["accuracy"]["data"]
+    assert acc["chance"] == [1 / n for n in acc["n"]]

@@ -267,6 +267,88 @@ def test_compare_page_plots_the_summary_and_explores_it(browser, tmp_path, image
     assert _errors(browser) == []
 
 
+def _in_view(driver, element_id: str) -> bool:
+    return driver.execute_script(
+        """const r = document.getElementById(arguments[0]).getBoundingClientRect();
+        return r.top >= -1 && r.top < window.innerHeight && r.height > 0;""",
+        element_id,
+    )
+
+
+def test_softmax_page_draws_its_figures_and_links_each_verdict(browser, tmp_path, images):
+    """The accuracy plot is the summary's means per arm with its 95 % intervals, the training
+    sizes shaded; App. F draws the polynomials; a verdict's link scrolls its plot into view."""
+    from attnlimits.experiments import skeleton
+    from test_view import _fit_tables, _kind_tables
+
+    experiment = skeleton.get("softmax-not-enough")
+    tables, meta = _kind_tables("softmax-not-enough")
+    tables |= _fit_tables()
+    meta = {**meta, "experiment": "softmax-not-enough"}
+    claims = experiment.claims(tables, meta)
+    page = write_page(tmp_path, "SnE", tables, meta, claims, evidence=experiment.evidence)
+    _open(browser, page)
+    assert _errors(browser) == []
+    assert _not_blank(browser.find_element("id", "preset-0").screenshot_as_png) > 50
+    traces = browser.execute_script(
+        "return document.getElementById('preset-0').data.map(t => [t.name, t.x, t.y, "
+        "t.error_y.array, t.error_y.arrayminus])"
+    )
+    s = tables["summary"]
+    assert [t[0] for t in traces] == ["softmax", "adaptive"]
+    for name, x, y, up, down in traces:
+        at = s[s["norm"] == name].sort_values("size")
+        assert x == at["size"].tolist() and y == pytest.approx(at["mean"].tolist())
+        assert up == pytest.approx((at["ci_high"] - at["mean"]).tolist())
+        assert down == pytest.approx((at["mean"] - at["ci_low"]).tolist())
+    x0, x1 = browser.execute_script(
+        "const s = document.getElementById('preset-0').layout.shapes[0]; return [s.x0, s.x1]"
+    )
+    assert x0 < 16 < x1 < 64, "the shaded range is the training sizes (n ≤ 16)"
+    names = browser.execute_script(
+        "return document.getElementById('preset-2').data.map(t => t.name)"
+    )
+    assert {"paper (raw)", "paper (rule)", "refit (raw)", "β* per input"} <= set(names)
+    browser.execute_script("window.scrollTo(0, document.body.scrollHeight)")
+    assert not _in_view(browser, "preset-0")
+    link = browser.find_element(
+        "css selector", 'tr.verdict-reproduced a.evidence[href="#preset-0"]'
+    )
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", link)
+    link.click()
+    assert browser.execute_script("return location.hash") == "#preset-0"
+    assert _in_view(browser, "preset-0"), "the verdict's link did not bring its plot into view"
+    browser.find_element("css selector", 'a.evidence[href="#table-summary"]').click()
+    assert _in_view(browser, "table-summary")
+    browser.execute_script("window.scrollTo(0, 0)")
+    browser.save_screenshot(str(images / "view-softmax-not-enough.png"))
+    assert _errors(browser) == []
+
+
+def test_clrs_page_draws_a_profile_per_algorithm(browser, tmp_path):
+    from test_view import _kind_tables
+
+    tables, meta = _kind_tables("clrs-text")
+    page = write_page(tmp_path, "CLRS", tables, {**meta, "experiment": "clrs-text"})
+    _open(browser, page)
+    assert _errors(browser) == []
+    lines = browser.execute_script(
+        "return document.getElementById('preset-1').data.map(t => [t.name, t.x, t.y])"
+    )
+    acc = tables["accuracy"]
+    acc = acc[acc["algorithm"] == "minimum"]
+    for name, x, y in lines:
+        at = acc[acc["arm"] == name] if name != "chance" else acc.drop_duplicates("length")
+        at = at.sort_values("length")
+        assert x == at["length"].tolist()
+        assert y == pytest.approx(at["chance" if name == "chance" else "accuracy"].tolist())
+    assert sorted(line[0] for line in lines) == ["adaptive", "chance", "softmax"]
+    x0, x1 = browser.execute_script(
+        "const s = document.getElementById('preset-1').layout.shapes[0]; return [s.x0, s.x1]"
+    )
+    assert x0 < 4 < x1 < 8, "the shaded range is the training length"
+
+
 def test_screenshots_leave_the_docs_alone():
     """Last in this file: without ``ATTNLIMITS_WRITE_DOCS=1`` the tests above wrote nothing
     into docs/images (a test run must not dirty the tree)."""

@@ -93,6 +93,9 @@ class Experiment:
     sections: Callable[[Tables, Meta], list[str]] = _no_sections
     #: config -> its memory and time, checked before any work (:mod:`.budget`)
     estimate: Callable[[Any], budget.Estimate] | None = None
+    #: per claim, what decides it: (pattern searched in the claim's text, figure names, table
+    #: names); report.html links each verdict to them (:data:`attnlimits.view.pages.Evidence`)
+    evidence: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
 
 
 def get(name: str) -> Experiment:
@@ -286,7 +289,8 @@ def _report(experiment: Experiment, store: ResultStore, tables: Tables) -> Path:
         sections = experiment.sections(tables, meta)
         from attnlimits.view import write_page  # the same tables as an interactive page
 
-        write_page(store.root, experiment.title, tables, meta, claims, list(figures), sections)
+        write_page(store.root, experiment.title, tables, meta, claims, list(figures), sections,
+                   experiment.evidence)  # fmt: skip
     return write_report(store, experiment.title, claims, list(figures), sections)
 
 

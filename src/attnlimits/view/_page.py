@@ -12,7 +12,7 @@ import html
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from functools import lru_cache
 from typing import Any
 
@@ -36,6 +36,7 @@ th { background: #f3f3f3; position: sticky; top: 0; }
 .verdict-reproduced { background: #e3f5e1; } .verdict-partly { background: #fff4d6; }
 .verdict-not-reproduced { background: #fbe1e1; }
 .note { color: #555; font-size: 0.9em; } img.fig { max-width: 100%; border: 1px solid #eee; }
+:target { outline: 3px solid #e0a000; outline-offset: 2px; scroll-margin-top: 2em; }
 .row { display: flex; gap: 1em; flex-wrap: wrap; } .row > div { flex: 1 1 480px; min-width: 0; }
 """
 
@@ -74,9 +75,15 @@ def _cell(value: Any) -> str:
     return html.escape(str(value))
 
 
-def table_html(df: pd.DataFrame, *, verdicts: bool = False, limit: int = MAX_TABLE_ROWS) -> str:
+def table_html(
+    df: pd.DataFrame,
+    *,
+    verdicts: bool = False,
+    limit: int = MAX_TABLE_ROWS,
+    raw: Set[str] = frozenset(),
+) -> str:
     """``df`` as an HTML table (its first ``limit`` rows); with ``verdicts`` a row is coloured by
-    its ``verdict`` column."""
+    its ``verdict`` column; the columns ``raw`` hold HTML (links the page wrote), not text."""
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
     rows = []
     for record in df.head(limit).itertuples(index=False):
@@ -84,7 +91,8 @@ def table_html(df: pd.DataFrame, *, verdicts: bool = False, limit: int = MAX_TAB
         css = ""
         if verdicts and "verdict" in values:
             css = f' class="verdict-{str(values["verdict"]).replace(" ", "-")}"'
-        rows.append(f"<tr{css}>" + "".join(f"<td>{_cell(v)}</td>" for v in record) + "</tr>")
+        cells = (v if c in raw else _cell(v) for c, v in values.items())
+        rows.append(f"<tr{css}>" + "".join(f"<td>{v}</td>" for v in cells) + "</tr>")
     more = ""
     if len(df) > limit:
         more = f'<p class="note">first {limit} of {len(df)} rows; all in the CSV</p>'
@@ -142,7 +150,8 @@ def markdown_html(lines: Sequence[str]) -> str:
 def figure_links(names: Sequence[str]) -> str:
     """The report's static figures (written beside the page), each as an image."""
     return "\n".join(
-        f'<h3>{html.escape(n)}</h3><img class="fig" src="figures/{html.escape(n)}.png" '
+        f'<h3 id="figure-{html.escape(n)}">{html.escape(n)}</h3>'
+        f'<img class="fig" src="figures/{html.escape(n)}.png" '
         f'alt="{html.escape(n)}" loading="lazy">'
         for n in names
     )

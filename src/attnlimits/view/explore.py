@@ -1,10 +1,10 @@
 """Every run's tables as interactive line plots: the kind's own presets, and an explorer.
 
 :func:`explore_data` puts a run's small tables (at most :data:`MAX_ROWS` rows each) on the page
-as columns; ``explore.js`` draws each preset of :data:`PRESETS` (table, x, y, one line per value
-of a grouping column) and an explorer in which the reader picks the table, x, y and grouping.
-A kind without presets gets the explorer alone, its defaults guessed from the columns (x: a
-length-like column, lines: the first text column).
+as columns; ``explore.js`` draws each preset of :data:`~.presets.PRESETS` (layers of lines,
+markers, intervals, shaded training ranges; see :mod:`.presets`) and an explorer in which the
+reader picks the table, x, y and grouping. A kind without presets gets the explorer alone, its
+defaults guessed from the columns (x: a length-like column, lines: the first text column).
 """
 
 from __future__ import annotations
@@ -16,38 +16,15 @@ from typing import Any
 import pandas as pd
 
 from attnlimits.view._page import json_script
+from attnlimits.view.presets import PRESETS, derived
 
-__all__ = ["MAX_ROWS", "PRESETS", "explore_body", "explore_data", "explore_scripts"]
+__all__ = ["MAX_ROWS", "explore_body", "explore_data", "explore_scripts", "figure_targets"]
 
 #: Rows of a table put on the page for plotting; a larger table is not plotted (a plot of
 #: part of it would average part of it), the page names it.
 MAX_ROWS = 5000
-#: Per experiment: (table, x, y column(s), lines by, title) of its interactive figures; rows
-#: sharing an x are averaged (over heads, layers, windows: what the report's figures pool).
-Preset = tuple[str, str, str | tuple[str, ...], str | None, str]
-PRESETS: dict[str, tuple[Preset, ...]] = {
-    "compare": (
-        ("summary", "length", "perplexity_change", "normalizer",
-         "perplexity vs softmax (relative change) against length, per normaliser"),
-        ("summary", "length", "accuracy", "normalizer", "retrieval accuracy against length"),
-        ("summary", "length", "head_entropy_median", "normalizer",
-         "median head entropy (nats) against length: how each normaliser shifts it"),
-        ("summary", "normalizer", "seconds_per_forward", None, "cost: seconds per forward"),
-        ("heads", "layer", "entropy", "normalizer",
-         "head entropy per layer (mean over heads and lengths): how each normaliser shifts it"),
-    ),
-    "limitations": (
-        ("alg1", "N", ("distance", "expectation", "bound"), "x_source",
-         "Fig. 2a (Alg. 1): distance d̃ against N, with E (Thm 1.2) and the bound (Thm 1.1)"),
-        ("alg2", "L", ("distance", "expectation", "bound"), "x_source",
-         "Fig. 2b (Alg. 2): distance d̃ against L, with E and the bound"),
-        ("alg3", "L", "critical_n_over_L", "e_form",
-         "Fig. 2c (Alg. 3): critical N / L against L (paper: ≈ 0.06)"),
-        ("alg4", "N", ("ratio", "lower", "upper"), "x_source",
-         "Fig. 3 (Alg. 4): N_s/N against N, with Theorem 2's bounds"),
-        ("alg5", "T", "jacobian_norm", None, "Fig. 4 (Alg. 5): ‖J‖₂ against the temperature T"),
-    ),
-}  # fmt: skip
+#: Plots one faceted preset makes at most (one per value of its facet column).
+MAX_FACETS = 24
 _INDEX_LIKE = ("layer", "head", "window", "seed", "row", "sequence")  # not what a y shows
 _X_LIKE = ("length", "L", "step", "N", "n", "size", "train_length", "keys", "x")
 
@@ -72,26 +49,83 @@ def _guess(name: str, table: Mapping[str, Any]) -> tuple[str, str, str, str | No
     return (name, x, y, varied[0] if varied else None, f"{name}: {y} against {x}")
 
 
+def _layer(spec: Mapping[str, Any], shown: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The layer with what the run's table has: its y columns that exist, its filters on
+    columns that exist; None where the table, x or grouping is missing."""
+    t = shown.get(spec["table"])
+    if t is None or spec["x"] not in t["data"]:
+        return None
+    ys = (spec["y"],) if isinstance(spec["y"], str) else spec["y"]
+    ys = [y for y in ys if y in t["numeric"]]
+    if not ys:
+        return None
+    out = {**spec, "y": ys[0] if isinstance(spec["y"], str) else ys}
+    if out.get("group") not in t["data"]:  # a run of one arm, say: one line
+        out["group"] = None
+    out["where"] = {k: v for k, v in (spec.get("where") or {}).items() if k in t["data"]}
+    for key in ("low", "high", "err"):
+        if key in out and out[key] not in t["numeric"]:
+            del out[key]
+    return out
+
+
+def _presets(experiment: str, shown: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The kind's presets drawable from ``shown``, a faceted one once per facet value."""
+    out = []
+    for spec in PRESETS.get(experiment, ()):
+        layers = [x for x in (_layer(s, shown) for s in spec["layers"]) if x is not None]
+        if not layers:
+            continue
+        first = shown[layers[0]["table"]]["data"]
+        base = {**spec, "layers": layers}
+        if base.get("shade") not in first:
+            base.pop("shade", None)
+        facet = base.pop("facet", None)
+        if facet not in first:
+            out.append(base)
+            continue
+        for value in sorted(set(first[facet]))[:MAX_FACETS]:
+            out.append(
+                {**base, "title": f"{value}: {base['title']}", "layers": [
+                    {**x, "where": {**x["where"], facet: value}}
+                    if facet in shown[x["table"]]["data"] else x
+                    for x in layers
+                ]}
+            )  # fmt: skip
+    for i, spec in enumerate(out):
+        spec["id"] = f"preset-{i}"
+    return out
+
+
+def figure_targets(data: Mapping[str, Any]) -> dict[str, str]:
+    """Figure name -> the id of the first interactive plot that mirrors it."""
+    out: dict[str, str] = {}
+    for spec in data["presets"]:
+        if spec.get("figure"):
+            out.setdefault(spec["figure"], spec["id"])
+    return out
+
+
 def explore_data(
-    experiment: str, tables: Mapping[str, pd.DataFrame], names: list[str]
+    experiment: str,
+    tables: Mapping[str, pd.DataFrame],
+    names: list[str],
+    meta: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The tables ``names`` as columns, the kind's presets whose columns exist, and the
-    explorer's first choice."""
+    """The tables ``names`` as columns (with the columns :func:`~.presets.derived` adds), the
+    kind's presets whose columns exist, and the explorer's first choice."""
+    extra = derived(experiment, tables, meta or {})
+    tables = {**tables, **extra}
+    names = [*names, *(n for n in extra if n not in names)]
     shown = {
         n: _table(tables[n]) for n in names if len(tables[n].columns) and len(tables[n]) <= MAX_ROWS
     }
     too_big = {n: len(tables[n]) for n in names if len(tables[n]) > MAX_ROWS}
-    presets = [
-        {"table": t, "x": x, "y": y, "group": g, "title": title}
-        for t, x, y, g, title in PRESETS.get(experiment, ())
-        if t in shown
-        and {x, *((y,) if isinstance(y, str) else y)} <= set(shown[t]["data"])
-        and (g is None or g in shown[t]["data"])
-    ]
     first = next((g for n in shown if (g := _guess(n, shown[n]))), None)
     start = None
     if first:
         start = dict(zip(("table", "x", "y", "group", "title"), first, strict=True))
+    presets = _presets(experiment, shown)
     return {"tables": shown, "presets": presets, "start": start, "too_big": too_big}
 
 
@@ -100,8 +134,7 @@ def explore_body(data: Mapping[str, Any]) -> str:
     if data["start"] is None and not data["presets"]:
         return ""
     presets = "".join(
-        f'<div id="preset-{i}" class="preset" style="height:380px"></div>'
-        for i in range(len(data["presets"]))
+        f'<div id="{p["id"]}" class="preset" style="height:380px"></div>' for p in data["presets"]
     )
     tables = "".join(f'<option value="{t}">{t}</option>' for t in data["tables"])
     big = ", ".join(f"{t} ({n} rows)" for t, n in data.get("too_big", {}).items())

@@ -7,7 +7,7 @@ tests) → ``figures`` and ``claims``. Run it with ``attnlimits reproduce clrs-t
 ``skeleton.run(EXPERIMENT, Config(), out)``.
 """
 
-from attnlimits.experiments.clrs_text.claims import claims, sections
+from attnlimits.experiments.clrs_text.claims import EVIDENCE, claims, sections
 from attnlimits.experiments.clrs_text.compute import compute, load_dataset, run_arm_seed
 from attnlimits.experiments.clrs_text.config import (
     ARMS,
@@ -43,6 +43,7 @@ EXPERIMENT = Experiment(
     compute=compute,
     figures=figures,
     claims=claims,
+    evidence=EVIDENCE,
     sections=sections,
     estimate=estimate,
 )

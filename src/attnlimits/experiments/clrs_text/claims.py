@@ -26,6 +26,7 @@ from attnlimits.experiments.report import markdown_table
 
 __all__ = [
     "ALPHA",
+    "EVIDENCE",
     "LEARN_MARGIN",
     "NEARLY_ALL",
     "claims",
@@ -34,6 +35,13 @@ __all__ = [
     "outcome",
     "sections",
 ]
+
+#: What decides each claim (report.html links the verdict to them): (pattern in the claim's
+#: text, figure names, table names).
+EVIDENCE = (
+    (r"learns every trained algorithm", ("profile",), ("accuracy",)),
+    (r"beats softmax", ("profile",), ("paired", "accuracy")),
+)
 
 LEARN_MARGIN = 0.10  # "well above chance": ten points above it, at the interval's lower end
 ALPHA = 0.05  # the sign test's level per algorithm

@@ -6,7 +6,7 @@ into the book) → ``forward`` (one swapped forward: losses, probe logits, head 
 it with ``attnlimits compare`` or ``skeleton.run(EXPERIMENT, Config(), out)``.
 """
 
-from attnlimits.experiments.compare.claims import claims, effects, sections
+from attnlimits.experiments.compare.claims import EVIDENCE, claims, effects, sections
 from attnlimits.experiments.compare.compute import compute, summarize
 from attnlimits.experiments.compare.config import BASELINE, Config, parse_normalizer
 from attnlimits.experiments.compare.cost import estimate
@@ -37,6 +37,7 @@ EXPERIMENT = Experiment(
     compute=compute,
     figures=figures,
     claims=claims,
+    evidence=EVIDENCE,
     sections=sections,
     estimate=estimate,
 )

@@ -14,7 +14,11 @@ import pandas as pd
 from attnlimits.experiments.compare.config import BASELINE
 from attnlimits.experiments.report import markdown_table
 
-__all__ = ["SOURCES", "claims", "effects", "sections"]
+__all__ = ["EVIDENCE", "SOURCES", "claims", "effects", "sections"]
+
+#: What decides each claim (report.html links the verdict to them): (pattern in the claim's
+#: text, plot names, table names).
+EVIDENCE = ((r"swapped into", ("perplexity_change", "accuracy", "cost"), ("summary",)),)
 
 #: What each normaliser's source says it is for (the claims table's "paper" column).
 SOURCES = {

@@ -6,7 +6,7 @@ tables). Run it with ``attnlimits reproduce limitations`` or
 ``skeleton.run(EXPERIMENT, Config(), out)``.
 """
 
-from attnlimits.experiments.limitations.claims import claims
+from attnlimits.experiments.limitations.claims import EVIDENCE, claims
 from attnlimits.experiments.limitations.compute import compute, compute_layer
 from attnlimits.experiments.limitations.config import E_FORMS, Config, LimitationsConfig
 from attnlimits.experiments.limitations.cost import estimate
@@ -37,6 +37,7 @@ EXPERIMENT = Experiment(
     compute=compute,
     figures=figures,
     claims=claims,
+    evidence=EVIDENCE,
     sections=sections,
     estimate=estimate,
 )

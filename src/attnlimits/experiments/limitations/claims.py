@@ -47,6 +47,7 @@ from attnlimits.experiments.limitations.findings import (
 )
 
 __all__ = [
+    "EVIDENCE",
     "E_COLS",
     "claims",
     "claims_for",
@@ -57,6 +58,18 @@ __all__ = [
     "plateau_change",
     "slopes_in_l",
 ]
+
+#: What decides each claim (report.html links the verdict to them): (pattern in the claim's
+#: text, figure names, table names).
+EVIDENCE = (
+    (r"^\(i[.)]", ("fig2a",), ("alg1",)),
+    (r"^\(ii[.)]", ("fig2b",), ("alg2",)),
+    (r"^\(iii[.)]", ("fig2c",), ("alg3", "critical_tests")),
+    (r"^\(iv[.)]", ("fig3",), ("alg4",)),
+    (r"^\(v[.)]|^Corollary 3", ("fig4",), ("alg5",)),
+    (r"^Assumption 2", (), ("alg4",)),
+    (r"^Theorem 1\.2", ("fig2a", "fig2b"), ("alg1", "alg2")),
+)
 
 Row = dict[str, str]
 Judge = Callable[[pd.DataFrame], list[Row]]

@@ -7,6 +7,7 @@ statistics during the forward pass) → ``compute`` (cells, summaries, spreads o
 """
 
 from attnlimits.experiments.long_context.claims import (
+    EVIDENCE,
     GEMMA_SPREADS,
     claims,
     paired_counts,
@@ -65,6 +66,7 @@ EXPERIMENT = Experiment(
     compute=compute,
     figures=figures,
     claims=claims,
+    evidence=EVIDENCE,
     sections=sections,
     estimate=estimate,
 )

@@ -16,7 +16,15 @@ import pandas as pd
 
 from attnlimits.experiments.report import verdict
 
-__all__ = ["GEMMA_SPREADS", "claims", "paired_counts", "sections"]
+__all__ = ["EVIDENCE", "GEMMA_SPREADS", "claims", "paired_counts", "sections"]
+
+#: What decides each claim (report.html links the verdict to them): (pattern in the claim's
+#: text, figure names, table names).
+EVIDENCE = (
+    (r"disperses", ("mean_entropy", "head_entropy"), ("mean_entropy", "head_entropy")),
+    (r"accuracy falls|adaptive temperature", ("accuracy",), ("accuracy", "answers")),
+    (r"logit spreads", ("spread",), ("spread",)),
+)
 
 #: Paper B's Gemma logit spreads over a 9,000-token code file (second-hand, unverified):
 #: (lowest head, highest head, mean over heads).

@@ -9,7 +9,7 @@ setting's label). Run it with
 """
 
 from attnlimits.experiments.skeleton import Experiment
-from attnlimits.experiments.softmax_not_enough.claims import claims
+from attnlimits.experiments.softmax_not_enough.claims import EVIDENCE, claims
 from attnlimits.experiments.softmax_not_enough.compute import compute, entropy_vs_temperature
 from attnlimits.experiments.softmax_not_enough.config import (
     ABLATION,
@@ -120,6 +120,7 @@ EXPERIMENT = Experiment(
     compute=compute,
     figures=figures,
     claims=claims,
+    evidence=EVIDENCE,
     sections=sections,
     estimate=estimate,
 )

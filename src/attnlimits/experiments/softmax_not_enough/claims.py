@@ -16,7 +16,16 @@ import pandas as pd
 
 from attnlimits.experiments.report import verdict
 
-__all__ = ["ALPHA", "CHANCE", "claims", "interval", "size_table"]
+__all__ = ["ALPHA", "CHANCE", "EVIDENCE", "claims", "interval", "size_table"]
+
+#: What decides each claim (report.html links the verdict to them): (pattern in the claim's
+#: text, figure names, table names).
+EVIDENCE = (
+    (r"disperse", ("attention_profile",), ("attention_profile",)),
+    (r"OOD accuracy", ("accuracy",), ("summary",)),
+    (r"entropy falls", ("entropy_vs_temperature",), ("entropy_vs_temperature",)),
+    (r"logit spread", ("logit_spread",), ("training_log",)),
+)
 
 #: Chance accuracy (10 classes) and the level of every test.
 CHANCE = 0.1
