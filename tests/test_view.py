@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import transformers
 from typer.testing import CliRunner
 
 from attnlimits.capture import capture, capture_qkv, load_model
@@ -252,6 +253,47 @@ def test_the_monitor_writes_its_page_at_the_end_of_training(tmp_path):
     assert data["steps"] == [1, 2] and len(data["heads"]) == 2 * 4
     res = runner.invoke(app, ["view", str(tmp_path), "--port", "-1"])
     assert res.output.strip() == "error: --port must lie in 0 … 65535, got -1"
+
+
+class _PageCheck(transformers.TrainerCallback):
+    """Checks, at every step of a Trainer run, that no page is written before training ends."""
+
+    def __init__(self, folder) -> None:
+        self.folder, self.steps = folder, 0
+
+    def on_step_end(self, args, state, control, **kwargs):
+        assert not (self.folder / "attention_monitor.html").exists(), "only at the end"
+        self.steps += 1
+
+
+def test_a_monitored_trainer_run_leaves_the_page_beside_its_parquet(tmp_path):
+    """The Trainer path: AttentionMonitor as a Trainer callback writes attention_monitor.html
+    beside attention_monitor.parquet when training ends, holding the Parquet's numbers."""
+    import warnings
+
+    from attnlimits.monitor import TABLE_NAME, AttentionHeadWarning, AttentionMonitor
+    from test_monitor import Tokens, tiny
+
+    model = tiny("gpt2", "sdpa")
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path), max_steps=3, per_device_train_batch_size=2, report_to=[],
+        use_cpu=True, save_strategy="no", disable_tqdm=True,
+    )  # fmt: skip
+    check = _PageCheck(tmp_path)
+    trainer = transformers.Trainer(model, args, train_dataset=Tokens(), callbacks=[check])
+    AttentionMonitor(every=1).attach(trainer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AttentionHeadWarning)
+        trainer.train()
+    assert check.steps == 3
+    table = pd.read_parquet(tmp_path / TABLE_NAME)
+    data = _window((tmp_path / "attention_monitor.html").read_text(encoding="utf-8"), "MONITOR")
+    assert data["steps"] == [1, 2, 3] == sorted(table["step"].unique())
+    for row in table.itertuples():
+        i = data["heads"].index([row.layer, row.head])
+        assert data["grids"]["entropy"][i][data["steps"].index(row.step)] == pytest.approx(
+            row.entropy, rel=1e-12
+        )
 
 
 def test_scan_stores_patterns_and_recomputes_them_for_parts_saved_without(book_path, tmp_path):
