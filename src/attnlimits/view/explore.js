@@ -81,12 +81,25 @@
       fillcolor: "#888", opacity: 0.15, line: { width: 0 }, layer: "below" }];
   }
 
+  // A long title over lines of at most 64 characters (Plotly does not wrap titles).
+  function wrap(text) {
+    const lines = [""];
+    for (const word of String(text).split(" ")) {
+      const last = lines[lines.length - 1];
+      if (last && last.length + word.length >= 64) lines.push(word);
+      else lines[lines.length - 1] = last ? `${last} ${word}` : word;
+    }
+    return lines;
+  }
+
   function layout(spec, first) {
     const t = D.tables[first.table], xs = t.data[first.x];
     const pos = t.numeric.includes(first.x) && xs.every((v) => v > 0);
     const wide = pos && Math.max(...xs) / Math.min(...xs) >= 16;
     const y = Array.isArray(first.y) ? first.y.join(", ") : first.y;
-    return { title: { text: spec.title, font: { size: 13 } }, margin: { t: 50, l: 60, r: 20, b: 40 },
+    const title = wrap(spec.title);
+    return { title: { text: title.join("<br>"), font: { size: 13 } },
+      margin: { t: 34 + 17 * title.length, l: 60, r: 20, b: 40 },
       xaxis: { title: { text: first.x }, type: wide ? "log" : "-" },
       yaxis: { title: { text: y }, type: spec.logy ? "log" : "-" },
       shapes: spec.shade ? shade(spec, first, wide) : [], legend: { orientation: "h", y: -0.25 } };
