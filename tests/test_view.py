@@ -32,6 +32,7 @@ from attnlimits.experiments.scan.patterns import pattern_sample
 from attnlimits.experiments.store import ResultStore
 from attnlimits.normalizers import ENTROPY_THRESHOLD
 from attnlimits.view import page_html, scan, scan_data, write_page
+from attnlimits.view.explore import MAX_ROWS
 from attnlimits.view.synthetic import synthetic_scan
 from tiny_models import tiny_model_dir
 
@@ -483,6 +484,14 @@ def test_each_reproduction_gets_its_own_figures():
         1,
     )
     np.testing.assert_allclose(rule["beta"], want)
+
+    sizes, ranks = np.arange(16, 16 + 60), np.arange(100)  # a full run's profile: every rank
+    big = pd.DataFrame({"norm": "softmax", "size": np.repeat(sizes, 100),
+                        "rank": np.tile(ranks, 60), "attention": 0.5})  # fmt: skip
+    assert len(big) > MAX_ROWS
+    tables["attention_profile"] = big
+    data = _window(page_html("t", tables, {**meta, "experiment": "softmax-not-enough"}), "EXPLORE")
+    assert "attention_profile" in [p["figure"] for p in data["presets"]], "too big to plot"
 
     tables, meta = _kind_tables("clrs-text")
     data = _window(page_html("t", tables, {**meta, "experiment": "clrs-text"}), "EXPLORE")

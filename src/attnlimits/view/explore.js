@@ -38,7 +38,7 @@
         let keys = [...sums.keys()];
         if (numericX) keys.sort((a, b) => a - b);
         const name = spec.name || [cols.length > 1 ? col : "", String(g)].filter((s) => s).join(" · ") || col;
-        const trace = { type: numericX ? "scatter" : "bar", mode: spec.raw ? "markers" : "lines+markers",
+        const trace = { type: numericX ? "scatter" : "bar", mode: spec.raw ? "markers" : spec.lines ? "lines" : "lines+markers",
           name: name, line: spec.dash ? { dash: "dot", color: "#555" } : undefined };
         if (spec.raw) {  // every row its own marker
           const idx = keys.flatMap((k) => sums.get(k).all);

@@ -3,14 +3,17 @@
 A preset is one plot: a title, the static figure it mirrors (``figure``: the name the report's
 PNG has, so a claim that names that figure links to this plot), and layers; a layer is one
 table's ``y`` against ``x``, one line per value of ``group``, rows sharing an x averaged
-(``raw``: every row a marker instead), with optional interval columns (``low``/``high``) or a
-symmetric error (``err``), a filter ``where``, a fixed ``name`` and ``dash``. Options of the
-plot: ``shade`` (the x range of the first layer's rows where that column is true: training
-sizes or lengths), ``logy``, and ``facet`` (one plot per value of that column).
+(``raw``: every row a marker instead; ``lines``: no markers), with optional interval columns
+(``low``/``high``) or a symmetric error (``err``), a filter ``where``, a fixed ``name`` and
+``dash``. Options of the plot: ``shade`` (the x range of the first layer's rows where that
+column is true: training sizes or lengths), ``logy``, and ``facet`` (one plot per value of
+that column).
 
 :func:`derived` adds what the figures compute from the tables and ``run.json``: which sizes
-were trained on (*Softmax is not Enough*), the App. F polynomials as curves (``np.polyval`` of
-the coefficients table, raw and under the listing's rule), chance 1/n (long context).
+were trained on (*Softmax is not Enough*), its attention profile's top ranks, the App. F
+polynomials as curves (``np.polyval`` of the coefficients table, raw and under the listing's
+rule), the critical N found (−1: none) and the paper's 0.06·L (limitations), chance 1/n (long
+context).
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ from attnlimits.normalizers import ENTROPY_THRESHOLD
 __all__ = ["PRESETS", "derived", "layer", "preset"]
 
 Spec = dict[str, Any]
+#: Ranks of *Softmax is not Enough*'s attention profile put on the page (a full run's profile
+#: holds every rank of every set size, too many rows to plot; its figure shows the top 32).
+TOP_RANKS = 32
 
 
 def layer(
@@ -59,16 +65,16 @@ PRESETS: dict[str, tuple[Spec, ...]] = {
     ),
     "limitations": (
         preset("fig2a", "Fig. 2a (Alg. 1): distance d̃ against L at N = 5, with E (Thm 1.2) and "
-               "the bound (Thm 1.1)", layer("alg1", "L", _DIST, "x_source")),
+               "the bound (Thm 1.1)", layer("alg1", "L", _DIST, "x_source"), logy=True),
         preset("fig2b", "Fig. 2b (Alg. 2): distance d̃ against N at L = L_max, with E and the "
-               "bound", layer("alg2", "N", _DIST, "x_source")),
+               "bound", layer("alg2", "N", _DIST, "x_source"), logy=True),
         preset("fig2c", "Fig. 2c (Alg. 3): critical N against L, windows pooled (dotted: the "
                "paper's 0.06·L)", layer("alg3", "L", "critical_n", "e_form", where={"window": -1}),
                layer("alg3", "L", "paper_0.06L", name="paper: 0.06·L", dash=True)),
         preset("fig3", "Fig. 3 (Alg. 4): N_s/N against N, with Theorem 2's bounds",
                layer("alg4", "N", ("ratio", "lower", "upper"), "x_source")),
         preset("fig4", "Fig. 4 (Alg. 5): ‖J‖₂ against the temperature T",
-               layer("alg5", "T", "jacobian_norm")),
+               layer("alg5", "T", "jacobian_norm"), logy=True),
     ),
     "softmax-not-enough": (
         preset("accuracy", _SNE_ACC + " (95 % interval over seeds and test sets; shaded: "
@@ -83,7 +89,7 @@ PRESETS: dict[str, tuple[Spec, ...]] = {
                      name="β* per input"),
                layer("temperature_fit_bins", "entropy_median", "beta_median", low="beta_q25",
                      high="beta_q75", raw=True, name="bin median, quartiles"),
-               layer("temperature_fit_curves", "entropy", "beta", "curve"), logy=True),
+               layer("temperature_fit_curves", "entropy", "beta", "curve", lines=True), logy=True),
         preset("entropy_vs_temperature", "entropy against the temperature θ, per logit spread "
                "(Prop. 3.2)", layer("entropy_vs_temperature", "T", "entropy", "spread")),
         preset("logit_spread", "logit spread and the Prop. 3.1 bound over training steps",
@@ -144,6 +150,9 @@ def derived(
             size = tables["summary"]["size"]
             trained = (size <= train["max_size"]) & (size >= train.get("min_size", 0))
             out["summary"] = tables["summary"].assign(trained=trained)
+        prof = tables.get("attention_profile")
+        if prof is not None and "rank" in prof:  # the plot needs the top ranks only
+            out["attention_profile"] = prof[prof["rank"] < TOP_RANKS]
         if {"temperature_fit_coeffs", "temperature_fit_points"} <= set(tables):
             points = tables["temperature_fit_points"]
             top = float(points["entropy"].max()) if len(points) else 6.0
