@@ -113,6 +113,21 @@ def test_a_folder_that_never_held_a_run_is_refused_naming_its_files(tmp_path, fr
     ), "the refused run left files behind"
 
 
+def test_a_long_list_of_a_users_files_claims_no_count(tmp_path):
+    """Past three files the message said ", and 1 more" whatever the number (the list it
+    formats stops at four): with six files of the user's it now says ", and more"."""
+    v = tmp_path / "v"
+    for i in range(6):
+        (v / "tables").mkdir(parents=True, exist_ok=True)
+        (v / "tables" / f"mine{i}.csv").write_text("a\n1\n")
+    with pytest.raises(ValueError) as err:
+        skeleton.run(EXPERIMENT, Cfg(), v, progress=False, fresh=True)
+    msg = str(err.value)
+    assert "tables/mine0.csv, tables/mine1.csv, tables/mine2.csv, and more)" in msg, msg
+    assert "1 more" not in msg
+    assert len(list((v / "tables").iterdir())) == 6
+
+
 def test_fresh_on_the_command_line_leaves_a_users_folder_alone(tmp_path, book_path):
     """``attnlimits compare --quick --fresh --out v`` on a tiny model: one line, exit 2."""
     model = tiny_model_dir(tmp_path, "llama", load_text(book_path)[:50_000], max_positions=256)

@@ -50,14 +50,13 @@ def _check_joined_report(out: Path) -> None:
     """Refuse an ``out`` holding a user's files where the joined report is written (they
     would be overwritten after every model ran). A side-by-side folder from before attnlimits
     listed its files (``tables/claims_by_model.parquet`` there) is taken as ours."""
-    from attnlimits.experiments.store import foreign_files
+    from attnlimits.experiments.store import foreign_files, listing
 
     if (out / "tables" / "claims_by_model.parquet").is_file():
         return
     foreign = foreign_files(out, JOINED)
     if foreign:
-        listing = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
         raise ValueError(
-            f"{out} holds files attnlimits did not write ({listing}), where the joined report "
-            "of the models goes: choose another --out"
+            f"{out} holds files attnlimits did not write ({listing(foreign)}), where the joined "
+            "report of the models goes: choose another --out"
         )

@@ -45,6 +45,7 @@ from attnlimits.experiments.store import (
     ResultStore,
     check_out,
     jsonable,
+    listing,
     machine_info,
     package_versions,
 )
@@ -146,11 +147,6 @@ def _check_config(config: Any, experiment: Experiment) -> None:
         )
 
 
-def _listing(files: list[str], limit: int = 3) -> str:
-    more = f", and {len(files) - limit} more" if len(files) > limit else ""
-    return ", ".join(files[:limit]) + more
-
-
 def _take(store: ResultStore, experiment: Experiment, config: Any, fresh: bool) -> None:
     """Check that the folder (locked) may take this run, and with ``fresh`` delete the previous
     run's own files. Refuses with a ``ValueError`` a folder whose files where a run writes are
@@ -166,7 +162,7 @@ def _take(store: ResultStore, experiment: Experiment, config: Any, fresh: bool) 
                 else "a run would write over them"
             )
             raise ValueError(
-                f"{out} holds files attnlimits did not write ({_listing(foreign)}); "
+                f"{out} holds files attnlimits did not write ({listing(foreign)}); "
                 f"{why}: choose another --out"
             )
         if fresh:
@@ -186,7 +182,7 @@ def _take(store: ResultStore, experiment: Experiment, config: Any, fresh: bool) 
         kept = store.foreign_files()
         if kept:
             warnings.warn(
-                f"--fresh kept files in {out} that attnlimits did not write: {_listing(kept)}",
+                f"--fresh kept files in {out} that attnlimits did not write: {listing(kept)}",
                 stacklevel=3,
             )
         return
@@ -305,7 +301,7 @@ class _SavedTables(dict[str, pd.DataFrame]):
     def __missing__(self, name: str) -> pd.DataFrame:
         raise ValueError(
             f"{self.folder} has no {name}.parquet, which the report needs (it has "
-            f"{_listing(sorted(self)) or 'none'}): the run did not finish; rerun its command"
+            f"{listing(sorted(self)) or 'none'}): the run did not finish; rerun its command"
         )
 
 

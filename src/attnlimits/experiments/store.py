@@ -40,6 +40,7 @@ __all__ = [
     "file_sha256",
     "foreign_files",
     "jsonable",
+    "listing",
     "machine_info",
     "package_versions",
     "params_hash",
@@ -83,6 +84,12 @@ def foreign_files(root: Path, places: tuple[str, ...], limit: int = 3) -> list[s
     """Up to ``limit`` + 1 files at ``places`` in ``root`` that attnlimits did not write (none
     where ``root`` does not exist); creates nothing, unlike :class:`ResultStore`."""
     return _owned.Manifest(Path(root)).foreign(places, limit) if Path(root).is_dir() else []
+
+
+def listing(files: list[str], limit: int = 3) -> str:
+    """``files`` for a message: the first ``limit``, then ", and more" where there are more
+    (lists from :func:`foreign_files` stop at ``limit`` + 1, so no count is claimed)."""
+    return ", ".join(files[:limit]) + (", and more" if len(files) > limit else "")
 
 
 def read_run_json(path: Path) -> dict[str, Any]:

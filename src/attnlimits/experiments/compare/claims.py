@@ -42,9 +42,10 @@ DIFFERENCES = (
     "[L/2, L) see exactly what a window of L tokens would show them.",
     "The retrieval probe's needles and queries overwrite a few book tokens of each sequence; "
     "perplexity counts the remaining book tokens only, so both measures share the forwards.",
-    "softmax is the model's own SDPA; every other normaliser runs attnlimits' kernels "
-    "(PyTorch, streaming or query-chunked), so part of its time is the kernel, not the "
-    "normaliser: compare the time of softmax through the streaming kernel (docs/compare.md).",
+    "softmax is the model's own SDPA; every other normaliser runs attnlimits' kernels: per-row "
+    "scales, sinks and adaptive temperature reformulated onto SDPA, softcap on the streaming "
+    "kernel, the sparse and unnormalised maps query-chunked; so part of a normaliser's time "
+    "is its kernel, not the normaliser itself (docs/compare.md, docs/kernels.md).",
     "Head entropy is measured on sampled rows of each band with the registry's tensor "
     "function on the layer's own q and k, of the weights normalised to sum one.",
 )
