@@ -507,3 +507,10 @@ def test_each_reproduction_gets_its_own_figures():
     assert [p["figure"] for p in data["presets"]] == ["accuracy", "mean_entropy", "head_entropy"]
     acc = data["tables"]["accuracy"]["data"]
     assert acc["chance"] == [1 / n for n in acc["n"]]
+
+
+def test_claims_without_evidence_or_claim_column_get_no_links_column():
+    claims = pd.DataFrame([{"statement": "s", "verdict": "partly"}])
+    for evidence in ((), ((r".", ("fig",), ("t",)),)):
+        page = page_html("t", {"t": pd.DataFrame({"x": [1]})}, {}, claims, evidence=evidence)
+        assert "decided by" not in page and '<tr class="verdict-partly"><td>s</td>' in page

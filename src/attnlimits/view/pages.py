@@ -58,6 +58,8 @@ def _decided_by(
 ) -> list[str]:  # fmt: skip
     """Per claim row, the HTML links to the plots and tables that decide it."""
     out = []
+    if "claim" not in claims or not evidence:
+        return [""] * len(claims)
     for claim in claims["claim"].astype(str):
         figs: dict[str, None] = {}
         tabs: dict[str, None] = {}
