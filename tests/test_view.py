@@ -317,8 +317,13 @@ def test_scan_stores_patterns_and_recomputes_them_for_parts_saved_without(book_p
     skeleton.run(SCAN, cfg, out, progress=False)
     pd.testing.assert_frame_equal(pd.read_parquet(out / "tables" / "patterns.parquet"), patterns)
     pd.testing.assert_frame_equal(pd.read_parquet(out / "tables" / "heads.parquet"), heads)
-    page = _window((out / "report.html").read_text(encoding="utf-8"), "SCAN")
-    assert sorted(page["patterns"]) == ["16", "32"]
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert sorted(_window(html, "SCAN")["patterns"]) == ["16", "32"]
+    ids = set(re.findall(r'id="([^"]+)"', html))
+    rows = re.findall(r'<tr class="verdict[^"]*">(.*?)</tr>', html, re.S)
+    assert rows and all('href="#main"' in r for r in rows), "each verdict links to the heatmap"
+    for href in re.findall(r'<a class="evidence" href="#([^"]+)"', html):
+        assert href in ids
 
 
 def test_view_serves_the_folder_with_port(tmp_path):

@@ -6,7 +6,7 @@ aggregation) → ``taxonomy`` (kinds and flags: the rules) → ``figures`` and `
 with ``attnlimits scan smollm2-135m`` or ``skeleton.run(EXPERIMENT, Config(), out)``.
 """
 
-from attnlimits.experiments.scan.claims import claims, sections
+from attnlimits.experiments.scan.claims import EVIDENCE, claims, sections
 from attnlimits.experiments.scan.compute import compute, critical_table
 from attnlimits.experiments.scan.config import Config
 from attnlimits.experiments.scan.cost import estimate
@@ -35,6 +35,7 @@ EXPERIMENT = Experiment(
     compute=compute,
     figures=figures,
     claims=claims,
+    evidence=EVIDENCE,
     sections=sections,
     estimate=estimate,
 )

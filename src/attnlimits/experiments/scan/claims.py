@@ -18,7 +18,14 @@ from attnlimits.experiments.scan.taxonomy import (
     VANISHING_JACOBIAN,
 )
 
-__all__ = ["claims", "head_list", "sections"]
+__all__ = ["EVIDENCE", "claims", "head_list", "sections"]
+
+#: What decides each claim (report.html links the verdict to them): (pattern in the claim's
+#: text, figure names, table names); "heatmaps" is the page's layer × head heatmap.
+EVIDENCE = (
+    (r"critical N|N_s/N|Assumption 2", ("heatmaps",), ("head_summary", "heads")),
+    (r"disperses", ("heatmaps", "dispersion"), ("head_summary", "heads")),
+)
 
 #: Differences from the papers' own set-ups (the report's last section; docs/scan.md too).
 DIFFERENCES = (
