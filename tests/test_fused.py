@@ -321,6 +321,50 @@ def test_the_flattened_map_is_reused_only_for_the_same_unmodified_tensors(monkey
     _close(again.distance, want.distance, torch.float32)
 
 
+def test_a_map_keeps_its_top_order_while_other_maps_are_scored(monkeypatch):
+    """A limitations layer scores its map, then slices of it (the extended Alg. 3 grid), then
+    the map again against another x: the map's order is sorted once, not once per call, and the
+    numbers equal the torch path's. A map that is garbage-collected leaves the memo; past
+    ``_MEMO_SIZE`` live maps the oldest is flattened and sorted anew."""
+    import gc
+
+    from attnlimits.metrics._fused import rows as fused_rows
+
+    attn, x, keep = _case(3, 2, 32, 32, 4, "causal", "per_head", torch.float32, False)
+    x2 = torch.randn_like(x)
+    calls = []
+    kernel = fused_rows._top_kernel
+    monkeypatch.setattr(
+        fused_rows, "_top_kernel", lambda *a: (calls.append(a[3].shape), kernel(*a))[1]
+    )
+
+    def score_slices(n: int, hold: bool) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        slices = []
+        for start in range(0, 4 * n, 4):
+            part = attn[..., start : start + 4, :].clone()
+            part_keep = keep[..., start : start + 4, :].clone()
+            distance_curve(part, x, [1, 2], mask=part_keep)
+            slices += [(part, part_keep)] if hold else []
+        return slices
+
+    fused_rows._MEMO.clear()
+    first = distance_curve(attn, x, [1, 3, 8], mask=keep)
+    score_slices(6, hold=False)  # each slice dies after its call: only the map stays in the memo
+    gc.collect()
+    assert len(fused_rows._MEMO) == 1
+    again = distance_curve(attn, x2, [1, 3, 8], mask=keep)
+    assert len(calls) == 1 + 6  # the map's order was reused
+    alive = score_slices(fused_rows._MEMO_SIZE, hold=True)  # as many live maps as the memo keeps
+    assert len(fused_rows._MEMO) == fused_rows._MEMO_SIZE and alive
+    evicted = distance_curve(attn, x2, [1, 3, 8], mask=keep)
+    assert len(calls) == 1 + 6 + fused_rows._MEMO_SIZE + 1  # the oldest, the map, went
+    monkeypatch.setenv("ATTNLIMITS_FUSED", "0")
+    for got, xs in [(first, x), (again, x2)]:
+        want = distance_curve(attn, xs, [1, 3, 8], mask=keep)
+        _close(got.distance, want.distance, torch.float32)
+    assert torch.equal(again.distance.nan_to_num(-1), evicted.distance.nan_to_num(-1))
+
+
 def test_switched_off_and_on_gpu_tensors_take_the_torch_path(monkeypatch):
     x = torch.zeros(2, 3)
     assert _fused.enabled(x)

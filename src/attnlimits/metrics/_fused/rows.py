@@ -114,12 +114,17 @@ def _distinct(x3: Tensor) -> tuple[Tensor, Tensor]:
     return x3[kept], torch.tensor(which, dtype=torch.int64)
 
 
-#: The last map flattened with a ``source``: (identity of the caller's tensors, arrays, memo).
-_LAST: list[Any] = [None]
+#: How many maps flattened with a ``source`` are kept (newest last): a limitations layer scores
+#: its map against several x, and between those calls the extended Alg. 3 grid flattens slices
+#: of it; with one entry those slices evicted the full map and its top order was sorted again.
+_MEMO_SIZE = 4
+#: Maps flattened with a ``source``: (identity of the caller's tensors, tag, arrays, memo).
+#: An entry leaves when its map is garbage-collected (weak reference callback) or is oldest.
+_MEMO: list[Any] = []
 
 
 def _same_source(source: tuple[Tensor, Tensor | None], entry: Any, tag: tuple[Any, ...]) -> bool:
-    if entry is None or entry[2] != tag:
+    if entry[2] != tag:
         return False
     (attn_ref, attn_version), mask_part = entry[0], entry[1]
     attn, mask = source
@@ -130,6 +135,28 @@ def _same_source(source: tuple[Tensor, Tensor | None], entry: Any, tag: tuple[An
     return bool(mask_part[0]() is mask and mask._version == mask_part[1])
 
 
+def _remembered(source: tuple[Tensor, Tensor | None], tag: tuple[Any, ...]) -> Any:
+    """The arrays kept for ``source`` (and made the newest entry), or None."""
+    for i, entry in enumerate(_MEMO):
+        if _same_source(source, entry, tag):
+            _MEMO.append(_MEMO.pop(i))
+            return entry[3]
+    return None
+
+
+def _remember(source: tuple[Tensor, Tensor | None], tag: tuple[Any, ...], arrays: Any) -> None:
+    src_attn, src_mask = source
+    entry: list[Any] = []
+
+    def forget(_: Any) -> None:  # the map (or its mask) is gone: so is what was kept for it
+        _MEMO[:] = [e for e in _MEMO if e is not entry]  # by identity: entries hold arrays
+
+    mask_part = None if src_mask is None else (weakref.ref(src_mask, forget), src_mask._version)
+    entry += [(weakref.ref(src_attn, forget), src_attn._version), mask_part, tag, arrays]
+    _MEMO.append(entry)
+    del _MEMO[:-_MEMO_SIZE]
+
+
 @threads
 def flat_rows(
     attn: Tensor, keep: Tensor, x: Tensor, source: tuple[Tensor, Tensor | None] | None = None
@@ -137,15 +164,17 @@ def flat_rows(
     """Flatten ``attn``/``keep`` [..., Q, K] against ``x`` [..., K, d] (batch dims broadcast).
 
     ``source``: the caller's own (map, mask) from which ``attn``/``keep`` were prepared. The
-    flattened map and its selection orders are then kept for the next call on the same,
+    flattened map and its selection orders are then kept for later calls on the same,
     unmodified tensors (a limitations layer scores one map against several x: values, hidden
-    states, on the sphere), identified by object and in-place version, held by weak reference.
+    states, on the sphere), identified by object and in-place version, held by weak reference;
+    the last :data:`_MEMO_SIZE` maps are kept.
     """
     q, k = attn.shape[-2:]
     batch = tuple(torch.broadcast_shapes(attn.shape[:-2], keep.shape[:-2], x.shape[:-2]))
     tag = (batch, tuple(attn.shape), attn.dtype)
-    if source is not None and _same_source(source, _LAST[0], tag):
-        a_np, kp_np, kend_np, n_keys_np, memo = _LAST[0][3]
+    kept = None if source is None else _remembered(source, tag)
+    if kept is not None:
+        a_np, kp_np, kend_np, n_keys_np, memo = kept
     else:
         a = attn.expand(*batch, q, k).reshape(-1, k).contiguous()
         kp = keep.expand(*batch, q, k).reshape(-1, k).contiguous()
@@ -155,10 +184,7 @@ def flat_rows(
         a_np, kp_np, kend_np, n_keys_np = a.numpy(), kp.numpy(), kend.numpy(), n_keys.numpy()
         memo = {} if source is not None else None
         if source is not None:
-            src_attn, src_mask = source
-            mask_part = None if src_mask is None else (weakref.ref(src_mask), src_mask._version)
-            arrays = (a_np, kp_np, kend_np, n_keys_np, memo)
-            _LAST[0] = ((weakref.ref(src_attn), src_attn._version), mask_part, tag, arrays)
+            _remember(source, tag, (a_np, kp_np, kend_np, n_keys_np, memo))
     lead = x.shape[:-2]
     x_u, which = _distinct(x.reshape(-1, k, x.shape[-1]))
     table = (
