@@ -7,6 +7,7 @@ the ``clrs`` extra.
 from __future__ import annotations
 
 import importlib
+import json
 import math
 from pathlib import Path
 
@@ -209,6 +210,31 @@ def test_a_run_on_the_fixture_writes_tables_claims_and_resumes(tmp_path, monkeyp
     compute_module = importlib.import_module("attnlimits.experiments.clrs_text.compute")
     monkeypatch.setattr(compute_module, "run_arm_seed", lambda *a: pytest.fail("retrained"))
     skeleton.run(EXPERIMENT, cfg, out, progress=False)
+
+
+def test_units_side_by_side_give_the_tables_of_one_after_another(tmp_path):
+    """With two torch threads the (arm, seed) units train in two spawned processes, one thread
+    each; each unit seeds itself, so answers and losses equal the serial run's exactly."""
+    compute_module = importlib.import_module("attnlimits.experiments.clrs_text.compute")
+    cfg = Config(**TINY)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert compute_module.workers(cfg, 4) == 2 and compute_module.workers(cfg, 1) == 1
+        side = skeleton.run(EXPERIMENT, cfg, tmp_path / "side", progress=False).parent
+        torch.set_num_threads(1)
+        assert compute_module.workers(cfg, 4) == 1
+        serial = skeleton.run(EXPERIMENT, cfg, tmp_path / "serial", progress=False).parent
+    finally:
+        torch.set_num_threads(before)
+    assert compute_module.workers(Config(**(TINY | {"model": "smollm2-135m"})), 4) == 1
+    for name, drop in [("answers", []), ("training", ["seconds_per_step", "cpu_seconds_per_step",
+                                                       "eval_seconds"])]:  # fmt: skip
+        a = pd.read_parquet(side / "tables" / f"{name}.parquet").drop(columns=drop)
+        b = pd.read_parquet(serial / "tables" / f"{name}.parquet").drop(columns=drop)
+        pd.testing.assert_frame_equal(a, b)
+    meta = json.loads((side / "run.json").read_text())
+    assert meta["processes"] == 2
 
 
 def _cli(*args: str):

@@ -1,7 +1,10 @@
 """CLRS-Text end to end (paper B §4.2): data, every (arm, seed) trained and evaluated, tables.
 
 Each (arm, seed) is one unit of work, saved as a part when done (its answers and its training
-log), so a killed run resumes at the next unit. Every arm trains with its normaliser in every
+log), so a killed run resumes at the next unit. The tiny model trains on one thread, so on the
+CPU the units run side by side, one process per thread torch would use (``torch.set_num_threads``
+or ``OMP_NUM_THREADS`` sets how many); each unit seeds itself, so the tables are the same as
+one after another. Every arm trains with its normaliser in every
 head and is evaluated with the same one (paper B: adaptive temperature in fine-tuning *and* at
 inference). Seeds differ in the model's initialisation and the order of training batches; the
 data are the same for every arm and seed, so the comparison is paired question by question.
@@ -9,8 +12,10 @@ data are the same for every arm and seed, so the comparison is paired question b
 
 from __future__ import annotations
 
+import multiprocessing
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -28,7 +33,7 @@ from attnlimits.experiments.clrs_text.model import (
 )
 from attnlimits.experiments.store import ResultStore, file_sha256
 
-__all__ = ["compute", "load_dataset", "run_arm_seed"]
+__all__ = ["compute", "load_dataset", "run_arm_seed", "workers"]
 
 
 def load_dataset(cfg: Config) -> tuple[pd.DataFrame, dict[str, object]]:
@@ -134,37 +139,70 @@ def _run_arm_seed(
     return answers.reset_index(drop=True), log
 
 
+def workers(cfg: Config, units: int) -> int:
+    """Processes that train (arm, seed) units side by side: for the tiny model on the CPU (one
+    thread each), as many as torch's thread count, at most one per unit; otherwise 1."""
+    if cfg.model != "tiny" or cfg.device != "cpu":
+        return 1
+    return max(1, min(torch.get_num_threads(), units))
+
+
+def _units(
+    cfg: Config, data: pd.DataFrame, todo: Sequence[tuple[str, int]], processes: int
+) -> Iterator[tuple[str, int, pd.DataFrame, pd.DataFrame]]:
+    """(arm, seed, answers, log) of each unit, in the order they finish."""
+    if processes == 1:
+        for arm, seed in todo:
+            yield (arm, seed, *run_arm_seed(cfg, data, arm, seed))
+        return
+    spawn = multiprocessing.get_context("spawn")  # no fork of a process holding torch threads
+    with ProcessPoolExecutor(max_workers=processes, mp_context=spawn) as pool:
+        running = {
+            pool.submit(run_arm_seed, cfg, data, arm, seed): (arm, seed) for arm, seed in todo
+        }
+        try:
+            for done in as_completed(running):
+                yield (*running[done], *done.result())
+        finally:  # an error or an interrupt: units not yet started are not started
+            for future in running:
+                future.cancel()
+
+
 def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[str, pd.DataFrame]:
     """Tables: ``answers`` (every arm, seed and test question), ``accuracy``, ``paired``,
     ``training`` (loss curves, seconds per step), ``dataset`` (questions per split and cell)."""
     with store.timed("data"):
         data, record = load_dataset(cfg)
     one = cfg.model == "tiny" and cfg.device == "cpu"  # see run_arm_seed
-    store.update_meta(dataset=record, torch_threads=1 if one else torch.get_num_threads())
     params = {k: v for k, v in vars(cfg).items() if k != "preset"}
-    answers, logs = [], []
-    for arm in cfg.arms:
-        for seed in range(cfg.seeds):
-            key = f"{arm}-seed{seed}"
-            if store.has_part("answers", params, key) and store.has_part("log", params, key):
-                answers.append(store.load_part("answers", params, key))
-                logs.append(store.load_part("log", params, key))
-                continue
-            with store.timed(f"train.{key}"):
-                a, log = run_arm_seed(cfg, data, arm, seed)
-            store.save_part("answers", params, key, a)
-            store.save_part("log", params, key, log)
-            answers.append(a)
-            logs.append(log)
+    units = [(arm, seed) for arm in cfg.arms for seed in range(cfg.seeds)]
+    key = {unit: f"{unit[0]}-seed{unit[1]}" for unit in units}
+    todo = [
+        u
+        for u in units
+        if not (store.has_part("answers", params, key[u]) and store.has_part("log", params, key[u]))
+    ]
+    processes = workers(cfg, len(todo))
+    store.update_meta(
+        dataset=record,
+        torch_threads=1 if one else torch.get_num_threads(),
+        processes=processes,
+    )
+    with store.timed("train"):
+        for arm, seed, a, log in _units(cfg, data, todo, processes):
+            store.save_part("answers", params, key[arm, seed], a)
+            store.save_part("log", params, key[arm, seed], log)
             if progress:
                 acc = a.groupby("in_distribution")["correct"].mean().round(3).to_dict()
                 sps = float(log["seconds_per_step"].iloc[0])
                 cps = float(log["cpu_seconds_per_step"].iloc[0])
                 print(
-                    f"clrs-text: {key}: {sps * 1e3:.0f} ms/step ({cps * 1e3:.0f} ms CPU), "
-                    f"accuracy by in_distribution {acc}",
+                    f"clrs-text: {key[arm, seed]}: {sps * 1e3:.0f} ms/step ({cps * 1e3:.0f} ms "
+                    f"CPU), accuracy by in_distribution {acc}",
                     flush=True,
                 )
+    answers = [store.load_part("answers", params, key[u]) for u in units]
+    logs = [store.load_part("log", params, key[u]) for u in units]
     all_answers = pd.concat(answers, ignore_index=True)
     test = data[data["split"] == "test"]
     counts = data.groupby(["split", "algorithm", "length"]).size().rename("questions")

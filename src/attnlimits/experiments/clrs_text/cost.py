@@ -6,22 +6,26 @@ kernel (streamed entropy, then the sharpened softmax, with gradients through β)
 token than sdpa. Evaluation: greedy decoding of every test question's answer, one token per
 step with the key-value cache. Data: generating the questions once (then cached).
 
-Coefficients: one-thread CPU seconds (``time.process_time``) measured on the 2-core
-development machine while other work ran (``uptime`` load about 15), in :mod:`.budget`'s
-units; they may be off by more than the factor of two it aims at (docs/clrs_text.md).
+Coefficients: one-thread seconds per step measured on a 2-vCPU AMD EPYC (AVX2 kind), in
+:mod:`.budget`'s units, with one other one-thread job on the second core, as when two units
+run side by side. On the CPU the tiny model's units run in as many processes as torch has
+threads (:func:`.compute.workers`): what :func:`.budget.estimate` assumes of two threads.
 """
 
 from __future__ import annotations
 
+import math
+
 from attnlimits.experiments import budget
+from attnlimits.experiments.clrs_text.compute import workers
 from attnlimits.experiments.clrs_text.config import Config
 
 __all__ = ["estimate"]
 
-#: CPU s per token and layer at width 64 (one thread, batch 32 of 70 bytes: 105 ms and 200 ms
-#: of CPU per step, measured with process_time at load 15 on 2 cores; CPU time is inflated
-#: under load too, so these err high)
-_TOKEN_LAYER = {"softmax": 2.3e-5, "other": 4.5e-5}
+#: s per token (as :func:`_text_bytes` counts them) and layer at width 64, one thread: 68 ms
+#: (softmax) and 80 ms (adaptive) per step of batch 32 on minimum at lengths 4 and 5, 3,000
+#: steps each (2026-11-26, the other core running a one-thread scan)
+_TOKEN_LAYER = {"softmax": 1.3e-5, "other": 1.55e-5}
 _DECODE = 1.5e-3  # s per decoded answer byte and question (batched, cached), per layer
 _GENERATE = 2.0e-3  # s per generated question
 _START = 20.0  # imports, dataset checks, figures and report
@@ -46,7 +50,7 @@ def estimate(cfg: Config) -> budget.Estimate:
     """Peak memory and wall time of ``cfg``'s run."""
     train, test = cfg.split_lengths()
     scale = (cfg.width / 64) ** 2 * cfg.layers * (60.0 if cfg.model != "tiny" else 1.0)
-    seconds = _START
+    seconds = 0.0
     for arm in cfg.arms:
         per_token = _TOKEN_LAYER["softmax" if arm == "softmax" else "other"] * scale
         mean_bytes = sum(
@@ -55,13 +59,19 @@ def estimate(cfg: Config) -> budget.Estimate:
         seconds += cfg.seeds * cfg.steps * cfg.batch * mean_bytes * per_token
         questions = sum(len(ns) for ns in test.values()) * cfg.test_samples
         seconds += cfg.seeds * questions * _DECODE * cfg.layers * 4
+    # budget.estimate spreads one-thread seconds over the reference's two threads; units side
+    # by side on ``processes`` cores do that, up to a last round with idle processes
+    units = len(cfg.arms) * cfg.seeds
+    processes = workers(cfg, units)
+    seconds *= math.ceil(units / processes) * processes / units
+    seconds += _START
     generated = sum(len(ns) for ns in train.values()) * cfg.train_samples
     generated += sum(len(ns) for ns in test.values()) * cfg.test_samples
     if cfg.dataset is None:
         seconds += generated * _GENERATE
     longest = max(_text_bytes(a, max(ns)) for a, ns in test.items())
     memory = {
-        "Python and its libraries": budget.BASE_BYTES,
+        "Python and its libraries": budget.BASE_BYTES * processes,
         "one training batch's activations": float(
             cfg.batch * longest * cfg.width * cfg.layers * 4 * 40
         ),
