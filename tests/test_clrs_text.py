@@ -145,6 +145,27 @@ def test_learned_rule(ci_low, chance, expected):
 
 
 @pytest.mark.parametrize(
+    ("lows", "expected"),
+    [((0.47, 0.41), "reproduced"),  # each length clears its own chance + 0.10
+     ((0.47, 0.33), "not reproduced (minimum)"),  # length 5 does not (chance 0.24)
+     ((0.40, 0.41), "not reproduced (minimum)")],  # length 4 does not (chance 0.31)
+)  # fmt: skip
+def test_learning_is_judged_per_training_length_against_its_own_chance(lows, expected):
+    """The rule as its text states it: at every training length, Wilson's lower end above that
+    length's chance + 0.10 (the 2026-11-26 default run: lowest interval 0.41 at length 5,
+    highest chance 0.31 at length 4: pairing them called a learned algorithm unlearned)."""
+    acc = pd.DataFrame({"arm": "softmax", "algorithm": "minimum", "length": [4, 5],
+                        "in_distribution": True, "accuracy": 0.5, "ci_samples_low": list(lows),
+                        "chance": [0.31, 0.24]})  # fmt: skip
+    paired = pd.DataFrame(columns=["arm", "in_distribution", "algorithm", "difference", "p_sign"])
+    claims_module = importlib.import_module("attnlimits.experiments.clrs_text.claims")
+    got = claims_module.claims(
+        {"accuracy": acc, "paired": paired}, {"params": {"arms": ["softmax"]}}
+    )
+    assert got.loc[0, "verdict"] == expected
+
+
+@pytest.mark.parametrize(
     ("diff", "p", "expected"),
     [(0.2, 0.01, "better"), (-0.2, 0.01, "worse"), (0.2, 0.2, "no difference"),
      (0.0, 0.0, "no difference"), (0.1, math.nan, "no difference")],

@@ -73,10 +73,10 @@ def comparison_verdict(better: int, worse: int, total: int, share: float = NEARL
 
 def _learn_row(acc: pd.DataFrame, arm: str) -> dict[str, str]:
     a = acc[(acc["arm"] == arm) & acc["in_distribution"]]
-    by_algo = a.groupby("algorithm").apply(
-        lambda g: learned(float(g["ci_samples_low"].min()), float(g["chance"].max())),
-        include_groups=False,
-    )
+    # each training length against its own chance, as the rule states (the lowest interval
+    # against the highest chance of another length was stricter than the rule)
+    ok = [learned(lo, c) for lo, c in zip(a["ci_samples_low"], a["chance"], strict=True)]
+    by_algo = a.assign(ok=ok).groupby("algorithm")["ok"].all()
     short = ", ".join(
         f"{al}: {g['accuracy'].mean():.2f} (chance ≤ {g['chance'].max():.2f})"
         for al, g in a.groupby("algorithm")
