@@ -22,10 +22,10 @@ from attnlimits.experiments.clrs_text.config import Config
 
 __all__ = ["estimate"]
 
-#: s per token (as :func:`_text_bytes` counts them) and layer at width 64, one thread: 68 ms
-#: (softmax) and 80 ms (adaptive) per step of batch 32 on minimum at lengths 4 and 5, 3,000
-#: steps each (2026-11-26, the other core running a one-thread scan)
-_TOKEN_LAYER = {"softmax": 1.3e-5, "other": 1.55e-5}
+#: s per token (as :func:`_text_bytes` counts them) and layer at width 64, one thread: the
+#: median 103 ms (softmax) and 123 ms (adaptive) per step of batch 32 in the default run
+#: (3 algorithms at lengths 4 and 5, 3,000 steps, two units side by side; 2026-11-26, AVX2)
+_TOKEN_LAYER = {"softmax": 2.0e-5, "other": 2.4e-5}
 _DECODE = 1.5e-3  # s per decoded answer byte and question (batched, cached), per layer
 _GENERATE = 2.0e-3  # s per generated question
 _START = 20.0  # imports, dataset checks, figures and report
