@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from attnlimits.theory.vanishing import (
@@ -18,6 +19,7 @@ from attnlimits.theory.vanishing import (
 TOL = 1e-12
 
 
+@example(length=1, d=2, scale=3.0, temperature=0.0625, seed=0)  # 2Δ/T = 1017: e^{2Δ/T} = inf
 @given(
     length=st.integers(1, 200),
     d=st.integers(1, 8),
@@ -32,6 +34,10 @@ def test_corollary1_holds_for_random_queries_and_keys(length, d, scale, temperat
     alpha = torch.softmax(k @ q / temperature, dim=-1)
     delta = logit_magnitude_bound(q, k)
     assert bool(((k @ q).abs() <= delta * (1 + TOL)).all())
+    if 2 * float(delta) / temperature > math.log(sys.float_info.max):  # e^{2Δ/T} overflows
+        with pytest.raises(ValueError, match="overflows the float range"):
+            softmax_weight_bounds(length, delta, temperature)
+        return
     lo, hi = softmax_weight_bounds(length, delta, temperature)
     assert bool((alpha >= lo * (1 - 1e-9)).all()) and bool((alpha <= hi * (1 + 1e-9)).all())
 
