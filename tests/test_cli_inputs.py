@@ -288,7 +288,11 @@ def test_a_cut_real_gguf_is_one_line_naming_the_file(size, smollm2_gguf, tmp_pat
     with open(smollm2_gguf, "rb") as src:
         cut.write_bytes(src.read(size))
     monkeypatch.setenv("ATTNLIMITS_CACHE_DIR", str(tmp_path / "cache"))
-    res = runner.invoke(app, ["scan", str(cut), "--out", str(tmp_path / "out")])
+    text = tmp_path / "text.txt"  # the text is checked first; the book need not be here
+    text.write_text("the quick brown fox jumps over the lazy dog. " * 4000)
+    res = runner.invoke(
+        app, ["scan", str(cut), "--text", str(text), "--out", str(tmp_path / "out")]
+    )
     lines = res.output.strip().splitlines()
     assert res.exit_code == 2 and len(lines) == 1, res.output
     assert lines[0].startswith(f"error: model file {cut} is truncated")
