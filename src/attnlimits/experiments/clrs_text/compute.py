@@ -85,6 +85,11 @@ def _threads(n: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def _one_thread(cfg: Config) -> bool:
+    """Whether a unit trains on one CPU thread (the tiny model on the CPU; see run_arm_seed)."""
+    return cfg.model == "tiny" and cfg.device == "cpu"
+
+
 def run_arm_seed(
     cfg: Config, data: pd.DataFrame, arm: str, seed: int
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -95,8 +100,7 @@ def run_arm_seed(
     1,315 ms of CPU per step with two threads against 105 ms with one).
 
     Returns (answers: a row per test question, training log: loss per logged step)."""
-    one = 1 if cfg.model == "tiny" and cfg.device == "cpu" else None
-    with _threads(one):
+    with _threads(1 if _one_thread(cfg) else None):
         return _run_arm_seed(cfg, data, arm, seed)
 
 
@@ -142,7 +146,7 @@ def _run_arm_seed(
 def workers(cfg: Config, units: int) -> int:
     """Processes that train (arm, seed) units side by side: for the tiny model on the CPU (one
     thread each), as many as torch's thread count, at most one per unit; otherwise 1."""
-    if cfg.model != "tiny" or cfg.device != "cpu":
+    if not _one_thread(cfg):
         return 1
     return max(1, min(torch.get_num_threads(), units))
 
@@ -173,7 +177,6 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     ``training`` (loss curves, seconds per step), ``dataset`` (questions per split and cell)."""
     with store.timed("data"):
         data, record = load_dataset(cfg)
-    one = cfg.model == "tiny" and cfg.device == "cpu"  # see run_arm_seed
     params = {k: v for k, v in vars(cfg).items() if k != "preset"}
     units = [(arm, seed) for arm in cfg.arms for seed in range(cfg.seeds)]
     key = {unit: f"{unit[0]}-seed{unit[1]}" for unit in units}
@@ -185,13 +188,15 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     processes = workers(cfg, len(todo))
     store.update_meta(
         dataset=record,
-        torch_threads=1 if one else torch.get_num_threads(),
+        torch_threads=1 if _one_thread(cfg) else torch.get_num_threads(),
         processes=processes,
     )
+    trained: dict[tuple[str, int], tuple[pd.DataFrame, pd.DataFrame]] = {}
     with store.timed("train"):
         for arm, seed, a, log in _units(cfg, data, todo, processes):
             store.save_part("answers", params, key[arm, seed], a)
             store.save_part("log", params, key[arm, seed], log)
+            trained[arm, seed] = a, log
             if progress:
                 acc = a.groupby("in_distribution")["correct"].mean().round(3).to_dict()
                 sps = float(log["seconds_per_step"].iloc[0])
@@ -201,8 +206,13 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
                     f"CPU), accuracy by in_distribution {acc}",
                     flush=True,
                 )
-    answers = [store.load_part("answers", params, key[u]) for u in units]
-    logs = [store.load_part("log", params, key[u]) for u in units]
+    parts = [
+        trained[u]
+        if u in trained
+        else (store.load_part("answers", params, key[u]), store.load_part("log", params, key[u]))
+        for u in units
+    ]  # every unit in (arm, seed) order: the ones trained now kept, the earlier ones read
+    answers, logs = [a for a, _ in parts], [log for _, log in parts]
     all_answers = pd.concat(answers, ignore_index=True)
     test = data[data["split"] == "test"]
     counts = data.groupby(["split", "algorithm", "length"]).size().rename("questions")
