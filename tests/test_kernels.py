@@ -283,3 +283,111 @@ def test_sinks_per_query_head_follow_gqa(gen):
         streaming_attention(q, k, v, "sink_softmax", sink=float("nan"))
     with pytest.raises(ValueError, match="cap"):
         streaming_attention(q, k, v, "softcap", cap=0.0)
+
+
+# ---- query blocks side by side (one Python thread per torch thread) ---------------------------
+
+
+def _with_threads(threads, fn):
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return fn()
+    finally:
+        torch.set_num_threads(old)
+
+
+@pytest.mark.parametrize("normalizer", ["softcap", "adaptive", "logn", "sink_softmax"])
+@pytest.mark.parametrize("mask_kind", [None, "random"])
+def test_blocks_side_by_side_give_the_serial_bits(normalizer, mask_kind, monkeypatch):
+    """With 2 torch threads the query blocks run in 2 Python threads of one intra-op thread
+    each (kernels/_passes.py ``_side_by_side``); every block's arithmetic is the serial loop's
+    at 1 thread, so outputs and statistics are bit-identical, causal or not."""
+    from attnlimits.kernels import _passes
+
+    pools = []
+    real = _passes.ThreadPoolExecutor
+    monkeypatch.setattr(
+        _passes, "ThreadPoolExecutor", lambda *a, **kw: pools.append(1) or real(*a, **kw)
+    )
+    gen = torch.Generator().manual_seed(3)
+    q, k, v = inputs(gen, Lq=45, Lk=45)
+    mask = make_mask(mask_kind, gen, 2, 4, 45, 45)
+    for causal in (False, True):
+
+        def run(causal=causal):
+            return streaming_attention(
+                q, k, v, normalizer, mask=mask, causal=causal, block_size=8,
+                return_stats=True, **PARAMS[normalizer],
+            )  # fmt: skip
+
+        serial = _with_threads(1, run)
+        assert not pools  # one thread: the serial loop
+        side = _with_threads(2, run)
+        assert pools  # two threads: the blocks side by side
+        pools.clear()
+        for a, b in zip(serial, side, strict=True):
+            assert torch.equal(a, b)
+
+
+def test_blocks_side_by_side_leave_the_thread_settings_and_modes_as_they_were():
+    """After the side-by-side blocks the caller's thread count holds, in its thread and in
+    threads started later (ATen keeps one process-wide default the workers set to 1);
+    inference mode (inference tensors are written in place) and grad mode carry over."""
+    import threading
+
+    gen = torch.Generator().manual_seed(4)
+    q, k, v = inputs(gen, Lq=40, Lk=40)
+    seen = []
+
+    def check():
+        with torch.inference_mode():
+            out = streaming_attention(q, k, v, "softcap", causal=True, block_size=8, cap=2.0)
+        assert out.is_inference()
+        with torch.no_grad():
+            streaming_attention(q, k, v, "adaptive", causal=True, block_size=8)
+        seen.append(torch.get_num_threads())
+        later = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+        later.start()
+        later.join()
+
+    _with_threads(2, check)
+    assert seen == [2, 2]
+
+
+def test_a_worker_error_reaches_the_caller_and_the_threads_are_restored(monkeypatch):
+    from attnlimits.kernels import _passes
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("block failed")
+
+    monkeypatch.setattr(_passes, "output_pass", broken)
+    gen = torch.Generator().manual_seed(5)
+    q, k, v = inputs(gen, Lq=40, Lk=40)
+
+    def run():
+        with pytest.raises(RuntimeError, match="block failed"):
+            streaming_attention(q, k, v, "softmax", block_size=8)
+        return torch.get_num_threads()
+
+    assert _with_threads(2, run) == 2
+
+
+def test_blocks_under_autograd_stay_serial_and_differentiate(monkeypatch):
+    """``return_stats`` under grad records the block ops: no side-by-side threads there (a
+    pool would raise), and the gradient matches the one-thread run."""
+    from attnlimits.kernels import _passes
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("the autograd path must not start threads")
+
+    monkeypatch.setattr(_passes, "ThreadPoolExecutor", no_pool)
+    gen = torch.Generator().manual_seed(6)
+    q, k, v = (t.double().requires_grad_() for t in inputs(gen, Lq=24, Lk=24))
+
+    def grads():
+        st = streaming_attention(q, k, v, "adaptive", causal=True, block_size=8, return_stats=True)
+        return torch.autograd.grad(st.output.sum(), (q, k, v))
+
+    for a, b in zip(_with_threads(1, grads), _with_threads(2, grads), strict=True):
+        assert torch.equal(a, b)
