@@ -6,6 +6,7 @@ the ``clrs`` extra.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import math
@@ -318,3 +319,48 @@ def test_smollm2_fine_tunes_with_adaptive_attention_in_every_head(tmp_path):
     assert (
         set(answers["arm"]) == {"softmax", "adaptive"} and answers["predicted"].map(len).gt(0).all()
     )
+
+
+def test_the_thirty_algorithms_scale_with_the_tokens_of_their_questions():
+    """cost.scaling: a cell's training is this run's seconds per step times the ratio of its
+    algorithm's question length to this run's (known answers from cost._text_bytes)."""
+    from attnlimits.experiments.clrs_text.cost import _text_bytes, scaling, thirty
+    from attnlimits.experiments.clrs_text.data import ALGORITHMS
+
+    cfg = Config(algorithms=("minimum",), train_lengths=(4,), steps=10, seeds=2)
+    cells = scaling(cfg, {"softmax": 1.0, "adaptive": 2.0})
+    mine = _text_bytes("minimum", 4)  # 45 + 8·4 = 77
+    assert mine == 77
+    ours = [10 * s * _text_bytes(a, 4) / mine for a in ALGORITHMS for s in (1.0, 2.0)]
+    assert cells["ours"] == pytest.approx(ours)
+    assert cells["ours"][ALGORITHMS.index("minimum") * 2] == pytest.approx(10.0)
+    bfs = ALGORITHMS.index("bfs") * 2 + 1  # adaptive's bfs cell at the paper's lengths
+    assert (
+        cells["paper"][bfs]
+        > cells["ours"][bfs]
+        > cells["ours"][ALGORITHMS.index("minimum") * 2 + 1]
+    )
+    lines = thirty(cfg, {"softmax": 1.0, "adaptive": 2.0}, processes=2)
+    total_h = sum(ours) * 2 / 3600  # two seeds
+    assert f"**estimated** {total_h:,.1f} CPU-hours" in lines[0] and "(120 cells)" in lines[0]
+    assert "--lengths paper" in lines[1] and "estimated" in lines[-1]
+
+
+def test_the_report_states_how_the_thirty_would_scale():
+    from attnlimits.experiments.clrs_text.claims import sections
+
+    training = pd.DataFrame(
+        {"arm": ["softmax", "adaptive"], "seconds_per_step": [0.1, 0.2],
+         "cpu_seconds_per_step": [0.1, 0.2]}
+    )  # fmt: skip
+    empty = pd.DataFrame(columns=["arm", "algorithm", "length", "in_distribution", "questions",
+                                  "seeds", "accuracy", "ci_samples_low", "ci_samples_high",
+                                  "seed_sd", "chance"])  # fmt: skip
+    params = json.loads(json.dumps(dataclasses.asdict(Config(algorithms=("minimum",)))))
+    text = "\n".join(
+        sections(
+            {"accuracy": empty, "paired": pd.DataFrame(), "training": training},
+            {"params": params, "torch_threads": 1, "processes": 2},
+        )
+    )
+    assert "1 thread;" in text and "the thirty algorithms at CLRS-Text's lengths" in text

@@ -15,12 +15,15 @@ Each verdict is a small pure rule with named thresholds (known-answer tests in
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
+from attnlimits.experiments.clrs_text.config import Config
+from attnlimits.experiments.clrs_text.cost import thirty
 from attnlimits.experiments.clrs_text.setup import setup_table
 from attnlimits.experiments.report import markdown_table
 
@@ -138,10 +141,16 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
     threads = meta.get("torch_threads", "?")
     cost = [
         f"- {arm}: {1e3 * r.seconds_per_step:.0f} ms per training step, "
-        f"{1e3 * r.cpu_seconds_per_step:.0f} ms of CPU (median over seeds; {threads} threads; "
+        f"{1e3 * r.cpu_seconds_per_step:.0f} ms of CPU (median over seeds; {threads} "
+        f"thread{'' if threads == 1 else 's'}; "
         "other load on the machine is not recorded: compare arms within a run only)"
         for arm, r in speed.iterrows()
     ]
+    params = meta.get("params")
+    if isinstance(params, Mapping) and len(speed):
+        fields = {f.name for f in dataclasses.fields(Config)}
+        cfg = Config(**{k: v for k, v in params.items() if k in fields})
+        cost += thirty(cfg, speed["cpu_seconds_per_step"].to_dict(), int(meta.get("processes", 1)))
     return [
         "## Set-up",
         "",

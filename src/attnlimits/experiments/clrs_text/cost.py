@@ -15,12 +15,15 @@ threads (:func:`.compute.workers`): what :func:`.budget.estimate` assumes of two
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import replace
 
 from attnlimits.experiments import budget
 from attnlimits.experiments.clrs_text.compute import workers
 from attnlimits.experiments.clrs_text.config import Config
+from attnlimits.experiments.clrs_text.data import ALGORITHMS
 
-__all__ = ["estimate"]
+__all__ = ["estimate", "scaling", "thirty"]
 
 #: s per token (as :func:`_text_bytes` counts them) and layer at width 64, one thread: the
 #: median 103 ms (softmax) and 123 ms (adaptive) per step of batch 32 in the default run
@@ -82,3 +85,51 @@ def estimate(cfg: Config) -> budget.Estimate:
         f" × {cfg.steps:,} steps)"
     )
     return budget.estimate(what, seconds, memory, device=cfg.device)
+
+
+def _mean_train_bytes(cfg: Config) -> float:
+    """Mean :func:`_text_bytes` of a training question (algorithms equally likely)."""
+    train, _ = cfg.split_lengths()
+    return sum(sum(_text_bytes(a, n) for n in ns) / len(ns) for a, ns in train.items()) / len(train)
+
+
+def scaling(cfg: Config, seconds_per_step: Mapping[str, float]) -> dict[str, list[float]]:
+    """One-thread training seconds of every (algorithm, arm) cell of the thirty algorithms, per
+    seed, at this run's lengths (``"ours"``) and CLRS-Text's (``"paper"``): *estimated* from
+    this run's measured ``seconds_per_step`` per arm, a step's time taken as proportional to
+    the tokens of its questions (:func:`_text_bytes`; at long texts attention's quadratic cost
+    makes this a lower bound), at this run's steps, batch and model."""
+    mine = _mean_train_bytes(cfg)
+    out = {}
+    for lengths in ("ours", "paper"):
+        train, _ = replace(cfg, algorithms=ALGORITHMS, lengths=lengths).split_lengths()
+        out[lengths] = [
+            cfg.steps * s * (sum(_text_bytes(a, n) for n in ns) / len(ns)) / mine
+            for a, ns in train.items()
+            for s in seconds_per_step.values()
+        ]
+    return out
+
+
+def thirty(cfg: Config, seconds_per_step: Mapping[str, float], processes: int) -> list[str]:
+    """The report's lines on how training the thirty algorithms would scale (:func:`scaling`),
+    labelled estimated. Cells as in ``examples/sweep-clrs-text.toml``: one model per
+    (algorithm, arm, seed)."""
+    lines = []
+    for lengths, cells in scaling(cfg, seconds_per_step).items():
+        total = sum(cells) * cfg.seeds
+        lines.append(
+            f"- the thirty algorithms at {'CLRS-Text' if lengths == 'paper' else 'this run'}'s "
+            f"lengths (`--algorithms all{' --lengths paper' if lengths == 'paper' else ''}`), "
+            f"one model per algorithm, arm and seed ({len(cells) * cfg.seeds} cells): "
+            f"**estimated** {total / 3600:,.1f} CPU-hours of training; "
+            f"{total / processes / 3600:,.1f} h on {processes} core{'s' if processes > 1 else ''}"
+            " like this run's; on a cluster with a core per cell, the longest cell: "
+            f"{max(cells) / 3600:,.1f} h"
+        )
+    lines.append(
+        "- (estimated from this run's seconds per step, scaled by the tokens per question; "
+        "attention's quadratic cost on long texts makes them lower bounds; on a GPU not "
+        "measured: no GPU was at hand)"
+    )
+    return lines
