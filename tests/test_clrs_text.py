@@ -344,6 +344,8 @@ def test_the_thirty_algorithms_scale_with_the_tokens_of_their_questions():
     total_h = sum(ours) * 2 / 3600  # two seeds
     assert f"**estimated** {total_h:,.1f} CPU-hours" in lines[0] and "(120 cells)" in lines[0]
     assert "--lengths paper" in lines[1] and "estimated" in lines[-1]
+    gpu = thirty(dataclasses.replace(cfg, device="cuda"), {"softmax": 1.0}, processes=1)
+    assert "hours of cuda" in gpu[0] and "1 device like" in gpu[0] and "CPU" not in gpu[0]
 
 
 def test_the_report_states_how_the_thirty_would_scale():

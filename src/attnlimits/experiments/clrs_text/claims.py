@@ -150,7 +150,8 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
     if isinstance(params, Mapping) and len(speed):
         fields = {f.name for f in dataclasses.fields(Config)}
         cfg = Config(**{k: v for k, v in params.items() if k in fields})
-        cost += thirty(cfg, speed["cpu_seconds_per_step"].to_dict(), int(meta.get("processes", 1)))
+        column = "cpu_seconds_per_step" if cfg.device == "cpu" else "seconds_per_step"
+        cost += thirty(cfg, speed[column].to_dict(), int(meta.get("processes", 1)))
     return [
         "## Set-up",
         "",

@@ -116,16 +116,18 @@ def thirty(cfg: Config, seconds_per_step: Mapping[str, float], processes: int) -
     labelled estimated. Cells as in ``examples/sweep-clrs-text.toml``: one model per
     (algorithm, arm, seed)."""
     lines = []
+    cpu = cfg.device == "cpu"
+    unit, worker = ("CPU-hours", "core") if cpu else (f"hours of {cfg.device}", "device")
     for lengths, cells in scaling(cfg, seconds_per_step).items():
         total = sum(cells) * cfg.seeds
         lines.append(
             f"- the thirty algorithms at {'CLRS-Text' if lengths == 'paper' else 'this run'}'s "
             f"lengths (`--algorithms all{' --lengths paper' if lengths == 'paper' else ''}`), "
             f"one model per algorithm, arm and seed ({len(cells) * cfg.seeds} cells): "
-            f"**estimated** {total / 3600:,.1f} CPU-hours of training; "
-            f"{total / processes / 3600:,.1f} h on {processes} core{'s' if processes > 1 else ''}"
-            " like this run's; on a cluster with a core per cell, the longest cell: "
-            f"{max(cells) / 3600:,.1f} h"
+            f"**estimated** {total / 3600:,.1f} {unit} of training; "
+            f"{total / processes / 3600:,.1f} h on {processes} {worker}"
+            f"{'s' if processes > 1 else ''} like this run's; on a cluster with one {worker} per "
+            f"cell, the longest cell: {max(cells) / 3600:,.1f} h"
         )
     lines.append(
         "- (estimated from this run's seconds per step, scaled by the tokens per question; "
