@@ -49,16 +49,24 @@ def _text_bytes(algorithm: str, n: int) -> float:
     return 45 + 8.0 * n
 
 
+def _mean_bytes(algorithm: str, lengths: tuple[int, ...]) -> float:
+    """Mean :func:`_text_bytes` of one algorithm's questions (its lengths equally likely)."""
+    return sum(_text_bytes(algorithm, n) for n in lengths) / len(lengths)
+
+
+def _mean_train_bytes(cfg: Config) -> float:
+    """Mean :func:`_text_bytes` of a training question (algorithms equally likely)."""
+    train, _ = cfg.split_lengths()
+    return sum(_mean_bytes(a, ns) for a, ns in train.items()) / len(train)
+
+
 def estimate(cfg: Config) -> budget.Estimate:
     """Peak memory and wall time of ``cfg``'s run."""
     train, test = cfg.split_lengths()
     scale = (cfg.width / 64) ** 2 * cfg.layers * (60.0 if cfg.model != "tiny" else 1.0)
-    seconds = 0.0
+    seconds, mean_bytes = 0.0, _mean_train_bytes(cfg)
     for arm in cfg.arms:
         per_token = _TOKEN_LAYER["softmax" if arm == "softmax" else "other"] * scale
-        mean_bytes = sum(
-            sum(_text_bytes(a, n) for n in ns) / len(ns) for a, ns in train.items()
-        ) / len(train)
         seconds += cfg.seeds * cfg.steps * cfg.batch * mean_bytes * per_token
         questions = sum(len(ns) for ns in test.values()) * cfg.test_samples
         seconds += cfg.seeds * questions * _DECODE * cfg.layers * 4
@@ -87,12 +95,6 @@ def estimate(cfg: Config) -> budget.Estimate:
     return budget.estimate(what, seconds, memory, device=cfg.device)
 
 
-def _mean_train_bytes(cfg: Config) -> float:
-    """Mean :func:`_text_bytes` of a training question (algorithms equally likely)."""
-    train, _ = cfg.split_lengths()
-    return sum(sum(_text_bytes(a, n) for n in ns) / len(ns) for a, ns in train.items()) / len(train)
-
-
 def scaling(cfg: Config, seconds_per_step: Mapping[str, float]) -> dict[str, list[float]]:
     """One-thread training seconds of every (algorithm, arm) cell of the thirty algorithms, per
     seed, at this run's lengths (``"ours"``) and CLRS-Text's (``"paper"``): *estimated* from
@@ -104,7 +106,7 @@ def scaling(cfg: Config, seconds_per_step: Mapping[str, float]) -> dict[str, lis
     for lengths in ("ours", "paper"):
         train, _ = replace(cfg, algorithms=ALGORITHMS, lengths=lengths).split_lengths()
         out[lengths] = [
-            cfg.steps * s * (sum(_text_bytes(a, n) for n in ns) / len(ns)) / mine
+            cfg.steps * s * _mean_bytes(a, ns) / mine
             for a, ns in train.items()
             for s in seconds_per_step.values()
         ]
