@@ -37,6 +37,7 @@ import torch
 
 from attnlimits.capture import capture, load_model
 from attnlimits.corpus import load_text, token_windows
+from attnlimits.experiments import _allocator
 from attnlimits.experiments.limitations import Config
 from attnlimits.experiments.limitations.exact import exact_means
 from attnlimits.experiments.report import markdown_table
@@ -63,6 +64,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("results/profile_limitations"))
     args = parser.parse_args()
+    _allocator.tune()  # as a run does (experiments.skeleton): freed temporaries reused
     cfg = Config.preset(model=args.model)
     loaded = load_model(args.model)
     ids = token_windows(loaded.tokenizer, load_text(), args.length, 1)

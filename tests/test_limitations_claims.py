@@ -631,3 +631,53 @@ def test_doc_numbers_are_the_saved_runs_tables():
     assert set(claims["model"]) == {"smollm2-135m", "minilm-l6"}
     assert set(claims["x_source"]) == {"values", "hidden"}
     assert "hand measurement" not in text
+
+
+def _claims_run(folder: Path, model: str, windows: int, verdicts: list[str]) -> None:
+    """A run folder as ``doc.other_windows`` reads it: run.json and tables/claims.parquet."""
+    import json
+
+    (folder / "tables").mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"params": {"model": model, "windows": windows}}))
+    names = [f"({i})" for i in range(len(verdicts))]
+    pd.DataFrame({"x_source": "values", "claim": names, "verdict": verdicts}).to_parquet(
+        folder / "tables" / "claims.parquet"
+    )
+
+
+def test_the_windows_block_lists_exactly_the_verdicts_another_count_changes(tmp_path):
+    from attnlimits.experiments.limitations import doc
+
+    _claims_run(tmp_path / "two", "m", 2, [R, P, N])
+    _claims_run(tmp_path / "four", "m", 4, [R, R, N])
+    pairs = doc.other_windows(tmp_path / "two", tmp_path / "four")
+    assert pairs["verdict_other"].tolist() == [R, R, N] and set(pairs["windows_other"]) == {4}
+    doc.save({"windows": pairs}, tmp_path / "data")  # the block renders from the saved CSV
+    text = doc.render({**_doc_minimum(), **doc.load(tmp_path / "data")})["windows"]
+    assert text.startswith("With `--windows 4` instead of 2, 2 of 3 verdicts")
+    assert "| m | values | (1) | partly | reproduced |" in text and "(0)" not in text
+    same = doc.other_windows(tmp_path / "two", tmp_path / "two")
+    assert doc.render({**_doc_minimum(), "windows": same})["windows"].endswith("are the same.")
+    _claims_run(tmp_path / "other", "m", 4, [R, P])  # a claim fewer: not the same code
+    with pytest.raises(ValueError, match="claims of m differ"):
+        doc.other_windows(tmp_path / "two", tmp_path / "other")
+    _claims_run(tmp_path / "model", "n", 4, [R, P, N])
+    with pytest.raises(ValueError, match="ran"):
+        doc.other_windows(tmp_path / "two", tmp_path / "model")
+
+
+def _doc_minimum() -> dict[str, pd.DataFrame]:
+    """The tables every render needs (one model, one claim, one critical N)."""
+    run = pd.DataFrame(
+        {"model": ["m"], "windows": ["2"], "L_max": ["64"], "x_sources": ["values"],
+         "heads": ["4"], "ks_alpha": ["0.01"]}
+    )  # fmt: skip
+    claims = pd.DataFrame(
+        {"model": ["m"], "x_source": ["values"], "claim": ["(0)"], "verdict": [R], "e_form": ["-"],
+         "robust": ["yes"], "alternatives": [""], "measured": [""]}
+    )  # fmt: skip
+    crit = pd.DataFrame(
+        {"model": ["m"], "x_source": ["values"], "L": ["64"], "e_form": ["exact"],
+         "critical_n": ["4"]}
+    )  # fmt: skip
+    return {"run": run, "claims": claims, "critical_n": crit}

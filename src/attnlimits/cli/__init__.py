@@ -156,7 +156,7 @@ def reproduce_limitations(
     fresh: Fresh = False,
     yes: Yes = False,
     windows: Annotated[
-        int | None, typer.Option(help="Token windows of the book (default 4).")
+        int | None, typer.Option(help="Token windows of the book (default 2).")
     ] = None,
     placement: Annotated[
         str | None,

@@ -1,14 +1,16 @@
 """The numbers of ``docs/limitations.md``, from a saved run: no figure in that doc is typed by hand.
 
     python -m attnlimits.experiments.limitations.doc RESULTS [--doc docs/limitations.md]
-        [--data docs/data/limitations]
+        [--data docs/data/limitations] [--windows OTHER]
 
 RESULTS is the folder of ``attnlimits reproduce limitations`` (its defaults: both models, each
 in its own folder). :func:`extract` takes the few small tables the doc shows from the run's
 tables (the claims per model and x source, the critical N per L and form, E in its forms, the
 audit's head, how much x_i matters, what was run) and writes them as CSV under ``--data``;
 :func:`render` turns them into Markdown blocks, which replace the doc's blocks between
-``<!-- generated: NAME -->`` and ``<!-- /generated: NAME -->``.
+``<!-- generated: NAME -->`` and ``<!-- /generated: NAME -->``. ``--windows OTHER``: a run of the
+same models with another window count; :func:`other_windows` sets each verdict beside the one
+that run gives (the doc's "Windows" block: what the default's window count changes).
 ``tests/test_limitations_claims.py`` renders the committed CSVs and checks that the doc holds
 exactly those blocks, so the doc and the saved run's tables cannot drift apart; CI needs no run.
 """
@@ -31,7 +33,7 @@ from attnlimits.experiments.limitations.sections import (
 )
 from attnlimits.experiments.report import markdown_table
 
-__all__ = ["block", "extract", "fill", "load", "main", "render", "save"]
+__all__ = ["block", "extract", "fill", "load", "main", "other_windows", "render", "save"]
 
 Data = dict[str, pd.DataFrame]
 _FORM = {"exact": "exact", "derived": "derived", "main_text": "printed"}
@@ -94,6 +96,30 @@ def extract(folder: Path) -> Data:
     return data
 
 
+def other_windows(folder: Path, other: Path) -> pd.DataFrame:
+    """Each verdict of the run in ``folder`` beside the same claim's verdict in ``other`` (a run
+    of the same models with another window count): model, x_source, claim, windows, verdict,
+    windows_other, verdict_other. Claims only one run has are an error (not the same code)."""
+    mine, theirs = _runs(folder), _runs(other)
+    if set(mine) != set(theirs):
+        raise ValueError(f"{other} ran {sorted(theirs)}, {folder} ran {sorted(mine)}")
+    frames = []
+    for model, path in mine.items():
+        both = []
+        for run in (path, theirs[model]):
+            windows = json.loads((run / "run.json").read_text())["params"]["windows"]
+            claims = pd.read_parquet(run / "tables" / "claims.parquet")
+            both.append(claims[["x_source", "claim", "verdict"]].assign(windows=windows))
+        pair = both[0].merge(
+            both[1], on=["x_source", "claim"], how="outer", suffixes=("", "_other"), indicator=True
+        )
+        if (pair.pop("_merge") != "both").any():
+            raise ValueError(f"the claims of {model} differ between {folder} and {other}")
+        frames.append(pair.assign(model=model))
+    cols = ["model", "x_source", "claim", "windows", "verdict", "windows_other", "verdict_other"]
+    return pd.concat(frames, ignore_index=True)[cols]
+
+
 def save(data: Data, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for name, df in data.items():
@@ -143,6 +169,26 @@ def _critical(crit: pd.DataFrame) -> str:
     return markdown_table(table.rename(columns={"x_source": "x_i"}).fillna("—"))
 
 
+def _windows(pairs: pd.DataFrame) -> str:
+    """How many verdicts another window count keeps, and a row for each one it changes."""
+    mine, other = pairs["windows"].iloc[0], pairs["windows_other"].iloc[0]
+    moved = pairs[pairs["verdict"] != pairs["verdict_other"]]
+    head = (
+        f"With `--windows {other}` instead of {mine}, {len(pairs) - len(moved)} of {len(pairs)} "
+        "verdicts (claims and sub-claims, every model and x source) are the same"
+    )
+    if moved.empty:
+        return head + "."
+    table = moved[["model", "x_source", "claim", "verdict", "verdict_other"]].rename(
+        columns={
+            "x_source": "x_i",
+            "verdict": f"{mine} windows",
+            "verdict_other": f"{other} windows",
+        }
+    )
+    return f"{head}; these change:\n\n{markdown_table(table)}"
+
+
 def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
     """Markdown per block name (the doc's ``<!-- generated: NAME -->`` blocks)."""
     run = data["run"]
@@ -164,6 +210,8 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
         out["one_head"] = f"{data['one_head']['model'][0]}: {data['one_head']['text'][0]}"
     if "x_sources" in data:
         out["x_sources"] = markdown_table(data["x_sources"])
+    if "windows" in data:
+        out["windows"] = _windows(data["windows"])
     return out
 
 
@@ -198,8 +246,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("results", type=Path)
     parser.add_argument("--doc", type=Path, default=Path("docs/limitations.md"))
     parser.add_argument("--data", type=Path, default=Path("docs/data/limitations"))
+    parser.add_argument(
+        "--windows", type=Path, metavar="OTHER", help="a run with another window count"
+    )
     args = parser.parse_args(argv)
     data = extract(args.results)
+    if args.windows is not None:
+        data["windows"] = other_windows(args.results, args.windows)
     save(data, args.data)
     blocks = render(load(args.data))  # what the test renders: the CSVs, not the parquet
     args.doc.write_text(fill(args.doc.read_text(encoding="utf-8"), blocks), encoding="utf-8")

@@ -69,7 +69,9 @@ def setup_table(params: Mapping[str, Any], info: Mapping[str, Any] | None = None
             + ("spread evenly over the book" if spread else "consecutive from Book One"),
             "label": "lost in our copy" if not spread else "ours",
             "why / what it may change": "one stretch of text could be unrepresentative; "
-            "verdicts are judged in every window (--placement start: consecutive windows)",
+            "verdicts are judged in every window (--placement start: consecutive windows); "
+            "2 by default to stay within 5 minutes on two cores (docs/limitations.md, "
+            "'Windows', shows what --windows 4 changes)",
         },
         {
             "setting": "BOS token",
