@@ -77,7 +77,7 @@ class Config:
     text: Path | None = None
     device: str = "cpu"
     # ours: the paper does not say how many. Two keep the default run within 5 minutes on two
-    # cores; --windows 4 changes 1 of 104 verdicts (docs/limitations.md, "Windows")
+    # cores; what --windows 4 changes is generated in docs/limitations.md, "Windows"
     windows: int = 2
     placement: Placement = "spread"  # ours: spread evenly over the book ("start": consecutive)
     lengths: tuple[int, ...] = (32, 64, 128, 256, 512, 1024)  # Alg. 1 and 3
