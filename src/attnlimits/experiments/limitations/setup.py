@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from attnlimits.experiments.limitations.config import ALG3_FRACTIONS
+from attnlimits.experiments.limitations.config import ALG3_FRACTIONS, Config
 
 __all__ = ["setup_table"]
 
@@ -70,8 +70,8 @@ def setup_table(params: Mapping[str, Any], info: Mapping[str, Any] | None = None
             "label": "lost in our copy" if not spread else "ours",
             "why / what it may change": "one stretch of text could be unrepresentative; "
             "verdicts are judged in every window (--placement start: consecutive windows); "
-            "2 by default to stay within 5 minutes on two cores (docs/limitations.md, "
-            "'Windows', shows what --windows 4 changes)",
+            f"{Config.windows} by default to stay within 5 minutes on two cores "
+            "(docs/limitations.md, 'Windows', shows what --windows 4 changes)",
         },
         {
             "setting": "BOS token",
