@@ -137,7 +137,7 @@ def test_a_long_run_needs_yes_and_yes_starts_it(tiny, book_path, tmp_path, monke
 AVX2 = 1 / 1.6
 #: README's table (2-vCPU Zen 4, medians of 3): default and --quick wall seconds, peak GB.
 README = {
-    "limitations": (241 * AVX2, 18.1, 1.88),  # 2 windows: 4 min 1 s on AVX2 (2026-11-26)
+    "limitations": (227 * AVX2, 18.1, 1.74),  # 2 windows: 3 min 47 s on AVX2 (2026-11-26)
     "softmax-not-enough": (217, 19.6, 1.15),
     "long-context": (290, 24.2, 3.0),
     "scan": (120, 13.9, 1.56),
