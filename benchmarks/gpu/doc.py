@@ -136,7 +136,7 @@ def render(run: Path) -> str:
         "**The Triton kernel's speed against SDPA on the same card** (`bench_triton.py`, causal, "
         "`triton.testing.do_bench` medians; the cells are SDPA's time over the method's, so "
         "1.00 is SDPA's speed and higher is faster; SDPA runs FlashAttention's kernels for "
-        "fp16/bf16; `softmax+checks` is `streaming_attention(..., backend=\"triton\")` as a user "
+        'fp16/bf16; `softmax+checks` is `streaming_attention(..., backend="triton")` as a user '
         "calls it, with its input scans):",
         "",
     ]
