@@ -24,6 +24,8 @@ import torch
 from attnlimits.errata import __main__ as errata_cli
 from attnlimits.errata import (
     corollary3,
+    finding_iii_sublinear,
+    finding_v_two_orders,
     lemma2,
     swap_example,
     theorem1_bound,
@@ -38,6 +40,8 @@ from conftest import REPO
 SCRIPTS = {
     "corollary3",
     "figure4_low_temperature",
+    "finding_iii_sublinear",
+    "finding_v_two_orders",
     "lemma2",
     "swap_example",
     "theorem1_bound",
@@ -672,3 +676,60 @@ def test_swap_example_constant(capsys):
     for (i, j), value in np.ndenumerate(got.numpy()):
         ref = swap_sensitivity(float(t[i, 0]), float(eps[0, j]), 8, 3.0, (0, 1), (1, 0))
         assert value == pytest.approx(ref, rel=1e-8)  # Δα cancels ~5 digits at ε = 1e-4
+
+
+# --- findings (iii) and (v): two self-contradictions -----------------------------------------
+
+PAPER_A = REPO.parent / "shared" / "papers" / "paper-a-limitations-arxiv-v3.txt"
+
+
+def _in_paper_a(phrase: str) -> bool:
+    text = " ".join(PAPER_A.read_text(encoding="utf-8").split())
+    return " ".join(phrase.split()) in text
+
+
+@pytest.mark.skipif(not PAPER_A.is_file(), reason="../shared/papers is absent")
+def test_findings_iii_and_v_quote_the_paper_word_for_word():
+    for module in (finding_iii_sublinear, finding_v_two_orders):
+        assert len(module.QUOTES) >= 2
+        for q in module.QUOTES:
+            assert _in_paper_a(q), (module.__name__, q)
+            # the docstring quotes the same words (its backslashes escaped)
+            assert " ".join(q.split()) in " ".join((module.__doc__ or "").split()), q
+    assert not _in_paper_a("grows sub-linearly (≈ 0.06·L)")  # the check can fail
+
+
+def test_finding_iii_fractions_and_threshold(capsys):
+    f = finding_iii_sublinear
+    assert f.fractions(1.0) == pytest.approx([0.06] * 6)  # a fixed fraction of L is linear
+    for a in (1.0, 0.9, 0.5):
+        assert f.loglog_slope(a) == pytest.approx(a)
+        fr = f.fractions(a)
+        assert all(x >= y for x, y in itertools.pairwise(fr))  # sub-linear: a falling fraction
+    # the ends of 32 ... 1024 are 32^(±(1−a)/2) from the middle: ±20 % at a = 1 − 2 ln 1.2 / ln 32
+    a_min = f.smallest_exponent()
+    assert a_min == pytest.approx(1 - 2 * math.log(1.2) / math.log(32))
+    ends = f.fractions(a_min)
+    assert ends[0] == pytest.approx(0.06 * 1.2) and ends[-1] == pytest.approx(0.06 / 1.2)
+    f.main()
+    out = capsys.readouterr().out
+    assert "needs a ≥ 0.895" in out and "0.50    0.50    0.143" in out
+
+
+def test_finding_v_drops_slope_and_collapse(capsys):
+    f = finding_v_two_orders
+    d = f.drops()
+    assert d["1/T, from T = 0.1"] == pytest.approx(10.0)
+    assert d["1/T, from T = 0.01"] == pytest.approx(100.0)
+    # min{1/(4T), √2}: √2 at T ≤ 0.177, 1/4 at T = 1
+    assert d["printed min{1/(4T), sqrt 2}, from T = 0.1"] == pytest.approx(4 * math.sqrt(2))
+    assert f.slope_for(100) == pytest.approx(-2.0) and f.slope_for(10) == pytest.approx(-1.0)
+    spread = f.collapse_spread()
+    assert set(spread) == {"tied top two", "top 1 above the next", "Gaussian (σ = 3)"}
+    for values in spread.values():
+        assert len(values) == 5 and all(v >= 1.0 for v in values)
+        assert values[-1] == pytest.approx(1.0, abs=0.02)  # at T = 100 the ε curves meet
+    assert spread["Gaussian (σ = 3)"][0] > 2  # ... but not yet at T = 1 on Gaussian logits
+    f.main()
+    out = capsys.readouterr().out
+    assert "needs slope -2.0" in out and "falls    5.66x" in out
