@@ -84,12 +84,20 @@ def _bench(path: Path) -> list[str]:
         by_length.setdefault(int(r[0]), {})[r[2]] = r
     head = "| L | batch | SDPA ms | SDPA TFLOP/s | " + " | ".join(METHODS) + " |"
     out = [head, "|" + "---:|" * (4 + len(METHODS))]
+    cells = []
     for length, m in sorted(by_length.items()):
         sdpa = m["sdpa"]
         ratios = [m[name][7] if name in m else "–" for name in METHODS]
+        cells += [float(r) for r in ratios if r != "–"]
         out.append(
             f"| {length:,} | {sdpa[1]} | {sdpa[3]} | {sdpa[4]} | " + " | ".join(ratios) + " |"
         )
+    slower = sum(c < 1.0 for c in cells)
+    verdict = (
+        f"slower than SDPA in all {len(cells)} cells" if slower == len(cells) else
+        f"slower than SDPA in {slower} of {len(cells)} cells"
+    )  # fmt: skip
+    out += ["", f"The kernel is {verdict} (best {max(cells):.2f}, worst {min(cells):.2f})."]
     return out
 
 
