@@ -379,7 +379,7 @@ def test_cli_two_models_side_by_side(tmp_path, tiny_dirs, book_path):
     report = (tmp_path / "report.md").read_text()
     assert all(f"{f.name}/report.md" in report for f in runs.values())
     # the joined report is listed as attnlimits' own: the same command again resumes
-    from attnlimits.cli._budget import JOINED
+    from attnlimits.experiments.limitations.side_by_side import JOINED
     from attnlimits.experiments.store import foreign_files
 
     assert foreign_files(tmp_path, JOINED) == []

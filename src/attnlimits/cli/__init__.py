@@ -205,8 +205,9 @@ def reproduce_limitations(
     configs = {m: _config(skeleton_config("limitations"), quick, options | {"model": m}, names)
                for m in models}  # fmt: skip  # every model's settings checked before any work
     _check_device(configs[models[0]])
-    check_models("limitations", configs, yes, out)  # models, cost, --out: before any runs
     runs = {m: out / model_folder(m) for m in models}
+    check_models("limitations", configs, yes, out, [p.name for p in runs.values()])  # models,
+    # cost, --out: before any runs
     with no_empty_folders_left(out):  # a failed first model leaves no empty --out behind
         for m in models:
             typer.echo(f"{m}: {runs[m]}")

@@ -3,7 +3,7 @@ several runs of one command (models side by side) checked together before the fi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,19 +19,23 @@ Yes = Annotated[
 ]
 
 
-def check_models(name: str, configs: Mapping[str, Any], yes: bool, out: Path) -> None:
+def check_models(
+    name: str, configs: Mapping[str, Any], yes: bool, out: Path, folders: Iterable[str] = ()
+) -> None:
     """Before the first of several runs of experiment ``name`` (model -> Config) into ``out``:
-    ``out`` a folder of its own (the joined report goes into it; ``''`` arrives as ``'.'``),
+    ``out`` a folder of its own (the joined report goes into it; ``''`` arrives as ``'.'``)
+    with no symbolic link where the joined report or the models' ``folders`` go,
     every model there as far as is known without loading it (a missing package or folder), then
     the runs' cost, one after another: the largest one's memory and their summed time. Any of
     these failing ends in one ``error:`` line and exit 2."""
     from attnlimits.capture import check_model_available
     from attnlimits.experiments import budget, skeleton
+    from attnlimits.experiments.limitations.side_by_side import check_joined
     from attnlimits.experiments.store import check_out
 
     try:
         check_out(out)
-        _check_joined_report(Path(out))
+        check_joined(Path(out), folders)
         for model in configs:
             check_model_available(model)
         estimate = skeleton.get(name).estimate
@@ -40,23 +44,3 @@ def check_models(name: str, configs: Mapping[str, Any], yes: bool, out: Path) ->
             budget.check(budget.combined(runs, f"{name} on {' and '.join(configs)}"), yes=yes)
     except (OSError, ValueError) as err:
         fail(str(err))
-
-
-#: Where the joined report of several runs goes in their --out.
-JOINED = ("report.md", "report.html", "tables")
-
-
-def _check_joined_report(out: Path) -> None:
-    """Refuse an ``out`` holding a user's files where the joined report is written (they
-    would be overwritten after every model ran). A side-by-side folder from before attnlimits
-    listed its files (``tables/claims_by_model.parquet`` there) is taken as ours."""
-    from attnlimits.experiments.store import foreign_files, listing
-
-    if (out / "tables" / "claims_by_model.parquet").is_file():
-        return
-    foreign = foreign_files(out, JOINED)
-    if foreign:
-        raise ValueError(
-            f"{out} holds files attnlimits did not write ({listing(foreign)}), where the joined "
-            "report of the models goes: choose another --out"
-        )

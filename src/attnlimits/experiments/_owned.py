@@ -4,7 +4,10 @@ A results folder may also hold a user's files (their notes, a figure they added,
 given as ``--out`` by mistake). So that ``--fresh``, the clean-up after a failed run and the
 removal of a killed run's temporaries never touch those, every file a run writes is listed in
 the folder's manifest :data:`MANIFEST` (one path a line, relative to the folder, appended)
-*before* it is written. Deletion here is of listed files only, plus files known by their names
+*before* it is written. Nothing is written, renamed or deleted through a symbolic link: each
+path is checked by :func:`attnlimits._paths.inside` first, and :meth:`Manifest.refuse_links`
+refuses a folder with a link where a run writes, before any work. Deletion here is of listed
+files only, plus files known by their names
 (the lock, its owner note, the manifest, hidden ``*.attnlimits-tmp`` temporaries), and a folder
 goes only by ``rmdir``: when it is empty.
 
@@ -20,6 +23,8 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
+
+from attnlimits._paths import inside, open_no_follow, refuse_links
 
 __all__ = [
     "LOCK_NAME",
@@ -84,7 +89,27 @@ class Manifest:
         return {line for line in text.split("\n")[:-1] if _safe(line)}
 
     def relative(self, path: Path) -> str:
-        return Path(path).resolve().relative_to(self.root.resolve()).as_posix()
+        """``path``'s place in the folder, with no symbolic link on the way (``ValueError``
+        naming the link otherwise). ``path`` may spell the folder otherwise (resolved)."""
+        path = Path(path)
+        if not path.absolute().is_relative_to(self.root.absolute()):
+            real, top = path.resolve(), self.root.resolve()
+            if real.is_relative_to(top):
+                path = self.root / real.relative_to(top)
+        return inside(self.root, path)
+
+    def _reachable(self, path: Path) -> bool:
+        """Whether ``path`` lies in the folder with no symbolic link on the way."""
+        try:
+            inside(self.root, path)
+        except ValueError:
+            return False
+        return True
+
+    def refuse_links(self, places: Iterable[str]) -> None:
+        """Before any work: a ``ValueError`` naming the first symbolic link at or below
+        ``places``, the listed files, the manifest, the lock and its owner note."""
+        refuse_links(self.root, {*places, *self.listed, MANIFEST, LOCK_NAME, OWNER_NAME})
 
     def record(self, path: Path) -> None:
         """List ``path`` (inside the folder) before it is written."""
@@ -92,7 +117,9 @@ class Manifest:
         if "\n" in rel:
             raise ValueError(f"cannot list a file name with a line break: {rel!r}")
         if rel not in self.listed:
-            with open(self.path, "a", encoding="utf-8") as f:
+            inside(self.root, self.path)
+            fd = open_no_follow(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            with os.fdopen(fd, "a", encoding="utf-8") as f:
                 f.write(rel + "\n")
             self.listed.add(rel)
         if rel not in self.written:
@@ -100,6 +127,7 @@ class Manifest:
 
     def _rewrite(self) -> None:
         """The manifest rewritten whole (atomically) from ``listed``."""
+        inside(self.root, self.path)
         fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f"{MANIFEST}.", suffix=TMP_SUFFIX)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -122,7 +150,7 @@ class Manifest:
         removed, gone = [], sorted(set(rels) & self.listed)
         for rel in gone:
             path = self.root / rel
-            if path.is_file() or path.is_symlink():  # a link goes, never what it points to
+            if self._reachable(path) and path.is_file():  # never through a link, nor one
                 path.unlink()
                 removed.append(rel)
             self.listed.discard(rel)
@@ -130,7 +158,7 @@ class Manifest:
                 if parent == PurePosixPath("."):
                     break
                 try:
-                    (self.root / parent).rmdir()  # only when empty
+                    (self.root / parent).rmdir()  # only when empty (a link is no folder)
                 except OSError:
                     break
         if gone:
@@ -147,7 +175,9 @@ class Manifest:
         for place in places:
             if (self.root / place).is_dir():
                 found |= set((self.root / place).rglob(f".*{TMP_SUFFIX}"))
-        stale = sorted(p for p in found if ours_by_name(p.name) and p.is_file())
+        stale = sorted(
+            p for p in found if ours_by_name(p.name) and self._reachable(p) and p.is_file()
+        )
         for path in stale:
             path.unlink(missing_ok=True)
         return stale
@@ -198,7 +228,8 @@ class Manifest:
         # Unlinking the lock while holding it is safe: filelock does so on release, and a
         # contender that opened it sees its inode unlinked and starts over.
         for name in (MANIFEST, OWNER_NAME, LOCK_NAME):
-            (self.root / name).unlink(missing_ok=True)
+            if self._reachable(self.root / name):
+                (self.root / name).unlink(missing_ok=True)
         remove_empty(new_folders)
 
 
@@ -249,12 +280,18 @@ def recording(manifest: Manifest) -> Iterator[None]:
                 del _RECORDING[key]
 
 
-def record(path: Path) -> None:
+def record(path: Path) -> bool:
     """List ``path`` in the manifest of the innermost folder held by :func:`recording` that
-    holds it (a sweep's cell inside the sweep's folder); nothing when none does."""
-    resolved = Path(path).resolve()
-    with _GUARD:
-        roots = [r for r in _RECORDING if resolved.is_relative_to(r)]
+    holds it (a sweep's cell inside the sweep's folder); whether one does."""
+    resolved, spelled = Path(path).resolve(), Path(path).absolute()
+    with _GUARD:  # as spelled too: a path through a link resolves outside, and is refused
+        roots = [
+            r
+            for r, m in _RECORDING.items()
+            if resolved.is_relative_to(r) or spelled.is_relative_to(m.root.absolute())
+        ]
         manifest = _RECORDING[max(roots, key=lambda r: len(r.parts))] if roots else None
-    if manifest is not None:
-        manifest.record(path)
+    if manifest is None:
+        return False
+    manifest.record(path)
+    return True

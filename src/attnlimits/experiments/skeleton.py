@@ -53,6 +53,7 @@ from attnlimits.experiments.store import (
 __all__ = [
     "CLAIM_COLUMNS",
     "EXPERIMENTS",
+    "REPORT_FILES",
     "Experiment",
     "Tables",
     "get",
@@ -62,6 +63,8 @@ __all__ = [
 ]
 
 Tables = dict[str, pd.DataFrame]
+#: What the report step writes besides the figures (relative to the run's folder).
+REPORT_FILES = ("report.md", "report.html", "tables/claims.parquet", "tables/claims.csv")
 Meta = Mapping[str, Any]
 #: Columns every claims table has: the paper's statement, the paper's own number or wording,
 #: what was measured here, the rule that turns the measurement into the verdict, the verdict.
@@ -271,18 +274,32 @@ def _record_gpu_memory(store: ResultStore) -> None:
         store.update_meta(cuda_peak_allocated_bytes=int(torch.cuda.max_memory_allocated()))
 
 
-def _report(experiment: Experiment, store: ResultStore, tables: Tables) -> Path:
+def _report(
+    experiment: Experiment, store: ResultStore, tables: Tables, *, redrawn: bool = False
+) -> Path:
+    """Draw the figures, claims and sections, then write them, the page and ``report.md``.
+    ``redrawn`` (``attnlimits report DIR``): first refuse, naming them, files there that the
+    report would write over and the folder's manifest does not list (a user's own)."""
     meta = dict(store.meta)
     with store.timed("report"):
         figures = experiment.figures(tables, meta)
-        for name, fig in figures.items():
-            store.save_figure(fig, name)
         claims = experiment.claims(tables, meta)
         missing = [c for c in CLAIM_COLUMNS if c not in claims]
         if missing:
             raise AssertionError(f"{experiment.name}'s claims lack columns {missing}")
-        store.write_table(claims, "claims")
         sections = experiment.sections(tables, meta)
+        if redrawn:
+            drawn = [f"figures/{n}.{ext}" for n in figures for ext in ("png", "svg")]
+            theirs = store.unlisted([*REPORT_FILES, *drawn])
+            if theirs:
+                raise ValueError(
+                    f"{store.root} holds files attnlimits did not write ({listing(theirs)}), "
+                    "which the report would write over: move them away, then rerun attnlimits "
+                    "report"
+                )
+        for name, fig in figures.items():
+            store.save_figure(fig, name)
+        store.write_table(claims, "claims")
         from attnlimits.view import write_page  # the same tables as an interactive page
 
         write_page(store.root, experiment.title, tables, meta, claims, list(figures), sections,
@@ -310,7 +327,9 @@ def redraw(out: Path) -> Path:
     saved tables.
 
     A folder without ``run.json`` and ``tables/``, a ``run.json`` that is corrupt or names no
-    experiment, and missing tables raise a ``ValueError`` naming the file or table."""
+    experiment, missing tables, a symbolic link where the report writes, and files there that
+    attnlimits did not write (not listed in the folder's manifest) raise a ``ValueError``
+    naming the file, link or table; nothing is written then."""
     out = check_out(out, "folder", here=True)
     if not (out / "run.json").is_file() or not (out / "tables").is_dir():
         raise ValueError(f"{out} holds no finished run (no run.json and tables/)")
@@ -333,7 +352,7 @@ def redraw(out: Path) -> Path:
                 f"{out / 'tables'} holds no tables: the run did not finish; rerun its command "
                 "to resume it"
             )
-        return _report(experiment, store, _SavedTables(out / "tables", saved))
+        return _report(experiment, store, _SavedTables(out / "tables", saved), redrawn=True)
 
 
 def preset_values(

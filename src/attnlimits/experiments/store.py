@@ -6,7 +6,9 @@ work (for example one model layer) under ``parts/<stage>/``; a rerun with the sa
 loads the parts it finds and computes only the rest. Parameters are hashed into the part
 folder's name, so a rerun with other parameters never mixes in stale parts. Every file written
 is first listed in the folder's manifest (:mod:`attnlimits.experiments._owned`), and only listed
-files are ever deleted: a user's files in the folder are never touched.
+files are ever deleted: a user's files in the folder are never touched. Nothing is written,
+renamed or deleted through a symbolic link (:func:`attnlimits._paths.inside`): taking the
+folder's lock refuses a link where a run writes, in one line, before any work.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import platform
 import socket
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
 from importlib import metadata
@@ -28,6 +30,7 @@ from typing import Any
 import filelock
 import pandas as pd
 
+from attnlimits._paths import inside, open_no_follow, refuse_links
 from attnlimits.experiments import _allocator, _owned
 from attnlimits.experiments._owned import LOCK_NAME, OWNER_NAME, TMP_SUFFIX, Manifest
 
@@ -123,11 +126,11 @@ def _atomic_target(path: Path, manifest: Manifest | None = None) -> Iterator[Pat
     remove what a killed one left) and gets the mode an ordinary file would get under the user's
     umask, not ``mkstemp``'s 0600. For writers (pandas, matplotlib) that want a file name.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if manifest is not None:
+    if manifest is not None:  # listed first, which refuses a link on the way
         manifest.record(path)
-    else:
-        _owned.record(path)
+    elif not _owned.record(path):  # in no results folder held here: not through a link
+        inside(path.parent, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TMP_SUFFIX)
     os.close(fd)
     os.chmod(tmp, _file_mode())
@@ -244,20 +247,25 @@ class ResultStore:
         except OSError as err:
             raise ValueError(f"output folder {self.root} is not writable: {err}") from err
         self._meta_path = self.root / "run.json"
+        inside(self.root, self._meta_path)  # not read through a link: refused, naming it
         self.meta: dict[str, Any] = read_run_json(self._meta_path)
         self.manifest = Manifest(self.root)
 
     # ---- exclusive use --------------------------------------------------------------------
     @contextmanager
-    def lock(self) -> Iterator[None]:
+    def lock(self, places: tuple[str, ...] | None = None) -> Iterator[None]:
         """Hold the folder for this process; a second process gets :class:`FolderBusyError`.
 
         The lock is ``filelock``'s (released by the OS if the process dies); who holds it is
-        written beside it, so the error can name the running process. Holding it, stale
-        temporaries of a killed run are removed, and every file written below the folder (by
-        the store or by :func:`atomic_write_text`) is listed in its manifest.
+        written beside it, so the error can name the running process. Holding it, a symbolic
+        link at or below ``places`` (default :attr:`PLACES`: where a run writes), at a listed
+        file, the manifest, the lock or its note is refused in one line (``ValueError``) before
+        anything is written; stale temporaries of a killed run are removed, and every file
+        written below the folder (by the store or by :func:`atomic_write_text`) is listed in its
+        manifest.
         """
         owner = self.root / OWNER_NAME
+        refuse_links(self.root, (LOCK_NAME, OWNER_NAME))  # before opening either
         lock = filelock.FileLock(self.root / LOCK_NAME)
         try:
             lock.acquire(timeout=0)
@@ -267,15 +275,19 @@ class ResultStore:
                 f"{self.root} is in use by {who}; wait for it, or pass another --out"
             ) from None
         try:
-            owner.write_text(f"pid {os.getpid()} on {socket.gethostname()}\n")
+            fd = open_no_follow(owner, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            with os.fdopen(fd, "w") as f:
+                f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
             self.meta = read_run_json(self._meta_path)  # as they are now that this process
             self.manifest = Manifest(self.root)  # holds the folder
+            self.manifest.refuse_links(self.PLACES if places is None else places)
             self.remove_temporaries()
             self.manifest.prune()
             with _owned.recording(self.manifest):
                 yield
         finally:
-            owner.unlink(missing_ok=True)
+            if not owner.is_symlink():
+                owner.unlink(missing_ok=True)
             lock.release()  # the lock file stays: unlinking it would let two holders race
 
     def remove_temporaries(self) -> list[Path]:
@@ -285,6 +297,12 @@ class ResultStore:
     def foreign_files(self, places: tuple[str, ...] = PLACES, limit: int = 3) -> list[str]:
         """Up to ``limit`` + 1 files where a run writes that attnlimits did not write."""
         return self.manifest.foreign(places, limit)
+
+    def unlisted(self, rels: Iterable[str]) -> list[str]:
+        """Those of ``rels`` (paths relative to the folder) that exist, or are links, and that
+        the manifest does not list: a user's files, which a writer must not replace. Sorted."""
+        here = [rel for rel in rels if (self.root / rel).exists() or (self.root / rel).is_symlink()]
+        return sorted(rel for rel in here if rel not in self.manifest.listed)
 
     def remove_listed(self) -> list[str]:
         """Delete every file the manifest lists (``--fresh``: a previous run's results, and

@@ -30,12 +30,15 @@ one dictionary look-up per layer.
 
 Recorded rows go to ``<out_dir>/attention_monitor.parquet`` (the whole table, rewritten
 atomically at every record and on close; with a Trainer ``out_dir`` defaults to
-``args.output_dir``), columns :data:`COLUMNS`; at the end of training (close, or the Trainer's
-``on_train_end``) ``attention_monitor.html`` beside it shows the table (:mod:`attnlimits.view`).
-A head is judged on the rows with at least two kept keys: it has *collapsed* when
-``H < collapse_entropy`` (0.05 nats) on every row, *dispersed* when ``H / log n_keys >
-disperse_ratio`` (0.95) on every row; each head warns (:class:`AttentionHeadWarning`) once per
-kind. See docs/monitor.md.
+``args.output_dir``), columns :data:`COLUMNS`. A table the monitor wrote there before is kept
+and appended to (a hand-written loop numbers its steps on from its last step; a Trainer resumed
+at step ``s`` keeps its rows up to ``s``; a Trainer starting at step 0 is refused); a file there
+that is not the monitor's own, or a symbolic link, is refused in one line. At the end of
+training (close, or the Trainer's ``on_train_end``) ``attention_monitor.html`` beside it shows
+the table (:mod:`attnlimits.view`). A head is judged on the rows with at least two kept keys:
+it has *collapsed* when ``H < collapse_entropy`` (0.05 nats) on every row, *dispersed* when
+``H / log n_keys > disperse_ratio`` (0.95) on every row; each head warns
+(:class:`AttentionHeadWarning`) once per kind. See docs/monitor.md.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from attnlimits._checks import check_in_range, check_int_at_least
+from attnlimits._paths import inside
 from attnlimits.monitor._session import MONITOR_PREFIX, STATS, Session
 
 __all__ = [
@@ -88,6 +92,36 @@ def _writable(path: str | os.PathLike[str], what: str) -> Path:
     return out
 
 
+def _earlier_rows(out_dir: Path) -> list[dict[str, Any]]:
+    """The rows of the table the monitor wrote in ``out_dir`` before (none where there is
+    none). ``ValueError`` naming the file for a table there that is not the monitor's own (not
+    Parquet, or other columns), a page there without the monitor's table beside it, and a
+    symbolic link at either: the monitor never replaces them."""
+    from attnlimits.view.monitor_page import MONITOR_PAGE
+
+    table, page = out_dir / TABLE_NAME, out_dir / MONITOR_PAGE
+    inside(out_dir, table)
+    inside(out_dir, page)
+    why = "the monitor appends only to its own table: move it away, or pass another out_dir"
+    if not table.exists():
+        if page.exists():
+            raise ValueError(f"{page} is not the monitor's page (no {TABLE_NAME} beside it); {why}")
+        return []
+    import pandas as pd
+
+    try:
+        old = pd.read_parquet(table)
+    except (OSError, ValueError):  # pyarrow's ArrowInvalid is a ValueError
+        raise ValueError(f"{table} is not a Parquet table; {why}") from None
+    ints = all(pd.api.types.is_integer_dtype(old[c]) for c in ("step", "layer", "head") if c in old)
+    if list(old.columns) != list(COLUMNS) or not ints:
+        raise ValueError(
+            f"{table} is not the monitor's table (columns {', '.join(map(str, old.columns))}); "
+            f"{why}"
+        )
+    return old.to_dict("records")
+
+
 class _Monitor:
     """Record attention statistics per layer and head every ``every`` steps of training.
 
@@ -100,7 +134,9 @@ class _Monitor:
     every : int
         Record on steps ``every, 2·every, ...`` (1-based, as Trainer's ``global_step``).
     out_dir : path, optional
-        Folder of ``attention_monitor.parquet``; created if missing, checked for writing.
+        Folder of ``attention_monitor.parquet``; created if missing, checked for writing. A
+        table the monitor wrote there before is appended to; another file of that name (or of
+        ``attention_monitor.html``), or a symbolic link, raises ``ValueError``.
         Default: the Trainer's ``args.output_dir``; in a hand-written loop, no file (the
         records stay available through :meth:`table`).
     collapse_entropy : float
@@ -140,7 +176,7 @@ class _Monitor:
         self.every, self.block_size = every, block_size
         self.collapse_entropy, self.disperse_ratio = float(collapse_entropy), float(disperse_ratio)
         self.out_dir = None if out_dir is None else _writable(out_dir, "out_dir")
-        self.records: list[dict[str, Any]] = []
+        self.records = [] if self.out_dir is None else _earlier_rows(self.out_dir)
         self.last_summaries: dict[str, float] = {}
         self._session = Session(block_size)
         self._done = 0
@@ -151,7 +187,9 @@ class _Monitor:
     # ---- watching a model -----------------------------------------------------------------
     def watch(self: M, model: Any) -> M:
         """Start watching ``model``: its attention implementation is swapped for the recording
-        wrapper. Returns the monitor, a context manager that closes it on exit.
+        wrapper. Returns the monitor, a context manager that closes it on exit. Steps are
+        numbered on from the last recorded one (an earlier loop's, in this monitor or in the
+        table it found in ``out_dir``).
 
         ``TypeError`` for a model whose attention does not go through transformers' attention
         interface; ``ValueError`` if the monitor or the model is already watching/watched.
@@ -159,7 +197,7 @@ class _Monitor:
         if self._session.model is not None:
             raise ValueError("this AttentionMonitor already watches a model; close() it first")
         self._session.install(model)
-        self._set_done(0)
+        self._set_done(max((int(r["step"]) for r in self.records), default=0))
         return self
 
     def close(self) -> None:
@@ -299,12 +337,17 @@ class _Monitor:
             )
         if self.out_dir is None:
             self.out_dir = _writable(args.output_dir, "args.output_dir")
-        table = self.out_dir / TABLE_NAME
-        if state.global_step > 0 and not self.records and table.exists():  # resumed: keep the
-            import pandas as pd  # rows of the steps trained before
-
-            old = pd.read_parquet(table)
-            self.records = old[old["step"] <= state.global_step].to_dict("records")
+            self.records = _earlier_rows(self.out_dir)
+        if self.records and state.global_step == 0:
+            steps = [int(r["step"]) for r in self.records]
+            raise ValueError(
+                f"{self.out_dir / TABLE_NAME} holds an earlier training's rows (steps "
+                f"{min(steps)} … {max(steps)}); this training starts at step 0 and would "
+                "replace them: resume from a checkpoint, move the table away, or pass another "
+                "out_dir"
+            )
+        # resumed at a checkpoint: the rows of the steps trained before it are kept
+        self.records = [r for r in self.records if r["step"] <= state.global_step]
         if self._session.model is None:
             self.watch(kwargs["model"])
             self._owns_watch = True

@@ -9,15 +9,27 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
 
+from attnlimits._paths import refuse_links
+from attnlimits.experiments._owned import LOCK_NAME, MANIFEST, OWNER_NAME
 from attnlimits.experiments.report import markdown_table
-from attnlimits.experiments.store import ResultStore, atomic_write_text
+from attnlimits.experiments.store import ResultStore, atomic_write_text, foreign_files, listing
 
-__all__ = ["model_folder", "redraw_side_by_side", "side_by_side", "write_side_by_side"]
+__all__ = [
+    "JOINED",
+    "check_joined",
+    "model_folder",
+    "redraw_side_by_side",
+    "side_by_side",
+    "write_side_by_side",
+]
+
+#: Where the joined report of several runs goes in their folder.
+JOINED = ("report.md", "report.html", "tables")
 
 
 def model_folder(model: str) -> str:
@@ -118,6 +130,24 @@ def _write(store: ResultStore, out: Path, runs: Mapping[str, Path]) -> Path:
     return path
 
 
+def check_joined(out: Path, runs: Iterable[str] = ()) -> None:
+    """Before any model runs or redraws: refuse (``ValueError``, one line) a symbolic link in
+    ``out`` where the joined report goes or at the models' folders ``runs`` (names in ``out``),
+    and an ``out`` holding a user's files where the joined report goes (they would be written
+    over after every model ran). A side-by-side folder from before attnlimits listed its files
+    (``tables/claims_by_model.parquet`` there) is taken as ours."""
+    out = Path(out)
+    refuse_links(out, (*JOINED, *runs, MANIFEST, LOCK_NAME, OWNER_NAME))
+    if (out / "tables" / "claims_by_model.parquet").is_file():
+        return
+    foreign = foreign_files(out, JOINED)
+    if foreign:
+        raise ValueError(
+            f"{out} holds files attnlimits did not write ({listing(foreign)}), where the joined "
+            "report of the models goes: choose another --out"
+        )
+
+
 def redraw_side_by_side(folder: Path) -> Path | None:
     """Redraw every model's run in ``folder`` and the table that joins them; None when
     ``folder`` is not a side-by-side folder (it holds a run itself, or no run below it)."""
@@ -126,6 +156,7 @@ def redraw_side_by_side(folder: Path) -> Path | None:
     runs = sorted(p.parent for p in folder.glob("*/run.json"))
     if (folder / "run.json").exists() or not runs:
         return None
+    check_joined(folder, [run.name for run in runs])
     models: dict[str, Path] = {}
     for run in runs:
         skeleton.redraw(run)

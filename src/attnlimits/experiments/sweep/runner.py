@@ -29,13 +29,17 @@ def default_out(spec_path: Path | str) -> Path:
     return Path("results/sweep") / Path(spec_path).stem
 
 
+#: Where a sweep writes in its folder (names in the root; folders searched through).
+PLACES = ("run.json", "report.md", "tables", "cells")
+
+
 def _check_folder(store: ResultStore) -> None:
     """A sweep's folder holds a sweep, or nothing but attnlimits' files where a sweep writes."""
     found = store.meta.get("experiment")
     if store.meta and found != "sweep":
         what = f"a {found} run" if found else "a run.json attnlimits did not write"
         raise ValueError(f"{store.root} holds {what}, not a sweep: choose another --out")
-    foreign = store.foreign_files(("run.json", "report.md", "tables", "cells"))
+    foreign = store.foreign_files(PLACES)
     if not store.meta and foreign:
         more = f", and {len(foreign) - 3} more" if len(foreign) > 3 else ""
         raise ValueError(
@@ -85,7 +89,7 @@ def run_sweep(
               f" of work in all, {budget.format_bytes(estimate.peak_bytes)} per cell at most",
               file=sys.stderr, flush=True)  # fmt: skip
     store = ResultStore(out)
-    with store.lock():
+    with store.lock(PLACES):
         _check_folder(store)
         with store.timed("sweep"):
             start = time.perf_counter()
