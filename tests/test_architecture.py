@@ -23,6 +23,7 @@ PACKAGE = "attnlimits"
 LAYERS = {
     "_checks": 0,
     "_paths": 0,
+    "_grad": 0,
     "hf_bridge": 0,
     "normalizers": 1,
     "theory": 1,

@@ -152,6 +152,12 @@ CASES: list[tuple[str, list[str], str | None]] = [
     ("sweep: an unknown setting", ["sweep", "{TMP}/bogus-setting.toml", "--out", "{OUT}"], None),
     ("sweep: an axis that repeats a value", ["sweep", "{TMP}/axis-twice.toml", "--out", "{OUT}"], None),
     ("sweep: a list setting that repeats a value", ["sweep", "{TMP}/length-twice.toml", "--out", "{OUT}"], None),
+    ("sweep: a YAML spec with a key given twice (the later one won)", ["sweep", "{TMP}/key-twice.yaml", "--out", "{OUT}"], None),
+    ("sweep: a TOML spec with a key given twice", ["sweep", "{TMP}/key-twice.toml", "--out", "{OUT}"], None),
+    ("sweep: a recursive YAML alias (was a RecursionError)", ["sweep", "{TMP}/recursive.yaml", "--out", "{OUT}"], None),
+    ("sweep: lists nested 5,000 deep (was a RecursionError)", ["sweep", "{TMP}/deep.toml", "--out", "{OUT}"], None),
+    ("sweep: a 500-byte \"billion laughs\" YAML (hung, memory growing)", ["sweep", "{TMP}/laughs.yaml", "--out", "{OUT}"], None),
+    ("sweep: a grid of 1,000 × 1,000 cells, even with --yes (hung building them)", ["sweep", "{TMP}/million.toml", "--yes", "--out", "{OUT}"], None),
     ("--fresh into a folder of the user's files", [*LIM, "--fresh", "--out", "{OUT}"], "users_files"),
     ("an empty --out", [*LIM, "--out", ""], None),
     ("report of a run whose tables/ is empty", ["report", "{OUT}"], "empty_tables"),
@@ -179,6 +185,16 @@ SPECS = {
     "length-twice.toml": 'experiment = "scan"\n[fixed]\nlengths = [64, 64]\n',
     "ten-thousand.toml": 'experiment = "scan"\nquick = true\n[axes]\n'
     f"seed = {list(range(100))}\nrows = {list(range(2, 102))}\n",
+    "key-twice.yaml": "experiment: compare\nquick: true\nexperiment: scan\n",
+    "key-twice.toml": 'experiment = "scan"\n[fixed]\nwindows = 1\nwindows = 2\n',
+    "recursive.yaml": "experiment: scan\naxes: &axes {seed: *axes}\n",
+    "deep.toml": 'experiment = "scan"\n[axes]\nseed = ' + "[" * 5000 + "]" * 5000 + "\n",
+    "laughs.yaml": "experiment: scan\nfixed:\n  l0: &l0 ["
+    + ",".join(["lol"] * 9)
+    + "]\n"
+    + "".join(f"  l{k}: &l{k} [{','.join([f'*l{k - 1}'] * 9)}]\n" for k in range(1, 10)),
+    "million.toml": 'experiment = "scan"\nquick = true\n[axes]\n'
+    f"seed = {list(range(1000))}\nrows = {list(range(2, 1002))}\n",
 }
 
 #: What a case's ``setup`` puts into its --out before it runs (and must find there after).

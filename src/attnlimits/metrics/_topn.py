@@ -29,6 +29,7 @@ from attnlimits._checks import (
     finite_top,
     row_counts,
 )
+from attnlimits._grad import records, sqrt0
 
 #: d·n_N must exceed this times N_max for the Gram route (:func:`gram_pays`).
 _GRAM_FACTOR = 32
@@ -259,5 +260,7 @@ def distance_from_products(
     """d̃ of Eq. 7 from ⟨x_i, s⟩ [..., Q, K] and ||s||² [..., Q, 1] (``a2sq``: α_i²||x_i||²)."""
     a = r.attn
     a2sq = a * a * r.sq if a2sq is None else a2sq
-    terms = torch.addcmul(a2sq, a, inner, value=-2.0).add_(s_sq).clamp_min_(0).sqrt_()
+    terms = sqrt0(torch.addcmul(a2sq, a, inner, value=-2.0).add_(s_sq), inplace=True)
+    if records(terms):  # autograd saved the square roots: not in place
+        return terms.masked_fill(~r.keep | sel, 0.0).sum(-1)
     return terms.masked_fill_(~r.keep | sel, 0.0).sum(-1)

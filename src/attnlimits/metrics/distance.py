@@ -27,6 +27,7 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import check_choice, check_choices
+from attnlimits._grad import sqrt0
 from attnlimits.metrics import _fused
 from attnlimits.metrics._topn import (
     TopNRows,
@@ -96,7 +97,7 @@ def _pairwise(x: Tensor) -> _Pairwise:
     """||x_i − x_j|| for every pair of keys and its running maximum along i."""
     sq = (x * x).sum(-1).unsqueeze(-2)
     gram = x @ x.mT  # (..., K, K)
-    dist = (sq.mT + sq - 2 * gram).clamp_min(0).sqrt()
+    dist = sqrt0(sq.mT + sq - 2 * gram)  # 0 on the diagonal, with gradient 0 there
     prefix_max, prefix_arg = torch.cummax(dist, dim=-1)
     return _Pairwise(dist, prefix_max, prefix_arg)
 
@@ -165,7 +166,7 @@ def _bound(r: TopNRows, idx: Tensor, sel: Tensor, pair: _Pairwise) -> Tensor:
     """Theorem 1.1 for the selection ``sel`` (indices ``idx`` [..., Q, N])."""
     batch = torch.broadcast_shapes(r.sq.shape[:-2], idx.shape[:-2])  # x may add batch axes
     rows = (*batch, idx.shape[-2])
-    norms = r.sq.sqrt().expand(*rows, r.sq.shape[-1])
+    norms = sqrt0(r.sq).expand(*rows, r.sq.shape[-1])
     max_norm = norms.gather(-1, idx.expand(*rows, idx.shape[-1])).amax(-1)
     return fixed_selection_bound_unchecked(
         _mass(r, sel), _d1(r, idx, sel, pair), max_norm, r.n_keys, idx.shape[-1]
@@ -233,8 +234,7 @@ def _metrics_block(
     idx, sel = top_n(r.attn, r.keep, n)
     distance = selection_distance(r, sel)
     mass = _mass(r, sel)
-    nan_bound = torch.full_like(distance, math.nan)
-    bound = nan_bound if pair is None else _bound(r, idx, sel, pair)
+    bound = torch.full_like(distance, math.nan) if pair is None else _bound(r, idx, sel, pair)
 
     xbar = r.attn @ r.x  # (..., Q, d)
     inner, xbar_sq = xbar @ r.x.mT, (xbar * xbar).sum(-1)

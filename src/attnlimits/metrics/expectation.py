@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import ArgumentTypeError, check_int_at_least
+from attnlimits._grad import sqrt0
 from attnlimits.metrics import _fused
 from attnlimits.metrics._topn import (
     TopNRows,
@@ -67,7 +68,7 @@ def expected_distance_exact(
         d = selection_distance(r, sel & r.keep)
         total += torch.where(inside, d, torch.zeros_like(d)).sum(0).double()
         count += inside.sum(0).double()
-    mean = (total / count).to(r.attn.dtype)
+    mean = (total / count.clamp_min(1)).to(r.attn.dtype)  # no 0/0 in invalid rows' gradients
     return torch.where(r.valid, mean, torch.full_like(mean, math.nan))
 
 
@@ -121,7 +122,7 @@ def expected_distance_monte_carlo(
         total_sq += (d * d).sum(0)
     mean = total / samples
     var = (total_sq / samples - mean * mean).clamp_min(0) * samples / max(samples - 1, 1)
-    stderr = (var / samples).sqrt()
+    stderr = sqrt0(var / samples)
     nan = torch.tensor(math.nan, dtype=r.attn.dtype, device=attn.device)
     return (
         torch.where(r.valid, mean.to(r.attn.dtype), nan),
@@ -180,7 +181,7 @@ def expected_distance_curve_mc(
     d = d.double()  # (..., S·Q, n_N)
     d = d.unflatten(-2, (q, s_count))  # (..., Q, S, n_N)
     mean = d.mean(-2)
-    stderr = d.std(-2) / math.sqrt(s_count)
+    stderr = sqrt0(d.var(-2)) / math.sqrt(s_count)  # std, with gradient 0 where it is 0
     counts = r0.n_keys.expand(r0.attn.shape[:-1]).unsqueeze(-1)
     ok = counts >= torch.tensor(n_values, device=attn.device, dtype=counts.dtype) + 1
     nan = torch.tensor(math.nan, dtype=r0.attn.dtype, device=attn.device)

@@ -64,7 +64,7 @@ class RowValues(NamedTuple):
 def _as_grid(values: float | Sequence[float] | Tensor, name: str) -> Tensor:
     """A number, a sequence of numbers or a tensor, as a flat float64 grid of positive values."""
     if isinstance(values, Tensor):
-        check_tensor(values, name)
+        values = check_tensor(values, name).detach()  # a grid of settings, not differentiated
     elif isinstance(values, (str, bytes)) or not isinstance(values, (numbers.Real, Sequence)):
         raise ArgumentTypeError(f"{name} must be a number, a sequence of numbers or a tensor")
     try:
@@ -228,7 +228,8 @@ def softmax_jacobian_norms(
     Softmax keeps the order of the logits, so each row is sorted once for every T; at each T
     the columns whose weight underflows to 0 in every row are cut (at T = 1e-3 on SmolLM2's
     raw logits, 3 of 1024 remain) before the secular equation is solved (:func:`_secular_root`).
-    ``valid`` (``[...rows]``) is False where no key is kept; values are NaN there.
+    ``valid`` (``[...rows]``) is False where no key is kept; values are NaN there. A
+    measurement: the values carry no gradient (inputs that require grad are read detached).
     """
     check_finite(scores, "scores")
     t = _as_grid(temperatures, "temperatures")
@@ -344,7 +345,7 @@ def finite_difference_sensitivity(
         ``values`` of shape ``[...rows, n_T, n_ε]`` (rows = ``scores``' shape without ``dim``),
         float64, so ``values[..., i, j]`` lines up with ``valid`` of shape ``[...rows]``
         (False where no key is kept; values NaN there).
-        A row with one kept key gives δ = 0.
+        A row with one kept key gives δ = 0. A measurement: no gradient (inputs read detached).
     """
     check_finite(scores, "scores")
     t = _as_grid(temperatures, "temperatures").to(scores.device)

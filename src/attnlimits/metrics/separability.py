@@ -34,6 +34,7 @@ from attnlimits._checks import (
     check_positive,
     normalize_dim,
 )
+from attnlimits._grad import sqrt0
 from attnlimits.metrics import _fused
 from attnlimits.metrics._topn import (
     TopNRows,
@@ -334,9 +335,8 @@ def _fused_curve(
     for j, n in enumerate(n_values):
         ok = n_keys >= n + 1
         ball = radius[..., j].to(alpha.dtype)
-        lower, upper = separability_bounds(
-            alpha.gather(-1, top[..., :n]), ball, m, delta, check=False
-        )
+        alpha_sel = alpha.gather(-1, top[..., :n])
+        lower, upper = separability_bounds(alpha_sel, ball, m, delta, check=False)
         ratio = (count[..., j] / n).to(alpha.dtype)
         for dst, v in zip(fields, (ratio, lower, upper, ball), strict=False):
             dst.append(torch.where(ok, v, nan))
@@ -345,9 +345,9 @@ def _fused_curve(
 
 
 def _inside(x: Tensor, alpha_sel: Tensor, idx: Tensor, gram64: Tensor | None = None) -> Tensor:
-    """||s − α_i x_i|| for i ∈ I_N (float64, [..., Q, N]) from the Gram block of I_N: read from
-    ``gram64`` (x x^T in float64, [K, K], when one x serves every head and N < d: O(Q·N²)),
-    else built from the selected rows of x (O(Q·N²·d), never the [K, K] Gram matrix)."""
+    """||s − α_i x_i|| for i ∈ I_N (float64, [..., Q, N]; no gradient: it is only counted) from
+    the Gram block of I_N: read from ``gram64`` (x x^T in float64, [K, K], when one x serves
+    every head and N < d: O(Q·N²)), else built from the selected rows of x (O(Q·N²·d))."""
     if gram64 is not None:
         g = gram64[idx.unsqueeze(-1), idx.unsqueeze(-2)]  # (..., Q, N, N)
     else:
@@ -386,8 +386,8 @@ def _block(
     for n, inner, s_sq in nested_products(r64, order, n_values, shared64):
         idx = order[..., :n]
         sel = torch.zeros_like(r.keep).scatter_(-1, idx, True) & r.keep
-        outside = ((a64 * a64 * r64.sq - 2 * a64 * inner + s_sq).clamp_min(0)).sqrt()
-        ball64 = outside.masked_fill(~(r.keep & ~sel), math.inf).amin(-1)  # r, (..., Q)
+        outside = a64 * a64 * r64.sq - 2 * a64 * inner + s_sq  # ||s − α_j x_j||², then r:
+        ball64 = sqrt0(outside.masked_fill(~(r.keep & ~sel), math.inf).amin(-1))  # (..., Q)
         alpha_sel = a.gather(-1, idx)  # (..., Q, N)
         inside = _inside(x, alpha_sel, idx, inside_gram)
         ratio = (inside <= ball64.unsqueeze(-1)).sum(-1).to(a.dtype) / n

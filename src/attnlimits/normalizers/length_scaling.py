@@ -172,7 +172,8 @@ def softcap_logits(scores: Tensor, cap: float = 50.0) -> Tensor:
     check_positive(cap, "cap")
     check_finite(scores, "scores", allow_meta=True)
     check_broadcasts_to(cap, "cap", scores.shape)
-    return torch.where(torch.isneginf(scores), scores, _capped(scores, cap))
+    neg_inf = torch.isneginf(scores)  # -inf kept out of tanh's gradient too (0 · inf)
+    return torch.where(neg_inf, scores, _capped(scores.masked_fill(neg_inf, 0.0), cap))
 
 
 def _capped(x: Tensor, cap: float | Tensor) -> Tensor:

@@ -34,6 +34,7 @@ from attnlimits._checks import (
     check_top_n,
     key_counts,
 )
+from attnlimits._grad import sqrt0
 from attnlimits.theory._common import broadcast_together, check_interval, check_keys, finite_result
 
 __all__ = [
@@ -162,8 +163,8 @@ def _prepare(
 
 
 def _norm(a: Tensor, b: Tensor, sq_norms: Tensor, inner: Tensor, xbar_sq: Tensor) -> Tensor:
-    """||a x_i − b x̄|| from the products (clamped at 0 against rounding)."""
-    return (a * a * sq_norms - 2 * a * b * inner + b * b * xbar_sq).clamp_min(0).sqrt()
+    """||a x_i − b x̄|| from the products (clamped at 0 against rounding; gradient 0 there)."""
+    return sqrt0(a * a * sq_norms - 2 * a * b * inner + b * b * xbar_sq)
 
 
 def _conditional_moments(
@@ -229,14 +230,14 @@ def expected_distance_curve_from_products(
     keys) and each N costs two fused multiply-adds, a square root and a sum.
     """
     if form == "rms":  # √E[||α_i x_i − s||² | i ∉ I_N]
-        length = n_keys.unsqueeze(-1)
         out = []
         for n in ns:
+            length = _length(n_keys, n)
             mean, var, _ = _conditional_moments(
-                alpha, sq_norms, inner, xbar_sq.unsqueeze(-1), n, length
+                alpha, sq_norms, inner, xbar_sq.unsqueeze(-1), n, length.unsqueeze(-1)
             )
-            terms = torch.where(keep, (mean * mean + var).sqrt(), 0.0).sum(-1)
-            out.append((n_keys - n) / n_keys * terms)
+            terms = torch.where(keep, sqrt0(mean * mean + var), 0.0).sum(-1)
+            out.append((length - n) / length * terms)
         return torch.stack(out, -1)
     a_sq = alpha * alpha * sq_norms
     a_in = alpha * inner
@@ -250,10 +251,17 @@ def expected_distance_curve_from_products(
     c0, c1, c2 = (torch.where(keep, t, 0.0) for t in coef)
     out = []
     for n in ns:
-        c = (n / (n_keys - 1)).unsqueeze(-1)  # N/(L−1), per row
-        terms = torch.addcmul(c0, c, torch.addcmul(c1, c, c2)).clamp_min_(0).sqrt_()
-        out.append((n_keys - n) / n_keys * terms.sum(-1))
+        length = _length(n_keys, n)
+        c = (n / (length - 1)).unsqueeze(-1)  # N/(L−1), per row
+        terms = sqrt0(torch.addcmul(c0, c, torch.addcmul(c1, c, c2)), inplace=True)
+        out.append((length - n) / length * terms.sum(-1))
     return torch.stack(out, -1)
+
+
+def _length(n_keys: Tensor, n: int) -> Tensor:
+    """L where L ≥ N + 1, else N + 1: rows with fewer kept keys have no value (their callers
+    put 0 or NaN there), and L = 1 would put N/(L−1) = inf into their gradients."""
+    return n_keys.clamp_min(n + 1)
 
 
 def expected_distance(
@@ -318,18 +326,23 @@ def jensen_gap_bound_from_products(
     form: GapForm = "main_text",
 ) -> Tensor:
     """Jensen-gap bound from precomputed products; see :func:`jensen_gap_bound`."""
+    n_keys = _length(n_keys, n)
     length = n_keys.unsqueeze(-1)
     mean, var, others_sq = _conditional_moments(
         alpha, sq_norms, inner, xbar_sq.unsqueeze(-1), n, length
     )
     if form == "sharp":
-        gap = (mean * mean + var).sqrt() - mean
+        gap = sqrt0(mean * mean + var) - mean
     elif form in ("main_text", "appendix"):
         factor = n / (length - 1) if form == "main_text" else n * (length - n - 1)
         # a term whose covariance bound is 0 has s fixed given i ∉ I_N, so it adds 0 (not
         # 0/0 or 0·inf where μ_i = 0); elsewhere 1/||μ_i|| = inf where μ_i = 0
         spread = (others_sq > 0) & (factor > 0)
-        gap = torch.where(spread, factor * others_sq / (2 * mean), torch.zeros_like(mean))
+        # the +inf where μ_i = 0 is a constant: no 0·inf in the gradients of the other rows
+        finite = spread & (mean > 0)
+        safe_mean = torch.where(finite, mean, torch.ones_like(mean))
+        gap = torch.where(finite, factor * others_sq / (2 * safe_mean), torch.zeros_like(mean))
+        gap = torch.where(spread & ~finite, math.inf, gap)
     else:
         raise ValueError(f"form must be 'main_text', 'appendix' or 'sharp', got {form!r}")
     gap = torch.where(keep, gap, torch.zeros_like(gap))

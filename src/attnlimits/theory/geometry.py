@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from attnlimits._checks import check_finite, check_number, check_positive
+from attnlimits._grad import sqrt0
 
 __all__ = ["check_geometry", "separability_bounds", "xi"]
 
@@ -63,7 +64,7 @@ def _xi(alpha: Tensor, radius: float | Tensor, delta: float | Tensor) -> Tensor:
     a = _sum_others(alpha)  # Σ_{j≠i} α_j
     b = _sum_others(alpha * alpha)  # Σ_{j≠i} α_j²
     # Σ_{j≠k; j,k≠i} α_j α_k = a² − b, so ξ² = M² b + (M² − δ²/2)(a² − b) = M² a² − (δ²/2)(a² − b)
-    return (m2 * a * a - d2 / 2 * (a * a - b)).clamp_min(0).sqrt()
+    return sqrt0(m2 * a * a - d2 / 2 * (a * a - b))
 
 
 def xi(alpha: Tensor, radius: float | Tensor, delta: float | Tensor) -> Tensor:
@@ -110,12 +111,17 @@ def _bounds(
     alpha: Tensor, r: Tensor | float, radius: float | Tensor, delta: float | Tensor
 ) -> tuple[Tensor, Tensor]:
     x = _xi(alpha, radius, delta)
-    lower = 1 - x.sum(-1) / (alpha.shape[-1] * r)
-    if isinstance(r, Tensor):  # r = 0 (a measured ball radius): Theorem 2 needs r > 0
-        lower = torch.where(r > 0, lower, math.nan)
     m = torch.as_tensor(radius, dtype=alpha.dtype, device=alpha.device)
-    upper = torch.exp(-((_lift(r) - x) ** 2) / (16 * _lift(m) ** 2)).mean(-1)
-    return lower, upper
+    if not isinstance(r, Tensor):
+        lower = 1 - x.sum(-1) / (alpha.shape[-1] * r)
+        return lower, torch.exp(-((r - x) ** 2) / (16 * _lift(m) ** 2)).mean(-1)
+    # a measured ball radius r may be 0 (Theorem 2 needs r > 0: lower is NaN) or inf (no key
+    # outside I_N: lower 1, upper 0); neither enters a formula (the double where), so no 0/0
+    # or 0·inf reaches the gradients
+    inf, ok = torch.isinf(r), (r > 0) & torch.isfinite(r)
+    lower = torch.where(ok, 1 - x.sum(-1) / (alpha.shape[-1] * torch.where(ok, r, 1.0)), 1.0)
+    upper = torch.exp(-((_lift(torch.where(inf, 0.0, r)) - x) ** 2) / (16 * _lift(m) ** 2))
+    return torch.where(r > 0, lower, math.nan), torch.where(inf, 0.0, upper.mean(-1))
 
 
 def separability_bounds(

@@ -16,7 +16,10 @@ A spec is a TOML file (or the same keys in YAML, for a ``.yaml``/``.yml`` file):
     retries = 2                   # tries after a worker dies (killed, out of memory); default 2
 
 Every cell's ``Config`` is built (``Config.preset(quick=..., **settings)``) when the spec is
-loaded, so a bad value in any cell fails before any work, in one line naming the file.
+loaded, so a bad value in any cell fails before any work, in one line naming the file. Before
+that the file is bounded (``_specfile``: a key given twice, deep nesting, recursive or
+exploding YAML aliases) and so is the grid: its cell count, the product of the axis lengths,
+at most :data:`MAX_CELLS`.
 """
 
 from __future__ import annotations
@@ -24,21 +27,18 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
-import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from attnlimits.experiments.store import params_hash
+from attnlimits.experiments.sweep._specfile import read_data
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+__all__ = ["MAX_CELLS", "Cell", "Spec", "label", "load_spec"]
 
-__all__ = ["Cell", "Spec", "label", "load_spec"]
+#: Cells a spec may hold: each is built and estimated before the first runs (10,000 take
+#: seconds; a million would take half an hour before ``--yes`` could refuse them).
+MAX_CELLS = 10_000
 
 _TOP_KEYS = ("experiment", "quick", "fixed", "axes", "resources")
 _RESOURCES = ("cpus", "gpus", "memory_gb", "retries")  # the keys of [resources]
@@ -131,27 +131,17 @@ def _resources(given: dict[str, Any], cells: list[Cell], where: str) -> dict[str
 
 
 def _load(path: Path, text: str) -> dict[str, Any]:
-    """The spec's top-level table: TOML, or YAML for a ``.yaml``/``.yml`` file (PyYAML's safe
-    loader: plain data only). Either way a parse error names the file and the line."""
-    where = str(path)
-    if path.suffix.lower() in (".yaml", ".yml"):
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            detail = " ".join(str(err).split())
-            raise ValueError(f"{where}: not valid YAML: {detail}") from None
-        if data is None:
-            data = {}
-        if not isinstance(data, dict):
-            raise ValueError(
-                f"{where}: a spec is a mapping of experiment, quick, fixed, axes, resources; "
-                f"got {type(data).__name__}"
-            )
-        return data
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"{where}: not valid TOML: {err}") from None
+    """The spec's top-level table: TOML, or YAML for a ``.yaml``/``.yml`` file (plain data
+    only). Either way a parse error or a bound crossed names the file and the line."""
+    data = read_data(path, text)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ValueError(
+            f"{path}: a spec is a mapping of experiment, quick, fixed, axes, resources; "
+            f"got {type(data).__name__}"
+        )
+    return data
 
 
 def _parse(
@@ -176,6 +166,14 @@ def _parse(
     for name, values in axes.items():
         if not isinstance(values, list) or not values:
             raise ValueError(f"{where}: axis {name!r} must be a non-empty list, got {values!r}")
+    cells = math.prod(len(values) for values in axes.values())  # before any cell is built
+    if cells > MAX_CELLS:
+        sizes = " × ".join(f"{name} {len(values):,}" for name, values in axes.items())
+        raise ValueError(
+            f"{where}: the grid has {cells:,} cells ({sizes}), over the {MAX_CELLS:,} a sweep "
+            "may hold; split it into several specs"
+        )
+    for name, values in axes.items():
         if len({repr(_tuples(v)) for v in values}) != len(values):
             raise ValueError(f"{where}: axis {name!r} repeats a value: {values!r}")
     both = sorted(set(fixed) & set(axes))
