@@ -85,6 +85,8 @@ CASES: list[tuple[str, list[str], str | None]] = [
     ("an unknown LR schedule", [*SNE, "--schedule", "linear", "--out", "{OUT}"], None),
     ("an unknown regulariser", [*SNE, "--regularizer", "l1", "--out", "{OUT}"], None),
     ("a device name in capitals", [*SNE, "--device", "CPU", "--out", "{OUT}"], None),
+    ("zero training steps", [*SNE, "--steps", "0", "--out", "{OUT}"], None),
+    ("training steps as a fraction", [*SNE, "--steps", "1.5", "--out", "{OUT}"], None),
     ("zero prompts", [*LC, "--prompts", "0", "--out", "{OUT}"], None),
     ("prompts as a fraction", [*LC, "--prompts", "1.5", "--out", "{OUT}"], None),
     ("an empty model name (demo)", [*LC, "--model", "", "--out", "{OUT}"], None),

@@ -6,6 +6,7 @@ import json
 import re
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -132,15 +133,17 @@ def _bench(**kw) -> dict:  # type: ignore[no-untyped-def]
 #: field, independent of the code; every other field is lost in our copy or ours.
 PAPER_FIELDS = {
     "model.n_classes", "model.width", "model.variant", "model.normalizer",
-    "model.normalizer_params", "train.regularizer", "train.max_size", "bench.seeds",
-    "bench.adaptive_params", "fit.degree", "fit.threshold",
+    "model.normalizer_params", "bench.seeds", "bench.adaptive_params", "fit.degree",
+    "fit.threshold",
 }  # fmt: skip
-#: Settings the paper has but whose values our copy lost (the issue's list and more).
+#: Settings the paper has but whose values our copy lost (the issue's list and more): the
+#: regulariser's form ("along with regularisation with hyperparameter .") and the range of
+#: training sizes ("sampled uniformly from .") among them.
 LOST_FIELDS = {
     "model.query_dim", "train.lr", "train.schedule", "train.steps", "train.min_size",
-    "train.batch", "train.weight_decay", "eval.sizes", "eval.n_sets", "eval.target_se",
-    "eval.min_sets", "eval.max_items", "fit.sizes", "fit.sets_per_size", "fit.theta_min",
-    "fit.theta_max", "fit.theta_step",
+    "train.max_size", "train.regularizer", "train.batch", "train.weight_decay", "eval.sizes",
+    "eval.n_sets", "eval.target_se", "eval.min_sets", "eval.max_items", "fit.sizes",
+    "fit.sets_per_size", "fit.theta_min", "fit.theta_max", "fit.theta_step",
 }  # fmt: skip
 
 
@@ -223,7 +226,58 @@ def test_readme_and_docs_give_no_lost_setting_to_the_paper():
     for sentence in re.split(r"(?<=[.;])\s", text):
         low = sentence.lower()
         if "paper" in low and any(w in low for w in LOST_WORDS):
-            assert any(w in low for w in ("lost", "our choice", "ours", "third-party")), sentence
+            assert any(w in low for w in ("lost", "our choice", "ours")), sentence
+
+
+#: Our copy of paper B (../shared/papers beside the repository; absent in other clones).
+PAPERS = Path(__file__).resolve().parents[1].parent / "shared" / "papers"
+PAPER_B = PAPERS / "paper-b-softmax-not-enough.txt"
+#: A phrase in '…', "…" or “…” (an apostrophe inside a word, as in paper's, opens none).
+QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”|(?<!\w)\'([^\']+?)\'(?!\w)')
+
+
+def _quoted(text: str) -> list[str]:
+    """Every quoted phrase in ``text``, ``code`` spans left out."""
+    text = re.sub(r"``.*?``|`[^`]*`", "", text, flags=re.S)
+    return [next(g for g in m.groups() if g) for m in QUOTED.finditer(text)]
+
+
+def _missing_from_paper_b(phrases: list[str]) -> list[str]:
+    """The phrases (or parts between '…') not in our copy of paper B, up to whitespace."""
+    if not PAPER_B.exists():
+        pytest.skip(f"{PAPER_B} is absent (a clone outside this workplace)")
+    paper = " ".join(PAPER_B.read_text().split())
+    return [p for p in phrases for part in re.split(r"…|\.\.\.", p)
+            if part.strip() and " ".join(part.split()) not in paper]  # fmt: skip
+
+
+def test_every_phrase_quoted_from_paper_b_is_in_its_text():
+    """A quoted phrase in the set-up table (every row and arm: its quotes are the paper's), in
+    the config modules' docstrings, or after "paper" in docs/max_retrieval.md and the README's
+    row, appears word for word (up to whitespace) in our copy of paper B."""
+    import inspect
+
+    from attnlimits.experiments.softmax_not_enough import config, fit_config
+
+    fit = json.loads(json.dumps(asdict(TemperatureFitConfig())))
+    arms = [{}, {"model_variant": "ours", "regularizer": "decoupled", "schedule": "constant"}]
+    params = json.loads(json.dumps(asdict(SoftmaxNotEnoughConfig(ablation=True))))
+    phrases = [q for kw in arms for why in setup_table(_bench(**kw), fit, params)["why"]
+               for q in _quoted(why)]  # fmt: skip
+    for mod in (config, fit_config):
+        owned = [
+            o for _, o in inspect.getmembers(mod) if getattr(o, "__module__", "") == mod.__name__
+        ]
+        phrases += [q for o in [mod, *owned] for q in _quoted(inspect.getdoc(o) or "")]
+    root = Path(__file__).parents[1]
+    readme = [line for line in (root / "README.md").read_text().splitlines()
+              if "softmax-not-enough" in line]  # fmt: skip
+    text = "\n".join([(root / "docs" / "max_retrieval.md").read_text(), *readme])
+    text = re.sub(r"`[^`]*`", "", text)
+    phrases += [next(g for g in m.groups() if g) for m in QUOTED.finditer(text)
+                if "paper" in text[max(0, m.start() - 40) : m.start()].lower()]  # fmt: skip
+    assert len(phrases) >= 5, phrases  # the search finds the quotes at all
+    assert not _missing_from_paper_b(phrases)
 
 
 def test_cli_rejects_bad_input(tmp_path):
@@ -231,6 +285,39 @@ def test_cli_rejects_bad_input(tmp_path):
         app, ["reproduce", "softmax-not-enough", "--seeds", "1", "--out", str(tmp_path)]
     )
     assert res.exit_code == 2 and "seeds" in res.output and "Traceback" not in res.output
+
+
+def test_cli_steps_sets_the_training_length_and_ablation_help_names_the_steps_axis(
+    tmp_path, monkeypatch
+):
+    """``--steps N`` reaches ``TrainConfig.steps`` (with and without --quick; the ablation
+    trains it too), a bad N is one line, and --ablation's help names the lengths it trains."""
+    import typer
+
+    seen = []
+
+    def fake_run(experiment, config, out, **kw):  # type: ignore[no-untyped-def]
+        seen.append(config)
+        return out / "report.md"
+
+    monkeypatch.setattr(skeleton, "run", fake_run)
+    for extra, steps in (([], 5000), (["--steps", "1234"], 1234), (["--quick", "--steps", "7"], 7)):
+        res = CliRunner().invoke(app, ["reproduce", "softmax-not-enough", *extra,
+                                       "--out", str(tmp_path / "r")])  # fmt: skip
+        assert res.exit_code == 0, res.output
+        assert seen[-1].benchmark().train.steps == steps
+    res = CliRunner().invoke(app, ["reproduce", "softmax-not-enough", "--steps", "0",
+                                   "--out", str(tmp_path / "r")])  # fmt: skip
+    assert res.exit_code == 2 and res.output.strip() == "error: --steps must be an int >= 1, got 0"
+    group: Any = typer.main.get_command(app)  # typer's click group (its own click copy)
+    command = group.commands["reproduce"].commands["softmax-not-enough"]
+    helps = {p.name: getattr(p, "help", None) or "" for p in command.params}
+    assert all(n in helps["ablation"] for n in ("5,000", "10,000", "20,000", "--steps"))
+    cfg = SoftmaxNotEnoughConfig(steps=300, ablation=True)
+    assert (
+        cfg.benchmark().train.steps == 300
+        and SoftmaxNotEnoughConfig().benchmark().train.steps == 5000
+    )
 
 
 @pytest.mark.slow

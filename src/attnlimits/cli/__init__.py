@@ -247,7 +247,15 @@ def reproduce_softmax_not_enough(
     ] = None,
     ablation: Annotated[
         bool | None,
-        typer.Option(help="Also train schedule × regulariser × variant (8 × seeds models)."),
+        typer.Option(
+            help="Also train schedule × regulariser × variant (8 × seeds models) and the "
+            "default combination at 5,000, 10,000 and 20,000 steps (600, 1,200, 2,400 with "
+            "--quick; --steps adds its own length)."
+        ),
+    ] = None,
+    steps: Annotated[
+        int | None,
+        typer.Option(help="Training steps per model (default 5,000; 600 with --quick)."),
     ] = None,
 ) -> None:
     """Veličković et al. (2025): max retrieval, adaptive temperature, dispersion, claims report."""
@@ -260,6 +268,7 @@ def reproduce_softmax_not_enough(
         "schedule": schedule,
         "regularizer": regularizer,
         "ablation": ablation,
+        "steps": steps,
     }
     _run("softmax-not-enough", options, quick=quick, out=out, fresh=fresh, yes=yes)
 

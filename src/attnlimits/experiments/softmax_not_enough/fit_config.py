@@ -24,9 +24,9 @@ class TemperatureFitConfig:
       cost as much as one seed × 3,000, and :func:`.temperature_fit.seed_fits` shows the
       spread).
     - ``thetas()``: the temperature grid, linear from ``theta_min`` to ``theta_max`` in steps
-      of ``theta_step``: linear grid *paper* ("fixed increments between two bounds"), bounds
-      and step *lost in our copy* — our choice, 0.005 … 2.0 in steps of 0.005 (400 points,
-      θ = 1 on the grid), because:
+      of ``theta_step``: linear grid *paper* ("we perform a simple grid search" over θ "in
+      increments of", our copy losing the numbers), bounds and step *lost in our copy* —
+      our choice, 0.005 … 2.0 in steps of 0.005 (400 points, θ = 1 on the grid), because:
       on a softmax model trained 1,500 steps (3 seeds, sizes 16 … 2048) the continuous
       optimum θ* has 1st / 50th / 99.9th percentiles 0.011 / 0.10 / 1.56, so this grid puts
       0.5 % of the kept inputs on its lower edge and 0.04 % on its upper one, and resolves

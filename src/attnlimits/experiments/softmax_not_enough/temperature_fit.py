@@ -9,12 +9,13 @@ Procedure, each step labelled:
 2. Kept: the inputs where the item of maximal priority does **not** get the largest attention
    logit, ``argmax_i e_i != argmax_i ρ_i`` (*paper*; the others are discarded because their
    optimal temperature is 0).
-3. Per kept input, grid-search the temperature θ on a linear grid (*paper*: "fixed increments
-   between two bounds"; the bounds are lost in our copy, our choice 0.005 … 2.0 in steps of
-   0.005, see :class:`~.config.TemperatureFitConfig` for why) for the θ that maximises the
-   maximal item's attention weight w(θ) = softmax(e/θ)[i_max] (*paper*); first maximiser on
-   ties (*ours*). Record (H, β* = 1/θ*), H the entropy in nats of the unsharpened softmax(e)
-   exactly as the adaptive normaliser computes it (*paper*: the listing's H).
+3. Per kept input, grid-search the temperature θ on a linear grid (*paper*: "we perform a
+   simple grid search", "in increments of"; the bounds and step are lost in our copy, our
+   choice 0.005 … 2.0 in steps of 0.005, see :class:`~.config.TemperatureFitConfig` for why)
+   for the θ that maximises the maximal item's attention weight w(θ) = softmax(e/θ)[i_max]
+   (*paper*); first maximiser on ties (*ours*). Record (H, β* = 1/θ*), H the entropy in nats
+   of the unsharpened softmax(e) exactly as the adaptive normaliser computes it (*paper*: the
+   listing's H).
 4. Fit a degree-4 polynomial with ``np.polyfit`` (*paper*). "Inverse" is ambiguous: ``refit``
    fits β* against H, the reading the listing's use of the polynomial (it multiplies the
    logits by poly(H)) implies; ``refit_inverse`` fits θ* against H and uses β = 1/poly(H).
