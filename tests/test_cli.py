@@ -360,6 +360,28 @@ def test_ctrl_c_says_what_was_saved(env, tmp_path, monkeypatch):
     assert f"interrupted: 1 part(s) saved in {out}; rerun the command to resume" in res.output
 
 
+def test_ctrl_c_after_the_first_checkpoint_says_it_was_saved(env, tmp_path, monkeypatch):
+    """A training run's first save is a checkpoint, not a part: Ctrl-C then must not say that
+    nothing was saved (the checkpoint is kept and the rerun resumes from it)."""
+    from attnlimits.experiments import skeleton
+    from attnlimits.experiments.store import ResultStore, atomic_write_bytes
+
+    out = tmp_path / "out"
+
+    def interrupted(experiment, config, folder, **kw):
+        store = ResultStore(folder)
+        with store.lock():  # as the runner holds it: the checkpoint is listed, so it is kept
+            atomic_write_bytes(folder / "checkpoints" / "softmax-a-1seeds-0.pt", b"state")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(skeleton, "run", interrupted)
+    res = runner.invoke(app, [*SNE, "--quick", "--out", str(out)])
+    assert res.exit_code == 130
+    assert f"interrupted: 1 checkpoint(s) saved in {out}; rerun the command to resume" in (
+        res.output
+    )
+
+
 def test_a_resumed_run_with_other_settings_is_refused(env, tmp_path):
     out = tmp_path / "out"
     base = [*LIM, "--model", env["MODEL"], "--text", env["BOOK"], "--quick", "--x-source", "values"]

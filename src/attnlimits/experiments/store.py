@@ -303,6 +303,11 @@ class ResultStore:
         """How many resumable parts the folder holds (what an interrupted run has saved)."""
         return sum(1 for _ in (self.root / "parts").rglob("*.parquet"))
 
+    def n_checkpoints(self) -> int:
+        """How many training checkpoints the folder holds (``checkpoints/*.pt``, saved by an
+        interrupted run as much as its parts are)."""
+        return sum(1 for _ in (self.root / "checkpoints").rglob("*.pt"))
+
     # ---- metadata -------------------------------------------------------------------------
     def update_meta(self, **fields: Any) -> None:
         """Merge ``fields`` into ``run.json`` (nested mappings merge one level deep)."""
