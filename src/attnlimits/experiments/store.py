@@ -28,6 +28,7 @@ from typing import Any
 import filelock
 import pandas as pd
 
+from attnlimits._paths import naming_the_path
 from attnlimits.experiments import _allocator, _owned
 from attnlimits.experiments._owned import LOCK_NAME, OWNER_NAME, TMP_SUFFIX, Manifest
 
@@ -114,6 +115,7 @@ def read_run_json(path: Path) -> dict[str, Any]:
     return meta
 
 
+@naming_the_path
 @contextmanager
 def _atomic_target(path: Path, manifest: Manifest | None = None) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it into place if the block succeeds.
