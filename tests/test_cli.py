@@ -140,8 +140,11 @@ CASES: list[tuple[str, list[str], str | None]] = [
     ("compare: an encoder model", [*CMP, "--model", "{BERT}", "--text", "{BOOK}", "--lengths", "64", "--probes-per-length", "1", "--out", "{OUT}"], None),
     ("compare: a .gguf file that is not GGUF", [*CMP, "--model", "{TMP}/text.gguf", "--out", "{OUT}"], None),
     ("compare: a device as the text", [*CMP, "--model", "{MODEL}", "--text", "/dev/zero", "--out", "{OUT}"], None),
-    ("compare: L beyond the model's context", [*CMP, "--model", "{MODEL}", "--text", "{BOOK}", "--lengths", "512", "--out", "{OUT}"], None),
-    ("compare: lengths too short for the probes", [*CMP, "--model", "{MODEL}", "--text", "{BOOK}", "--lengths", "32,64", "--out", "{OUT}"], None),
+    ("compare: L beyond the model's context", [*CMP, "--model", "{DIGITS}", "--text", "{BOOK}", "--lengths", "512", "--out", "{OUT}"], None),
+    ("compare: lengths too short for the probes", [*CMP, "--model", "{DIGITS}", "--text", "{BOOK}", "--lengths", "32,64", "--out", "{OUT}"], None),
+    ("compare: a tokenizer that does not split numbers (before the weights load)", [*CMP, "--model", "{MODEL}", "--text", "{BOOK}", "--lengths", "64", "--probes-per-length", "1", "--out", "{OUT}"], None),
+    ("scan: a cache folder that is a file (before the GGUF is read)", [*SCAN, "{TMP}/tiny.gguf", "--out", "{OUT}"], "cache_is_file"),
+    ("scan: $ATTNLIMITS_TEXT a one-byte file (not called War and Peace)", [*SCAN, "{MODEL}", "--out", "{OUT}"], "one_byte_text"),
     ("a report of a folder without a run", ["report", "{TMP}"], None),
     ("report: no FOLDER", ["report"], None),
     ("sweep: no SPEC", ["sweep", "--out", "{OUT}"], None),
@@ -234,6 +237,8 @@ def env(tmp_path_factory, book_path) -> dict[str, str]:
     full = tiny_gguf(root / "head-cut.gguf", cut=30)
     tiny_gguf(root / "data-cut.gguf", cut=full - 10)
     (root / "text.gguf").write_text("not a GGUF file\n")
+    tiny_gguf(root / "tiny.gguf")
+    (root / "one-byte.txt").write_text("x")
     for name, spec in SPECS.items():
         (root / name).write_text(spec)
     return {"MODEL": str(model), "BERT": str(bert), "DIGITS": str(digits),
@@ -280,6 +285,10 @@ def _invoke(args, setup, env, out: Path, scratch: Path) -> Result:
         mp.setenv("ATTNLIMITS_CACHE_DIR", str(cache))
         # the memory refusals name the machine's memory: the table shows a 16 GB machine
         mp.setattr(budget, "available_memory", lambda device="cpu": 16e9)
+        if setup == "cache_is_file":
+            mp.setenv("ATTNLIMITS_CACHE_DIR", str(Path(env["TMP"]) / "file"))
+        if setup == "one_byte_text":
+            mp.setenv("ATTNLIMITS_TEXT", str(Path(env["TMP"]) / "one-byte.txt"))
         if setup == "no_cuda":
             import torch
 
@@ -376,6 +385,28 @@ def test_ctrl_c_says_what_was_saved(env, tmp_path, monkeypatch):
     res = runner.invoke(app, [*LIM, "--model", env["MODEL"], "--out", str(out)])
     assert res.exit_code == 130
     assert f"interrupted: 1 part(s) saved in {out}; rerun the command to resume" in res.output
+
+
+def test_ctrl_c_after_the_first_checkpoint_says_it_was_saved(env, tmp_path, monkeypatch):
+    """A training run's first save is a checkpoint, not a part: Ctrl-C then must not say that
+    nothing was saved (the checkpoint is kept and the rerun resumes from it)."""
+    from attnlimits.experiments import skeleton
+    from attnlimits.experiments.store import ResultStore, atomic_write_bytes
+
+    out = tmp_path / "out"
+
+    def interrupted(experiment, config, folder, **kw):
+        store = ResultStore(folder)
+        with store.lock():  # as the runner holds it: the checkpoint is listed, so it is kept
+            atomic_write_bytes(folder / "checkpoints" / "softmax-a-1seeds-0.pt", b"state")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(skeleton, "run", interrupted)
+    res = runner.invoke(app, [*SNE, "--quick", "--out", str(out)])
+    assert res.exit_code == 130
+    assert f"interrupted: 1 checkpoint(s) saved in {out}; rerun the command to resume" in (
+        res.output
+    )
 
 
 def test_a_resumed_run_with_other_settings_is_refused(env, tmp_path):

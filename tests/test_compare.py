@@ -287,6 +287,32 @@ def test_encoders_and_short_lengths_are_refused_before_work(model_dirs, tmp_path
         )  # fmt: skip
 
 
+def test_a_tokenizer_that_cannot_write_numbers_is_refused_before_the_weights_load(
+    tmp_path, text, monkeypatch
+):
+    """The probe's answer is a 5-digit number: a tokenizer that maps numbers to [UNK] is
+    refused in one line saying what the probe needs, before the model's weights load (it
+    was "the tokenizer does not end '...' with the number and a period", after loading)."""
+    import transformers
+
+    words = tiny_model_dir(tmp_path, "llama", text[:100_000], max_positions=128)  # no digits
+    loaded: list[str] = []
+
+    def weights(*args, **kwargs):
+        loaded.append(str(args[0]))
+        raise AssertionError("the weights loaded before the tokenizer was checked")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", weights)
+    cfg = Config(model=str(words), lengths=LENGTHS, sequences=1, probes_per_length=1)
+    with pytest.raises(ValueError) as err:
+        skeleton.run(EXPERIMENT, cfg, tmp_path / "run", progress=False)
+    message = str(err.value)
+    assert message.startswith(f"{words}: the tokenizer does not write the number ")
+    assert "needs a tokenizer that splits numbers into digits" in message
+    assert "\n" not in message and loaded == []
+    assert not (tmp_path / "run").exists()
+
+
 def test_query_fits_the_quick_lengths(digit_tokenizer):
     assert 2 * 2 * query_tokens(digit_tokenizer) <= min(Config.quick().lengths)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import re
 import urllib.error
 from pathlib import Path
@@ -14,7 +15,9 @@ from attnlimits.corpus import (
     WAR_AND_PEACE_SHA256,
     TextUnavailableError,
     cache_dir,
+    check_cache,
     check_windows,
+    describe_text,
     load_text,
     strip_gutenberg,
     text_sha256,
@@ -127,6 +130,68 @@ def test_download_with_wrong_checksum_is_rejected(no_local_copy, monkeypatch):
     with pytest.raises(TextUnavailableError, match="sha256"):
         load_text()
     assert list(no_local_copy.iterdir()) == []
+
+
+def test_a_text_is_called_war_and_peace_only_when_it_is_the_book(tmp_path, monkeypatch):
+    """$ATTNLIMITS_TEXT may name any file: one byte is "the text at PATH (1 byte)", not War
+    and Peace; the book itself, or a Gutenberg edition of it, is War and Peace."""
+    one = tmp_path / "one.txt"
+    one.write_bytes(b"x")
+    monkeypatch.setenv("ATTNLIMITS_TEXT", str(one))
+    assert describe_text() == f"the text at {one} (1 byte)"
+    other = tmp_path / "other.txt"
+    other.write_text("BOOK ONE: 1805\n" + "words " * 500)  # the line alone is not the book
+    monkeypatch.setenv("ATTNLIMITS_TEXT", str(other))
+    assert describe_text() == f"the text at {other} ({other.stat().st_size:,} bytes)"
+    edition = tmp_path / "edition.txt"
+    edition.write_text(FAKE_BOOK)  # another release of Gutenberg #2600
+    monkeypatch.setenv("ATTNLIMITS_TEXT", str(edition))
+    assert describe_text() == "War and Peace"
+    assert describe_text(one) == str(one)  # a path given is named as given
+
+
+def test_the_shared_book_is_war_and_peace(book_path, monkeypatch):
+    monkeypatch.setenv("ATTNLIMITS_TEXT", str(book_path))
+    assert describe_text() == "War and Peace"
+
+
+@pytest.mark.parametrize("where", ["itself", "on the way"])
+def test_a_cache_folder_that_is_a_file_is_one_line_naming_it(tmp_path, monkeypatch, where):
+    blocker = tmp_path / "cache"
+    blocker.write_text("not a folder")
+    cache = blocker if where == "itself" else blocker / "deeper"
+    monkeypatch.setenv("ATTNLIMITS_CACHE_DIR", str(cache))
+    with pytest.raises(ValueError, match="not a folder") as err:
+        check_cache("models")
+    message = str(err.value)
+    assert f"cache folder {blocker}" in message and "ATTNLIMITS_CACHE_DIR" in message
+    assert "\n" not in message and blocker.read_text() == "not a folder"
+
+
+def test_a_cache_folder_that_cannot_be_written_is_named(tmp_path, monkeypatch):
+    """A read-only cache (simulated: this suite may run as root, who writes anywhere)."""
+    import tempfile
+
+    def read_only(*args, dir=None, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", str(dir))
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("ATTNLIMITS_CACHE_DIR", str(cache))
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    with pytest.raises(ValueError) as err:
+        check_cache("models")
+    assert str(err.value) == (
+        f"cache folder {cache} cannot be written (Permission denied); $ATTNLIMITS_CACHE_DIR "
+        "names it: set ATTNLIMITS_CACHE_DIR to a writable folder"
+    )
+
+
+def test_check_cache_creates_nothing(tmp_path, monkeypatch):
+    """A run that fails later (a missing extra) must not leave a cache folder behind."""
+    monkeypatch.setenv("ATTNLIMITS_CACHE_DIR", str(tmp_path / "new"))
+    assert check_cache("models") == tmp_path / "new" / "models"
+    assert list(tmp_path.iterdir()) == []  # neither the folder nor a probe
 
 
 def test_cache_dir_follows_xdg(monkeypatch, tmp_path):

@@ -390,6 +390,7 @@ REVIEWED = {
     ("experiments/store.py", "ResultStore.__init__", "os.unlink"): (1, "its own mkstemp probe"),
     ("experiments/store.py", "ResultStore.lock", ".unlink"): (1, "the lock's owner note"),
     ("monitor/__init__.py", "_writable", "os.unlink"): (1, "its own mkstemp probe"),
+    ("_paths.py", "check_writable_folder", "os.unlink"): (1, "its own mkstemp probe"),
     ("capture/models.py", "_gguf_dir", "os.replace"): (1, "a new entry of the model cache"),
     ("capture/models.py", "_gguf_dir", "shutil.rmtree"): (1, "its own mkdtemp folder"),
     ("corpus/text.py", "_fetch_into_cache", "os.replace"): (1, "the book's cache entry"),

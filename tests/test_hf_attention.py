@@ -15,6 +15,7 @@ from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 from transformers.modeling_utils import AttentionInterface
 
 import attnlimits.kernels as K
+from attnlimits.kernels.hf import config_params
 
 VOCAB = 97
 
@@ -165,6 +166,22 @@ def test_patch_restores_on_error_and_rejects_bad_input():
     model.train()  # the streaming kernel has no attention dropout: refuse rather than ignore it
     with pytest.raises(ValueError, match="dropout"), K.patch(model, "softmax", kernel="streaming"):
         model(ids)
+
+
+@pytest.mark.parametrize(
+    "model",
+    [torch.nn.Linear(2, 2), torch.nn.Sequential(), "gpt2", None],
+    ids=["Linear", "Sequential", "str", "None"],
+)
+def test_patch_on_a_module_that_is_no_transformers_model_is_one_type_error(model):
+    """Was a raw ``AttributeError: 'Linear' object has no attribute 'config'``."""
+    with pytest.raises(TypeError, match="patch takes a transformers model") as err:
+        with K.patch(model, "softmax"):
+            pass
+    assert type(model).__name__ in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(TypeError, match="config_params takes a transformers model"):
+        with config_params(model, {}):
+            pass
 
 
 @pytest.mark.slow

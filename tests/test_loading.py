@@ -105,3 +105,30 @@ def test_offline_mode_says_how_to_leave_it(unreachable_hub, monkeypatch):
         load_model("no-such-org/no-such-model")
     assert "HF_HUB_OFFLINE is set" in str(err.value)
     assert unreachable_hub == []  # the flag alone decides: no connection tried
+
+
+@pytest.mark.parametrize("cache", ["a file", "a folder under a file"])
+def test_a_cache_that_cannot_take_a_gguf_is_refused_before_it_is_read(tmp_path, monkeypatch, cache):
+    """A GGUF is dequantised into the cache (minutes for a real model): a cache folder that is
+    a file is refused in one line before transformers reads the GGUF, not after."""
+    import transformers
+
+    from tiny_models import tiny_gguf
+
+    gguf = tmp_path / "tiny.gguf"
+    tiny_gguf(gguf)
+    blocker = tmp_path / "cache"
+    blocker.write_text("")
+    where = blocker if cache == "a file" else blocker / "sub"
+    monkeypatch.setenv("ATTNLIMITS_CACHE_DIR", str(where))
+    read: list[str] = []
+
+    def reading(*args, **kwargs):
+        read.append(str(args[0]))
+        raise AssertionError("the GGUF was read before the cache was checked")
+
+    for auto in (transformers.AutoTokenizer, transformers.AutoModelForCausalLM):
+        monkeypatch.setattr(auto, "from_pretrained", reading)
+    with pytest.raises(ValueError, match=f"cache folder {blocker}.* is a file, not a folder"):
+        load_model(str(gguf))
+    assert read == []

@@ -209,6 +209,22 @@ def test_fp16_input_gives_finite_values(gen):
         assert v.dtype == torch.float32 and torch.isfinite(v[m.valid]).all()
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("radius", [None, 1.0, 3.0])
+def test_low_precision_x_from_normalize_to_sphere_is_on_the_sphere(gen, dtype, radius):
+    """bf16 norms are off by up to ~2⁻⁷ after rounding: x that normalize_to_sphere put on the
+    sphere in its own dtype passes the check at the default rtol (a tolerance from the
+    dtype's eps), while x clearly off the sphere is still refused."""
+    attn = torch.softmax(torch.randn(2, 12, 64, generator=gen), -1)
+    x = normalize_to_sphere(torch.randn(2, 64, 48, generator=gen).to(dtype), radius or 1.0)
+    for a in (attn, attn.to(dtype)):
+        m = separability_metrics(a, x, 3, radius=radius)
+        assert torch.isfinite(m.ratio[m.valid]).all()
+    off = x * torch.linspace(1, 1.1, 64)[:, None].to(dtype)
+    with pytest.raises(ValueError, match="not on"):
+        separability_metrics(attn, off, 3, radius=radius)
+
+
 @pytest.mark.parametrize("d", [3, 40])  # d = 40 > K: s_N is built over several gathers
 @pytest.mark.parametrize("shared_x", [False, True])
 @pytest.mark.parametrize("route", ["fused", "torch dense", "torch gram"])

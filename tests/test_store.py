@@ -100,3 +100,39 @@ def test_every_file_the_store_writes_is_listed_before_it_is_written(tmp_path: Pa
     assert sorted(listed) == sorted(
         ["run.json", "tables/t.parquet", "tables/t.csv", part, "report.md"]
     )
+
+
+@pytest.mark.parametrize("writer", ["part", "run.json", "table"])
+def test_a_full_disk_names_the_file_and_says_so(tmp_path: Path, monkeypatch, writer) -> None:
+    """``[Errno 28] No space left on device`` alone names no file: every write of a result
+    names its path and says "disk full" in words (the errno kept for callers)."""
+    import errno
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")  # no filename, as write(2) gives
+
+    store = ResultStore(tmp_path)
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", full)
+    monkeypatch.setattr(os, "fsync", full)
+    df = pd.DataFrame({"a": [1]})
+    write, path = {
+        "part": (lambda: store.save_part("s", {}, "k", df), store.parts_dir("s", {}) / "k.parquet"),
+        "run.json": (lambda: store.update_meta(x=1), tmp_path / "run.json"),
+        "table": (lambda: store.write_table(df, "t"), tmp_path / "tables" / "t.parquet"),
+    }[writer]
+    with pytest.raises(OSError) as err:
+        write()
+    assert str(err.value) == f"cannot write {path}: disk full (no space left on device)"
+    assert err.value.errno == errno.ENOSPC
+
+
+def test_other_write_errors_name_the_file_too(tmp_path: Path, monkeypatch) -> None:
+    import errno
+
+    def denied(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(os, "fsync", denied)
+    with pytest.raises(PermissionError, match=f"^cannot write {tmp_path / 'a.txt'}: Permission"):
+        atomic_write_text(tmp_path / "a.txt", "x")
+    assert list(tmp_path.iterdir()) == []  # its temporary is gone

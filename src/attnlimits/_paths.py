@@ -4,12 +4,28 @@ check every writer below a results folder makes: no symbolic link on the way (:f
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import stat
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
-__all__ = ["inside", "link_refused", "open_no_follow", "path_kind", "refuse_links"]
+__all__ = [
+    "check_writable_folder",
+    "inside",
+    "link_refused",
+    "naming_the_path",
+    "open_no_follow",
+    "path_kind",
+    "refuse_links",
+    "write_error",
+]
+
+#: errno values that mean the disk (or the user's share of it) is full, in words.
+_FULL = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded"}
 
 
 def path_kind(path: Path) -> str:
@@ -92,3 +108,60 @@ def open_no_follow(path: Path, flags: int, mode: int = 0o666) -> int:
         if err.errno == errno.ELOOP and Path(path).is_symlink():
             raise link_refused(Path(path)) from None
         raise
+
+
+def write_error(path: Path, err: OSError) -> OSError:
+    """``err``, met while writing ``path``, as an error of the same class whose one-line message
+    names ``path`` (a full disk says so in words: ``[Errno 28]`` names no file); its ``errno``
+    is kept. An error this function made already is returned as it is."""
+    if getattr(err, "attnlimits_path", None) is not None:
+        return err
+    why = err.strerror or str(err) or type(err).__name__
+    if err.errno in _FULL:
+        why = f"{_FULL[err.errno]} ({why[:1].lower()}{why[1:]})"
+    message = f"cannot write {path}: {why}"
+    try:
+        new = type(err)(message)
+    except TypeError:  # a subclass with a constructor of its own
+        new = OSError(message)
+    new.errno = err.errno
+    new.attnlimits_path = str(path)  # type: ignore[attr-defined]
+    return new
+
+
+def naming_the_path(
+    target: Callable[..., AbstractContextManager[Any]],
+) -> Callable[..., AbstractContextManager[Any]]:
+    """Decorate ``target(path, ...)``, a context manager that writes ``path``: an ``OSError``
+    inside it comes out as :func:`write_error` names it."""
+
+    @contextmanager
+    @functools.wraps(target)
+    def named(path: Path, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        try:
+            with target(path, *args, **kwargs) as value:
+                yield value
+        except OSError as err:
+            raise write_error(path, err) from err
+
+    return named
+
+
+def check_writable_folder(path: Path, what: str, fix: str) -> None:
+    """Refuse, with a one-line ``ValueError`` naming ``what``, the path and ``fix`` (what to do),
+    a folder that cannot be written: a file (or other non-folder) in its place or on its way,
+    or a folder where no file can be made (probed in ``path``, or where ``path`` is missing, in
+    the deepest folder on its way, where its writer would make it). Creates nothing."""
+    for p in (path, *path.parents):
+        kind = path_kind(p)
+        if kind == "a folder":
+            break
+        if kind != "missing":
+            where = "" if p == path else f" (on the way to {path})"
+            raise ValueError(f"{what} {p}{where} is {kind}, not a folder; {fix}")
+    try:
+        fd, probe = tempfile.mkstemp(dir=p, prefix=".probe.")
+        os.close(fd)
+        os.unlink(probe)  # a name mkstemp made for us: never a user's file
+    except OSError as err:
+        raise ValueError(f"{what} {p} cannot be written ({err.strerror or err}); {fix}") from None

@@ -34,6 +34,7 @@ from attnlimits.capture.models import (
     attention_modules,
     check_device,
     check_model_available,
+    is_causal_lm,
     load_model,
     model_info,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "capturing",
     "check_device",
     "check_model_available",
+    "is_causal_lm",
     "keep_models",
     "keep_models_in_this_process",
     "load_model",

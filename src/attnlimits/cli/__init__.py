@@ -104,9 +104,11 @@ def _run(
     except KeyboardInterrupt:
         from attnlimits.experiments.store import ResultStore
 
-        saved = ResultStore(out).n_parts() if out.exists() else 0
+        store = ResultStore(out) if out.exists() else None  # what is on disk, of any kind
+        counts = {"part": store.n_parts(), "checkpoint": store.n_checkpoints()} if store else {}
+        saved = " and ".join(f"{n} {kind}(s)" for kind, n in counts.items() if n)
         if saved:
-            _fail(f"interrupted: {saved} part(s) saved in {out}; rerun the command to resume", 130)
+            _fail(f"interrupted: {saved} saved in {out}; rerun the command to resume", 130)
         _fail("interrupted before anything was saved", 130)
     except (ValueError, OSError) as err:  # bad input, unreachable model or text, busy folder
         _fail(str(err))

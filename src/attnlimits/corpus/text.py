@@ -15,7 +15,7 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from attnlimits._paths import path_kind
+from attnlimits._paths import check_writable_folder, path_kind
 
 __all__ = [
     "BOOK_START",
@@ -23,6 +23,8 @@ __all__ = [
     "WAR_AND_PEACE_SHA256",
     "TextUnavailableError",
     "cache_dir",
+    "check_cache",
+    "describe_text",
     "load_text",
     "pack_text",
     "strip_gutenberg",
@@ -43,6 +45,10 @@ SHARED_TEXT = Path(__file__).resolve().parents[3].parent / "shared" / "data" / C
 
 _START_MARK = re.compile(r"^\*\*\* ?START OF (THE|THIS) PROJECT GUTENBERG EBOOK.*$", re.MULTILINE)
 _END_MARK = re.compile(r"^\*\*\* ?END OF (THE|THIS) PROJECT GUTENBERG EBOOK.*$", re.MULTILINE)
+#: The start line of a Project Gutenberg edition of the book (any release of #2600).
+_BOOK_MARK = re.compile(
+    r"^\*\*\* ?START OF (THE|THIS) PROJECT GUTENBERG EBOOK WAR AND PEACE\b", re.MULTILINE
+)
 
 
 class TextUnavailableError(OSError):
@@ -63,6 +69,22 @@ def cache_dir() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
     return base / "attnlimits"
+
+
+def check_cache(sub: str = "") -> Path:
+    """``cache_dir() / sub``, checked writable (not made) for a caller about to do slow work
+    whose result goes there (a dequantised model, a generated dataset): a file in its place or
+    on its way, or a folder where nothing can be written, is a one-line ``ValueError`` naming
+    the folder and the setting behind it, before the work instead of after it."""
+    root = cache_dir()
+    if os.environ.get(ENV_CACHE):
+        fix = f"${ENV_CACHE} names it: set {ENV_CACHE} to a writable folder"
+    elif os.environ.get("XDG_CACHE_HOME"):
+        fix = f"it is in $XDG_CACHE_HOME: set {ENV_CACHE} to a writable folder"
+    else:
+        fix = f"set {ENV_CACHE} to a writable folder"
+    check_writable_folder(root / sub if sub else root, "cache folder", fix)
+    return root / sub if sub else root
 
 
 def text_sha256(data: str | bytes | os.PathLike[str]) -> str:
@@ -112,6 +134,7 @@ def _download(url: str, dest: Path, *, timeout: float = 60.0) -> None:
 
 def _fetch_into_cache(target: Path) -> None:
     """Download the book once into ``target``: verified, then moved into place atomically."""
+    check_cache()  # a cache that cannot take the book: refused before the download
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=".download-", dir=target.parent)
     os.close(fd)
@@ -182,6 +205,32 @@ def unpack_text(packed: dict[str, tuple[str, bytes, bool]]) -> None:
     """From now on, ``load_text(source)`` in this process reads the bytes :func:`pack_text`
     shipped for ``source`` (checked and decoded as a file would be) instead of a file."""
     _shipped.update(packed)
+
+
+def describe_text(source: str | os.PathLike[str] | None = None) -> str:
+    """What :func:`load_text` reads for ``source``, in words, for messages and ``run.json``.
+
+    A ``source`` given is named as given. Otherwise the text is called *War and Peace* only
+    where it is recognised as the book: the known sha256 of Gutenberg #2600, or a Project
+    Gutenberg edition of it (its ``*** START OF ... WAR AND PEACE`` line and a line
+    ``BOOK ONE: 1805``); any other file (``$ATTNLIMITS_TEXT`` may name anything) is
+    ``"the text at PATH (N bytes)"``. Raises what :func:`load_text` raises for a text it
+    cannot read.
+    """
+    if source is not None:
+        return str(source)
+    if (shipped := _shipped.get(_key(None))) is not None:
+        path, raw = Path(shipped[0]), shipped[1]
+    else:
+        path, _ = _resolve(None)
+        raw = _read(path)
+    if text_sha256(raw) == WAR_AND_PEACE_SHA256:
+        return "War and Peace"
+    text = raw.decode("utf-8", errors="replace")
+    if _BOOK_MARK.search(text) and re.search(rf"^{re.escape(BOOK_START)}[ \t]*\r?$", text, re.M):
+        return "War and Peace"
+    size = f"{len(raw):,} byte" + ("" if len(raw) == 1 else "s")
+    return f"the text at {path} ({size})"
 
 
 def load_text(source: str | os.PathLike[str] | None = None) -> str:

@@ -34,8 +34,9 @@ def check_text_room(text: str, source: str, length: int, count: int, what: str) 
     loads (a token is at least one character)."""
     if len(text) < length * count:
         raise ValueError(
-            f"{source} has {len(text):,} characters, too short for {count} {what}(s) of "
-            f"{length} tokens; give a longer text, fewer {what}s or shorter lengths"
+            f"{source} has {len(text):,} character{'' if len(text) == 1 else 's'}, too short "
+            f"for {count} {what}(s) of {length} tokens; give a longer text, fewer {what}s or "
+            "shorter lengths"
         )
 
 

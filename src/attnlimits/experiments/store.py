@@ -16,22 +16,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import socket
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import filelock
 import pandas as pd
 
-from attnlimits._paths import inside, open_no_follow, refuse_links
-from attnlimits.experiments import _allocator, _owned
+from attnlimits._paths import inside, naming_the_path, open_no_follow, refuse_links
+from attnlimits.experiments import _owned
+from attnlimits.experiments._machine import machine_info, package_versions
 from attnlimits.experiments._owned import LOCK_NAME, OWNER_NAME, TMP_SUFFIX, Manifest
 
 __all__ = [
@@ -51,8 +50,6 @@ __all__ = [
 ]
 
 _LOCK_NAME = LOCK_NAME  # the name tests and older callers know it by
-
-_VERSIONED = ("attnlimits", "torch", "transformers", "numpy", "scipy", "pandas", "matplotlib")
 
 
 class FolderBusyError(ValueError):
@@ -117,6 +114,7 @@ def read_run_json(path: Path) -> dict[str, Any]:
     return meta
 
 
+@naming_the_path
 @contextmanager
 def _atomic_target(path: Path, manifest: Manifest | None = None) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it into place if the block succeeds.
@@ -183,46 +181,6 @@ def params_hash(params: Any) -> str:
     """A short stable hash of parameters (dataclass, mapping, or JSON-able value)."""
     blob = json.dumps(jsonable(params), sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:12]
-
-
-def package_versions() -> dict[str, str]:
-    """Versions of Python and the packages whose behaviour the numbers depend on."""
-    out = {"python": platform.python_version()}
-    for name in _VERSIONED:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def machine_info() -> dict[str, Any]:
-    """What the numbers may depend on besides versions: CPU, the vector instructions torch's
-    kernels use (``ATEN_CPU_CAPABILITY`` lowers them) and MKL's (``MKL_ENABLE_INSTRUCTIONS``),
-    cores, torch's thread counts (docs/determinism.md measures what each changes)."""
-    import torch
-
-    return {
-        "cpu": _cpu_model(),
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "mkl_instructions": os.environ.get("MKL_ENABLE_INSTRUCTIONS"),
-        "cores": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "torch_interop_threads": torch.get_num_interop_threads(),
-        "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
-        "platform": platform.platform(),
-        "allocator": _allocator.state(),
-    }
 
 
 class ResultStore:
@@ -320,6 +278,11 @@ class ResultStore:
     def n_parts(self) -> int:
         """How many resumable parts the folder holds (what an interrupted run has saved)."""
         return sum(1 for _ in (self.root / "parts").rglob("*.parquet"))
+
+    def n_checkpoints(self) -> int:
+        """How many training checkpoints the folder holds (``checkpoints/*.pt``, saved by an
+        interrupted run as much as its parts are)."""
+        return sum(1 for _ in (self.root / "checkpoints").rglob("*.pt"))
 
     # ---- metadata -------------------------------------------------------------------------
     def update_meta(self, **fields: Any) -> None:

@@ -46,7 +46,13 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from attnlimits.hf_bridge import additive_bias, keep_mask, register_attention, using_attention
+from attnlimits.hf_bridge import (
+    additive_bias,
+    keep_mask,
+    register_attention,
+    uses_attention_interface,
+    using_attention,
+)
 from attnlimits.kernels.chunked import chunked_attention
 from attnlimits.kernels.reference import naive_attention
 from attnlimits.kernels.sdpa import SDPA_NORMALIZERS, sdpa_attention
@@ -219,10 +225,11 @@ def patch(model: Any, normalizer: str = "adaptive", **params: Any) -> Iterator[A
     """Run an already loaded model with a streaming kernel inside a ``with`` block.
 
     Sets ``model.set_attn_implementation(name)`` and ``model.config.attnlimits_params = params``
-    and restores both on exit (also on error). ``normalizer`` is any registry name
-    (:func:`attnlimits.normalizers.available`) or an ``attnlimits_*`` name; ``params`` are that
-    normaliser's parameters plus an optional ``block_size`` and ``kernel`` (``"sdpa"``, the
-    default, or ``"streaming"``).
+    and restores both on exit (also on error). ``model`` is a transformers model whose attention
+    goes through ``attn_implementation`` (anything else: a one-line ``TypeError``).
+    ``normalizer`` is any registry name (:func:`attnlimits.normalizers.available`) or an
+    ``attnlimits_*`` name; ``params`` are that normaliser's parameters plus an optional
+    ``block_size`` and ``kernel`` (``"sdpa"``, the default, or ``"streaming"``).
 
     Examples
     --------
@@ -232,6 +239,16 @@ def patch(model: Any, normalizer: str = "adaptive", **params: Any) -> Iterator[A
     name = _INVERSE.get(normalizer, normalizer)
     if name not in HF_NAMES:
         raise ValueError(f"unknown normalizer {normalizer!r}; choose one of {sorted(_INVERSE)}")
+    if not (isinstance(model, nn.Module) and uses_attention_interface(model)):
+        why = (
+            "does not call its attention through transformers' attention interface"
+            if hasattr(model, "config")
+            else "is not a transformers model (it has no .config)"
+        )
+        raise TypeError(
+            "patch takes a transformers model whose attention goes through attn_implementation "
+            f"(e.g. from AutoModelForCausalLM.from_pretrained); {type(model).__name__} {why}"
+        )
     with config_params(model, params), using_attention(model, name):
         yield model
 
@@ -240,7 +257,11 @@ def patch(model: Any, normalizer: str = "adaptive", **params: Any) -> Iterator[A
 def config_params(model: Any, params: dict[str, Any]) -> Iterator[Any]:
     """Set ``model.config.attnlimits_params`` (what the registered names read per call) to a
     copy of ``params`` inside the block; restore it, or its absence, on exit (also on error)."""
-    config = model.config
+    config = getattr(model, "config", None)
+    if config is None:
+        raise TypeError(
+            f"config_params takes a transformers model (with a .config); got {type(model).__name__}"
+        )
     had, old_params = hasattr(config, CONFIG_ATTR), getattr(config, CONFIG_ATTR, None)
     try:
         setattr(config, CONFIG_ATTR, dict(params))

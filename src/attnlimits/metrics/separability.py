@@ -32,10 +32,10 @@ from attnlimits._checks import (
     check_nonempty,
     check_number,
     check_positive,
-    normalize_dim,
 )
 from attnlimits._grad import sqrt0
 from attnlimits.metrics import _fused
+from attnlimits.metrics._sphere import normalize_to_sphere, sphere_radius
 from attnlimits.metrics._topn import (
     TopNRows,
     check_rows,
@@ -66,28 +66,6 @@ class SeparabilityMetrics(NamedTuple):
     upper: Tensor  # Eq. 11 right side (not a valid bound, see errata)
     r: Tensor  # ball radius min_{j∉I_N} ||s − α_j x_j||
     valid: Tensor  # L ≥ N + 1
-
-
-def normalize_to_sphere(x: Tensor, radius: float = 1.0, *, dim: int = -1) -> Tensor:
-    """Project every vector onto the sphere of radius M (Assumption 1): M · x / ||x||.
-
-    Raises ``ValueError`` for a zero vector, which has no direction to keep.
-    """
-    check_finite(x, "x", allow_neg_inf=False)
-    check_positive(radius, "radius", tensor_ok=False)
-    info = torch.finfo(x.dtype)
-    if not info.tiny <= radius <= info.max:
-        raise ValueError(f"radius={radius:.4g} is outside {x.dtype}'s range, x's dtype")
-    dim = normalize_dim(dim, x.ndim, "x")
-    if x.shape[dim] == 0:
-        raise ValueError(f"x has no entries along dim={dim} (shape {tuple(x.shape)})")
-    # each vector scaled by a power of two first (exact), so its norm cannot overflow
-    _, exponent = torch.frexp(x.detach().abs().amax(dim=dim, keepdim=True))
-    x = torch.ldexp(x, -exponent).to(x.dtype)
-    norms = torch.linalg.vector_norm(x, dim=dim, keepdim=True)
-    if bool((norms == 0).any()):
-        raise ValueError("x holds a zero vector, which cannot be put on the sphere")
-    return x * (radius / norms)
 
 
 #: Rows of the pairwise-distance matrix held at once by :func:`min_pairwise_distances`.
@@ -186,25 +164,6 @@ def _no_pair_nan(best: Tensor, shift: Tensor) -> Tensor:
     return torch.ldexp(out, shift).to(out.dtype) if bool(shift.any()) else out
 
 
-def _sphere_radius(x: Tensor, key_keep: Tensor, radius: float | None, rtol: float) -> Tensor:
-    """M per head [...] (inferred or given), after checking Assumption 1 on kept keys."""
-    norms = torch.linalg.vector_norm(x, dim=-1).expand(key_keep.shape)  # (..., K)
-    hi = norms.masked_fill(~key_keep, -math.inf).amax(-1)
-    lo = norms.masked_fill(~key_keep, math.inf).amin(-1)
-    used = key_keep.any(-1)  # heads with no kept key: every row is invalid, any M will do
-    m = hi if radius is None else torch.full_like(hi, float(radius))
-    m = torch.where(used, m, 1.0)
-    off = ((hi - m).abs() > rtol * m) | ((lo - m).abs() > rtol * m)
-    if bool((off & used).any()):
-        sphere = "a sphere" if radius is None else f"the sphere of radius {radius:.4g}"
-        raise ValueError(
-            f"x is not on {sphere} (Assumption 1) within rtol={rtol:.3g}: kept norms range "
-            f"over [{float(lo[used].min()):.4g}, {float(hi[used].max()):.4g}]; use "
-            "normalize_to_sphere first"
-        )
-    return m
-
-
 def separability_metrics(
     attn: Tensor,
     x: Tensor,
@@ -229,7 +188,9 @@ def separability_metrics(
         Boolean keep-mask broadcastable to ``attn``.
     radius : float, optional
         M > 0; inferred per head from the kept norms when omitted. Either way every kept norm
-        must equal M within ``rtol`` (relative, >= 0; else ``ValueError``).
+        must equal M within ``rtol`` (relative, >= 0; else ``ValueError``), or within 2 eps of
+        ``x``'s dtype where that is larger (bfloat16, float16: what rounding leaves of
+        :func:`normalize_to_sphere`).
     delta : float or Tensor, optional
         δ; by default :func:`min_pairwise_distance` per head over keys kept by some row.
 
@@ -275,7 +236,9 @@ def separability_curve(
     batch = torch.broadcast_shapes(r.keep.shape[:-2], r.x.shape[:-2])
     key_keep = r.keep.any(-2).expand(*batch, r.x.shape[-2])  # (..., K)
     x_all = r.x.expand(*batch, *r.x.shape[-2:])
-    m = _sphere_radius(x_all, key_keep, radius, rtol)
+    m = sphere_radius(
+        x_all, key_keep, radius, rtol, x.dtype if x.is_floating_point() else r.x.dtype
+    )
     if delta is None:
         delta = min_pairwise_distance(x_all, key_keep).nan_to_num(0.0)
     delta = torch.as_tensor(delta, dtype=r.attn.dtype, device=attn.device)

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnlimits.corpus import cache_dir
+from attnlimits._paths import write_error
+from attnlimits.corpus import cache_dir, check_cache
 
 __all__ = [
     "ALGORITHMS",
@@ -230,6 +231,8 @@ def cached_dataset(
     path = (folder or cache_dir() / "clrs_text") / f"clrs_text-{_key(spec)}.parquet"
     if path.is_file():
         return check_dataset(pd.read_parquet(path), str(path)), path
+    if folder is None:  # a cache that cannot take the table: refused before generating it
+        check_cache("clrs_text")
     df = build_dataset(
         train_lengths, test_lengths, train_samples=train_samples, test_samples=test_samples,
         train_seed=train_seed, test_seed=test_seed,
@@ -239,6 +242,8 @@ def cached_dataset(
     try:
         df.to_parquet(tmp, index=False)
         os.replace(tmp, path)
+    except OSError as err:  # a full disk: the file named, not only an errno
+        raise write_error(path, err) from err
     finally:
         tmp.unlink(missing_ok=True)
     return df, path

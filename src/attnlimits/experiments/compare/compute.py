@@ -22,15 +22,20 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from attnlimits.capture import ModelInfo, load_model
-from attnlimits.corpus import load_text, spread_windows, text_sha256
+from attnlimits.capture import ModelInfo, is_causal_lm, load_model
+from attnlimits.corpus import describe_text, load_text, spread_windows, text_sha256
 from attnlimits.experiments._inputs import check_context, check_text_room
 from attnlimits.experiments.compare.config import BASELINE, Config, check_heads, check_probe_room
 from attnlimits.experiments.compare.forward import run_forward
-from attnlimits.experiments.compare.probe import build_probes, query_tokens, score_probes
+from attnlimits.experiments.compare.probe import (
+    build_probes,
+    check_numbers,
+    query_tokens,
+    score_probes,
+)
 from attnlimits.experiments.store import ResultStore, params_hash
 
-__all__ = ["check_model", "compute", "summarize"]
+__all__ = ["check_model", "check_tokenizer", "compute", "summarize"]
 
 
 def check_model(cfg: Config, info: ModelInfo) -> None:
@@ -42,6 +47,19 @@ def check_model(cfg: Config, info: ModelInfo) -> None:
             "perplexity and retrieval; use attnlimits scan for encoders"
         )
     check_context(cfg.model, cfg.max_length, info.max_context, cfg.beyond_context, "compare")
+
+
+def check_tokenizer(cfg: Config, tokenizer: Any, config: Any) -> None:
+    """Before the weights load: a causal LM's tokenizer writes every probe's number (one line
+    naming the model and what the probe needs otherwise). An encoder is refused by name once
+    loaded (:func:`check_model`), whatever its tokenizer."""
+    if not is_causal_lm(config):
+        return
+    n_probes = len(cfg.lengths) * cfg.probes_per_length
+    try:
+        check_numbers(tokenizer, n_probes, cfg.sequences, cfg.seed)
+    except ValueError as err:
+        raise ValueError(f"{cfg.model}: {err}") from None
 
 
 def _band_nll(nll: torch.Tensor, book: torch.Tensor, lengths: tuple[int, ...]) -> pd.DataFrame:
@@ -74,9 +92,13 @@ def _one(
 def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[str, pd.DataFrame]:
     """Compare ``cfg.normalizers`` in ``cfg.model``; parts per (normaliser, sequence)."""
     text = load_text(cfg.text)
-    source = str(cfg.text or "War and Peace")
+    source = describe_text(cfg.text)
     check_text_room(text, source, cfg.max_length, cfg.sequences, "sequence")
-    loaded = load_model(cfg.model, device=cfg.device)
+    loaded = load_model(
+        cfg.model,
+        device=cfg.device,
+        check_tokenizer=lambda tok, conf: check_tokenizer(cfg, tok, conf),
+    )
     info = loaded.info
     check_model(cfg, info)
     check_probe_room(cfg, query_tokens(loaded.tokenizer))

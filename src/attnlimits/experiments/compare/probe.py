@@ -24,7 +24,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-__all__ = ["WORDS", "Probes", "build_probes", "query_tokens", "score_probes"]
+__all__ = ["WORDS", "Probes", "build_probes", "check_numbers", "query_tokens", "score_probes"]
 
 #: Words the needles are about: common nouns, none a name in War and Peace, each one token in
 #: most BPE vocabularies (a word of several tokens works too).
@@ -65,7 +65,32 @@ def _answer_span(tokenizer: Any, text: str, number: str) -> tuple[list[int], int
     for k in range(1, len(ids)):
         if "".join(tokenizer.decode(ids[-1 - k : -1]).split()) == number:
             return ids, len(ids) - 1 - k
-    raise ValueError(f"the tokenizer does not end {text!r} with the number and a period")
+    tail = tokenizer.decode(ids[-8:]) if ids else ""
+    raise ValueError(
+        f"the tokenizer does not write the number {number} as tokens of its own before the "
+        f"period (the query's end reads back as {tail!r}): the retrieval probe needs a "
+        "tokenizer that splits numbers into digits or groups of digits, as SmolLM2's and "
+        "GPT-2's do"
+    )
+
+
+def _draws(seed: int, sequence: int, n_probes: int) -> tuple[np.random.Generator, Any, Any]:
+    """The generator of one sequence's probes, and their words (indices) and numbers."""
+    rng = np.random.default_rng([seed, sequence])
+    words = rng.choice(len(WORDS), size=n_probes, replace=False)
+    numbers = rng.integers(10 ** (_DIGITS - 1), 10**_DIGITS, size=n_probes)
+    return rng, words, numbers
+
+
+def check_numbers(tokenizer: Any, n_probes: int, sequences: int, seed: int) -> None:
+    """Refuse, before any model loads, a tokenizer that cannot write the numbers the probes of
+    :func:`build_probes` will ask for (the same draws): a ``ValueError`` saying what the probe
+    needs (numbers as digits or groups of digits, apart from the period after them)."""
+    for s in range(sequences):
+        _, words, numbers = _draws(seed, s, min(n_probes, len(WORDS)))
+        for word, number in zip(words, numbers, strict=True):
+            query = _QUERY.format(word=WORDS[word], number=number)
+            _answer_span(tokenizer, query, str(number))
 
 
 def _free_start(rng: np.random.Generator, busy: np.ndarray, size: int, stop: int) -> int:
@@ -102,9 +127,7 @@ def build_probes(
     if n_probes > len(WORDS):
         raise ValueError(f"at most {len(WORDS)} probes per sequence, asked for {n_probes}")
     for s in range(S):  # a few sequences and probes, not tokens: the loop is cheap
-        rng = np.random.default_rng([seed, s])
-        words = rng.choice(len(WORDS), size=n_probes, replace=False)
-        numbers = rng.integers(10 ** (_DIGITS - 1), 10**_DIGITS, size=n_probes)
+        rng, words, numbers = _draws(seed, s, n_probes)
         busy = np.zeros(L, dtype=bool)
         queries = []
         for j, length in enumerate(sorted(lengths)):

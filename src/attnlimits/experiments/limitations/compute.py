@@ -29,7 +29,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from attnlimits.capture import LayerCapture, capture, load_model
-from attnlimits.corpus import load_text, spread_windows, text_sha256, token_windows
+from attnlimits.corpus import describe_text, load_text, spread_windows, text_sha256, token_windows
 from attnlimits.experiments._inputs import check_text_room
 from attnlimits.experiments.limitations.config import E_FORMS, Config, XSource
 from attnlimits.experiments.limitations.critical import critical_n_table, head_draws_table
@@ -229,7 +229,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     """Algorithms 1–5 over the run's windows; per-layer parts make an interrupted run resumable."""
     text = load_text(cfg.text)  # a bad text fails before the model loads
     sha = text_sha256(text)
-    source = str(cfg.text or "War and Peace")
+    source = describe_text(cfg.text)
     check_text_room(text, source, cfg.max_length, cfg.windows, "window")  # as scan and compare
     loaded = load_model(cfg.model, device=cfg.device)
     info = loaded.info

@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 from attnlimits import theory
 from attnlimits.capture import LayerCapture, LoadedModel, capture, load_model
-from attnlimits.corpus import load_text, text_sha256, token_windows
+from attnlimits.corpus import describe_text, load_text, text_sha256, token_windows
 from attnlimits.experiments.long_context.config import Config
 from attnlimits.experiments.long_context.prompts import MaxPrompt, build_prompts, parse_answer
 from attnlimits.experiments.long_context.recording import generate_answers, recording
@@ -156,7 +156,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
                 return head_spreads(loaded, ids)
 
             tables["spread"] = store.part("spread", sp, f"w{cfg.spread_windows}", spreads)
-            store.update_meta(text={"sha256": sha, "source": str(cfg.text or "War and Peace")})
+            store.update_meta(text={"sha256": sha, "source": describe_text(cfg.text)})
     return {name: df.assign(model=cfg.model) for name, df in tables.items()}
 
 

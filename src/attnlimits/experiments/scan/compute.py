@@ -26,7 +26,7 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from attnlimits.capture import LayerQKV, LoadedModel, ModelInfo, capture_qkv, load_model
-from attnlimits.corpus import load_text, spread_windows, text_sha256
+from attnlimits.corpus import describe_text, load_text, spread_windows, text_sha256
 from attnlimits.experiments._inputs import check_context as _check_context
 from attnlimits.experiments._inputs import check_text_room
 from attnlimits.experiments.scan.config import Config, analysed_lengths
@@ -223,7 +223,7 @@ def _aggregate(
 def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[str, pd.DataFrame]:
     """Scan ``cfg.model``: per (window, layer) parts make an interrupted scan resumable."""
     text = load_text(cfg.text)
-    source = str(cfg.text or "War and Peace")
+    source = describe_text(cfg.text)
     check_text_room(text, source, cfg.max_length, cfg.windows, "window")
     loaded = load_model(cfg.model, device=cfg.device)
     info = loaded.info
