@@ -26,6 +26,7 @@ from attnlimits.cli._options import path as _path
 from attnlimits.cli._options import repeated as _repeated
 from attnlimits.cli._options import specs as _specs
 from attnlimits.cli.clrs_text import command as clrs_text_command
+from attnlimits.cli.report import report as report_command
 from attnlimits.cli.sweep import sweep as sweep_command
 from attnlimits.cli.view import view as view_command
 
@@ -385,24 +386,7 @@ def compare(
     _run("compare", options, quick=quick, out=folder, fresh=fresh, yes=yes)
 
 
-@app.command("report")
-def report(
-    folder: Annotated[
-        Path, typer.Argument(metavar="FOLDER", help="A results folder of a finished run.")
-    ],
-) -> None:
-    """Redraw a run's figures, claims, report.md and report.html from its saved tables (for
-    several models side by side: each model's folder, then the table that joins them)."""
-    from attnlimits.experiments import skeleton
-    from attnlimits.experiments.limitations.side_by_side import redraw_side_by_side
-
-    try:
-        path = redraw_side_by_side(folder) or skeleton.redraw(folder)
-    except (ValueError, OSError) as err:
-        _fail(str(err))
-    typer.echo(f"report: {path}")
-
-
+app.command("report")(report_command)  # cli/report.py
 app.command("sweep")(sweep_command)  # its options: cli/sweep.py
 app.command("view")(view_command)  # its options: cli/view.py
 reproduce.command("clrs-text")(clrs_text_command(_run))  # its options: cli/clrs_text.py
