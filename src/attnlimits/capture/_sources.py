@@ -44,7 +44,6 @@ def gguf_dir(gguf: Path, *, allow: bool = False) -> Path:
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    check_gguf(gguf)  # truncated or corrupt: one line naming the file, before transformers
     sha = file_sha256(gguf, remember=False)  # remembered once the entry exists
     key = hashlib.sha256(f"{sha}:{transformers.__version__}".encode()).hexdigest()[:16]
     root = cache_dir() / "models"
@@ -53,6 +52,7 @@ def gguf_dir(gguf: Path, *, allow: bool = False) -> Path:
     if (target / "config.json").is_file():
         file_sha256(gguf)
         return target
+    check_gguf(gguf)  # truncated or corrupt: one line naming the file, before transformers
     try:  # loaded before the cache is touched: a file it cannot read leaves nothing there
         tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         load = partial(AutoModelForCausalLM.from_pretrained, gguf.parent)
