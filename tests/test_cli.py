@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+import torch
+from safetensors.torch import load_file, save_file
 from typer.testing import CliRunner
 
 from attnlimits.cli import app
 from attnlimits.experiments import budget
 from conftest import REPO
-from tiny_models import tiny_gguf, tiny_model_dir
+from tiny_models import tiny_gguf, tiny_llama_gguf, tiny_model_dir
 
 runner = CliRunner()
 DOC = REPO / "docs" / "reliability.md"
@@ -111,6 +113,10 @@ CASES: list[tuple[str, list[str], str | None]] = [
     ("scan: a GGUF cut inside its header", [*SCAN, "{TMP}/head-cut.gguf", "--out", "{OUT}"], None),
     ("scan: a GGUF cut inside its tensor data", [*SCAN, "{TMP}/data-cut.gguf", "--out", "{OUT}"], None),
     ("scan: a text file named .gguf", [*SCAN, "{TMP}/text.gguf", "--out", "{OUT}"], None),
+    ("scan: a model folder missing a tensor (was filled at random, exit 0)", [*SCAN, "{TMP}/missing-tensor", "--text", "{BOOK}", "--lengths", "64", "--out", "{OUT}"], None),
+    ("scan: a model folder with a tensor of another shape", [*SCAN, "{TMP}/reshaped-tensor", "--text", "{BOOK}", "--lengths", "64", "--out", "{OUT}"], None),
+    ("scan: a GGUF lacking a tensor", [*SCAN, "{TMP}/lacking.gguf", "--text", "{BOOK}", "--lengths", "32", "--out", "{OUT}"], None),
+    ("compare: a model folder with a tensor it does not use", [*CMP, "--model", "{TMP}/unexpected-tensor", "--text", "{BOOK}", "--lengths", "64", "--out", "{OUT}"], None),
     ("scan: a text too short for the windows (before the model loads)", [*SCAN, "{TMP}/no-model", "--text", "{TMP}/short.txt", "--out", "{OUT}"], None),
     ("scan: a FIFO as the text (would block)", [*SCAN, "{MODEL}", "--text", "{TMP}/fifo", "--out", "{OUT}"], None),
     ("scan: an empty text file", [*SCAN, "{MODEL}", "--text", "{TMP}/empty.txt", "--out", "{OUT}"], None),
@@ -202,6 +208,13 @@ SPECS = {
     f"seed = {list(range(1000))}\nrows = {list(range(2, 1002))}\n",
 }
 
+#: Model folders whose weights do not fit the model: folder name -> edit of its tensors.
+TENSORS = {
+    "missing-tensor": lambda w: w.pop("model.layers.1.self_attn.k_proj.weight"),
+    "reshaped-tensor": lambda w: w.update({"model.layers.0.mlp.up_proj.weight": torch.zeros(3, 3)}),
+    "unexpected-tensor": lambda w: w.update({"model.layers.0.adapter.weight": torch.zeros(2)}),
+}
+
 #: What a case's ``setup`` puts into its --out before it runs (and must find there after).
 OUT_FILES = {
     "users_files": {"report.md": "my notes\n", "figures/thesis.png": "my figure"},
@@ -228,8 +241,13 @@ def env(tmp_path_factory, book_path) -> dict[str, str]:
     (root / "file").write_text("")
     (root / "not-a-model").mkdir()
     os.mkfifo(root / "fifo")
-    for name in ("cut-weights", "bad-header", "bad-config"):
+    for name in ("cut-weights", "bad-header", "bad-config", *TENSORS):
         shutil.copytree(model, root / name)
+    for name, change in TENSORS.items():  # weights that do not fit the model
+        weights = load_file(root / name / "model.safetensors")
+        change(weights)
+        save_file(weights, root / name / "model.safetensors", metadata={"format": "pt"})
+    tiny_llama_gguf(root / "lacking.gguf", drop=("blk.1.attn_k.weight",))
     weights = root / "cut-weights" / "model.safetensors"
     os.truncate(weights, weights.stat().st_size // 2)
     (root / "bad-header" / "model.safetensors").write_bytes(struct.pack("<Q", 5) + b"{oops")

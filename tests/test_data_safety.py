@@ -391,8 +391,10 @@ REVIEWED = {
     ("experiments/store.py", "ResultStore.lock", ".unlink"): (1, "the lock's owner note"),
     ("monitor/__init__.py", "_writable", "os.unlink"): (1, "its own mkstemp probe"),
     ("_paths.py", "check_writable_folder", "os.unlink"): (1, "its own mkstemp probe"),
-    ("capture/models.py", "_gguf_dir", "os.replace"): (1, "a new entry of the model cache"),
-    ("capture/models.py", "_gguf_dir", "shutil.rmtree"): (1, "its own mkdtemp folder"),
+    ("capture/_sources.py", "gguf_dir", "os.replace"): (1, "a new entry of the model cache"),
+    ("capture/_sources.py", "gguf_dir", "shutil.rmtree"): (1, "its own mkdtemp folder"),
+    ("capture/_content.py", "_remember", "os.replace"): (1, "a remembered hash, from its mkstemp"),
+    ("capture/_content.py", "_remember", ".unlink"): (1, "its own mkstemp temporary"),
     ("corpus/text.py", "_fetch_into_cache", "os.replace"): (1, "the book's cache entry"),
     ("corpus/text.py", "_fetch_into_cache", ".unlink"): (1, "its own mkstemp download"),
     ("experiments/clrs_text/data.py", "cached_dataset", "os.replace"): (

@@ -1,14 +1,28 @@
 """Loading errors: a bad device, a missing model folder, an unknown hub id offline — each one
-line, each before any download or retry (issue 11, items 1 and 8)."""
+line, each before any download or retry (issue 11, items 1 and 8); weights that do not fit
+their model, refused by name (issue 43, class 6); caches keyed by content (issue 43, class 5)."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
 import socket
+from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
-from attnlimits.capture import ModelUnavailableError, check_device, load_model
+from attnlimits.capture import (
+    IncompleteWeightsError,
+    ModelUnavailableError,
+    _content,
+    check_device,
+    load_model,
+)
+from tiny_models import tiny_llama_gguf, tiny_model_dir
 
 
 @pytest.fixture
@@ -132,3 +146,160 @@ def test_a_cache_that_cannot_take_a_gguf_is_refused_before_it_is_read(tmp_path, 
     with pytest.raises(ValueError, match=f"cache folder {blocker}.* is a file, not a folder"):
         load_model(str(gguf))
     assert read == []
+
+
+# ---- caches keyed by content, not by name, size and mtime (issue 43, class 5) -------------------
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty user cache (the GGUF dequantisation cache and the remembered hashes)."""
+    monkeypatch.setenv("ATTNLIMITS_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def _embedding(seed: int) -> torch.Tensor:
+    """The token embedding tiny_llama_gguf(seed=seed) writes (its first tensor)."""
+    return torch.from_numpy(np.random.default_rng(seed).standard_normal((16, 32)).astype("f4"))
+
+
+def _same_mtime(path: Path, like: Path) -> None:
+    st = like.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (path.name, path.stat().st_size, path.stat().st_mtime_ns) == (
+        like.name,
+        st.st_size,
+        st.st_mtime_ns,
+    )
+
+
+def test_ggufs_of_one_name_size_and_mtime_load_their_own_weights(tmp_path, cache):
+    a = tiny_llama_gguf(tmp_path / "a" / "model.gguf", seed=0)
+    b = tiny_llama_gguf(tmp_path / "b" / "model.gguf", seed=1)
+    _same_mtime(b, like=a)
+    for path, seed in ((a, 0), (b, 1)):
+        embedding = load_model(str(path)).model.get_input_embeddings().weight
+        assert torch.equal(embedding, _embedding(seed)), f"{path} loaded another file's weights"
+    before = a.stat()
+    tiny_llama_gguf(a, seed=2)  # rewritten in place: the same name, size and mtime again
+    os.utime(a, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert torch.equal(load_model(str(a)).model.get_input_embeddings().weight, _embedding(2))
+    assert len(list((cache / "models").iterdir())) == 3
+
+
+def test_a_files_hash_is_remembered_but_never_for_a_rewritten_file(tmp_path, cache, monkeypatch):
+    path = tmp_path / "w.bin"
+    path.write_bytes(b"a" * 1000)
+    monkeypatch.setattr(_content, "_SETTLED_NS", -(10**12))  # as if written long ago
+    opened: list[str] = []
+    real_open = open
+
+    def counting_open(file, *args, **kwargs):
+        opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(_content, "open", counting_open, raising=False)
+    first = _content.file_sha256(path)
+    assert _content.file_sha256(path) == first == hashlib.sha256(b"a" * 1000).hexdigest()
+    assert opened.count(str(path)) == 1, "the second call read the file again"
+    before = path.stat()
+    path.write_bytes(b"b" * 1000)  # same name and size; the same mtime set back
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert _content.file_sha256(path) == hashlib.sha256(b"b" * 1000).hexdigest()
+
+
+# ---- weights that do not fit their model (issue 43, class 6) -------------------------------------
+
+TEXT = "the cat sat on the mat and the dog sat on the log " * 20
+DOWN, UP = "model.layers.0.mlp.down_proj.weight", "model.layers.0.mlp.up_proj.weight"
+
+
+def _missing(t: dict) -> None:
+    del t[DOWN]
+
+
+def _unexpected(t: dict) -> None:
+    t["model.layers.0.extra.weight"] = torch.zeros(2)
+
+
+def _reshaped(t: dict) -> None:
+    t[UP] = torch.zeros(3, 3)
+
+
+def _many_missing(t: dict) -> None:
+    for name in [k for k in t if ".mlp." in k]:
+        del t[name]
+
+
+@pytest.mark.parametrize(
+    ("damage", "kind", "named"),
+    [
+        (_missing, "missing", f"1 missing ({DOWN})"),
+        (_unexpected, "unexpected", "1 unexpected (model.layers.0.extra.weight)"),
+        (_reshaped, "of another shape", f"1 of another shape ({UP}: [3, 3] in the file, [64, 32]"),
+        (_many_missing, "missing", "6 missing (model.layers.0.mlp.down_proj.weight, "
+         "model.layers.0.mlp.gate_proj.weight, model.layers.0.mlp.up_proj.weight and 3 more)"),
+    ],
+)  # fmt: skip
+def test_a_folder_whose_weights_do_not_fit_is_refused_naming_them(
+    tmp_path, cache, capfd, damage, kind, named
+):
+    folder = tiny_model_dir(tmp_path, "llama", TEXT)
+    weights = load_file(folder / "model.safetensors")
+    damage(weights)
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(IncompleteWeightsError) as err:
+        load_model(str(folder))
+    message = str(err.value)
+    assert message.startswith(f"model {folder}'s weights do not fit LlamaForCausalLM: {named}")
+    assert "\n" not in message and message.endswith("(allow_incomplete_weights=True)")
+    assert "LOAD REPORT" not in capfd.readouterr().err  # transformers' table: not shown
+    loaded = load_model(str(folder), allow_incomplete_weights=True)
+    assert list(loaded.incomplete) == [kind]
+
+
+def test_a_gguf_lacking_a_tensor_is_refused_and_its_allowed_entry_remembers(tmp_path, cache):
+    gguf = tiny_llama_gguf(tmp_path / "tiny.gguf", drop=("blk.0.ffn_down.weight",))
+    with pytest.raises(IncompleteWeightsError) as err:
+        load_model(str(gguf))
+    assert str(err.value).startswith(
+        f"GGUF file {gguf.resolve()}'s weights do not fit LlamaForCausalLM: 1 missing ({DOWN})"
+    )
+    assert not (cache / "models").exists() or not any((cache / "models").iterdir())
+    assert load_model(str(gguf), allow_incomplete_weights=True).incomplete == {"missing": [DOWN]}
+    with pytest.raises(IncompleteWeightsError, match=r"^model .*tiny\.gguf's weights .*1 missing"):
+        load_model(str(gguf))  # its cache entry is complete on disk, but notes what it lacked
+
+
+def test_a_hub_id_whose_weights_do_not_fit_is_refused(tmp_path, cache, monkeypatch):
+    import huggingface_hub.constants as hub_constants
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--org--tiny"
+    folder = tiny_model_dir(tmp_path, "llama", TEXT)
+    weights = load_file(folder / "model.safetensors")
+    _missing(weights)
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    shutil.copytree(folder, repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(IncompleteWeightsError, match=rf"^model org/tiny's weights .* \({DOWN}\)"):
+        load_model("org/tiny")
+    assert load_model("org/tiny", allow_incomplete_weights=True).content is not None
+
+
+def test_a_bare_encoder_from_a_task_checkpoint_loads_without_the_flag(tmp_path, cache):
+    """BertForMaskedLM's files loaded as BertModel: its head is unused and the bare model's
+    pooler (which no measurement reads) is new; that is a model's ordinary state."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    config = BertConfig(vocab_size=32, hidden_size=32, intermediate_size=64,
+                        num_hidden_layers=2, num_attention_heads=4)  # fmt: skip
+    BertForMaskedLM(config).save_pretrained(tmp_path / "mlm")
+    tiny_model_dir(tmp_path / "tok", "bert", TEXT)  # a tokenizer for the folder
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tmp_path / "tok" / "bert" / name, tmp_path / "mlm" / name)
+    loaded = load_model(str(tmp_path / "mlm"))
+    assert type(loaded.model).__name__ == "BertModel" and loaded.incomplete == {}

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -310,3 +313,51 @@ def test_the_docs_print_the_rules_the_code_applies():
         assert f"| `flag_{name}` | {says} |" in doc, name
     for line in DIFFERENCES:
         assert f"- {line}" in doc
+
+
+# ---- a model's files, not its path, key its parts; its weights must fit (issue 43, 5 and 6) ----
+
+
+def _replace_weights(folder, seed: int, change=None) -> None:
+    """Other weights of the same shapes under the same name, size and mtime (``change``
+    edits the tensors first)."""
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "model.safetensors"
+    before = path.stat()
+    gen = torch.Generator().manual_seed(seed)
+    weights = {k: torch.randn(v.shape, generator=gen) for k, v in load_file(path).items()}
+    if change is not None:
+        change(weights)
+    save_file(weights, path, metadata={"format": "pt"})
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert change is not None or path.stat().st_size == before.st_size
+
+
+def test_a_resume_over_a_model_whose_files_changed_recomputes(tmp_path, text):
+    folder = tiny_model_dir(tmp_path / "model", "llama", text[:100_000], max_positions=128)
+    cfg = Config(model=str(folder), lengths=(16, 32), windows=1, rows=4, ns=(1, 2))
+    out, fresh = tmp_path / "run", tmp_path / "fresh"
+    skeleton.run(EXPERIMENT, cfg, out, progress=False)
+    first = pd.read_parquet(out / "tables" / "heads.parquet")
+    _replace_weights(folder, seed=1)
+    skeleton.run(EXPERIMENT, cfg, out, progress=False)  # a resume: the same settings
+    resumed = pd.read_parquet(out / "tables" / "heads.parquet")
+    skeleton.run(EXPERIMENT, cfg, fresh, progress=False)
+    pd.testing.assert_frame_equal(resumed, pd.read_parquet(fresh / "tables" / "heads.parquet"))
+    assert not np.allclose(resumed["entropy"], first["entropy"]), "the old weights' parts"
+
+
+def test_incomplete_weights_are_refused_unless_allowed_and_then_reported(tmp_path, text):
+    folder = tiny_model_dir(tmp_path / "model", "llama", text[:100_000], max_positions=128)
+    _replace_weights(folder, seed=0, change=lambda w: w.pop("model.layers.1.mlp.up_proj.weight"))
+    cfg = Config(model=str(folder), lengths=(16,), windows=1, rows=4, ns=(1,))
+    with pytest.raises(OSError, match=r"1 missing \(model\.layers\.1\.mlp\.up_proj\.weight\)"):
+        skeleton.run(EXPERIMENT, cfg, tmp_path / "refused", progress=False)
+    assert not (tmp_path / "refused").exists()
+    allowed = dataclasses.replace(cfg, allow_incomplete_weights=True)
+    report = skeleton.run(EXPERIMENT, allowed, tmp_path / "run", progress=False).read_text()
+    assert "**Incomplete weights.**" in report and "model.layers.1.mlp.up_proj.weight" in report
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["model"]["incomplete"] == {"missing": ["model.layers.1.mlp.up_proj.weight"]}
+    assert meta["params"]["allow_incomplete_weights"] is True

@@ -278,3 +278,17 @@ def test_redraw_of_the_current_folder_works(tmp_path, monkeypatch):
     skeleton.run(TOY, ToyConfig(), tmp_path / "run", progress=False)
     monkeypatch.chdir(tmp_path / "run")
     assert skeleton.redraw(Path(".")) == Path("report.md")
+
+
+def test_a_resume_refuses_a_part_copied_from_another_table(tmp_path):
+    """Issue 43, class 7: a part of another table copied over one of this run's parts was
+    concatenated into the table; now the resume stops in one line naming the part."""
+    out = tmp_path / "run"
+    skeleton.run(TOY, ToyConfig(), out, progress=False)
+    part = next((out / "parts").glob("toy-*/s1.parquet"))
+    other = ResultStore(tmp_path / "other")
+    other.save_part("windows", {"steps": 3}, "s1", pd.DataFrame({"start": range(8), "x": 1.0}))
+    part.write_bytes(next((tmp_path / "other" / "parts").glob("windows-*/s1.parquet")).read_bytes())
+    with pytest.raises(ValueError, match=r"^part .*s1\.parquet cannot be reused: it holds the "):
+        skeleton.run(TOY, ToyConfig(), out, progress=False)
+    assert CALLS == [0, 1, 2] and part.is_file()  # nothing recomputed over it, nothing deleted

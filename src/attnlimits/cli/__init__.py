@@ -20,6 +20,7 @@ import typer
 from attnlimits.cli._budget import Yes, check_models
 from attnlimits.cli._errors import OneLineGroup, no_empty_folders_left, one_line_warnings
 from attnlimits.cli._errors import fail as _fail
+from attnlimits.cli._options import AllowIncomplete, Beyond, Device, Fresh, Model, Quick, Text
 from attnlimits.cli._options import names as _names
 from attnlimits.cli._options import numbers as _numbers
 from attnlimits.cli._options import path as _path
@@ -116,27 +117,6 @@ def _run(
     typer.echo(f"report: {report}")
 
 
-Model = Annotated[
-    str | None,
-    typer.Option(help="Named model (smollm2-135m, gpt2, minilm-l6), hub id, or local folder."),
-]
-Text = Annotated[
-    str | None,  # a str, so that an empty --text is refused, not read as "." (typer's Path(""))
-    typer.Option(help="Plain-text book; default: War and Peace ($ATTNLIMITS_TEXT, or cached)."),
-]
-Device = Annotated[str | None, typer.Option(help="cpu, cuda or cuda:N (checked before loading).")]
-Quick = Annotated[bool, typer.Option(help="Small grids (smoke run); options you give still win.")]
-Fresh = Annotated[
-    bool,
-    typer.Option(
-        help="Start afresh over a previous run in --out with other settings; removes only "
-        "the files that run wrote."
-    ),
-]
-Beyond = Annotated[
-    bool | None, typer.Option(help="Allow lengths past the model's context (a warning only).")
-]
-
 Models = Annotated[
     list[str] | None,
     typer.Option(
@@ -179,6 +159,7 @@ def reproduce_limitations(
     temperatures: Annotated[
         str | None, typer.Option(help="Temperatures T of Alg. 5, e.g. 0.01,0.1,1.")
     ] = None,
+    allow_incomplete_weights: AllowIncomplete = None,
 ) -> None:
     """Mudarisov et al. (2025): Algorithms 1–5, Figures 2a–c, 3, 4, and a claims report.
 
@@ -197,6 +178,7 @@ def reproduce_limitations(
         "lengths": _numbers(lengths, int, "lengths"),
         "n_alg1": n,
         "temperatures": _numbers(temperatures, float, "temperatures"),
+        "allow_incomplete_weights": allow_incomplete_weights,
     }
     flags = {"n_alg1": "--n", "x_sources": "--x-source"}
     if len(models) == 1:
@@ -285,9 +267,11 @@ def demo_long_context(
     fresh: Fresh = False,
     yes: Yes = False,
     prompts: Annotated[int | None, typer.Option(help="Prompts per list length.")] = None,
+    allow_incomplete_weights: AllowIncomplete = None,
 ) -> None:
     """Max-finding prompts of growing length: softmax vs adaptive temperature (inference only)."""
-    options = {"model": model, "device": device, "prompts": prompts}
+    options = {"model": model, "device": device, "prompts": prompts,
+               "allow_incomplete_weights": allow_incomplete_weights}  # fmt: skip
     _run("long-context", options, quick=quick, out=out, fresh=fresh, yes=yes)
 
 
@@ -318,6 +302,7 @@ def scan(
     fresh: Fresh = False,
     yes: Yes = False,
     beyond_context: Beyond = None,
+    allow_incomplete_weights: AllowIncomplete = None,
 ) -> None:
     """Every layer × head × length of MODEL: entropy, max weight, sink mass, spread, β, critical
     N, N_s/N, ‖J‖₂, dispersion; a kind per head and the papers' flags, in report.md."""
@@ -331,6 +316,7 @@ def scan(
         "rows": rows,
         "device": device,
         "beyond_context": beyond_context,
+        "allow_incomplete_weights": allow_incomplete_weights,
     }
     folder = out or Path("results/scan") / model_folder(model)
     _run("scan", options, quick=quick, out=folder, fresh=fresh, flags={"model": "MODEL"}, yes=yes)
@@ -366,6 +352,7 @@ def compare(
     fresh: Fresh = False,
     yes: Yes = False,
     beyond_context: Beyond = None,
+    allow_incomplete_weights: AllowIncomplete = None,
 ) -> None:
     """Swap normalisers into a causal LM at inference: perplexity, a retrieval probe and head
     entropy per length, with their cost, in report.md."""
@@ -381,6 +368,7 @@ def compare(
         "text": _path(text, "text"),
         "device": device,
         "beyond_context": beyond_context,
+        "allow_incomplete_weights": allow_incomplete_weights,
     }
     folder = out or Path("results/compare") / model_folder(model or "smollm2-135m")
     _run("compare", options, quick=quick, out=folder, fresh=fresh, yes=yes)

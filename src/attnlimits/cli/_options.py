@@ -1,6 +1,6 @@
 """List options, parsed one way for every command: comma-separated or repeated values, finite
 numbers where numbers are asked for, and each value once (a repeat is refused, naming it, as
-the experiments' Configs and a sweep's axes refuse one)."""
+the experiments' Configs and a sweep's axes refuse one); and the options several commands share."""
 
 from __future__ import annotations
 
@@ -8,12 +8,57 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from attnlimits._checks import check_distinct
 from attnlimits.cli._errors import fail
 
-__all__ = ["distinct", "names", "numbers", "path", "repeated", "specs"]
+__all__ = [
+    "AllowIncomplete",
+    "Beyond",
+    "Device",
+    "Fresh",
+    "Model",
+    "Quick",
+    "Text",
+    "distinct",
+    "names",
+    "numbers",
+    "path",
+    "repeated",
+    "specs",
+]
+
+Model = Annotated[
+    str | None,
+    typer.Option(help="Named model (smollm2-135m, gpt2, minilm-l6), hub id, or local folder."),
+]
+Text = Annotated[
+    str | None,  # a str, so that an empty --text is refused, not read as "." (typer's Path(""))
+    typer.Option(help="Plain-text book; default: War and Peace ($ATTNLIMITS_TEXT, or cached)."),
+]
+Device = Annotated[str | None, typer.Option(help="cpu, cuda or cuda:N (checked before loading).")]
+Quick = Annotated[bool, typer.Option(help="Small grids (smoke run); options you give still win.")]
+Fresh = Annotated[
+    bool,
+    typer.Option(
+        help="Start afresh over a previous run in --out with other settings; removes only "
+        "the files that run wrote."
+    ),
+]
+Beyond = Annotated[
+    bool | None, typer.Option(help="Allow lengths past the model's context (a warning only).")
+]
+AllowIncomplete = Annotated[
+    bool | None,
+    typer.Option(
+        help="Load a model whose files lack tensors, hold unexpected ones or hold some in "
+        "another shape (refused by default: transformers fills them at random); "
+        "report.md and run.json then say so."
+    ),
+]
 
 #: What each item of a list option must be, where more than "a number".
 _KIND_WORD = {int: ", each a whole number"}

@@ -1,23 +1,50 @@
-"""Checks the experiments that take any model and any text share (scan, compare).
+"""Checks the experiments that take any model and any text share (scan, compare, limitations,
+long-context).
 
 Private to :mod:`attnlimits.experiments`: the model name, the text path, a text long enough for
-the windows, and lengths within the model's context.
+the windows, lengths within the model's context, and what ``run.json`` records of the model.
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import asdict
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_context", "check_model_name", "check_text_room", "text_path"]
+__all__ = [
+    "check_context",
+    "check_flag",
+    "check_model_name",
+    "check_text_room",
+    "model_record",
+    "text_path",
+]
 
 
 def check_model_name(model: Any) -> None:
     """A non-empty string: a named model, hub id, folder or GGUF file (else ``ValueError``)."""
     if not isinstance(model, str) or not model.strip():
         raise ValueError(f"model must be a name, hub id, folder or GGUF file, got {model!r}")
+
+
+def check_flag(value: Any, name: str) -> None:
+    """``value`` is True or False (else ``ValueError`` naming ``name``)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be true or false, got {value!r}")
+
+
+def model_record(model: str, loaded: Any) -> dict[str, Any]:
+    """What ``run.json`` records of a loaded model: its name and facts, what names its files'
+    content, and the tensors its weights lacked where ``allow_incomplete_weights`` let them
+    load (report.md repeats those)."""
+    return {
+        "id": model,
+        "content": loaded.content,
+        "incomplete": loaded.incomplete,
+        **asdict(loaded.info),
+    }
 
 
 def text_path(text: Any) -> Path | None:

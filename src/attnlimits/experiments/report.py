@@ -51,6 +51,26 @@ def _run_facts(store: ResultStore) -> list[str]:
     ]
 
 
+def _incomplete_weights(store: ResultStore) -> list[str]:
+    """A warning above the claims where the model loaded with ``allow_incomplete_weights``
+    lacked tensors (``run.json``'s ``model.incomplete``: kind -> names)."""
+    model = store.meta.get("model")
+    if not isinstance(model, dict) or not model.get("incomplete"):
+        return []
+    incomplete = model["incomplete"]
+    said = "; ".join(
+        f"{len(names)} {kind} ({', '.join(names[:3])}{', and more' if len(names) > 3 else ''})"
+        for kind, names in incomplete.items()
+    )
+    return [
+        f"> **Incomplete weights.** {model.get('id')} was loaded with "
+        f"--allow-incomplete-weights; its files do not fit its model: {said}. transformers "
+        "filled what is missing or mismatched with random values, so these numbers describe "
+        "that model, not the checkpoint.",
+        "",
+    ]
+
+
 def write_report(
     store: ResultStore,
     title: str,
@@ -62,6 +82,7 @@ def write_report(
     lines = [
         f"# {title}",
         "",
+        *_incomplete_weights(store),
         "## Claims",
         "",
         markdown_table(claims),

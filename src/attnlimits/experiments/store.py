@@ -4,7 +4,10 @@ Every file is written to a temporary name in the same folder and renamed into pl
 killed half-way never leaves a half-written file. Long computations save one *part* per unit of
 work (for example one model layer) under ``parts/<stage>/``; a rerun with the same parameters
 loads the parts it finds and computes only the rest. Parameters are hashed into the part
-folder's name, so a rerun with other parameters never mixes in stale parts. Every file written
+folder's name, so a rerun with other parameters never mixes in stale parts; and each part
+records its stage, that hash and its columns, checked before it is reused
+(:mod:`attnlimits.experiments._parts`), so a part copied from elsewhere is refused by name, not
+concatenated into a table of the wrong shape. Every file written
 is first listed in the folder's manifest (:mod:`attnlimits.experiments._owned`), and only listed
 files are ever deleted: a user's files in the folder are never touched. Nothing is written,
 renamed or deleted through a symbolic link (:func:`attnlimits._paths.inside`): taking the
@@ -29,7 +32,7 @@ import filelock
 import pandas as pd
 
 from attnlimits._paths import inside, naming_the_path, open_no_follow, refuse_links
-from attnlimits.experiments import _owned
+from attnlimits.experiments import _owned, _parts
 from attnlimits.experiments._machine import machine_info, package_versions
 from attnlimits.experiments._owned import LOCK_NAME, OWNER_NAME, TMP_SUFFIX, Manifest
 
@@ -340,15 +343,26 @@ class ResultStore:
         return self.parts_dir(stage, params) / f"{key}.parquet"
 
     def save_part(self, stage: str, params: Any, key: str, df: pd.DataFrame) -> None:
-        """Save one unit of work atomically under ``parts/<stage>-<hash>/<key>.parquet``."""
+        """Save one unit of work atomically under ``parts/<stage>-<hash>/<key>.parquet``, with
+        its stage, settings hash and columns in its metadata (:mod:`._parts`)."""
         with _atomic_target(self._part_path(stage, params, key), self.manifest) as tmp:
-            df.to_parquet(tmp, index=False)
+            _parts.write_part(df, tmp, stage, params_hash(params))
 
     def load_part(self, stage: str, params: Any, key: str) -> pd.DataFrame:
-        return pd.read_parquet(self._part_path(stage, params, key))
+        """A saved part; ``ValueError`` naming it where it was not saved for this stage and
+        these settings, or was changed since."""
+        path = self._part_path(stage, params, key)
+        _parts.check_part(path, stage, params_hash(params))
+        return pd.read_parquet(path)
 
     def has_part(self, stage: str, params: Any, key: str) -> bool:
-        return self._part_path(stage, params, key).exists()
+        """Whether part ``key`` was saved; ``ValueError`` naming it where the file there is not
+        a part of this stage and these settings (checked before the run relies on it)."""
+        path = self._part_path(stage, params, key)
+        if not path.exists():
+            return False
+        _parts.check_part(path, stage, params_hash(params))
+        return True
 
     def part(
         self, stage: str, params: Any, key: str, compute: Callable[[], pd.DataFrame]

@@ -14,7 +14,6 @@ layer × head × length, mean over sequences).
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ from tqdm.auto import tqdm
 
 from attnlimits.capture import ModelInfo, is_causal_lm, load_model
 from attnlimits.corpus import describe_text, load_text, spread_windows, text_sha256
-from attnlimits.experiments._inputs import check_context, check_text_room
+from attnlimits.experiments._inputs import check_context, check_text_room, model_record
 from attnlimits.experiments.compare.config import BASELINE, Config, check_heads, check_probe_room
 from attnlimits.experiments.compare.forward import run_forward
 from attnlimits.experiments.compare.probe import (
@@ -98,6 +97,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         cfg.model,
         device=cfg.device,
         check_tokenizer=lambda tok, conf: check_tokenizer(cfg, tok, conf),
+        allow_incomplete_weights=cfg.allow_incomplete_weights,  # else refused by name
     )
     info = loaded.info
     check_model(cfg, info)
@@ -110,7 +110,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     specs = cfg.specs(info.max_context)
     check_heads(specs, info.n_heads)  # before any forward: sink=[...] per query head
     store.update_meta(
-        model={"id": cfg.model, **asdict(info)},
+        model=model_record(cfg.model, loaded),
         text={"sha256": sha, "source": source, "chars": len(text)},
         sequences={
             "char_starts": list(spread.char_starts),
@@ -119,7 +119,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         },
         normalizers={spec: {"name": n, "params": p} for spec, (n, p) in specs.items()},
     )
-    cache = cfg.cache_params(cfg.model, sha)
+    cache = cfg.cache_params(cfg.model, sha) | {"model_content": loaded.content}
     device = next(loaded.model.parameters()).device
     frames: dict[str, list[pd.DataFrame]] = {"ppl": [], "probes": [], "heads": [], "time": []}
     bar = tqdm(

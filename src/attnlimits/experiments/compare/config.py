@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from attnlimits._checks import check_distinct, check_int_at_least, positive_ints
-from attnlimits.experiments._inputs import check_model_name, text_path
+from attnlimits.experiments._inputs import check_flag, check_model_name, text_path
 
 __all__ = [
     "BASELINE",
@@ -154,6 +154,7 @@ class Config:
     rows: int = 8  # query rows per length band sampled for the per-head entropy
     train_length: int | None = None  # for logn / ssmax_trained; None: the model's context
     beyond_context: bool = False  # lengths past the model's context: a warning, not an error
+    allow_incomplete_weights: bool = False  # weights lacking tensors load; report.md says so
     block_size: int = 512  # query rows and key columns per block of the streaming kernels
     seed: int = 0
 
@@ -195,6 +196,7 @@ class Config:
             raise ValueError(f"every length must be >= 16, got lengths {self.lengths}")
         if not isinstance(self.beyond_context, bool):
             raise ValueError(f"beyond_context must be true or false, got {self.beyond_context!r}")
+        check_flag(self.allow_incomplete_weights, "allow_incomplete_weights")
 
     @property
     def max_length(self) -> int:

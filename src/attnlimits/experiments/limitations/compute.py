@@ -19,7 +19,6 @@ Tables (one row per window/layer/head/L/N/T/ε), see :func:`compute`:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict
 from typing import cast
 
 import numpy as np
@@ -30,7 +29,7 @@ from tqdm.auto import tqdm
 
 from attnlimits.capture import LayerCapture, capture, load_model
 from attnlimits.corpus import describe_text, load_text, spread_windows, text_sha256, token_windows
-from attnlimits.experiments._inputs import check_text_room
+from attnlimits.experiments._inputs import check_text_room, model_record
 from attnlimits.experiments.limitations.config import E_FORMS, Config, XSource
 from attnlimits.experiments.limitations.critical import critical_n_table, head_draws_table
 from attnlimits.experiments.limitations.exact import exact_means, extension_means
@@ -231,7 +230,8 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     sha = text_sha256(text)
     source = describe_text(cfg.text)
     check_text_room(text, source, cfg.max_length, cfg.windows, "window")  # as scan and compare
-    loaded = load_model(cfg.model, device=cfg.device)
+    allow = cfg.allow_incomplete_weights  # else weights lacking tensors are refused by name
+    loaded = load_model(cfg.model, device=cfg.device, allow_incomplete_weights=allow)
     info = loaded.info
     if info.max_context is not None and cfg.max_length > info.max_context:
         raise ValueError(
@@ -247,9 +247,9 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         ids = token_windows(loaded.tokenizer, text, cfg.max_length, cfg.windows, source=source)
         windows |= {"token_starts": [w * cfg.max_length for w in range(cfg.windows)]}
     windows["token_sha256"] = [text_sha256(",".join(map(str, r)).encode()) for r in ids.tolist()]
-    params = cfg.cache_params(cfg.model, sha)
+    params = cfg.cache_params(cfg.model, sha) | {"model_content": loaded.content}
     store.update_meta(
-        model={"id": cfg.model, **asdict(info)},
+        model=model_record(cfg.model, loaded),
         text={"sha256": sha, "source": source, "chars": len(text)},
         windows=windows,
     )

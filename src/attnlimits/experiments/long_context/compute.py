@@ -22,7 +22,6 @@ prompt, layer, head), ``accuracy``, ``head_entropy``, ``mean_entropy`` (:func:`s
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
@@ -33,6 +32,7 @@ from tqdm.auto import tqdm
 from attnlimits import theory
 from attnlimits.capture import LayerCapture, LoadedModel, capture, load_model
 from attnlimits.corpus import describe_text, load_text, text_sha256, token_windows
+from attnlimits.experiments._inputs import model_record
 from attnlimits.experiments.long_context.config import Config
 from attnlimits.experiments.long_context.prompts import MaxPrompt, build_prompts, parse_answer
 from attnlimits.experiments.long_context.recording import generate_answers, recording
@@ -117,12 +117,13 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     Resumable: each (mode, n) cell is saved as a part as soon as it is done, and the spread
     pass too; a rerun with the same parameters skips them (a larger ``prompts`` recomputes).
     """
-    loaded = load_model(cfg.model, device=cfg.device)
+    allow = cfg.allow_incomplete_weights  # else weights lacking tensors are refused by name
+    loaded = load_model(cfg.model, device=cfg.device, allow_incomplete_weights=allow)
     if not loaded.info.causal:  # an encoder has no next-token logits to answer with
         raise ValueError(f"{cfg.model} is not a causal language model: the demo generates "
                          "answers; use attnlimits scan for encoders")  # fmt: skip
-    params = {**cfg.cache_params(), "prompts": cfg.prompts}
-    store.update_meta(model={"id": cfg.model, **asdict(loaded.info)})
+    params = {**cfg.cache_params(), "prompts": cfg.prompts, "model_content": loaded.content}
+    store.update_meta(model=model_record(cfg.model, loaded))
     cells = [(mode, n) for n in cfg.ns for mode in cfg.modes]
     answers, heads = [], []
     bar = tqdm(cells, desc="(mode, n)", disable=not progress, unit="cell")
@@ -149,7 +150,8 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         with store.timed("spread"):
             text = load_text(cfg.text)
             sha = text_sha256(text)
-            sp = {"model": cfg.model, "L": cfg.spread_length, "text_sha256": sha}
+            sp = {"model": cfg.model, "L": cfg.spread_length, "text_sha256": sha,
+                  "model_content": loaded.content}  # fmt: skip
 
             def spreads() -> pd.DataFrame:
                 ids = token_windows(loaded.tokenizer, text, cfg.spread_length, cfg.spread_windows)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from attnlimits._checks import check_distinct, check_int_at_least, positive_ints
+from attnlimits.experiments._inputs import check_flag
 from attnlimits.kernels.spec import resolve_params
 
 __all__ = ["MODES", "Config", "LongContextConfig", "Mode"]
@@ -54,12 +55,14 @@ class Config:
     spread_windows: int = 1
     text: Path | None = None
     device: str = "cpu"
+    allow_incomplete_weights: bool = False  # weights lacking tensors load; report.md says so
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ns", positive_ints("ns", self.ns))
         object.__setattr__(self, "modes", tuple(self.modes))
         check_distinct(self.ns, "ns")
         check_distinct(self.modes, "modes")
+        check_flag(self.allow_incomplete_weights, "allow_incomplete_weights")
         if self.text is not None:
             if not isinstance(self.text, (str, PathLike)):
                 raise ValueError(f"text must be a file path or None, got {self.text!r}")

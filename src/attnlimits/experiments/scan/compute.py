@@ -16,7 +16,6 @@ deviation over the windows, kind and flags), ``head_summary`` (one row per layer
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict
 from functools import partial
 
 import numpy as np
@@ -28,7 +27,7 @@ from tqdm.auto import tqdm
 from attnlimits.capture import LayerQKV, LoadedModel, ModelInfo, capture_qkv, load_model
 from attnlimits.corpus import describe_text, load_text, spread_windows, text_sha256
 from attnlimits.experiments._inputs import check_context as _check_context
-from attnlimits.experiments._inputs import check_text_room
+from attnlimits.experiments._inputs import check_text_room, model_record
 from attnlimits.experiments.scan.config import Config, analysed_lengths
 from attnlimits.experiments.scan.heads import band_means, induction_scores, sampled_rows
 from attnlimits.experiments.scan.patterns import pattern_sample
@@ -225,14 +224,15 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     text = load_text(cfg.text)
     source = describe_text(cfg.text)
     check_text_room(text, source, cfg.max_length, cfg.windows, "window")
-    loaded = load_model(cfg.model, device=cfg.device)
+    allow = cfg.allow_incomplete_weights  # else weights lacking tensors are refused by name
+    loaded = load_model(cfg.model, device=cfg.device, allow_incomplete_weights=allow)
     info = loaded.info
     check_context(cfg, info)
     sha = text_sha256(text)
     spread = spread_windows(loaded.tokenizer, text, cfg.max_length, cfg.windows, source=source)
     ids = spread.ids
     store.update_meta(
-        model={"id": cfg.model, **asdict(info)},
+        model=model_record(cfg.model, loaded),
         text={"sha256": sha, "source": source, "chars": len(text)},
         windows={
             "char_starts": list(spread.char_starts),
@@ -240,7 +240,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
             "token_sha256": [text_sha256(",".join(map(str, r)).encode()) for r in ids.tolist()],
         },
     )
-    params = cfg.cache_params(cfg.model, sha)
+    params = cfg.cache_params(cfg.model, sha) | {"model_content": loaded.content}
     passes = [(w, cfg.max_length, cfg.lengths) for w in range(cfg.windows)]
     if not info.causal:
         passes = [(w, n, (n,)) for w in range(cfg.windows) for n in cfg.lengths]

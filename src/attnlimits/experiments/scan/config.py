@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from attnlimits._checks import check_distinct, check_int_at_least, positive_ints
-from attnlimits.experiments._inputs import check_model_name, text_path
+from attnlimits.experiments._inputs import check_flag, check_model_name, text_path
 
 __all__ = ["Config", "analysed_lengths", "band"]
 
@@ -36,6 +36,7 @@ class Config:
     analysis_max_length: int = 1024  # Alg. 3-5 (materialised rows) up to paper A's largest L
     induction_period: int = 128  # random tokens repeated once: 2 × 128 tokens
     beyond_context: bool = False  # lengths past the model's context: a warning, not an error
+    allow_incomplete_weights: bool = False  # weights lacking tensors load; report.md says so
     block_size: int = 512  # query rows and key columns per block of the streamed statistics
     seed: int = 0
 
@@ -64,6 +65,7 @@ class Config:
             raise ValueError(f"critical_fraction must lie in (0, 1), got {self.critical_fraction}")
         if not isinstance(self.beyond_context, bool):
             raise ValueError(f"beyond_context must be true or false, got {self.beyond_context!r}")
+        check_flag(self.allow_incomplete_weights, "allow_incomplete_weights")
 
     @property
     def max_length(self) -> int:
