@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from attnlimits.experiments.store import ResultStore, atomic_write_text, params_hash
@@ -113,6 +114,7 @@ def test_a_full_disk_names_the_file_and_says_so(tmp_path: Path, monkeypatch, wri
 
     store = ResultStore(tmp_path)
     monkeypatch.setattr(pd.DataFrame, "to_parquet", full)
+    monkeypatch.setattr(pq, "write_table", full)  # a part's writer (experiments/_parts.py)
     monkeypatch.setattr(os, "fsync", full)
     df = pd.DataFrame({"a": [1]})
     write, path = {
