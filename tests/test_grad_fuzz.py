@@ -114,13 +114,15 @@ def test_finite_forward_has_finite_gradients(qualname: str, data: st.DataObject)
         )
 
 
-def _causal_case() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Causal weights [16, 16] and vectors [16, 5] in float64, both requiring grad (issue 43)."""
-    g = torch.Generator().manual_seed(0)
-    keep = torch.ones(16, 16, dtype=torch.bool).tril()
-    scores = torch.randn(16, 16, generator=g, dtype=torch.float64).masked_fill(~keep, -math.inf)
+def _causal_case(
+    n: int = 16, d: int = 5, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Causal weights [n, n] and vectors [n, d] in float64, both requiring grad (issue 43)."""
+    g = torch.Generator().manual_seed(seed)
+    keep = torch.ones(n, n, dtype=torch.bool).tril()
+    scores = torch.randn(n, n, generator=g, dtype=torch.float64).masked_fill(~keep, -math.inf)
     attn = torch.softmax(scores, -1).requires_grad_(True)
-    x = torch.randn(16, 5, generator=g, dtype=torch.float64).requires_grad_(True)
+    x = torch.randn(n, d, generator=g, dtype=torch.float64).requires_grad_(True)
     return attn, x, keep
 
 
@@ -157,12 +159,7 @@ def test_issue_instances_have_finite_gradients(name: str) -> None:
 
 
 def _small_causal() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(1)
-    keep = torch.ones(6, 6, dtype=torch.bool).tril()
-    scores = torch.randn(6, 6, generator=g, dtype=torch.float64).masked_fill(~keep, -math.inf)
-    attn = torch.softmax(scores, -1).requires_grad_(True)
-    x = torch.randn(6, 3, generator=g, dtype=torch.float64).requires_grad_(True)
-    return attn, x, keep
+    return _causal_case(6, 3, seed=1)
 
 
 FORMULAS: dict[str, Any] = {
