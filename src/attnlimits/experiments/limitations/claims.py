@@ -276,7 +276,8 @@ def claims_for(
     rows = []
     for headline, alts, draw_rows, e_form in blocks:
         for r in _with_alternatives(headline, alts, draw_rows):
-            rows.append(r | {"e_form": e_form if r.pop("uses_e", "") else "—"})
+            form_used = e_form if r.pop("uses_e", "") else "—"
+            rows.append({"windows": "—"} | r | {"e_form": form_used})
     return pd.DataFrame(rows)[COLUMNS].assign(x_source=x_source)
 
 

@@ -254,7 +254,7 @@ def claim_iii(crit: pd.DataFrame, label: str) -> list[Row]:
     n_cens = int(censored.sum())
     blind_note = f"; not testable at L = {blind_txt} (KS accepts at the smallest N)"
     if not len(ok):
-        about = _row("(iii.b)", "", "", verdicts.NOT_TESTABLE, why)
+        about = _row("(iii.b)", "", "", verdicts.NOT_TESTABLE, why, uses_e=True)
     else:
         about = _row(
             "(iii.b)", f"critical N / L in [{lo:.2g}, {hi:.2g}] at {near} of {len(ok)} L"
@@ -264,7 +264,9 @@ def claim_iii(crit: pd.DataFrame, label: str) -> list[Row]:
             "partly; none: not reproduced", rules.about_fraction(fractions), uses_e=True,
         )  # fmt: skip
     if len(ok) < 2:
-        sub = _row("(iii.c)", "", "", verdicts.NOT_TESTABLE, why + " (fewer than 2 L left)")
+        sub = _row(
+            "(iii.c)", "", "", verdicts.NOT_TESTABLE, why + " (fewer than 2 L left)", uses_e=True
+        )
     else:
         slope = f"{s_min:.2f}" if s_min == s_max else f"in [{s_min:.2f}, {s_max:.2f}]"
         sub = _row(
