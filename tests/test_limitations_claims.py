@@ -79,6 +79,8 @@ CASES = [
     (rules.converges, (0.5, 0.75 - E9), N),  # wholly outside
     (rules.converges, (1.25 + E9, 2.0), N),
     (rules.converges, (0.16, 0.17), N),  # the gap shrank from 1 at N = 1: not convergence
+    (rules.converges, (0.5, 0.75), P),  # touching the edge from outside: not wholly outside
+    (rules.converges, (1.25, 2.0), P),
     (rules.converges, (math.nan, 0.1), NA),
     (rules.about_fraction, ([0.06, 0.03, 0.12],), R),
     (rules.about_fraction, ([0.03 - E9],), N),

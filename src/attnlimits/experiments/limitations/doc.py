@@ -167,9 +167,20 @@ def _statements() -> str:
     return markdown_table(table)
 
 
-def _critical(crit: pd.DataFrame) -> str:
-    """model | x_i | E | the critical N per L ("> n_max": KS rejects up to the grid's end)."""
+def _fraction(text: str, length: int) -> str:
+    """A critical N as a fraction of L ("> 28" → "> 0.875"; N = 1: KS accepts at once)."""
+    if text.startswith("> "):
+        return f"> {int(text[2:]) / length:.3f}"
+    return f"{int(text) / length:.3f}" + (" (N = 1)" if text == "1" else "")
+
+
+def _critical(crit: pd.DataFrame, fraction: bool = False) -> str:
+    """model | x_i | E | the critical N per L ("> n_max": KS rejects up to the grid's end), or
+    with ``fraction`` the critical N / L."""
     wide = crit.assign(E=crit["e_form"].map(_FORM).fillna(crit["e_form"]), L=crit["L"].astype(int))
+    if fraction:
+        cells = zip(wide["critical_n"], wide["L"], strict=True)
+        wide = wide.assign(critical_n=[_fraction(str(c), int(n)) for c, n in cells])
     rank = {
         k: i for i, k in enumerate(dict.fromkeys(zip(wide["model"], wide["x_source"], strict=True)))
     }
@@ -228,6 +239,7 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
         for x in dict.fromkeys(claims.loc[claims["model"] == model, "x_source"]):
             out[f"measured {model} {x}"] = _measured(claims, model, x)
     out["critical_n"] = _critical(data["critical_n"])
+    out["critical_fraction"] = _critical(data["critical_n"], fraction=True)
     if "e_forms" in data:
         out["e_forms"] = markdown_table(data["e_forms"])
     if "one_head" in data and data["one_head"]["text"][0]:
