@@ -1,16 +1,22 @@
-"""Do the verdict tests catch a changed threshold? Mutants of paper A's verdict rules.
+"""Do the verdict tests catch a changed rule? Mutants of paper A's verdict rules, the readings
+its statements are judged at, and the shared rule that joins them.
 
     python benchmarks/limitations_rule_mutants.py
 
-Two sets of mutants, each run in this process against the tests of
-``tests/test_limitations_claims.py`` that need no run (the known-answer table of every rule and
-the claims judged on synthetic tables):
+Four sets of mutants, each run in this process against the tests that need no run (the
+known-answer tables of every rule and of the finding rule, and the claims judged on synthetic
+tables, in ``tests/test_limitations_claims.py`` and ``tests/test_verdicts.py``):
 
 - every numeric threshold of ``experiments/limitations/rules.py`` moved by 2 % (0 → 0.01), and
   every comparison of its functions flipped (``<`` ↔ ``<=``, ``>`` ↔ ``>=``);
-- the readings in ``findings.py`` at which each sub-claim is judged (T < 0.1, the drop from
-  T = 0.1 to T = 1, N ≈ 16, N = 20, p ≥ α, the bound's rounding slack, |E / d̃ − 1|), each
-  moved once.
+- the readings in ``findings.py`` at which each statement is judged (T < 0.1, the drop from
+  T = 0.1 to T = 1, N ≈ 16, N = 20, p ≥ α, the bound's rounding slack), how it aggregates
+  (median or mean over heads, maximum or minimum over heads), the N a change is measured from,
+  the signs of slopes, the censoring of lengths that never accept, and "not testable";
+- the combine rule of ``experiments/verdicts.py`` (any not reproduced → not reproduced, not
+  testable left out, headlines alone decide, agreement counted against the pooled verdict);
+- pooled against windows in ``claims.py`` (the windows joined into the verdict, as before
+  issue 40).
 
 A mutant is killed when some test fails. Prints one line per mutant and the survivors; exits 1
 if any survives. The module is patched in place (its functions read their thresholds at call
@@ -29,17 +35,20 @@ from types import ModuleType
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
 
 import test_limitations_claims as T
+import test_verdicts as TV
+from attnlimits.experiments import verdicts
 from attnlimits.experiments.limitations import findings, rules
 
 claims_module = sys.modules["attnlimits.experiments.limitations.claims"]
-NEEDS_A_RUN = (
-    "doc_numbers",
-    "extension",
-    "ks_",
-    "head_draws",
-    "figure4",
-    "alg3_grid",
-    "critical_n_table",
+NEEDS_A_RUN = (  # tests that need a run, the papers' text or a tmp_path (none is a verdict rule)
+    "test_doc_numbers",
+    "test_extension_means",
+    "test_ks_statistics",
+    "test_head_draws_match",
+    "test_figure4_erratum",
+    "test_alg3_grid",
+    "test_critical_n_table",
+    "test_every_quote",
 )
 FINDINGS = [
     ("low = top[top.index < 0.1]", "low = top[top.index <= 0.1]"),
@@ -53,8 +62,48 @@ FINDINGS = [
     ('passed = sub[sub["p_value"] >= alpha]', 'passed = sub[sub["p_value"] > alpha]'),
     ('ph["distance"] * (1 - 1e-6)', 'ph["distance"] * (1 + 1e-2)'),
     ("tail = med[med.index >= (n16 or math.inf)]", "tail = med[med.index > (n16 or math.inf)]"),
-    ('(mean[form] / mean["distance"] - 1).abs()', '(mean[form] / mean["distance"] - 0.9).abs()'),
-]
+    # aggregation over heads, and which end of the heads
+    ('med = ph.groupby("N")["ratio"].median()', 'med = ph.groupby("N")["ratio"].mean()'),
+    ('upper=("upper", "max"))', 'upper=("upper", "min"))'),
+    ('max_ratio=("ratio", "max")', 'max_ratio=("ratio", "min")'),
+    # the N a change is measured from, and the N a statement is judged at
+    ("ratio.loc[n_hi] / ratio.loc[n_lo]", "ratio.loc[n_hi] / ratio.loc[20]"),
+    ("first = above_one[0] if above_one", "first = ns[0] if above_one"),
+    ("n_at = 100 if 100 in mean.index else n_hi", "n_at = 20 if 20 in mean.index else n_hi"),
+    ("rules.converges(r_lo, r_hi)", "rules.converges(r, r)"),  # the point, not its interval
+    # the signs of slopes
+    ('slope_d = loglog_slope(mean.index, mean["distance"])',
+     'slope_d = -loglog_slope(mean.index, mean["distance"])'),
+    ("slopes = [loglog_slope(low.index, low[e])", "slopes = [-loglog_slope(low.index, low[e])"),
+    ("w = (x - x.mean()) / ((x - x.mean()) ** 2).sum()",
+     "w = (x.mean() - x) / ((x - x.mean()) ** 2).sum()"),
+    # censoring: a length that never accepts dropped (the old reading), or at its lower end only
+    ("ok = crit[~blind]", "ok = crit[~blind & found.to_numpy(dtype=bool)]"),
+    ('np.where(censored, ok["L"], known)', 'np.where(censored, ok["n_max"], known)'),
+    ("float(np.where(w > 0, lo, hi) @ w)", "float(np.where(w > 0, hi, lo) @ w)"),
+    # "not testable": where KS accepts at the smallest N; where no head has δ > 0
+    ('blind = (found & (crit["critical_n"] == n_min))',
+     'blind = (found & (crit["critical_n"] < n_min))'),
+    ('no_delta = "" if len(bounds) else', 'no_delta = "" if True else'),
+    # "collapse": the spread over ε, at T ≥ 1
+    ("(high.max(axis=1) / high.min(axis=1))", "(high.max(axis=0) / high.min(axis=0))"),
+]  # fmt: skip
+VERDICTS = [  # the combine rule and agreement (experiments/verdicts.py)
+    ("    if NOT in judged:\n        return NOT\n", ""),  # the old rule: [R, N] -> partly
+    ("judged = [v for v in given if v not in (NOT_TESTABLE, NA)]",
+     "judged = [v for v in given if v not in (NA,)]"),
+    ("return NOT_TESTABLE if NOT_TESTABLE in given else NA", "return NA"),
+    ("all(v == REPRODUCED for v in judged)", "any(v == REPRODUCED for v in judged)"),
+    ('heads = [r for r in rows if r["role"] == HEADLINE]',
+     'heads = [r for r in rows if r["role"] != CHECK]'),  # supporting ones decide too
+    ("same = sum(v == pooled for v in parts)", "same = sum(v == REPRODUCED for v in parts)"),
+]  # fmt: skip
+CLAIMS = [  # pooled against windows (claims.py): the old rule joined the windows into the verdict
+    ('        row["windows"] = verdicts.agreement(row["verdict"], [w[i]["verdict"] for w in per])',
+     '        row["windows"] = verdicts.agreement(row["verdict"], [w[i]["verdict"] for w in per])\n'
+     '        vs = [row["verdict"], *[w[i]["verdict"] for w in per]]\n'
+     '        row["verdict"] = rules.share([v == rules.REPRODUCED for v in vs])'),
+]  # fmt: skip
 
 
 def rule_mutants(source: str) -> list[tuple[str, str]]:
@@ -90,7 +139,7 @@ def install(module: ModuleType, pristine: dict, source: str, path: str) -> None:
     module.__dict__.clear()
     module.__dict__.update(pristine)
     exec(compile(source, path, "exec"), module.__dict__)
-    for user in (claims_module, T):
+    for user in (claims_module, T, TV):
         for name, value in list(vars(user).items()):
             if callable(value) and getattr(value, "__module__", None) == module.__name__:
                 setattr(user, name, module.__dict__.get(name, value))
@@ -101,6 +150,12 @@ def failures(tests: list[Callable[[], None]]) -> list[str]:
     for rule, args, want in T.CASES:
         if getattr(rules, rule.__name__)(*args) != want:
             failed.append(f"{rule.__name__}{args}")
+    for heads, want in TV.COMBINE:
+        if verdicts.combine(heads) != want:
+            failed.append(f"combine{heads}")
+    for pooled, parts, want in TV.AGREE:
+        if verdicts.agreement(pooled, parts) != want:
+            failed.append(f"agreement{pooled, parts}")
     if failed:
         return failed
     for test in tests:
@@ -114,20 +169,24 @@ def failures(tests: list[Callable[[], None]]) -> list[str]:
 def main() -> int:
     tests = [
         f
-        for n, f in vars(T).items()
+        for m in (T, TV)
+        for n, f in vars(m).items()
         if n.startswith("test_")
         and not inspect.signature(f).parameters
-        and not any(k in n for k in NEEDS_A_RUN)
+        and not n.startswith(NEEDS_A_RUN)
     ]
     survived = []
-    for module, make in ((rules, rule_mutants), (findings, None)):
+    sets = ((rules, None), (findings, FINDINGS), (verdicts, VERDICTS), (claims_module, CLAIMS))
+    for module, edits in sets:
         path = inspect.getsourcefile(module)
         assert path is not None
         source, pristine = Path(path).read_text(encoding="utf-8"), dict(module.__dict__)
-        if make is None:
-            mutants = [(f"findings.py {o} -> {n}", source.replace(o, n, 1)) for o, n in FINDINGS]
+        if edits is None:
+            mutants = rule_mutants(source)
         else:
-            mutants = make(source)
+            name = Path(path).name
+            mutants = [(f"{name} {o.strip()} -> {n.strip()}", source.replace(o, n, 1))
+                       for o, n in edits]  # fmt: skip
         assert not failures(tests), "the tests fail without a mutant"
         for label, mutated in mutants:
             if mutated == source:

@@ -18,6 +18,7 @@ from attnlimits.cli import app
 from attnlimits.corpus import load_text, token_windows
 from attnlimits.experiments import skeleton
 from attnlimits.experiments.limitations import EXPERIMENT, Config, compute_layer
+from attnlimits.experiments.verdicts import VERDICTS
 from conftest import torch_release
 from tiny_models import tiny_model_dir
 
@@ -47,9 +48,9 @@ def tiny_dirs(tmp_path_factory: pytest.TempPathFactory, book: str) -> dict[str, 
     return {f: tiny_model_dir(root, f, book) for f in ("llama", "gpt2", "bert")}
 
 
-#: claims rows per x source: (i) + 4, (ii) + 3, (iii) + 3, (iv) + 5, (v) + 3, Corollary 3,
+#: claims rows per x source: (i) + 4, (ii) + 3, (iii) + 3, (iv) + 6, (v) + 4, Corollary 3,
 #: Assumption 2, Theorem 1.2's Jensen gap
-ROWS = 5 + 4 + 4 + 6 + 4 + 3
+ROWS = 5 + 4 + 4 + 7 + 5 + 3
 
 
 def _cfg(model: Path, book_path: Path, **kw: object) -> Config:
@@ -62,6 +63,7 @@ def test_run_writes_every_output(tmp_path, tiny_dirs, book_path, family):
     report = skeleton.run(EXPERIMENT, cfg, tmp_path, progress=False)
     text = report.read_text()
     assert "## Claims" in text and "How much the choice of x_i matters" in text
+    assert "## Checks" in text  # theorem-guaranteed properties: their own table
     assert "| quantity | values | hidden | spearman |" in text
     for fig in ("fig2a", "fig2b", "fig2c", "fig3", "fig4"):
         assert (tmp_path / "figures" / f"{fig}.png").stat().st_size > 0
@@ -87,9 +89,9 @@ def test_run_writes_every_output(tmp_path, tiny_dirs, book_path, family):
     alg5 = pd.read_parquet(tmp_path / "tables" / "alg5.parquet")
     assert (alg5["jacobian_norm_max"] * alg5["T"] <= 0.5 + 1e-9).all()  # corrected Corollary 3
     claims = pd.read_parquet(tmp_path / "tables" / "claims.parquet")
-    assert len(claims) == ROWS * sources  # findings i–v and their sub-claims, three checks
-    assert set(claims["verdict"]) <= {"reproduced", "partly", "not reproduced", "n/a"}
-    assert {"e_form", "alternatives", "robust"} <= set(claims)
+    assert len(claims) == ROWS * sources  # findings i–v and their statements, three checks
+    assert set(claims["verdict"]) <= set(VERDICTS)
+    assert {"role", "reading", "windows", "e_form", "alternatives", "robust"} <= set(claims)
     assert "sensitivity_row_max" in pd.read_parquet(tmp_path / "tables" / "alg5.parquet")
     meta = json.loads((tmp_path / "run.json").read_text())
     assert meta["text"]["sha256"]
@@ -293,7 +295,7 @@ def test_quick_reproduction_on_smollm2(tmp_path, book_path):
     assert res.exit_code == 0, res.output
     both = pd.read_parquet(tmp_path / "tables" / "claims_by_model.parquet")
     models = ["smollm2-135m", "minilm-l6"]  # the default models
-    assert list(both.columns) == ["x_source", "claim", "E form", *models, "paper"]
+    assert list(both.columns) == ["x_source", "claim", "role", "E form", *models, "paper"]
     for model in models:
         claims = pd.read_parquet(tmp_path / model / "tables" / "claims.parquet")
         assert len(claims) == ROWS * 2 and set(claims["x_source"]) == {"values", "hidden"}
@@ -365,7 +367,7 @@ def test_cli_two_models_side_by_side(tmp_path, tiny_dirs, book_path):
     assert res.exit_code == 0, res.output
     runs = {m: tmp_path / model_folder(m) for m in (llama, bert)}
     table = pd.read_parquet(tmp_path / "tables" / "claims_by_model.parquet")
-    assert list(table.columns) == ["x_source", "claim", "E form", llama, bert, "paper"]
+    assert list(table.columns) == ["x_source", "claim", "role", "E form", llama, bert, "paper"]
     for m, folder in runs.items():
         claims = pd.read_parquet(folder / "tables" / "claims.parquet")
         assert len(table) == len(claims)

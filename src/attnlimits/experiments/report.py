@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnlimits.experiments.store import ResultStore, atomic_write_text
+from attnlimits.experiments.verdicts import CHECK
 
 __all__ = ["markdown_table", "verdict", "write_report"]
 
@@ -78,14 +79,25 @@ def write_report(
     figures: Sequence[str],
     sections: Sequence[str] = (),
 ) -> Path:
-    """``report.md``: title, claims table, the experiment's own sections, figures, run facts."""
-    lines = [
-        f"# {title}",
-        "",
-        *_incomplete_weights(store),
-        "## Claims",
-        "",
-        markdown_table(claims),
+    """``report.md``: title, claims table, the experiment's own sections, figures, run facts.
+    Where the claims have a ``role`` column (:mod:`attnlimits.experiments.verdicts`), the checks
+    (properties a theorem guarantees) get their own table after the findings."""
+    lines = [f"# {title}", "", *_incomplete_weights(store), "## Claims", ""]
+    if "role" in claims and (claims["role"] == CHECK).any():
+        checks = claims["role"] == CHECK
+        lines += [
+            markdown_table(claims[~checks]),
+            "",
+            "## Checks",
+            "",
+            "Properties a theorem guarantees (a bound is safe, a quantity exists): shown for what "
+            "they say about the run and the paper's theorems, never evidence for a finding.",
+            "",
+            markdown_table(claims[checks]),
+        ]
+    else:
+        lines.append(markdown_table(claims))
+    lines += [
         "",
         *sections,
         "",

@@ -34,7 +34,7 @@ th { background: #f3f3f3; position: sticky; top: 0; }
 .controls { display: flex; gap: 1.2em; flex-wrap: wrap; align-items: center; margin: 0.5em 0; }
 .controls label { font-size: 0.9em; }
 .verdict-reproduced { background: #e3f5e1; } .verdict-partly { background: #fff4d6; }
-.verdict-not-reproduced { background: #fbe1e1; }
+.verdict-not-reproduced { background: #fbe1e1; } .verdict-not-testable { background: #e8e8f0; }
 .note { color: #555; font-size: 0.9em; } img.fig { max-width: 100%; border: 1px solid #eee; }
 :target { outline: 3px solid #e0a000; outline-offset: 2px; scroll-margin-top: 2em; }
 .row { display: flex; gap: 1em; flex-wrap: wrap; } .row > div { flex: 1 1 480px; min-width: 0; }

@@ -1,14 +1,20 @@
-"""The claims of a limitations run: paper A's findings as sub-claims, each judged by a tested
-rule, over windows, and again under each alternative reading.
+"""The claims of a limitations run: paper A's findings as statements, each judged by a tested
+rule on the windows pooled, and again under each alternative reading.
 
-Each of paper A's reported findings (i–v, its Experiments section) becomes a claim row followed
-by its sub-claim rows (:mod:`.findings`), plus rows for Corollary 3, Assumption 2 and Theorem
-1.2's Jensen gap. Columns: the paper's claim and wording, the numbers measured here, the rule
-(:mod:`.rules`, thresholds printed), the verdict, the form of E it uses, the verdict under each
-alternative reading, and whether the verdict is robust to them.
+Each of paper A's reported findings (i–v, its Experiments section) becomes a finding row
+followed by its statement rows (:mod:`.findings`; roles and the paper's words in
+:mod:`.statements`), plus the checks Corollary 3, Assumption 2 and Theorem 1.2's Jensen gap.
+Columns: the statement, its role (finding, headline, supporting, check), the paper's words
+(``paper``, word for word) and our reading of them, the numbers measured here, the rule
+(:mod:`.rules`, thresholds printed), the verdict, how many windows alone agree with it, the form
+of E it uses, the verdict under each alternative reading, and whether it is robust to them.
 
-**Windows.** A row's verdict is :func:`~.rules.combine` of its verdict on the windows pooled
-and in each window alone (reproduced only if reproduced in every one).
+**Verdicts and findings** use one vocabulary and one rule, shared by every experiment
+(:mod:`attnlimits.experiments.verdicts`): a finding's verdict comes from its headline statements
+alone; checks (properties a theorem guarantees) are never evidence for a finding.
+
+**Windows.** A row's verdict is its verdict on the windows pooled; the verdict in each window
+alone is shown beside it ("1 of 2 windows agree") and never changes it.
 
 **The form of E.** Verdicts use E *exact*, the Monte Carlo of Eq. 8: the paper's claims are
 about E = E_{I_N}[d̃] (random selection), and its closed forms only approximate it (the printed
@@ -30,6 +36,7 @@ import pandas as pd
 import torch
 
 from attnlimits import theory
+from attnlimits.experiments import verdicts
 from attnlimits.experiments.limitations import rules
 from attnlimits.experiments.limitations.config import E_COLUMNS
 from attnlimits.experiments.limitations.findings import (
@@ -45,6 +52,7 @@ from attnlimits.experiments.limitations.findings import (
     plateau_change,
     slopes_in_l,
 )
+from attnlimits.experiments.limitations.statements import S
 
 __all__ = [
     "EVIDENCE",
@@ -73,8 +81,11 @@ EVIDENCE = (
 
 Row = dict[str, str]
 Judge = Callable[[pd.DataFrame], list[Row]]
-COLUMNS = ["claim", "paper", "measured", "rule", "verdict", "e_form", "alternatives", "robust"]
-SHORT = {rules.REPRODUCED: "R", rules.PARTLY: "P", rules.NOT: "N", rules.NA: "n/a"}
+COLUMNS = [
+    "claim", "role", "paper", "reading", "measured", "rule", "verdict", "windows", "e_form",
+    "alternatives", "robust",
+]  # fmt: skip
+SHORT = verdicts.SHORT
 
 
 def headline_form(df: pd.DataFrame) -> str:
@@ -91,14 +102,12 @@ def claim_corollary3(alg5: pd.DataFrame) -> list[Row]:
     printed = torch.as_tensor(theory.corollary3_bound_as_printed(torch.tensor(t))).numpy()
     held = float((by_t.to_numpy() <= printed).mean())
     worst = float((by_t * t).max())
-    return [{
-        "claim": "Corollary 3: ‖∇α‖₂ ≤ min{1/(4T), √2} (docs/errata.md: the tight bound is 1/(2T))",
-        "paper": "T·‖J‖₂ ≤ 0.25",
-        "measured": f"max over heads and rows of T·‖J‖₂ = {worst:.3f} (paper's bound: 0.25, "
-        f"corrected: 0.5); the paper's bound holds at {held:.0%} of the T grid",
-        "rule": "the paper's bound holds on every real head at every T (a bound: no partly)",
-        "verdict": rules.holds(held),
-    }]  # fmt: skip
+    return [S["Corollary"].judged(
+        f"max over heads and rows of T·‖J‖₂ = {worst:.3f} (paper's bound: 0.25, corrected: 0.5); "
+        f"the paper's bound holds at {held:.0%} of the T grid",
+        "the paper's bound holds on every real head at every T (a bound: no partly)",
+        rules.holds(held),
+    )]  # fmt: skip
 
 
 def claim_assumption2(alg4: pd.DataFrame) -> list[Row]:
@@ -107,16 +116,14 @@ def claim_assumption2(alg4: pd.DataFrame) -> list[Row]:
     per_layer = alg4.groupby("layer")["assumption2"].all()
     failed = [int(v) for v in per_layer.index[~per_layer.to_numpy()]]
     delta = alg4.groupby("layer")["delta"].min()
-    return [{
-        "claim": "Assumption 2: distinct keys have δ > 0 (Theorem 2's bounds need it)",
-        "paper": "assumed",
-        "measured": f"δ = 0 (repeated vectors) in {len(failed)} of {len(per_layer)} layers"
+    return [S["Assumption"].judged(
+        f"δ = 0 (repeated vectors) in {len(failed)} of {len(per_layer)} layers"
         + (f": layers {failed}" if failed else "")
         + f"; δ over distinct vectors, smallest per layer: {float(delta.min()):.3g} to "
         f"{float(delta.max()):.3g}; Fig. 3 draws the bounds only where δ > 0",
-        "rule": "δ > 0 in every layer: reproduced; some: partly; none: not reproduced",
-        "verdict": rules.share(per_layer.tolist()),
-    }]  # fmt: skip
+        "δ > 0 in every layer: reproduced; some: partly; none: not reproduced",
+        rules.share(per_layer.tolist()),
+    )]  # fmt: skip
 
 
 def jensen_check(df: pd.DataFrame) -> pd.DataFrame:
@@ -139,10 +146,8 @@ def jensen_check(df: pd.DataFrame) -> pd.DataFrame:
 def claim_jensen(df: pd.DataFrame) -> list[Row]:
     """Theorem 1.2's ε: 0 ≤ E_exact − E_derived ≤ the printed bounds (main text; Eq. 25)."""
     rows = jensen_check(df)
-    claim = "Theorem 1.2: 0 ≤ ε = E exact − E derived ≤ the Jensen-gap bound (both printed forms)"
     if rows.empty:
-        return [{"claim": claim, "paper": "ε bounded", "measured": "not computed in this run",
-                 "rule": "—", "verdict": rules.NA}]  # fmt: skip
+        return [S["Theorem"].judged("not computed in this run", "—", rules.NA)]
     forms = [c.removeprefix("within_") for c in rows if c.startswith("within_")]
     names = {"main_text": "main text", "appendix": "Eq. 25", "sharp": "sharp"}
     held = {f: float(rows["within_" + f].mean()) for f in forms}
@@ -152,33 +157,30 @@ def claim_jensen(df: pd.DataFrame) -> list[Row]:
         f"ε ≤ {names.get(f, f)} bound in {held[f]:.1%} (median ε / bound {ratio[f]:.2g})"
         for f in forms
     )
-    return [{
-        "claim": claim,
-        "paper": "ε ≤ ½(1 − N/L) Σ_i (N/(L−1)) Σ_{j≠i} α_j²||x_j||² / ||μ_i|| (Eq. 25: N(L−N−1))",
-        "measured": f"over {len(rows)} (window, layer, head, L, N) at Alg. 1/2's N: ε ≥ 0 in "
-        f"{pos:.1%}; {within} (all to 3 SE of E exact)",
-        "rule": f"each check (ε ≥ 0, ε ≤ each bound) holds to 3 SE in ≥ {rules.WITHIN_SE:.0%} "
+    return [S["Theorem"].judged(
+        f"over {len(rows)} (window, layer, head, L, N) at Alg. 1/2's N: ε ≥ 0 in {pos:.1%}; "
+        f"{within} (all to 3 SE of E exact)",
+        f"each check (ε ≥ 0, ε ≤ each bound) holds to 3 SE in ≥ {rules.WITHIN_SE:.0%} "
         "of the cells (chance alone leaves about 0.1 % out): all: reproduced; some: partly",
-        "verdict": rules.within_noise([pos, *held.values()]),
-    }]  # fmt: skip
+        rules.within_noise([pos, *held.values()]),
+    )]  # fmt: skip
 
 
 # ---- windows and readings ----------------------------------------------------------------------
 
 
 def _judged(fn: Judge, df: pd.DataFrame) -> list[Row]:
-    """``fn`` on the windows pooled (the numbers shown) and on each window alone; each row's
-    verdict is :func:`~.rules.combine` of all of them, the per-window letters appended."""
+    """``fn`` on the windows pooled: its verdicts are the rows' verdicts. With two windows or
+    more, ``fn`` on each window alone too, shown in the ``windows`` column ("R N: 1 of 2
+    windows agree"): beside the pooled verdict, never changing it."""
     windows = df["window"] if "window" in df else None
     pooled = df if windows is None or not (windows < 0).any() else df[windows < 0]
-    out = [dict(r) for r in fn(pooled)]
+    out = [dict(r) | {"windows": "—"} for r in fn(pooled)]
     if windows is None or windows[windows >= 0].nunique() < 2:
         return out
     per = [fn(df[windows == w]) for w in sorted(windows[windows >= 0].unique())]
     for i, row in enumerate(out):
-        verdicts = [w[i]["verdict"] for w in per]
-        row["measured"] += "; per window: " + " ".join(SHORT[v] for v in verdicts)
-        row["verdict"] = rules.combine([row["verdict"], *verdicts])
+        row["windows"] = verdicts.agreement(row["verdict"], [w[i]["verdict"] for w in per])
     return out
 
 
@@ -249,7 +251,8 @@ def claims_for(
     per_draw = None
     if len(draws):
         label = f"{int(draws['heads'].iloc[0])} heads, {draws['draw'].nunique()} draws (pooled)"
-        per_draw = (label, [claim_iii(d, "") for _, d in draws.groupby("draw")])
+        n_min = tests.groupby("L")["N"].min().rename("n_min")  # the grid is the same per draw
+        per_draw = (label, [claim_iii(d.join(n_min, on="L"), "") for _, d in draws.groupby("draw")])
     elif params.get("alg3_heads"):  # no more heads than the paper's GPT-2: nothing to draw
         label = f"{params['alg3_heads']} heads (model has {int(pick('alg3')['heads'].max())})"
         alts[label] = [{"verdict": rules.NA} for _ in headline]
@@ -273,7 +276,8 @@ def claims_for(
     rows = []
     for headline, alts, draw_rows, e_form in blocks:
         for r in _with_alternatives(headline, alts, draw_rows):
-            rows.append(r | {"e_form": e_form if r.pop("uses_e", "") else "—"})
+            form_used = e_form if r.pop("uses_e", "") else "—"
+            rows.append({"windows": "—"} | r | {"e_form": form_used})
     return pd.DataFrame(rows)[COLUMNS].assign(x_source=x_source)
 
 

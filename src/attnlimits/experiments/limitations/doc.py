@@ -7,7 +7,8 @@ RESULTS is the folder of ``attnlimits reproduce limitations`` (its defaults: bot
 in its own folder). :func:`extract` takes the few small tables the doc shows from the run's
 tables (the claims per model and x source, the critical N per L and form, E in its forms, the
 audit's head, how much x_i matters, what was run) and writes them as CSV under ``--data``;
-:func:`render` turns them into Markdown blocks, which replace the doc's blocks between
+:func:`render` turns them (and the statements' roles and quotes, :mod:`.statements`) into
+Markdown blocks, which replace the doc's blocks between
 ``<!-- generated: NAME -->`` and ``<!-- /generated: NAME -->``. ``--windows OTHER``: a run of the
 same models with another window count; :func:`other_windows` sets each verdict beside the one
 that run gives (the doc's "Windows" block: what the default's window count changes).
@@ -31,6 +32,7 @@ from attnlimits.experiments.limitations.sections import (
     one_head,
     x_source_comparison,
 )
+from attnlimits.experiments.limitations.statements import ALL
 from attnlimits.experiments.report import markdown_table
 
 __all__ = ["block", "extract", "fill", "load", "main", "other_windows", "render", "save"]
@@ -61,7 +63,8 @@ def extract(folder: Path) -> Data:
         meta = json.loads((path / "run.json").read_text())
         params = meta["params"]
         tables = {p.stem: pd.read_parquet(p) for p in (path / "tables").glob("*.parquet")}
-        cols = ["x_source", "claim", "verdict", "e_form", "robust", "alternatives", "measured"]
+        cols = ["x_source", "claim", "role", "verdict", "windows", "e_form", "robust",
+                "alternatives", "measured"]  # fmt: skip
         claims.append(tables["claims"][cols].assign(model=model))
         alg3 = tables["alg3"]
         alg3 = alg3[alg3["window"] < 0] if "window" in alg3 else alg3
@@ -132,26 +135,52 @@ def load(folder: Path) -> Data:
 
 
 def _verdicts(claims: pd.DataFrame) -> str:
-    """claim | E form | a column per (model, x source): the verdict and what it hinges on."""
+    """claim | role | E form | a column per (model, x source): the verdict and what it hinges
+    on."""
     cell = claims["verdict"] + claims["robust"].map(lambda r: "" if r == "yes" else f" ({r})")
     wide = claims.assign(cell=cell, col=claims["model"] + ", x = " + claims["x_source"])
     order = list(dict.fromkeys(wide["col"]))
     table = wide.pivot_table(index=["claim"], columns="col", values="cell", aggfunc="first")
     claim_order = list(dict.fromkeys(claims["claim"]))
-    form = claims.drop_duplicates("claim").set_index("claim")["e_form"]
+    first = claims.drop_duplicates("claim").set_index("claim")
     table = table.reindex(claim_order)[order].reset_index()
-    table.insert(1, "E", table["claim"].map(form))
+    table.insert(1, "role", table["claim"].map(first["role"]))
+    table.insert(2, "E", table["claim"].map(first["e_form"]))
     return markdown_table(table.fillna("—"))
 
 
 def _measured(claims: pd.DataFrame, model: str, x_source: str) -> str:
     sub = claims[(claims["model"] == model) & (claims["x_source"] == x_source)]
-    return markdown_table(sub[["claim", "verdict", "measured", "alternatives"]])
+    return markdown_table(sub[["claim", "role", "verdict", "windows", "measured", "alternatives"]])
 
 
-def _critical(crit: pd.DataFrame) -> str:
-    """model | x_i | E | the critical N per L ("> n_max": KS rejects up to the grid's end)."""
+def _statements() -> str:
+    """Every statement the claims judge: its role, the paper's words, our reading."""
+    table = pd.DataFrame(
+        {
+            "statement": [s.claim for s in ALL],
+            "role": [s.role for s in ALL],
+            "the paper's words": [f"“{s.quote}”" for s in ALL],
+            "our reading": [s.reading or "—" for s in ALL],
+        }
+    )
+    return markdown_table(table)
+
+
+def _fraction(text: str, length: int) -> str:
+    """A critical N as a fraction of L ("> 28" → "> 0.875"; N = 1: KS accepts at once)."""
+    if text.startswith("> "):
+        return f"> {int(text[2:]) / length:.3f}"
+    return f"{int(text) / length:.3f}" + (" (N = 1)" if text == "1" else "")
+
+
+def _critical(crit: pd.DataFrame, fraction: bool = False) -> str:
+    """model | x_i | E | the critical N per L ("> n_max": KS rejects up to the grid's end), or
+    with ``fraction`` the critical N / L."""
     wide = crit.assign(E=crit["e_form"].map(_FORM).fillna(crit["e_form"]), L=crit["L"].astype(int))
+    if fraction:
+        cells = zip(wide["critical_n"], wide["L"], strict=True)
+        wide = wide.assign(critical_n=[_fraction(str(c), int(n)) for c, n in cells])
     rank = {
         k: i for i, k in enumerate(dict.fromkeys(zip(wide["model"], wide["x_source"], strict=True)))
     }
@@ -199,11 +228,18 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
         for r in run.itertuples()
     ]
     claims = data["claims"]
-    out = {"run": "\n".join(lines), "verdicts": _verdicts(claims)}
+    checks = claims["role"] == "check"
+    out = {
+        "run": "\n".join(lines),
+        "statements": _statements(),
+        "verdicts": _verdicts(claims[~checks]),
+        "checks": _verdicts(claims[checks]),
+    }
     for model in run["model"]:
         for x in dict.fromkeys(claims.loc[claims["model"] == model, "x_source"]):
             out[f"measured {model} {x}"] = _measured(claims, model, x)
     out["critical_n"] = _critical(data["critical_n"])
+    out["critical_fraction"] = _critical(data["critical_n"], fraction=True)
     if "e_forms" in data:
         out["e_forms"] = markdown_table(data["e_forms"])
     if "one_head" in data and data["one_head"]["text"][0]:

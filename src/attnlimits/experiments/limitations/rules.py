@@ -1,18 +1,22 @@
-"""The verdict rules of paper A's claims: one pure function per rule, its thresholds named.
+"""The verdict rules of paper A's statements: one pure function per rule, its thresholds named.
 
 Each rule turns numbers measured on a run into ``"reproduced"``, ``"partly"`` or ``"not
 reproduced"`` (a bound either holds or not: :func:`holds` has no "partly"), and ``"n/a"`` only
-where the run lacks the numbers (a NaN slope, an empty list). The docstrings say which reading
-of the paper each rule takes; the report prints the same thresholds (``claims.py`` formats them
-from these constants). ``tests/test_limitations_claims.py`` holds known answers for every
-verdict of every rule and its boundaries. :func:`combine` is the one rule that joins verdicts:
-sub-claims into a claim, and windows into the verdict over windows.
+where the run lacks the numbers (a NaN slope, an empty list). "Not testable" (a precondition of
+the statement fails in the data) is decided where the data are read (``findings.py``), with its
+reason. The vocabulary and the rule that joins statements into a finding are shared by every
+experiment (:mod:`attnlimits.experiments.verdicts`). The docstrings say which reading of the
+paper each rule takes; the report prints the same thresholds (``findings.py`` formats them from
+these constants). ``tests/test_limitations_claims.py`` holds known answers for every verdict of
+every rule and its boundaries.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+
+from attnlimits.experiments.verdicts import NA, NOT, PARTLY, REPRODUCED
 
 __all__ = [
     "NA",
@@ -21,7 +25,7 @@ __all__ = [
     "REPRODUCED",
     "about_fraction",
     "bound_loose",
-    "combine",
+    "collapses",
     "converges",
     "drops",
     "falls",
@@ -39,10 +43,8 @@ __all__ = [
     "within_noise",
 ]
 
-REPRODUCED, PARTLY, NOT, NA = "reproduced", "partly", "not reproduced", "n/a"
-
-# (i) "grow roughly linearly": log-log slope in LINEAR; above GROWS it grows, not linearly
-LINEAR = (0.7, 1.3)
+# (i) "grow roughly linearly": log-log slope in ROUGHLY_LINEAR; from GROWS it grows, not linearly
+ROUGHLY_LINEAR = (0.7, 1.3)
 GROWS = 0.1
 # (i) "the bound is loose": median bound / d̃ over heads
 LOOSE, TIGHT = 2.0, 1.2
@@ -50,44 +52,36 @@ LOOSE, TIGHT = 2.0, 1.2
 PLATEAU, PLATEAU_PARTLY = 0.25, 0.5
 # (ii) "the bound tightens": (bound / d̃ at the largest N) / (at the smallest N)
 TIGHTENS, LOOSENS = 0.9, 1.1
-# (ii) "true and expected distances converge near N = 100": |E / d̃ − 1| at the largest N
+# (ii) "true and expected distances converge near N = 100": E / d̃ within 1 ± CONVERGED at N = 100
 CONVERGED = 0.25
 # (iii) "about 0.06·L": critical N / L within a factor ABOUT of PAPER_FRACTION
 PAPER_FRACTION, ABOUT = 0.06, 2.0
-# (iii) "grows sub-linearly": log-log slope of critical N against L
-SUB_LINEAR, LINEAR_MAX = 0.9, 1.1
+# (iii) "grows sub-linearly": log-log slope of critical N against L at most SUB_LINEAR; from
+# LINEAR on it is linear or faster (a fixed fraction of L has slope 1)
+SUB_LINEAR, LINEAR = 0.9, 1.0
 # (iv) "falls until N ≈ 16": median N_s/N drops by FALLS from the first N > 1 to N = 16
 FALLS = 0.05
 # (iv) "then saturates": |change of the median| from N = 16 to the largest N
 SATURATED, SATURATED_PARTLY = 0.05, 0.15
 # (iv) "between 0.70 and 0.85"
 BAND = (0.70, 0.85)
-# (iv) "the upper bound tracks the maxima": max ≤ upper ≤ max + TRACKS at an N
-TRACKS = 0.1
+# (iv) "the upper bound tracks the maxima": max ≤ upper ≤ max + TRACKS at an N, and the bound
+# not constant over N (its range over N above FLAT)
+TRACKS, FLAT = 0.1, 0.01
 # (iv) "the lower bound is loose": median over heads and N of N_s/N − lower bound
 LOWER_LOOSE, LOWER_TIGHT = 0.3, 0.1
 # (v) "follow 1/T": log-log slope within ONE_OVER_T of −1
 ONE_OVER_T = 0.2
 # (v) "drop by about two orders of magnitude": factor ≥ 10^1.5 (two orders, to half an order)
 DROP_ABOUT, DROP_SOME = 10**1.5, 10**0.5
+# (v) "all curves collapse" for T ≥ 1: max / min over ε of the curves at most COLLAPSED at a T
+COLLAPSED = 1.1
 # Theorem 1.2's ε: a check "holds to 3 SE" in this share of cells (chance leaves ~0.1 % out)
 WITHIN_SE = 0.99
 
 
 def _bad(value: float) -> bool:
     return value is None or not math.isfinite(value)
-
-
-def combine(verdicts: Iterable[str]) -> str:
-    """The verdict of several: reproduced if every one is, not reproduced if every one is not,
-    partly otherwise; "n/a" ones are left out (all "n/a": "n/a"). Used for sub-claims → claim
-    and for windows → the verdict over windows (pooled and each window alone)."""
-    known = [v for v in verdicts if v != NA]
-    if not known:
-        return NA
-    if all(v == REPRODUCED for v in known):
-        return REPRODUCED
-    return NOT if all(v == NOT for v in known) else PARTLY
 
 
 def share(flags: Sequence[bool]) -> str:
@@ -113,7 +107,7 @@ def linear_growth(slope: float) -> str:
     outside that band grows, but not linearly (partly); below 0.1 it does not grow."""
     if _bad(slope):
         return NA
-    if LINEAR[0] <= slope <= LINEAR[1]:
+    if ROUGHLY_LINEAR[0] <= slope <= ROUGHLY_LINEAR[1]:
         return REPRODUCED
     return PARTLY if slope >= GROWS else NOT
 
@@ -149,33 +143,38 @@ def tightens(ratio_change: float) -> str:
     return PARTLY if ratio_change <= LOOSENS else NOT
 
 
-def converges(gap_first: float, gap_last: float) -> str:
-    """(ii) "true and expected distances converge near N = 100": |E / d̃ − 1| at the largest N
-    at most 0.25; partly where the gap shrinks from the smallest N without getting there."""
-    if _bad(gap_first) or _bad(gap_last):
+def converges(ratio_lo: float, ratio_hi: float) -> str:
+    """(ii) "true and expected distances converge" as N approaches 100: the 95 % interval
+    [``ratio_lo``, ``ratio_hi``] of E / d̃ at N = 100 lies within 1 ± 0.25 (reproduced), outside
+    it entirely (not reproduced), or across its edge (partly: the data cannot tell). A shrinking
+    gap alone is not convergence: E / d̃ → 1 as N → L on any head (Corollary 2)."""
+    if _bad(ratio_lo) or _bad(ratio_hi):
         return NA
-    if gap_last <= CONVERGED:
+    lo, hi = 1 - CONVERGED, 1 + CONVERGED
+    if lo <= ratio_lo and ratio_hi <= hi:
         return REPRODUCED
-    return PARTLY if gap_last < gap_first else NOT
+    return NOT if ratio_hi < lo or ratio_lo > hi else PARTLY
 
 
 def about_fraction(fractions: Sequence[float | None]) -> str:
-    """(iii) "about 0.06·L": per L, critical N / L within a factor 2 of 0.06 ([0.03, 0.12]);
-    None (no critical N up to the grid's end) counts as outside. All L / some / none."""
+    """(iii) "≈ 0.06L" / "fewer than 6 % of the tokens": per L, critical N / L within a factor 2
+    of 0.06 ([0.03, 0.12]); None (no critical N up to 0.9·L: censored, critical N / L > 0.9)
+    counts against. All L / some / none (the caller leaves out the L where it is not testable)."""
     lo, hi = PAPER_FRACTION / ABOUT, PAPER_FRACTION * ABOUT
     return share([f is not None and lo <= f <= hi for f in fractions])
 
 
-def sub_linear(slope: float, found: int) -> str:
-    """(iii) "grows sub-linearly": log-log slope of critical N against L over the ``found`` L
-    that have one, at most 0.9 (a critical N that stays put counts: the paper's point is a
-    shrinking share of L); up to 1.1 it grows about linearly (partly); fewer than two L with a
-    critical N show no growth at all (not reproduced)."""
-    if found < 2 or _bad(slope):
-        return NOT
-    if slope <= SUB_LINEAR:
+def sub_linear(slope_min: float, slope_max: float) -> str:
+    """(iii) "grows sub-linearly": the log-log slope of critical N against L, as the interval
+    [``slope_min``, ``slope_max``] the censored lengths leave (a length that never accepts has a
+    critical N somewhere in (0.9·L, L]). At most 0.9 at its top: reproduced; at least 1 (linear,
+    as a fixed fraction of L is, or faster) at its bottom: not reproduced; otherwise partly (a
+    slope in (0.9, 1), or censoring that leaves both open)."""
+    if _bad(slope_min) or _bad(slope_max):
+        return NA
+    if slope_max <= SUB_LINEAR:
         return REPRODUCED
-    return PARTLY if slope <= LINEAR_MAX else NOT
+    return NOT if slope_min >= LINEAR else PARTLY
 
 
 def falls(drop: float) -> str:
@@ -206,10 +205,15 @@ def in_band(medians: Sequence[float]) -> str:
 
 
 def tracks(maxima: Sequence[float], uppers: Sequence[float]) -> str:
-    """(iv) "the upper bound tracks the maxima": at an N, the bound's maximum over heads lies
-    above the largest N_s/N and within 0.1 of it (a bound near 1 everywhere would lie above
-    without tracking anything). Every N given / some / none; callers leave N = 1 out, where
-    the bound is below N_s/N = 1 by construction (docs/errata.md, Theorem 2)."""
+    """(iv) "the upper bound tracks the empirical maxima closely": at an N, the bound's maximum
+    over heads lies above the largest N_s/N and within 0.1 of it; every N given / some / none.
+    A bound constant over N (range at most 0.01, e.g. 1.00 at every N) follows nothing: not
+    reproduced. Callers leave N = 1 out, where the bound is below N_s/N = 1 by construction
+    (docs/errata.md, Theorem 2); fewer than two N: n/a."""
+    if len(uppers) < 2:
+        return NA
+    if max(uppers) - min(uppers) <= FLAT:
+        return NOT
     return share([m <= u <= m + TRACKS for m, u in zip(maxima, uppers, strict=True)])
 
 
@@ -239,6 +243,12 @@ def drops(factor: float) -> str:
     if factor >= DROP_ABOUT:
         return REPRODUCED
     return PARTLY if factor >= DROP_SOME else NOT
+
+
+def collapses(spreads: Sequence[float]) -> str:
+    """(v) "once T ≥ 1 all curves collapse": at each T ≥ 1, max / min over ε of the curves at
+    most 1.1 (they meet). Every T / some / none; n/a without a T ≥ 1 (or with one ε)."""
+    return share([s <= COLLAPSED for s in spreads if not _bad(s)])
 
 
 def within_noise(shares: Sequence[float]) -> str:

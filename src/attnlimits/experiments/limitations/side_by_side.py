@@ -38,7 +38,7 @@ def model_folder(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "model"
 
 
-FIXED = ("x_source", "claim", "E form", "paper")  # the columns that are not models
+FIXED = ("x_source", "claim", "role", "E form", "paper")  # the columns that are not models
 
 
 def _cell(table: pd.DataFrame, detail: bool) -> pd.Series:
@@ -61,7 +61,8 @@ def side_by_side(claims: Mapping[str, pd.DataFrame], detail: bool = True) -> pd.
     frames = []
     for model, table in claims.items():
         form = table["e_form"] if "e_form" in table else pd.Series("—", index=table.index)
-        base = table[["x_source", "claim", "paper"]].assign(**{"E form": form})
+        role = table["role"] if "role" in table else pd.Series("—", index=table.index)
+        base = table[["x_source", "claim", "paper"]].assign(role=role, **{"E form": form})
         frames.append(base.assign(**{model: _cell(table, detail)}))
     merged = frames[0]
     for frame in frames[1:]:
@@ -69,13 +70,12 @@ def side_by_side(claims: Mapping[str, pd.DataFrame], detail: bool = True) -> pd.
             frame, on=["x_source", "claim", "paper"], how="outer", sort=False,
             suffixes=("", " (other)"),
         )  # fmt: skip
-        other = merged.pop("E form (other)")
-        merged["E form"] = merged["E form"].fillna(other)
+        for col in ("E form", "role"):
+            merged[col] = merged[col].fillna(merged.pop(f"{col} (other)"))
     order = {s: i for i, s in enumerate(dict.fromkeys(frames[0]["x_source"]))}
     merged = merged.sort_values("x_source", key=lambda s: s.map(order), kind="stable")
-    return merged.fillna("—")[["x_source", "claim", "E form", *claims, "paper"]].reset_index(
-        drop=True
-    )
+    cols = ["x_source", "claim", "role", "E form", *claims, "paper"]
+    return merged.fillna("—")[cols].reset_index(drop=True)
 
 
 def write_side_by_side(out: Path, runs: Mapping[str, Path]) -> Path:
@@ -96,10 +96,12 @@ def _write(store: ResultStore, out: Path, runs: Mapping[str, Path]) -> Path:
         "",
         "Each model's own report (figures, set-up differences, E in three forms) is in its "
         "folder; this table puts their claims together: each finding, then its sub-claims, as "
-        "the paper states them. A cell is the verdict (judged on the windows pooled and in "
-        "each window alone) and whether it is robust to the alternative readings (another form "
-        "of E, the other KS level, the paper's 144 heads, the ε range, max over rows); "
-        "`E form` is the form of E the verdict uses.",
+        "the paper states them (`paper`: its words). A finding's verdict comes from its "
+        "headline statements alone; checks (properties a theorem guarantees) are in their own "
+        "table and never decide a finding. A cell is the verdict on the windows pooled and "
+        "whether it is robust to the alternative readings (another form of E, the other KS "
+        "level, the paper's 144 heads, the ε range, max over rows); `E form` is the form of E "
+        "the verdict uses.",
         "",
     ]
     for model, folder in runs.items():
@@ -110,11 +112,16 @@ def _write(store: ResultStore, out: Path, runs: Mapping[str, Path]) -> Path:
             f"{params.get('windows')} windows of {max(params.get('lengths', [0]))} tokens"
         )
     verdicts = side_by_side(claims, detail=False)
+    checks = verdicts["role"] == "check"
     lines += [
         "",
         "## Verdicts",
         "",
-        markdown_table(verdicts),
+        markdown_table(verdicts[~checks]),
+        "",
+        "## Checks",
+        "",
+        markdown_table(verdicts[checks]),
         "",
         "## Verdicts with what was measured and each alternative reading",
         "",
