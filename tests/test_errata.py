@@ -730,6 +730,9 @@ def test_finding_v_drops_slope_and_collapse(capsys):
         assert len(values) == 5 and all(v >= 1.0 for v in values)
         assert values[-1] == pytest.approx(1.0, abs=0.02)  # at T = 100 the ε curves meet
     assert spread["Gaussian (σ = 3)"][0] > 2  # ... but not yet at T = 1 on Gaussian logits
+    across = f.drop_across_high()  # reading (c): δ(1)/δ(100), about 1/T's 100x on tied rows
+    assert across["tied top two"] == pytest.approx([100.0] * 3, rel=0.05)
+    assert all(len(v) == 3 and min(v) > 10 for v in across.values())
     f.main()
     out = capsys.readouterr().out
     assert "needs slope -2.0" in out and "falls    5.66x" in out
