@@ -19,14 +19,14 @@ import torch
 from typer.testing import CliRunner
 
 from attnlimits.cli import app
-from attnlimits.experiments import skeleton
+from attnlimits.experiments import skeleton, verdicts
 from attnlimits.experiments.clrs_text import EXPERIMENT, Config, attn_implementation
-from attnlimits.experiments.clrs_text.claims import comparison_verdict, learned, outcome
+from attnlimits.experiments.clrs_text.claims import S, claims, comparison_verdict, learned, outcome
 from attnlimits.experiments.clrs_text.evaluate import (
     accuracy_table,
     chance_table,
     paired_table,
-    sign_test_p,
+    seed_t,
     wilson_interval,
 )
 from attnlimits.experiments.clrs_text.model import (
@@ -101,16 +101,26 @@ def test_adaptive_arm_trains_with_gradients_through_every_parameter():
 
 
 # ---- evaluation ----------------------------------------------------------------------------
-def test_wilson_interval_and_sign_test_known_answers():
+def test_wilson_interval_known_answers():
     lo, hi = wilson_interval(0, 10)
     assert lo == 0 and hi == pytest.approx(0.2775, abs=1e-4)
     lo, hi = wilson_interval(5, 10)
     assert (lo, hi) == (pytest.approx(0.2366, abs=1e-4), pytest.approx(0.7634, abs=1e-4))
     assert all(math.isnan(v) for v in wilson_interval(0, 0))
-    assert sign_test_p(0, 0) == 1.0
-    assert sign_test_p(5, 0) == pytest.approx(0.0625)
-    assert sign_test_p(0, 6) == pytest.approx(0.03125)
-    assert sign_test_p(3, 3) == 1.0
+
+
+def test_seed_t_interval_known_answers():
+    """Per-seed differences 0.1, 0.2, 0.3: mean 0.2, sd 0.1, t₀.₉₇₅,₂ = 4.3027, half-width
+    0.2484, t = 3.464, p = 0.0742; no spread: the mean itself, p 0; one seed: nan."""
+    d = pd.DataFrame({"k": ["a"] * 3 + ["b"] * 3 + ["c"], "seed": [0, 1, 2] * 2 + [0],
+                      "difference": [0.1, 0.2, 0.3, 0.5, 0.5, 0.5, 0.4]})  # fmt: skip
+    got = seed_t(d, ["k"]).set_index("k")
+    assert got.loc["a", "difference"] == pytest.approx(0.2)
+    assert got.loc["a", "ci_low"] == pytest.approx(0.2 - 0.24841, abs=1e-4)
+    assert got.loc["a", "ci_high"] == pytest.approx(0.2 + 0.24841, abs=1e-4)
+    assert got.loc["a", "p_t"] == pytest.approx(0.07418, abs=1e-4)
+    assert (got.loc["b", "ci_low"], got.loc["b", "ci_high"], got.loc["b", "p_t"]) == (0.5, 0.5, 0)
+    assert got.loc["c", "seeds"] == 1 and math.isnan(got.loc["c", "ci_low"])
 
 
 def _answers() -> pd.DataFrame:
@@ -132,9 +142,14 @@ def test_accuracy_chance_and_paired_tables_known_answers():
     acc = accuracy_table(ans, chance_table(ans.drop_duplicates("question")))
     assert acc.set_index("arm")["accuracy"].to_dict() == {"adaptive": 0.75, "softmax": 0.25}
     assert (acc["questions"] == 4).all() and (acc["seed_sd"] == 0).all()
-    p = paired_table(ans).iloc[0]
-    assert (p["wins"], p["losses"], p["difference"]) == (4, 0, 0.5)
-    assert p["p_sign"] == pytest.approx(0.125)
+    assert not paired_table(ans, acc)["testable"].any()  # every answer "0": chance is 1
+    acc = accuracy_table(ans, pd.DataFrame({"algorithm": ["minimum"], "length": [4],
+                                            "chance": [0.5]}))  # fmt: skip
+    p = paired_table(ans, acc)
+    assert list(p["scope"]) == ["length", "pooled"] and p["testable"].all()
+    row = p.iloc[1]
+    assert (row["wins"], row["losses"], row["pairs"], row["seeds"]) == (4, 0, 8, 2)
+    assert (row["difference"], row["ci_low"], row["ci_high"]) == (0.5, 0.5, 0.5)
 
 
 # ---- claims' rules -------------------------------------------------------------------------
@@ -158,31 +173,116 @@ def test_learning_is_judged_per_training_length_against_its_own_chance(lows, exp
     acc = pd.DataFrame({"arm": "softmax", "algorithm": "minimum", "length": [4, 5],
                         "in_distribution": True, "accuracy": 0.5, "ci_samples_low": list(lows),
                         "chance": [0.31, 0.24]})  # fmt: skip
-    paired = pd.DataFrame(columns=["arm", "in_distribution", "algorithm", "difference", "p_sign"])
-    claims_module = importlib.import_module("attnlimits.experiments.clrs_text.claims")
-    got = claims_module.claims(
-        {"accuracy": acc, "paired": paired}, {"params": {"arms": ["softmax"]}}
-    )
-    assert got.loc[0, "verdict"] == expected
+    paired = pd.DataFrame(columns=["arm", "in_distribution", "algorithm", "scope"])
+    got = claims({"accuracy": acc, "paired": paired}, {"params": {"arms": ["softmax"]}})
+    verdict, missed = expected.split(" (")[0], expected.partition(" (")[2].rstrip(")")
+    assert got.loc[0, "verdict"] == verdict and got.loc[0, "role"] == verdicts.SUPPORTING
+    assert ("not learned: minimum" in got.loc[0, "measured"]) == bool(missed)
 
 
 @pytest.mark.parametrize(
-    ("diff", "p", "expected"),
-    [(0.2, 0.01, "better"), (-0.2, 0.01, "worse"), (0.2, 0.2, "no difference"),
-     (0.0, 0.0, "no difference"), (0.1, math.nan, "no difference")],
+    ("lo", "hi", "expected"),
+    [(0.05, 0.3, "better"), (-0.3, -0.01, "worse"), (-0.1, 0.2, "no difference"),
+     (0.0, 0.2, "no difference"), (math.nan, math.nan, "no difference")],
 )  # fmt: skip
-def test_outcome_rule(diff, p, expected):
-    assert outcome(diff, p) == expected
+def test_outcome_rule_reads_the_interval_over_seeds(lo, hi, expected):
+    assert outcome(lo, hi) == expected
 
 
 @pytest.mark.parametrize(
-    ("better", "worse", "total", "expected"),
-    [(3, 0, 3, "reproduced"), (3, 0, 4, "reproduced"), (2, 0, 3, "partly"), (1, 1, 3, "partly"),
-     (0, 1, 3, "not reproduced"), (0, 0, 0, "not tested"), (3, 1, 4, "partly"),
-     (0, 0, 1, "not reproduced"), (1, 2, 4, "not reproduced")],
+    ("better", "worse", "total", "untestable", "expected"),
+    [(3, 0, 3, 0, "reproduced"), (3, 0, 4, 0, "reproduced"), (2, 0, 3, 0, "partly"),
+     (1, 1, 3, 0, "partly"), (0, 1, 3, 0, "not reproduced"), (0, 0, 0, 0, "n/a"),
+     (0, 0, 0, 2, "not testable"), (3, 1, 4, 0, "partly"), (0, 0, 1, 0, "not reproduced"),
+     (1, 2, 4, 0, "not reproduced"), (1, 0, 1, 2, "reproduced")],
 )  # fmt: skip
-def test_comparison_verdict_rule(better, worse, total, expected):
-    assert comparison_verdict(better, worse, total) == expected
+def test_comparison_verdict_rule(better, worse, total, untestable, expected):
+    assert comparison_verdict(better, worse, total, untestable) == expected
+
+
+def _synthetic(cells: dict[tuple[str, str, int], list[int]], chance: float = 0.2, q: int = 10):
+    """Answers where (arm, algorithm, length) has ``cells[...][seed]`` of ``q`` questions right
+    (the first ones), lengths 4 and 5 in distribution, the tables, and the claims."""
+    rows = [
+        {"arm": arm, "seed": seed, "algorithm": algo, "length": length,
+         "in_distribution": length <= 5, "question": f"{algo}-{length}-{i}", "answer": "0",
+         "correct": i < right}
+        for (arm, algo, length), per_seed in cells.items()
+        for seed, right in enumerate(per_seed)
+        for i in range(q)
+    ]  # fmt: skip
+    answers = pd.DataFrame(rows)
+    keys = answers[["algorithm", "length"]].drop_duplicates()
+    acc = accuracy_table(answers, keys.assign(chance=chance))
+    paired = paired_table(answers, acc)
+    got = claims({"accuracy": acc, "paired": paired},
+                 {"params": {"arms": ["softmax", "adaptive"]}})  # fmt: skip
+    return paired, got.set_index("claim")["verdict"].to_dict(), got
+
+
+_FINDING = "adaptive beats softmax on nearly all algorithms (Fig. 8)"
+_IN = "(a) adaptive beats softmax on nearly all algorithms, in distribution"
+_OUT = "(b) adaptive beats softmax on nearly all algorithms, out of distribution (longer inputs)"
+_HIGH, _LOW, _CHANCE = [9, 9, 10], [5, 6, 5], [2, 1, 3]
+
+
+@pytest.mark.parametrize(
+    ("cells", "in_dist", "out_dist", "finding"),
+    [
+        # clearly better in distribution; at length 8 both arms at chance (0.2): not testable
+        ({("softmax", "m", 4): _LOW, ("adaptive", "m", 4): _HIGH,
+          ("softmax", "m", 8): _CHANCE, ("adaptive", "m", 8): [1, 2, 2]},
+         "reproduced", "not testable", "reproduced"),
+        # clearly worse; out of distribution softmax at chance, adaptive above it: testable
+        ({("softmax", "m", 4): _HIGH, ("adaptive", "m", 4): _LOW,
+          ("softmax", "m", 8): _CHANCE, ("adaptive", "m", 8): _HIGH},
+         "not reproduced", "reproduced", "not reproduced"),
+        # one algorithm better, one no different (its seeds disagree): 1 of 2 < 75 %
+        ({("softmax", "m", 4): _LOW, ("adaptive", "m", 4): _HIGH,
+          ("softmax", "k", 4): [5, 5, 5], ("adaptive", "k", 4): [9, 9, 2],
+          ("softmax", "m", 8): _CHANCE, ("adaptive", "m", 8): _CHANCE,
+          ("softmax", "k", 8): _CHANCE, ("adaptive", "k", 8): [2, 2, 2]},
+         "partly", "not testable", "partly"),
+        # both arms at chance everywhere: nothing testable, in or out
+        ({("softmax", "m", 4): _CHANCE, ("adaptive", "m", 4): [3, 2, 1],
+          ("softmax", "m", 8): _CHANCE, ("adaptive", "m", 8): _CHANCE},
+         "not testable", "not testable", "not testable"),
+    ],
+)  # fmt: skip
+def test_comparison_verdicts_known_answers_over_seeds(cells, in_dist, out_dist, finding):
+    """Each verdict of the comparison on small tables whose per-seed accuracies decide it; a
+    finding is the combine of its two headline statements (not testable ones left out)."""
+    paired, got, _ = _synthetic(cells)
+    assert (got[_IN], got[_OUT], got[_FINDING]) == (in_dist, out_dist, finding)
+    untestable = paired[(paired["scope"] == "length") & ~paired["testable"]]
+    assert untestable["why"].str.contains("reach chance").all()
+
+
+def test_seeds_not_question_pairs_are_the_unit_of_the_paired_test():
+    """Two seeds better and one worse, 100 questions each: 60 questions won against 30 lost over
+    the 300 (seed, question) pairs (the old sign test over pairs: p = 0.002, "better"), but
+    over the three seeds (+0.3, +0.3, −0.3) the difference's interval holds 0: no difference."""
+    cells = {("softmax", "m", 4): [60, 60, 70], ("adaptive", "m", 4): [90, 90, 40]}
+    paired, got, _ = _synthetic(cells, chance=0.1, q=100)
+    pooled = paired[paired["scope"] == "pooled"].iloc[0]
+    assert (pooled["wins"], pooled["losses"], pooled["pairs"]) == (60, 30, 300)
+    assert pooled["ci_low"] < 0 < pooled["ci_high"] and pooled["seeds"] == 3
+    assert got[_IN] == "not reproduced"
+
+
+PAPERS = Path(__file__).parents[1].parent / "shared" / "papers"
+
+
+@pytest.mark.skipif(not PAPERS.is_dir(), reason="../shared/papers is absent")
+def test_every_quote_of_clrs_text_is_the_papers_words():
+    """Every statement's ``quote`` (the claims table's ``paper`` column) is in paper B's text,
+    word for word up to whitespace."""
+    text = (PAPERS / "paper-b-softmax-not-enough.txt").read_text(encoding="utf-8")
+    assert verdicts.missing_quotes([s.quote for s in S.values()], [text]) == []
+    _, _, got = _synthetic({("softmax", "m", 4): _LOW, ("adaptive", "m", 4): _HIGH,
+                            ("softmax", "m", 8): _LOW, ("adaptive", "m", 8): _HIGH})  # fmt: skip
+    assert set(got["paper"]) == {s.quote for s in S.values()}
+    assert verdicts.missing_quotes(["fine-tuned Gemma 2B solves many CLRS-Text tasks"], [text])
 
 
 # ---- config --------------------------------------------------------------------------------
@@ -357,7 +457,8 @@ def test_the_report_states_how_the_thirty_would_scale():
     )  # fmt: skip
     empty = pd.DataFrame(columns=["arm", "algorithm", "length", "in_distribution", "questions",
                                   "seeds", "accuracy", "ci_samples_low", "ci_samples_high",
-                                  "seed_sd", "chance"])  # fmt: skip
+                                  "seed_sd", "chance", "ci_seeds_low",
+                                  "ci_seeds_high"])  # fmt: skip
     params = json.loads(json.dumps(dataclasses.asdict(Config(algorithms=("minimum",)))))
     text = "\n".join(
         sections(

@@ -1,16 +1,27 @@
 """Claims of a CLRS-Text run (paper B §4.2, Figure 8), judged on its tables, and its sections.
 
-Each verdict is a small pure rule with named thresholds (known-answer tests in
+The statements (:data:`S`) use the shared vocabulary and finding rule of
+:mod:`attnlimits.experiments.verdicts`: each carries the paper's words (``quote``, word for word
+in ../shared/papers/paper-b-softmax-not-enough.txt; the test finds them) and our ``reading``.
+Per other arm, the finding "a significant advantage … on nearly all of the thirty algorithms"
+has two **headline** statements, in distribution (training lengths) and out of it (longer
+inputs); its verdict is :func:`~attnlimits.experiments.verdicts.combine` of theirs. That each
+arm learns every trained algorithm is our precondition, a **supporting** row that decides
+nothing. Each verdict is a small pure rule with named thresholds (known-answer tests in
 ``tests/test_clrs_text.py``):
 
 - :func:`learned`: an arm has learned an algorithm when the lower end of its accuracy's
   Wilson interval (in distribution, every seed's answers pooled) is above chance plus
   :data:`LEARN_MARGIN`; chance is the accuracy of always giving the most common answer.
-- :func:`comparison_verdict`: paper B says adaptive temperature is better on nearly all
-  algorithms. Per algorithm the paired sign test decides better / worse / no difference at
-  :data:`ALPHA`; the claim is *reproduced* when the share of algorithms significantly better
-  is at least :data:`NEARLY_ALL` and none is significantly worse, *not reproduced* when none
-  is better or more are worse than better, otherwise *partly*.
+- :func:`outcome`: per algorithm and distribution, the paired comparison over **seeds**
+  (``evaluate.paired_table``: the per-seed accuracy difference pooled over the testable
+  lengths, its 95 % t-interval over seeds) is *better* when the interval lies above 0, *worse*
+  when below, otherwise *no difference*. A length where both arms' intervals over seeds reach
+  chance is not testable and left out; an algorithm with no testable length in a distribution
+  is named and left out.
+- :func:`comparison_verdict`: *reproduced* when the share of testable algorithms better is at
+  least :data:`NEARLY_ALL` and none is worse, *not reproduced* when none is better or more are
+  worse than better, otherwise *partly*; *not testable* when no algorithm is testable.
 """
 
 from __future__ import annotations
@@ -22,16 +33,18 @@ from typing import Any
 
 import pandas as pd
 
+from attnlimits.experiments import verdicts
 from attnlimits.experiments.clrs_text.config import Config
 from attnlimits.experiments.clrs_text.cost import thirty
 from attnlimits.experiments.clrs_text.setup import setup_table
 from attnlimits.experiments.report import markdown_table
+from attnlimits.experiments.verdicts import FINDING, HEADLINE, SUPPORTING, Statement
 
 __all__ = [
-    "ALPHA",
     "EVIDENCE",
     "LEARN_MARGIN",
     "NEARLY_ALL",
+    "S",
     "claims",
     "comparison_verdict",
     "learned",
@@ -47,8 +60,50 @@ EVIDENCE = (
 )
 
 LEARN_MARGIN = 0.10  # "well above chance": ten points above it, at the interval's lower end
-ALPHA = 0.05  # the sign test's level per algorithm
 NEARLY_ALL = 0.75  # "nearly all" algorithms: three in four or more
+
+_ADVANTAGE = (
+    "they demonstrate a significant advantage of the adaptive temperature-backed model on "
+    "nearly all of the thirty algorithms under study"
+)
+_PROFILES = (
+    "plotting their performance profiles in- and out-of-distribution at various problem sizes"
+)
+_FINE_TUNE = (
+    "fine-tune Gemma 2B models (Gemma Team et al., 2024) on the thirty algorithmic execution "
+    "tasks in CLRS-Text"
+)
+
+#: The statements, by key: "finding", "in", "out" (per other arm), "learns" (per arm).
+S: dict[str, Statement] = {
+    "finding": Statement(
+        "beats softmax on nearly all algorithms (Fig. 8)",
+        FINDING,
+        _ADVANTAGE,
+        "per arm other than softmax, in and out of distribution, on this run's algorithms",
+    ),
+    "in": Statement(
+        "beats softmax on nearly all algorithms, in distribution",
+        HEADLINE,
+        _ADVANTAGE,
+        "Fig. 8's profiles at the training lengths: per algorithm, the per-seed accuracy "
+        "difference pooled over the testable training lengths, its 95 % t-interval over seeds "
+        f"above 0 on ≥ {NEARLY_ALL:.0%} of the testable algorithms, below 0 on none",
+    ),
+    "out": Statement(
+        "beats softmax on nearly all algorithms, out of distribution (longer inputs)",
+        HEADLINE,
+        _PROFILES,
+        "the advantage quoted for the finding, read into the profiles at lengths beyond training: "
+        "the same rule as in distribution",
+    ),
+    "learns": Statement(
+        "learns every trained algorithm in distribution (our precondition)",
+        SUPPORTING,
+        _FINE_TUNE,
+        "our precondition, not the paper's claim: the arm learns each algorithm it is trained on",
+    ),
+}
 
 
 def learned(ci_low: float, chance: float, margin: float = LEARN_MARGIN) -> bool:
@@ -56,22 +111,28 @@ def learned(ci_low: float, chance: float, margin: float = LEARN_MARGIN) -> bool:
     return bool(ci_low > chance + margin)
 
 
-def outcome(difference: float, p: float, alpha: float = ALPHA) -> str:
-    """``"better"``, ``"worse"`` or ``"no difference"`` for one algorithm's paired test."""
-    if math.isnan(p) or p >= alpha or difference == 0:
+def outcome(ci_low: float, ci_high: float) -> str:
+    """``"better"``, ``"worse"`` or ``"no difference"`` from the 95 % interval over seeds of
+    one algorithm's paired accuracy difference (nan: one seed, no interval: no difference)."""
+    if math.isnan(ci_low) or math.isnan(ci_high):
         return "no difference"
-    return "better" if difference > 0 else "worse"
+    if ci_low > 0:
+        return "better"
+    return "worse" if ci_high < 0 else "no difference"
 
 
-def comparison_verdict(better: int, worse: int, total: int, share: float = NEARLY_ALL) -> str:
-    """The verdict on "adaptive is better on nearly all algorithms" from per-algorithm outcomes."""
+def comparison_verdict(
+    better: int, worse: int, total: int, untestable: int = 0, share: float = NEARLY_ALL
+) -> str:
+    """The verdict on "adaptive is better on nearly all algorithms" from the outcomes of the
+    ``total`` testable algorithms (``untestable`` more were left out as not testable)."""
     if total <= 0:
-        return "not tested"
+        return verdicts.NOT_TESTABLE if untestable else verdicts.NA
     if worse == 0 and better >= share * total:
-        return "reproduced"
+        return verdicts.REPRODUCED
     if better == 0 or worse > better:
-        return "not reproduced"
-    return "partly"
+        return verdicts.NOT
+    return verdicts.PARTLY
 
 
 def _learn_row(acc: pd.DataFrame, arm: str) -> dict[str, str]:
@@ -85,44 +146,83 @@ def _learn_row(acc: pd.DataFrame, arm: str) -> dict[str, str]:
         for al, g in a.groupby("algorithm")
     )
     missed = sorted(by_algo.index[~by_algo.to_numpy(bool)])
-    return {
-        "claim": f"{arm} learns every trained algorithm in distribution (our precondition)",
-        "paper": "fine-tuned Gemma 2B solves many CLRS-Text tasks in distribution",
-        "measured": short,
-        "rule": f"at every training length, Wilson 95 % lower end > chance + {LEARN_MARGIN:.2f}",
-        "verdict": "reproduced" if not missed else f"not reproduced ({', '.join(missed)})",
-    }
-
-
-def _compare_row(paired: pd.DataFrame, arm: str, ind: bool) -> dict[str, str]:
-    p = paired[(paired["arm"] == arm) & (paired["in_distribution"] == ind)]
-    outs = [outcome(d, q) for d, q in zip(p["difference"], p["p_sign"], strict=True)]
-    better, worse = outs.count("better"), outs.count("worse")
-    where = "in distribution" if ind else "out of distribution (longer inputs)"
-    measured = "; ".join(
-        f"{al}: {d:+.3f} (p = {q:.2g})"
-        for al, d, q in zip(p["algorithm"], p["difference"], p["p_sign"], strict=True)
+    s = S["learns"]
+    row = dataclasses.replace(s, claim=f"({arm}-learns) {arm} {s.claim}").judged(
+        short + (f"; not learned: {', '.join(missed)}" if missed else ""),
+        f"at every training length, Wilson 95 % lower end > chance + {LEARN_MARGIN:.2f}",
+        verdicts.REPRODUCED if not missed else verdicts.NOT,
     )
-    return {
-        "claim": f"{arm} beats softmax on nearly all algorithms, {where}",
-        "paper": "adaptive temperature better on nearly all algorithms (Fig. 8); the outliers "
-        "are those whose texts fill most of the context",
-        "measured": f"{better} better, {worse} worse of {len(outs)}: {measured}",
-        "rule": f"sign test p < {ALPHA} per algorithm; ≥ {NEARLY_ALL:.0%} better, none worse",
-        "verdict": comparison_verdict(better, worse, len(outs)),
-    }
+    return row
+
+
+def _compare_row(paired: pd.DataFrame, arm: str, ind: bool, label: str) -> dict[str, str]:
+    mine = paired[(paired["arm"] == arm) & (paired["in_distribution"] == ind)]
+    p = mine[mine["scope"] == "pooled"]
+    lengths = mine[mine["scope"] == "length"]
+    testable = p[p["testable"]]
+    outs = [outcome(lo, hi) for lo, hi in zip(testable["ci_low"], testable["ci_high"], strict=True)]
+    better, worse = outs.count("better"), outs.count("worse")
+    left = sorted(p.loc[~p["testable"], "algorithm"])
+    dropped = lengths[~lengths["testable"]]
+    parts = [
+        f"{al}: {d:+.3f} [{lo:+.3f}, {hi:+.3f}] at {ls}"
+        for al, d, lo, hi, ls in zip(testable["algorithm"], testable["difference"],
+                                     testable["ci_low"], testable["ci_high"], testable["lengths"],
+                                     strict=True)
+    ]  # fmt: skip
+    measured = f"{better} better, {worse} worse of {len(outs)} testable"
+    if parts:
+        measured += ": " + "; ".join(parts)
+    if len(dropped) and len(testable):
+        gone = ", ".join(f"{al} {ls}" for al, ls in zip(dropped["algorithm"], dropped["lengths"],
+                                                        strict=True))  # fmt: skip
+        measured += f"; lengths left out (both arms' intervals reach chance): {gone}"
+    if left and len(testable):
+        measured += f"; not testable, left out: {', '.join(left)}"
+    verdict = comparison_verdict(better, worse, len(outs), len(left))
+    reason = ""
+    if verdict == verdicts.NOT_TESTABLE:
+        reason = (
+            f"at every length ({', '.join(sorted(set(lengths['lengths']), key=int))}) of every "
+            "algorithm both arms' 95 % intervals over seeds reach chance"
+        )
+    s = S["in" if ind else "out"]
+    rule = (
+        "per algorithm: per-seed accuracy difference over the testable lengths, 95 % t-interval "
+        f"over seeds above 0 = better; ≥ {NEARLY_ALL:.0%} of testable algorithms better, none "
+        "worse; a length where both arms' intervals over seeds reach chance is not testable"
+    )
+    row = dataclasses.replace(s, claim=f"{label} {arm} {s.claim}")
+    return row.judged(measured, rule, verdict, reason)
 
 
 def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.DataFrame:
-    """Both arms learn; each other arm against softmax, in and out of distribution."""
+    """Per other arm: the finding from its two headline statements (in and out of distribution),
+    then the arms' learning rows (supporting, our precondition)."""
     acc, paired = tables["accuracy"], tables["paired"]
     arms = list(meta["params"]["arms"])
-    rows = [_learn_row(acc, arm) for arm in arms]
+    learn = {arm: _learn_row(acc, arm) for arm in arms}
+    out: list[dict[str, str]] = []
     for arm in arms[1:]:
-        for ind in (True, False):
-            if ((paired["arm"] == arm) & (paired["in_distribution"] == ind)).any():
-                rows.append(_compare_row(paired, arm, ind))
-    return pd.DataFrame(rows)
+        heads = [
+            _compare_row(paired, arm, ind, label)
+            for ind, label in ((True, "(a)"), (False, "(b)"))
+            if ((paired["arm"] == arm) & (paired["in_distribution"] == ind)).any()
+        ]
+        if heads:
+            support = [learn[arms[0]], learn[arm]]
+            f = dataclasses.replace(S["finding"], claim=f"{arm} {S['finding'].claim}")
+            out += verdicts.finding(f, [*heads, *support])
+    out += [r for r in learn.values() if r not in out]
+    return pd.DataFrame(out)
+
+
+def _per_seed(answers: pd.DataFrame) -> pd.DataFrame:
+    """Exact-match accuracy per (arm, algorithm, length), a column per seed."""
+    keys = ["arm", "algorithm", "length", "in_distribution"]
+    wide = answers.pivot_table(index=keys, columns="seed", values="correct", aggfunc="mean")
+    wide.columns = [f"seed {c}" for c in wide.columns]
+    return wide.round(3).reset_index()
 
 
 def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> list[str]:
@@ -134,8 +234,13 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
             acc["accuracy"], acc["ci_samples_low"], acc["ci_samples_high"], strict=True
         )
     ]
+    acc["95 % over seeds (decides)"] = [
+        f"[{lo:.3f}, {hi:.3f}]"
+        for lo, hi in zip(acc["ci_seeds_low"], acc["ci_seeds_high"], strict=True)
+    ]
     shown = acc[["arm", "algorithm", "length", "in_distribution", "questions", "seeds",
-                 "accuracy (95 % over samples)", "seed_sd", "chance"]]  # fmt: skip
+                 "accuracy (95 % over samples)", "95 % over seeds (decides)", "seed_sd",
+                 "chance"]]  # fmt: skip
     train = tables["training"]
     speed = train.groupby("arm")[["seconds_per_step", "cpu_seconds_per_step"]].median()
     threads = meta.get("torch_threads", "?")
@@ -161,7 +266,21 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
         "",
         markdown_table(shown),
         "",
-        "## Paired comparison per algorithm (same questions, seed by seed)",
+        "## Accuracy per seed (arm × seed × algorithm × length)",
+        "",
+        "Each seed is one trained model; the seeds are the unit of every interval that decides "
+        "a verdict (questions are nested within seeds).",
+        "",
+        markdown_table(_per_seed(tables["answers"])) if "answers" in tables else "(no answers)",
+        "",
+        "## Paired comparison per algorithm (over seeds; same questions for every seed)",
+        "",
+        "`difference`: the mean over seeds of each seed's accuracy difference (arm − baseline), "
+        "with its 95 % t-interval over seeds (`ci_low`, `ci_high`) and the t-test's `p_t`; "
+        "`scope` pooled: over the distribution's testable `lengths`. A length where both arms' "
+        "intervals over seeds reach chance is not testable (`why`). `pairs`, `wins` (questions "
+        "only the arm answers) and `losses` count (seed, question) pairs: description only, not "
+        "independent.",
         "",
         markdown_table(tables["paired"]),
         "",

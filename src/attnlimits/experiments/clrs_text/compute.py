@@ -216,10 +216,11 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     all_answers = pd.concat(answers, ignore_index=True)
     test = data[data["split"] == "test"]
     counts = data.groupby(["split", "algorithm", "length"]).size().rename("questions")
+    accuracy = accuracy_table(all_answers, chance_table(test))
     return {
         "answers": all_answers,
-        "accuracy": accuracy_table(all_answers, chance_table(test)),
-        "paired": paired_table(all_answers, cfg.arms[0]),
+        "accuracy": accuracy,
+        "paired": paired_table(all_answers, accuracy, cfg.arms[0]),
         "training": pd.concat(logs, ignore_index=True),
         "dataset": counts.reset_index(),
     }
