@@ -606,3 +606,50 @@ def test_gain_matrix_counts_every_size_once():
     assert gain_matrix(acc, [64], n_sets={64: 8}).mean() == pytest.approx(0.5)
     mean, low, high = pooled_gain(acc, [32, 64], n_boot=200)
     assert mean == pytest.approx(0.3) and low <= mean <= high
+
+
+def test_fold_fits_fit_each_half_of_the_seeds_alone():
+    from attnlimits.experiments.softmax_not_enough.config import TemperatureFitConfig
+    from attnlimits.experiments.softmax_not_enough.fits import fold_fits
+
+    H = np.tile(np.linspace(0.6, 4.0, 30), 4)
+    seed = np.repeat([0, 1, 2, 3], 30)
+    beta = np.where(seed < 2, 2.0 + H, 5.0)  # seeds 0, 1: β = 2 + H; seeds 2, 3: β = 5
+    folds = fold_fits(pd.DataFrame({"seed": seed, "entropy": H, "beta_star": beta}),
+                      TemperatureFitConfig()).set_index(["fold", "fit"])  # fmt: skip
+    np.testing.assert_allclose(folds.loc[(0, "refit"), "coeffs"], [0, 0, 0, 1, 2], atol=1e-6)
+    np.testing.assert_allclose(folds.loc[(1, "refit_median"), "coeffs"], [0, 0, 0, 0, 5], atol=1e-6)
+    assert folds.loc[(0, "refit"), "held_out"] == [2, 3]
+    assert folds.loc[(1, "refit"), "fit_seeds"] == [2, 3]
+
+
+def _fold_acc(in_sample: float, held_out: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Ten seeds, two sizes above 16: each fold's refit beats the published rule by
+    ``in_sample`` (share of sets flipped right) on its own seeds and ``held_out`` on the others."""
+    rng = np.random.default_rng(3)
+    seeds, m = np.arange(10), 200
+    folds = pd.DataFrame({"fold": [0, 1], "fit": "refit", "fit_seeds": [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]],
+                          "held_out": [[5, 6, 7, 8, 9], [0, 1, 2, 3, 4]]})  # fmt: skip
+    rows = []
+    for n in (64, 256):
+        base = rng.random((10, m)) < 0.4
+        rows.append(pd.DataFrame({"norm": "adaptive", "seed": seeds, "size": n, "n_sets": m,
+                                  "hits": uncertainty.pack_hits(base)}))  # fmt: skip
+        for k in (0, 1):
+            own = np.isin(seeds, folds.loc[k, "fit_seeds"])[:, None]
+            share = np.where(own, in_sample, held_out)
+            hits = base | (rng.random((10, m)) < share)
+            rows.append(pd.DataFrame({"norm": f"adaptive (refit, fold {k})", "seed": seeds,
+                                      "size": n, "n_sets": m,
+                                      "hits": uncertainty.pack_hits(hits)}))  # fmt: skip
+    return pd.concat(rows, ignore_index=True), folds
+
+
+def test_a_refit_is_judged_better_only_on_seeds_it_was_not_fitted_on():
+    from attnlimits.experiments.softmax_not_enough.claims import held_out_refits
+
+    overfit = held_out_refits(*_fold_acc(0.3, 0.0), 16, n_boot=300)
+    assert overfit["held-out verdict"].tolist() == ["no difference"] * 3
+    assert overfit["evaluated on seeds"].tolist()[:2] == ["[5, 6, 7, 8, 9]", "[0, 1, 2, 3, 4]"]
+    general = held_out_refits(*_fold_acc(0.3, 0.3), 16, n_boot=300)
+    assert general["held-out verdict"].tolist() == ["better"] * 3

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from attnlimits.experiments.softmax_not_enough.evaluate import pooled_gain
+from attnlimits.experiments.softmax_not_enough.temperature_fit import fold_label
 from attnlimits.experiments.verdicts import (
     CHECK,
     HEADLINE,
@@ -27,7 +28,16 @@ from attnlimits.experiments.verdicts import (
     finding,
 )
 
-__all__ = ["ALPHA", "CHANCE", "EVIDENCE", "QUOTES", "claims", "interval", "size_table"]
+__all__ = [
+    "ALPHA",
+    "CHANCE",
+    "EVIDENCE",
+    "QUOTES",
+    "claims",
+    "held_out_refits",
+    "interval",
+    "size_table",
+]
 
 #: What decides each claim (report.html links the verdict to them): (pattern in the claim's
 #: text, figure names, table names).
@@ -102,6 +112,43 @@ def size_table(summary: pd.DataFrame, id_size: int) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def held_out_refits(
+    acc: pd.DataFrame, folds: pd.DataFrame, id_size: int, *, n_boot: int = 2000
+) -> pd.DataFrame:
+    """Is a refit a better rule than the published polynomial, on seeds it was not fitted on?
+
+    ``folds`` is :func:`.fits.fold_fits`'s table; ``acc`` the evaluation with the published
+    ``adaptive`` and each ``adaptive (fit, fold k)`` (:func:`.temperature_fit.fold_label`) on
+    every seed. Per fit: the gain over ``adaptive``, pooled over the sizes above ``id_size``
+    (each size once) with its paired interval over seeds and test sets, on fold 0's held-out
+    seeds, on fold 1's, and on both together (every seed judged by the rule not fitted on
+    it), which decides: interval above 0 "better", below 0 "worse", else "no difference"."""
+    sizes = sorted(int(n) for n in acc["size"].unique() if n > id_size)
+    base = acc[acc["norm"] == "adaptive"]
+    rows = []
+    for fit, per in folds.groupby("fit", sort=False):  # two fits
+        held = []
+        for f in per.itertuples():  # two folds
+            mine = acc[(acc["norm"] == fold_label(fit, int(f.fold))) & acc["seed"].isin(f.held_out)]
+            held.append(mine.assign(norm="held out"))
+            part = pd.concat([mine, base[base["seed"].isin(f.held_out)]])
+            g = pooled_gain(part, sizes, other=fold_label(fit, int(f.fold)), n_boot=n_boot,
+                            baseline="adaptive")  # fmt: skip
+            rows.append({"fit": fit, "fitted on seeds": str(list(f.fit_seeds)),
+                         "evaluated on seeds": str(list(f.held_out)), "gain": g})  # fmt: skip
+        both = pd.concat([*held, base])
+        g = pooled_gain(both, sizes, other="held out", baseline="adaptive", n_boot=n_boot)
+        rows.append({"fit": fit, "fitted on seeds": "the other fold",
+                     "evaluated on seeds": "all (each on its held-out fold)", "gain": g})  # fmt: skip
+    out = pd.DataFrame(rows)
+    gains = out.pop("gain")
+    out["gain over published (pts)"] = [interval(*g) for g in gains]
+    out["held-out verdict"] = [
+        "better" if lo > 0 else "worse" if hi < 0 else "no difference" for _, lo, hi in gains
+    ]
+    return out
 
 
 def _disperse(tables: Mapping[str, pd.DataFrame]) -> list[dict[str, str]]:

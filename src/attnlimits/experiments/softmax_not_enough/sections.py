@@ -11,7 +11,11 @@ import numpy as np
 import pandas as pd
 
 from attnlimits.experiments.report import markdown_table
-from attnlimits.experiments.softmax_not_enough.claims import interval, size_table
+from attnlimits.experiments.softmax_not_enough.claims import (
+    held_out_refits,
+    interval,
+    size_table,
+)
 from attnlimits.experiments.softmax_not_enough.evaluate import gain_matrix
 from attnlimits.experiments.softmax_not_enough.uncertainty import steps_rule
 from attnlimits.experiments.softmax_not_enough.setup import setup_table
@@ -129,7 +133,7 @@ def loss_table(log: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _fit_lines(tables: Mapping[str, pd.DataFrame]) -> list[str]:
+def _fit_lines(tables: Mapping[str, pd.DataFrame], id_size: int, n_boot: int) -> list[str]:
     fits = tables["temperature_fit_coeffs"]
     if "theta_min" not in fits:  # a table of releases before the θ_min check
         fits = fits.assign(theta_min=np.nan)
@@ -176,6 +180,19 @@ def _fit_lines(tables: Mapping[str, pd.DataFrame]) -> list[str]:
         markdown_table(tables["temperature_fit_seed_fits"].drop(columns="coeffs")),
         "",
     ]
+    if "temperature_fit_folds" in tables and "accuracy" in tables:
+        lines += [
+            "Is a refit a better rule than the published polynomial? Judged on seeds it was not "
+            "fitted on: each refit fitted on one half of the seeds and evaluated on the other "
+            "half, both ways; the gain over the published polynomial pooled over the sizes "
+            "above the training range (each size once), in points [95 % interval over seeds "
+            "and test sets]. The row on all seeds (each judged by the fold not fitted on it) "
+            "decides:",
+            "",
+            markdown_table(held_out_refits(tables["accuracy"], tables["temperature_fit_folds"],
+                                           id_size, n_boot=n_boot)),
+            "",
+        ]  # fmt: skip
     return lines
 
 
@@ -227,7 +244,7 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
             "",
         ]
     if "temperature_fit_coeffs" in tables:
-        lines += _fit_lines(tables)
+        lines += _fit_lines(tables, id_size, int(bench["eval"].get("n_boot", 2000)))
     if "ablation_summary" in tables:
         abl = tables["ablation_summary"]
         t, base = bench["train"], int(bench["train"]["steps"])
