@@ -26,9 +26,9 @@ from attnlimits.experiments.softmax_not_enough import (
     paired_table,
     summary_table,
     train,
+    uncertainty,
 )
 from attnlimits.experiments.softmax_not_enough.evaluate import P_BOOT_ROW, P_TTEST_ROW
-from attnlimits.experiments.softmax_not_enough import uncertainty
 from attnlimits.experiments.softmax_not_enough.uncertainty import (
     crossed_bootstrap,
     pack_hits,
@@ -628,8 +628,9 @@ def _fold_acc(in_sample: float, held_out: float) -> tuple[pd.DataFrame, pd.DataF
     ``in_sample`` (share of sets flipped right) on its own seeds and ``held_out`` on the others."""
     rng = np.random.default_rng(3)
     seeds, m = np.arange(10), 200
-    folds = pd.DataFrame({"fold": [0, 1], "fit": "refit", "fit_seeds": [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]],
-                          "held_out": [[5, 6, 7, 8, 9], [0, 1, 2, 3, 4]]})  # fmt: skip
+    halves = [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
+    folds = pd.DataFrame({"fold": [0, 1], "fit": "refit", "fit_seeds": halves,
+                          "held_out": halves[::-1]})  # fmt: skip
     rows = []
     for n in (64, 256):
         base = rng.random((10, m)) < 0.4

@@ -121,7 +121,8 @@ def test_claims_follow_the_numbers():
     assert flat["(2) adaptive temperature helps on larger inputs"] == "partly"
     no_hits = {k: v for k, v in _tables(0.1).items() if k != "accuracy"}
     assert claims(no_hits, meta).set_index("claim")["verdict"].filter(like="larger").tolist() == [
-        "n/a", "n/a"
+        "n/a",
+        "n/a",
     ]
 
 

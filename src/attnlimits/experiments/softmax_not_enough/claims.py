@@ -52,9 +52,7 @@ EVIDENCE = (
 CHANCE = 0.1
 ALPHA = 0.05
 #: Paper B's own words (found word for word in our copy; a test checks each).
-Q_DISPERSE = (
-    "any learned circuitry must disperse as the number of items grows at test time"
-)
+Q_DISPERSE = "any learned circuitry must disperse as the number of items grows at test time"
 Q_ADAPTIVE = (
     "As is evident, applying adaptive temperature leads to a more performant retrieval head on "
     "larger inputs, with statistical significance ascertained via a paired"
@@ -62,6 +60,7 @@ Q_ADAPTIVE = (
 Q_ENTROPY = "decreasing the temperature must monotonically decrease the entropy"
 Q_SPREAD = "Proposition 3.1 (Sharpness in Transformers necessitates large weights)."
 QUOTES = (Q_DISPERSE, Q_ADAPTIVE, Q_ENTROPY, Q_SPREAD)
+
 
 def interval(mean: float, low: float, high: float, scale: float = 100.0) -> str:
     """ "m [lo, hi]" in percent (or points): a point estimate and its interval."""
@@ -140,8 +139,14 @@ def held_out_refits(
                          "evaluated on seeds": str(list(f.held_out)), "gain": g})  # fmt: skip
         both = pd.concat([*held, base])
         g = pooled_gain(both, sizes, other="held out", baseline="adaptive", n_boot=n_boot)
-        rows.append({"fit": fit, "fitted on seeds": "the other fold",
-                     "evaluated on seeds": "all (each on its held-out fold)", "gain": g})  # fmt: skip
+        rows.append(
+            {
+                "fit": fit,
+                "fitted on seeds": "the other fold",
+                "evaluated on seeds": "all (each on its held-out fold)",
+                "gain": g,
+            }
+        )
     out = pd.DataFrame(rows)
     gains = out.pop("gain")
     out["gain over published (pts)"] = [interval(*g) for g in gains]
@@ -155,8 +160,12 @@ def _disperse(tables: Mapping[str, pd.DataFrame]) -> list[dict[str, str]]:
     prof = tables["attention_profile"]
     top = prof[(prof["norm"] == "softmax") & (prof["rank"] == 0)].set_index("size")["attention"]
     falls = bool((np.diff(top.to_numpy()) < 0).all())
-    head = Statement("dispersion: softmax coefficients disperse as the set grows (Thm 2.2)",
-                     HEADLINE, Q_DISPERSE, "ours: the mean top coefficient falls with n")  # fmt: skip
+    head = Statement(
+        "dispersion: softmax coefficients disperse as the set grows (Thm 2.2)",
+        HEADLINE,
+        Q_DISPERSE,
+        "ours: the mean top coefficient falls with n",
+    )
     row = head.judged(
         "mean top coefficient: " + ", ".join(f"n={s}: {v:.3f}" for s, v in top.items()),
         "the top coefficient falls at every larger size",

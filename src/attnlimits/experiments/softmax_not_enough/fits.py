@@ -277,7 +277,7 @@ def fold_fits(points: pd.DataFrame, cfg: TemperatureFitConfig) -> pd.DataFrame:
     for k, mine in enumerate(halves):  # two folds
         p = points[points["seed"].isin(mine)]
         if len(p) <= degree:
-            raise ValueError(f"fold {k} (seeds {mine.tolist()}) has {len(p)} points, need > {degree}")
+            raise ValueError(f"fold {k} (seeds {mine.tolist()}): {len(p)} points, need > {degree}")
         H, b = p["entropy"].to_numpy(float), p["beta_star"].to_numpy(float)
         for name, c in (("refit", fit_polynomial(H, b, degree)),
                         ("refit_median", fit_median_polynomial(H, b, degree))):  # fmt: skip

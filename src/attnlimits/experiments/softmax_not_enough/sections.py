@@ -17,8 +17,8 @@ from attnlimits.experiments.softmax_not_enough.claims import (
     size_table,
 )
 from attnlimits.experiments.softmax_not_enough.evaluate import gain_matrix
-from attnlimits.experiments.softmax_not_enough.uncertainty import steps_rule
 from attnlimits.experiments.softmax_not_enough.setup import setup_table
+from attnlimits.experiments.softmax_not_enough.uncertainty import steps_rule
 
 __all__ = [
     "ablation_table",

@@ -238,7 +238,8 @@ def fold_norms(folds: pd.DataFrame, threshold: float = ENTROPY_THRESHOLD) -> dic
     ``adaptive (refit, fold k)``: evaluated on every seed, judged on the fold's held-out ones."""
     return {
         fold_label(row.fit, int(row.fold)): (
-            "adaptive", {"coeffs": tuple(row.coeffs), "threshold": threshold}
+            "adaptive",
+            {"coeffs": tuple(row.coeffs), "threshold": threshold},
         )
         for row in folds.itertuples()
     }

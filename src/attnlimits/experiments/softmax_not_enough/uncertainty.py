@@ -219,7 +219,9 @@ def steps_rule(
     interval excludes 0, and then the rule follows the longer length."""
     a, b = np.asarray(short, np.float64), np.asarray(long, np.float64)
     if a.ndim != 2 or a.shape != b.shape:
-        raise ValueError(f"gains must be two [seeds, sets] arrays of one shape, got {a.shape}, {b.shape}")
+        raise ValueError(
+            f"gains must be two [seeds, sets] arrays of one shape: {a.shape}, {b.shape}"
+        )
     r = crossed_bootstrap(np.stack([a, b]), baseline=0, n_boot=n_boot, level=level, seed=seed)
     low, high = float(r.diff_low[1]), float(r.diff_high[1])
     moved = bool(low > 0 or high < 0)
