@@ -654,3 +654,23 @@ def test_a_refit_is_judged_better_only_on_seeds_it_was_not_fitted_on():
     assert overfit["evaluated on seeds"].tolist()[:2] == ["[5, 6, 7, 8, 9]", "[0, 1, 2, 3, 4]"]
     general = held_out_refits(*_fold_acc(0.3, 0.3), 16, n_boot=300)
     assert general["held-out verdict"].tolist() == ["better"] * 3
+
+
+def test_the_ablation_report_states_the_length_the_steps_rule_picks():
+    from attnlimits.experiments.softmax_not_enough.sections import steps_decision
+
+    def ablation(drop: float) -> pd.DataFrame:
+        rng = np.random.default_rng(5)
+        rows = []
+        for n in (16, 64, 256):
+            soft = rng.random((10, 300)) < 0.4
+            for steps, share in ((5000, 0.4), (20000, 0.4 - drop)):
+                adap = soft | (rng.random((10, 300)) < share)
+                for norm, hits in (("softmax", soft), ("adaptive", adap)):
+                    rows.append(pd.DataFrame({"norm": norm, "seed": np.arange(10), "size": n,
+                                              "n_sets": 300, "steps": steps,
+                                              "hits": uncertainty.pack_hits(hits)}))  # fmt: skip
+        return pd.concat(rows, ignore_index=True)
+
+    assert "**20,000 steps**" in steps_decision(ablation(0.3), 16, n_boot=300)[0]
+    assert "**5,000 steps**" in steps_decision(ablation(0.0), 16, n_boot=300)[0]
