@@ -39,6 +39,7 @@ from attnlimits.experiments.softmax_not_enough.seeds import (
 )
 from attnlimits.experiments.softmax_not_enough.setup import setup_table
 from attnlimits.experiments.softmax_not_enough.temperature_fit import (
+    fold_norms,
     refit_norms,
     run_temperature_fit,
 )
@@ -88,6 +89,8 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
             model, _ = trained_model(bench, store, softmax_model(bench))
         tables |= run_temperature_fit(model, fit_cfg, store, train_cfg=bench.train)
         extra = refit_norms(tables["temperature_fit_coeffs"], fit_cfg.threshold)
+        if "temperature_fit_folds" in tables:  # the refits judged on held-out seeds
+            extra |= fold_norms(tables["temperature_fit_folds"], fit_cfg.threshold)
     tables |= run_max_retrieval(bench, store, extra_norms=extra)
     tables["entropy_vs_temperature"] = entropy_vs_temperature(cfg.spreads)
     if cfg.ablation:

@@ -33,7 +33,9 @@ __all__ = [
     "P_TTEST_ROW",
     "attention_profile",
     "evaluate",
+    "gain_matrix",
     "paired_table",
+    "pooled_gain",
     "summary_table",
 ]
 
@@ -272,3 +274,47 @@ def paired_table(
     table = pd.DataFrame(out).T[[cols[n] for n in sizes]]
     table.index.name = "model"
     return table.reset_index()
+
+
+def gain_matrix(
+    acc: pd.DataFrame,
+    sizes: Sequence[int],
+    other: str = "adaptive",
+    baseline: str = "softmax",
+    n_sets: Mapping[int, int] | None = None,
+) -> np.ndarray:
+    """The paired gain ``other − baseline`` per seed and test set, pooled over ``sizes``:
+    ``[S, M]``, the sets of every size side by side (seeds sorted), each size's sets weighted
+    so that the mean over the matrix is the mean over sizes of each size's mean gain (every
+    size counts once, however many sets it drew). ``acc`` is :func:`evaluate`'s table (with
+    ``hits``); ``n_sets`` caps a size's sets (a common prefix, e.g. across step counts)."""
+    blocks = []
+    for n in sizes:  # a handful of sizes
+        at = acc[acc["size"] == n]
+        pair = []
+        for norm in (other, baseline):
+            rows = at[at["norm"] == norm].sort_values("seed")
+            if rows.empty:
+                raise ValueError(f"accuracy table has no {norm!r} rows at size {n}")
+            m = int(rows["n_sets"].min()) if n_sets is None else int(n_sets[n])
+            pair.append(unpack_hits(rows["hits"].to_numpy(), int(rows["n_sets"].min()))[:, :m])
+        m = min(p.shape[1] for p in pair)
+        blocks.append((pair[0][:, :m].astype(float) - pair[1][:, :m]) / m)
+    total = sum(b.shape[1] for b in blocks)
+    return np.concatenate(blocks, axis=1) * total / len(blocks)
+
+
+def pooled_gain(
+    acc: pd.DataFrame,
+    sizes: Sequence[int],
+    other: str = "adaptive",
+    baseline: str = "softmax",
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """The mean gain over ``sizes`` (each size once, :func:`gain_matrix`) with its 95 %
+    interval from the paired bootstrap over seeds and test sets (corrected for few seeds)."""
+    r = crossed_bootstrap(gain_matrix(acc, sizes, other, baseline)[None], n_boot=n_boot,
+                          level=LEVEL, seed=seed)  # fmt: skip
+    return float(r.mean[0]), float(r.low[0]), float(r.high[0])

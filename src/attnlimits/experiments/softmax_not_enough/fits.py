@@ -41,6 +41,7 @@ __all__ = [
     "fit_median_polynomial",
     "fit_polynomial",
     "fit_table",
+    "fold_fits",
     "poly_beta",
     "seed_fits",
 ]
@@ -259,5 +260,35 @@ def seed_fits(
                     "coeffs": [float(x) for x in c],
                 }
                 | {f"beta_H{h:g}": float(v) for h, v in zip(entropies, beta, strict=True)}
+            )
+    return pd.DataFrame(rows)
+
+
+def fold_fits(points: pd.DataFrame, cfg: TemperatureFitConfig) -> pd.DataFrame:
+    """The β-against-H refits (least squares and median) on each half of the seeds, for
+    judging a refit on the seeds it was *not* fitted on: the sorted seeds split into two folds
+    (first half, second half); fold k is fitted on fold k's seeds and evaluated on the other
+    fold's. Columns ``fold, fit, fit_seeds, held_out, n_points, coeffs``."""
+    seeds = np.sort(points["seed"].unique())
+    if len(seeds) < 2:
+        raise ValueError(f"fold_fits needs points from >= 2 seeds, got {len(seeds)}")
+    halves = (seeds[: len(seeds) // 2], seeds[len(seeds) // 2 :])
+    rows, degree = [], cfg.degree
+    for k, mine in enumerate(halves):  # two folds
+        p = points[points["seed"].isin(mine)]
+        if len(p) <= degree:
+            raise ValueError(f"fold {k} (seeds {mine.tolist()}): {len(p)} points, need > {degree}")
+        H, b = p["entropy"].to_numpy(float), p["beta_star"].to_numpy(float)
+        for name, c in (("refit", fit_polynomial(H, b, degree)),
+                        ("refit_median", fit_median_polynomial(H, b, degree))):  # fmt: skip
+            rows.append(
+                {
+                    "fold": k,
+                    "fit": name,
+                    "fit_seeds": [int(x) for x in mine],
+                    "held_out": [int(x) for x in halves[1 - k]],
+                    "n_points": len(p),
+                    "coeffs": [float(x) for x in c],
+                }
             )
     return pd.DataFrame(rows)

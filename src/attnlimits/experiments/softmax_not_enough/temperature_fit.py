@@ -55,6 +55,7 @@ from attnlimits.experiments.softmax_not_enough.fits import (
     fit_median_polynomial,
     fit_polynomial,
     fit_table,
+    fold_fits,
     poly_beta,
     seed_fits,
 )
@@ -82,6 +83,9 @@ __all__ = [
     "fit_median_polynomial",
     "fit_polynomial",
     "fit_table",
+    "fold_fits",
+    "fold_label",
+    "fold_norms",
     "max_item_temperature",
     "poly_beta",
     "refit_norms",
@@ -212,6 +216,8 @@ def run_temperature_fit(
             f"{name}_bins": bin_table(points, fits, cfg.bin_width),
             f"{name}_seed_fits": seed_fits(points, cfg),
         }
+        if len(model.seeds) >= 2:
+            tables[f"{name}_folds"] = fold_fits(points, cfg)
     return tables
 
 
@@ -225,3 +231,20 @@ def refit_norms(fits: pd.DataFrame, threshold: float = ENTROPY_THRESHOLD) -> dic
         for row in fits[own].itertuples()
         if not row.inverse and row.fit != "paper"
     }
+
+
+def fold_norms(folds: pd.DataFrame, threshold: float = ENTROPY_THRESHOLD) -> dict[str, NormSpec]:
+    """The ``adaptive`` normaliser with each fold's refit (:func:`.fits.fold_fits`), labelled
+    ``adaptive (refit, fold k)``: evaluated on every seed, judged on the fold's held-out ones."""
+    return {
+        fold_label(row.fit, int(row.fold)): (
+            "adaptive",
+            {"coeffs": tuple(row.coeffs), "threshold": threshold},
+        )
+        for row in folds.itertuples()
+    }
+
+
+def fold_label(fit: str, fold: int) -> str:
+    """The evaluation label of ``fit`` fitted on fold ``fold``'s seeds."""
+    return f"adaptive ({fit}, fold {fold})"
