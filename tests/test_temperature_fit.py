@@ -246,7 +246,8 @@ def test_run_temperature_fit_and_figure(tmp_path: Path) -> None:
     trained = TrainConfig(steps=0)
     out = run_temperature_fit(model, cfg, ResultStore(tmp_path), train_cfg=trained)
     assert set(out) == {
-        f"temperature_fit_{t}" for t in ("points", "sizes", "coeffs", "beta", "bins", "seed_fits")
+        f"temperature_fit_{t}"
+        for t in ("points", "sizes", "coeffs", "beta", "bins", "seed_fits", "folds")
     }
     norms = refit_norms(out["temperature_fit_coeffs"], cfg.threshold)
     assert list(norms) == ["adaptive (refit)", "adaptive (refit_median)"]

@@ -372,7 +372,7 @@ def _clrs_tables() -> tuple[dict[str, pd.DataFrame], dict]:
     acc = accuracy_table(ans, chance_table(ans.drop_duplicates("question")))
     train = pd.DataFrame({"arm": ["softmax", "adaptive"] * 2, "seed": 0, "step": [1, 1, 2, 2],
                           "loss": [2.0, 2.1, 1.0, 0.9]})  # fmt: skip
-    tables = {"accuracy": acc, "paired": paired_table(ans), "training": train}
+    tables = {"accuracy": acc, "paired": paired_table(ans, acc), "training": train}
     return tables, {"params": {"arms": ["softmax", "adaptive"], "model": "m", "seeds": 2}}
 
 
