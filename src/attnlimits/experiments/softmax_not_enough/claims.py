@@ -135,8 +135,10 @@ def held_out_refits(
             part = pd.concat([mine, base[base["seed"].isin(f.held_out)]])
             g = pooled_gain(part, sizes, other=fold_label(fit, int(f.fold)), n_boot=n_boot,
                             baseline="adaptive")  # fmt: skip
-            rows.append({"fit": fit, "fitted on seeds": str(list(f.fit_seeds)),
-                         "evaluated on seeds": str(list(f.held_out)), "gain": g})  # fmt: skip
+            # plain ints: numpy's own would print as np.int64(0) before a redraw and 0 after
+            fitted, held_out = ([int(s) for s in seeds] for seeds in (f.fit_seeds, f.held_out))
+            rows.append({"fit": fit, "fitted on seeds": str(fitted),
+                         "evaluated on seeds": str(held_out), "gain": g})  # fmt: skip
         both = pd.concat([*held, base])
         g = pooled_gain(both, sizes, other="held out", baseline="adaptive", n_boot=n_boot)
         rows.append(
