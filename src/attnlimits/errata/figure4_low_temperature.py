@@ -3,7 +3,8 @@ do the sensitivity curves follow 1/T or saturate?
 
 Printed, three statements about T < 0.1 that cannot all hold:
 
-1. finding (v): "for T < 0.1 the curves follow 1/T; smaller ε gives larger values";
+1. finding (v): for T < 0.1 "the empirical curves follow the theoretical 1/T trend of Corollary 3;
+   smaller ε values yield larger gradients" (the paper's words, its mathematics rendered);
 2. Figure 4's dashed reference, min{1/(4T), √2} (Corollary 3), is *flat* at √2 for
    T < 1/(4√2) ≈ 0.177: it saturates exactly where the curves are said to grow as 1/T;
 3. the conclusions speak of sensitivity "saturating at low temperature".

@@ -1,7 +1,7 @@
 """Paper A (Mudarisov et al., NeurIPS 2025), §2.3, the swap example: is ||α(1) − α(2)|| ~ √2·ε/T?
 
-Printed: ℓ(1) = (0, …, 0, a, a + ε), ℓ(2) = (0, …, 0, a + 2ε, a); "the top two logits swap and
-||α(1) − α(2)|| ~ √2·ε/T", with α(k) = softmax(ℓ(k)/T).
+Printed: ℓ(1) = (0, …, 0, a, a + ε), ℓ(2) = (0, …, 0, a + 2ε, a), "the largest two logits swap
+order", and (our reading of its formula) ||α(1) − α(2)|| ~ √2·ε/T, with α(k) = softmax(ℓ(k)/T).
 
 Computation. When a ≫ T·log L the other weights vanish and the last two weights are
 softmax((0, ε)/T) and softmax((2ε, 0)/T), so with x = ε/T and σ the logistic function
