@@ -20,6 +20,7 @@ __all__ = [
     "naming_the_path",
     "open_no_follow",
     "path_kind",
+    "probe_write",
     "refuse_links",
     "write_error",
 ]
@@ -147,6 +148,14 @@ def naming_the_path(
     return named
 
 
+def probe_write(folder: Path, prefix: str = ".probe.", suffix: str = "") -> None:
+    """Make a file in ``folder`` and remove it: ``OSError`` where nothing can be written there.
+    The file is a name :func:`tempfile.mkstemp` made, never a user's."""
+    fd, probe = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=suffix)
+    os.close(fd)
+    os.unlink(probe)
+
+
 def check_writable_folder(path: Path, what: str, fix: str) -> None:
     """Refuse, with a one-line ``ValueError`` naming ``what``, the path and ``fix`` (what to do),
     a folder that cannot be written: a file (or other non-folder) in its place or on its way,
@@ -160,8 +169,6 @@ def check_writable_folder(path: Path, what: str, fix: str) -> None:
             where = "" if p == path else f" (on the way to {path})"
             raise ValueError(f"{what} {p}{where} is {kind}, not a folder; {fix}")
     try:
-        fd, probe = tempfile.mkstemp(dir=p, prefix=".probe.")
-        os.close(fd)
-        os.unlink(probe)  # a name mkstemp made for us: never a user's file
+        probe_write(p)
     except OSError as err:
         raise ValueError(f"{what} {p} cannot be written ({err.strerror or err}); {fix}") from None

@@ -31,7 +31,7 @@ from typing import Any
 import filelock
 import pandas as pd
 
-from attnlimits._paths import inside, naming_the_path, open_no_follow, refuse_links
+from attnlimits._paths import inside, naming_the_path, open_no_follow, probe_write, refuse_links
 from attnlimits.experiments import _owned, _parts
 from attnlimits.experiments._machine import machine_info, package_versions
 from attnlimits.experiments._owned import LOCK_NAME, OWNER_NAME, TMP_SUFFIX, Manifest
@@ -202,9 +202,7 @@ class ResultStore:
         self.root = check_out(root, "root", here=True)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            fd, probe = tempfile.mkstemp(dir=self.root, prefix=".probe.", suffix=TMP_SUFFIX)
-            os.close(fd)
-            os.unlink(probe)  # a name mkstemp made for us: never a user's file
+            probe_write(self.root, suffix=TMP_SUFFIX)  # a leftover is a temporary of ours
         except OSError as err:
             raise ValueError(f"output folder {self.root} is not writable: {err}") from err
         self._meta_path = self.root / "run.json"

@@ -45,13 +45,12 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from attnlimits._checks import check_in_range, check_int_at_least
-from attnlimits._paths import inside
+from attnlimits._paths import inside, probe_write
 from attnlimits.monitor._session import MONITOR_PREFIX, STATS, Session
 
 __all__ = [
@@ -84,9 +83,7 @@ def _writable(path: str | os.PathLike[str], what: str) -> Path:
     out = Path(path)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=out, prefix=".attnlimits-monitor-probe-")
-        os.close(fd)
-        os.unlink(probe)  # a name mkstemp made for us: never a user's file
+        probe_write(out, prefix=".attnlimits-monitor-probe-")
     except OSError as err:
         raise ValueError(f"{what} {str(out)!r} is not a writable folder: {err}") from None
     return out
