@@ -198,7 +198,9 @@ def test_a_files_hash_is_remembered_but_never_for_a_rewritten_file(tmp_path, cac
         opened.append(str(file))
         return real_open(file, *args, **kwargs)
 
-    monkeypatch.setattr(_content, "open", counting_open, raising=False)
+    import attnlimits.corpus.text as text_module  # where the file's bytes are read
+
+    monkeypatch.setattr(text_module, "open", counting_open, raising=False)
     first = _content.file_sha256(path)
     assert _content.file_sha256(path) == first == hashlib.sha256(b"a" * 1000).hexdigest()
     assert opened.count(str(path)) == 1, "the second call read the file again"

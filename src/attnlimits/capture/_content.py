@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from attnlimits.corpus.text import cache_dir
+from attnlimits.corpus.text import cache_dir, text_sha256
 
 __all__ = ["file_sha256", "folder_sha256"]
 
@@ -65,11 +65,8 @@ def file_sha256(path: Path, *, remember: bool = True) -> str:
             digest = ""
         if len(digest) == 64:
             return digest
-    start, h = time.time_ns(), hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    digest = h.hexdigest()
+    start = time.time_ns()
+    digest = text_sha256(path)
     settled = start - before.st_ctime_ns > _SETTLED_NS
     if remember and os.name == "posix" and settled and _fields(path.stat()) == _fields(before):
         _remember(entry, digest)
