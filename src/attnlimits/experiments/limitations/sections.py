@@ -154,8 +154,9 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
     lines += [
         "## Set-up differences from the paper",
         "",
-        "Every setting: *paper* (as the paper does it), *lost in our copy* (not stated or lost: "
-        "our choice), *ours* (a departure, and why).",
+        "Every setting: *paper* (as the paper does it), *lost in our copy* (a value our copy "
+        "of the paper lost: our choice), *ours* (a departure, or a setting the paper does not "
+        "state: our choice, and why).",
         "",
         markdown_table(setup_table(params, info)),
         "",

@@ -1,7 +1,9 @@
 """Every setting of a limitations run beside paper A's, labelled as the brief asks.
 
-Labels: *paper* (as the paper does it), *lost in our copy* (the paper does not say, or our
-copy lost it: our choice, and why), *ours* (a departure, and why). :func:`setup_table` is the
+Labels: *paper* (as the paper does it), *lost in our copy* (the paper gave a value that our
+copy of its text lost: our choice, and why; paper A's copies keep their numbers, so no row
+here needs it), *ours* (a departure, or a setting the paper does not state: our choice, and
+why). :func:`setup_table` is the
 "Set-up differences" section of every report; ``docs/limitations.md`` prints the same rows
 (``tests/test_limitations.py`` checks that the two agree).
 """
@@ -17,6 +19,10 @@ from attnlimits.experiments.limitations.config import ALG3_FRACTIONS, Config
 
 __all__ = ["setup_table"]
 
+#: the paper's words: "the publicly available GPT-2 model family" and, in the arXiv copy's
+#: footnote, "We report results for the 124 M parameter version"; its precision is not stated
+_PAPER_MODEL = "GPT-2, the 124 M version, pretrained (precision not stated)"
+
 
 def _model_row(params: Mapping[str, Any], info: Mapping[str, Any]) -> dict[str, str]:
     model = str(params.get("model", "?"))
@@ -24,7 +30,7 @@ def _model_row(params: Mapping[str, Any], info: Mapping[str, Any]) -> dict[str, 
     if model == "gpt2":
         return {
             "setting": "model",
-            "paper": "GPT-2 124M, fp32, pretrained",
+            "paper": _PAPER_MODEL,
             "this run": f"gpt2 ({shape})",
             "label": "paper",
             "why / what it may change": "the paper's model, where its weights can be loaded",
@@ -43,7 +49,7 @@ def _model_row(params: Mapping[str, Any], info: Mapping[str, Any]) -> dict[str, 
         )
     return {
         "setting": "model",
-        "paper": "GPT-2 124M, fp32, pretrained",
+        "paper": _PAPER_MODEL,
         "this run": f"{model} ({shape})",
         "label": "ours",
         "why / what it may change": why,
@@ -67,7 +73,7 @@ def setup_table(params: Mapping[str, Any], info: Mapping[str, Any] | None = None
             "paper": "consecutive chapters of War and Peace; how many tokens is not stated",
             "this run": f"{windows} window(s) of {top} tokens, "
             + ("spread evenly over the book" if spread else "consecutive from Book One"),
-            "label": "lost in our copy" if not spread else "ours",
+            "label": "ours",
             "why / what it may change": "one stretch of text could be unrepresentative; "
             "verdicts are judged in every window (--placement start: consecutive windows); "
             f"{Config.windows} by default to stay within 5 minutes on two cores "
@@ -77,7 +83,7 @@ def setup_table(params: Mapping[str, Any], info: Mapping[str, Any] | None = None
             "setting": "BOS token",
             "paper": "not stated (GPT-2's tokenizer adds none)",
             "this run": "none: the text is tokenised without special tokens",
-            "label": "lost in our copy",
+            "label": "ours",
             "why / what it may change": "as GPT-2's tokenizer does; a BOS would become an "
             "attention sink and change the first rows",
         },
@@ -86,7 +92,7 @@ def setup_table(params: Mapping[str, Any], info: Mapping[str, Any] | None = None
             "paper": '"token embeddings" (not stated which)',
             "this run": " and ".join(params.get("x_sources", ("values",)))
             + " (values mapped through GQA; hidden = the block's input, before its norm)",
-            "label": "lost in our copy",
+            "label": "ours",
             "why / what it may change": "the report judges every claim for each x source; "
             "hidden before the norm is what HF's hidden_states give for GPT-2 too",
         },
@@ -138,7 +144,7 @@ def setup_table(params: Mapping[str, Any], info: Mapping[str, Any] | None = None
             "setting": "Alg. 5 logits",
             "paper": "logits per head",
             "this run": f"{params.get('logits')} (raw: q·k before the 1/√d scaling)",
-            "label": "lost in our copy",
+            "label": "ours",
             "why / what it may change": "T absorbs the scaling: raw logits at T equal scaled "
             "ones at T/√d",
         },
