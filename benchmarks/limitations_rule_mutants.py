@@ -67,7 +67,7 @@ FINDINGS = [
     ('upper=("upper", "max"))', 'upper=("upper", "min"))'),
     ('max_ratio=("ratio", "max")', 'max_ratio=("ratio", "min")'),
     # the N a change is measured from, and the N a statement is judged at
-    ("ratio.loc[n_hi] / ratio.loc[n_lo]", "ratio.loc[n_hi] / ratio.loc[20]"),
+    ("ratio.loc[n_hi] / ratio.loc[n_from]", "ratio.loc[n_hi] / ratio.loc[n_lo]"),
     ("first = above_one[0] if above_one", "first = ns[0] if above_one"),
     ("n_at = 100 if 100 in mean.index else n_hi", "n_at = 20 if 20 in mean.index else n_hi"),
     ("rules.converges(r_lo, r_hi)", "rules.converges(r, r)"),  # the point, not its interval

@@ -76,7 +76,9 @@ def dispersion_bounds(
 
 
 def projected_spread_bound(w_query: Tensor, w_key: Tensor, query: Tensor, items: Tensor) -> Tensor:
-    """Paper B, Proposition 3.1: max_i e_i − min_i e_i ≤ 2·σ_max(Q)·σ_max(K)·||q||·max_i ||x_i||.
+    """Paper B, Proposition 3.1 (its formula is lost in our copy — "Then is upper bounded as ,
+    where are the largest singular values of and" — so this statement is our reconstruction):
+    max_i e_i − min_i e_i ≤ 2·σ_max(Q)·σ_max(K)·||q||·max_i ||x_i||.
 
     For logits e_i = (Q q)ᵀ(K x_i): |e_i| ≤ ||Q q||·||K x_i|| ≤ σ_max(Q)||q||·σ_max(K)||x_i||,
     and the spread is at most twice the largest |e_i|. Sharp attention over many items thus

@@ -114,8 +114,10 @@ def slopes_in_l(
 
 
 def claim_i(alg1: pd.DataFrame, form: str) -> list[Row]:
-    """(i) at N = 5, d̃ (headline) and E grow roughly linearly in L; the Thm 1.1 bound is safe
-    (a check) but loose. ``form``: the grid column of E the verdict uses."""
+    """(i) at N = 5, d̃ and E grow roughly linearly in L (both headline: Fig. 2a's caption
+    names both, and the finding's "exactly as Corollary 2(i) predicts" is a statement on E);
+    the Thm 1.1 bound is safe (a check) but loose. ``form``: the grid column of E the
+    verdict uses."""
     slope_d, slopes_e, ph = slopes_in_l(alg1, [form])
     top = int(ph["L"].max())
     at_top = ph[ph["L"] == top][["distance", form]].mean()
@@ -176,11 +178,11 @@ def claim_ii(alg2: pd.DataFrame, form: str) -> list[Row]:
         _row("(ii.a)", f"d̃ changes {change:+.1%} from N = {n_from} to N = {n_hi}",
              f"|change| ≤ {rules.PLATEAU:.0%}: reproduced; ≤ {rules.PLATEAU_PARTLY:.0%}: "
              "partly; more: not reproduced", rules.plateau(change)),
-        _row("(ii.b)", f"bound / d̃ {ratio.loc[n_lo]:.2f} (N = {n_lo}) → "
-             f"{ratio.loc[n_hi]:.2f} (N = {n_hi})",
-             f"(bound / d̃ at the largest N) / (at the smallest) ≤ {rules.TIGHTENS}: reproduced; "
-             f"≤ {rules.LOOSENS}: partly; above (loosens): not reproduced",
-             rules.tightens(float(ratio.loc[n_hi] / ratio.loc[n_lo]))),
+        _row("(ii.b)", f"bound / d̃ {ratio.loc[n_from]:.2f} (N = {n_from}) → "
+             f"{ratio.loc[n_hi]:.2f} (N = {n_hi}); {ratio.loc[n_lo]:.2f} at N = {n_lo}",
+             f"(bound / d̃ at the largest N) / (at N = {n_from}, Fig. 2b's 'beyond 20') ≤ "
+             f"{rules.TIGHTENS}: reproduced; ≤ {rules.LOOSENS}: partly; above (loosens): not "
+             "reproduced", rules.tightens(float(ratio.loc[n_hi] / ratio.loc[n_from]))),
         _row("(ii.c)", f"E {E_COLS[form]} / d̃ at N = {n_at}: {r:.3f} [{r_lo:.3f}, {r_hi:.3f}]"
              + ("" if n_at == 100 else " (the run has no N = 100: its largest N)"),
              f"95 % interval within [{lo:g}, {hi:g}]: reproduced; outside it: not reproduced; "
@@ -242,8 +244,9 @@ def claim_iii(crit: pd.DataFrame, label: str) -> list[Row]:
     fractions = [
         None if pd.isna(c) else c / n for c, n in zip(ok["critical_n"], ok["L"], strict=True)
     ]
-    lo, hi = rules.PAPER_FRACTION / rules.ABOUT, rules.PAPER_FRACTION * rules.ABOUT
-    near = sum(f is not None and lo <= f <= hi for f in fractions)
+    lo, hi = rules.PAPER_FRACTION, rules.PAPER_FRACTION * rules.ABOUT
+    below = sum(f is not None and f <= lo for f in fractions)
+    near = sum(f is not None and f <= hi for f in fractions)
     censored = ok["critical_n"].isna().to_numpy()
     known = ok["critical_n"].astype(float).to_numpy()
     s_min, s_max = slope_bounds(
@@ -257,11 +260,13 @@ def claim_iii(crit: pd.DataFrame, label: str) -> list[Row]:
         about = _row("(iii.b)", "", "", verdicts.NOT_TESTABLE, why, uses_e=True)
     else:
         about = _row(
-            "(iii.b)", f"critical N / L in [{lo:.2g}, {hi:.2g}] at {near} of {len(ok)} L"
+            "(iii.b)", f"critical N / L ≤ {lo:.2g} at {below}, ≤ {hi:.2g} at {near} of "
+            f"{len(ok)} L"
             + (f" ({n_cens} with none up to 0.9·L: > 0.9·L)" if n_cens else "")
             + (blind_note if blind.any() else ""),
-            f"within a factor {rules.ABOUT:g} of 0.06 at every testable L: reproduced; some: "
-            "partly; none: not reproduced", rules.about_fraction(fractions), uses_e=True,
+            f"≤ {lo:g} ('fewer than 6 %') at every testable L: reproduced; ≤ {hi:g} ('≈ "
+            "0.06L') or ≤ 0.06 at some: partly; above at every L: not reproduced",
+            rules.about_fraction(fractions), uses_e=True,
         )  # fmt: skip
     if len(ok) < 2:
         sub = _row(
@@ -358,25 +363,37 @@ def claim_v(alg5: pd.DataFrame, eps: str = "all", statistic: str = "sensitivity"
     if eps == "smallest":
         top = top[[min(top.columns)]]
     low = top[top.index < 0.1]
-    slopes = [loglog_slope(low.index, low[e]) for e in top.columns]
+    # g(T, ε) = ‖Δα‖₂ / ε ≤ √2 / ε (two probability vectors lie at most √2 apart): where the
+    # curve reaches half that cap below T = 0.1, it is held flat by arithmetic, not by T
+    capped = [bool(low[e].max() >= 0.5 * math.sqrt(2) / e) for e in top.columns]
+    slopes = [math.nan if c else loglog_slope(low.index, low[e])
+              for e, c in zip(top.columns, capped, strict=True)]  # fmt: skip
     order = [bool((np.diff(r) <= np.abs(r[:-1]) * 1e-9).all()) for r in low.to_numpy()]
     t_lo, t_hi = top.index[top.index <= 0.1], top.index[top.index >= 1]
-    factor = math.nan
+    factor = factor_a = math.nan  # reading (b), from T = 0.01; (a), from T = 0.1
+    t_from = min(t_lo, key=lambda t: abs(math.log10(t) + 2)) if len(t_lo) else math.nan
     if len(t_lo) and len(t_hi):
-        factor = float((top.loc[t_lo.max()] / top.loc[t_hi.min()]).min())
+        factor = float((top.loc[t_from] / top.loc[t_hi.min()]).min())
+        factor_a = float((top.loc[t_lo.max()] / top.loc[t_hi.min()]).min())
     high = top.loc[t_hi]
     spread = (high.max(axis=1) / high.min(axis=1)).tolist() if top.shape[1] > 1 else []
-    slopes_txt = ", ".join(f"ε={e:g}: {s:.2f}" for e, s in zip(top.columns, slopes, strict=True))
+    slopes_txt = ", ".join(
+        f"ε={e:g}: " + (f"capped (√2/ε = {math.sqrt(2) / e:.3g})" if c else f"{s:.2f}")
+        for e, s, c in zip(top.columns, slopes, capped, strict=True)
+    )
+    cap_note = "not testable: every ε's curve is held by the cap √2/ε" if all(capped) else ""
     spread_txt = ", ".join(f"T={t:g}: {v:.2f}" for t, v in zip(t_hi, spread, strict=False))
     rows = [
         _row("(v.a)", f"log-log slopes for T < 0.1: {slopes_txt}",
-             f"within {rules.ONE_OVER_T} of −1 for every ε: reproduced; some: partly; none: not",
-             rules.one_over_t(slopes)),
+             f"within {rules.ONE_OVER_T} of −1 for every ε whose curve stays below half its "
+             "cap √2/ε (capped ε: not testable, named): reproduced; some: partly; none: not",
+             verdicts.NOT_TESTABLE if all(capped) else rules.one_over_t(slopes), cap_note),
         _row("(v.b)", f"values fall with ε at {sum(order)} of {len(order)} T < 0.1",
              "at every T < 0.1: reproduced; some: partly; none: not (n/a: one ε)",
              rules.share(order) if top.shape[1] > 1 else rules.NA),
-        _row("(v.c)", f"smallest factor over ε from T = {t_lo.max() if len(t_lo) else math.nan:g}"
-             f" to T = {t_hi.min() if len(t_hi) else math.nan:g}: {factor:.3g}×",
+        _row("(v.c)", f"smallest factor over ε from T = {t_from:g} to T = "
+             f"{t_hi.min() if len(t_hi) else math.nan:g}: {factor:.3g}× (reading (b); from "
+             f"T = {t_lo.max() if len(t_lo) else math.nan:g}, reading (a): {factor_a:.3g}×)",
              f"≥ 10^1.5 ≈ {rules.DROP_ABOUT:.0f}×: reproduced; ≥ {rules.DROP_SOME:.1f}×: partly; "
              "less: not reproduced", rules.drops(factor)),
         _row("(v.d)", f"max / min over ε: {spread_txt or '—'}",

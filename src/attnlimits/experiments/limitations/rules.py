@@ -157,11 +157,23 @@ def converges(ratio_lo: float, ratio_hi: float) -> str:
 
 
 def about_fraction(fractions: Sequence[float | None]) -> str:
-    """(iii) "≈ 0.06L" / "fewer than 6 % of the tokens": per L, critical N / L within a factor 2
-    of 0.06 ([0.03, 0.12]); None (no critical N up to 0.9·L: censored, critical N / L > 0.9)
-    counts against. All L / some / none (the caller leaves out the L where it is not testable)."""
-    lo, hi = PAPER_FRACTION / ABOUT, PAPER_FRACTION * ABOUT
-    return share([f is not None and lo <= f <= hi for f in fractions])
+    """(iii) Fig. 2c's "fewer than 6 % of the tokens" with the finding's "≈ 0.06L": per L,
+    critical N / L at most 0.06 satisfies both (reproduced there); above 0.06 but within the
+    factor ABOUT (≤ 0.12) only "≈ 0.06L" (partly there); above that, or None (no critical N up
+    to 0.9·L: censored, critical N / L > 0.9), neither. Every L reproduced: reproduced; none
+    reproduced or partly: not reproduced; else partly (the caller leaves out the L where it is
+    not testable). A small fraction passes: the paper's point is that "only a small subset of
+    tokens can be separated", and "fewer than" sets no floor."""
+    per = [
+        NOT if f is None or _bad(f) or f > PAPER_FRACTION * ABOUT
+        else REPRODUCED if f <= PAPER_FRACTION else PARTLY
+        for f in fractions
+    ]  # fmt: skip
+    if not per:
+        return NA
+    if all(v == REPRODUCED for v in per):
+        return REPRODUCED
+    return NOT if all(v == NOT for v in per) else PARTLY
 
 
 def sub_linear(slope_min: float, slope_max: float) -> str:
@@ -237,7 +249,10 @@ def one_over_t(slopes: Sequence[float]) -> str:
 
 def drops(factor: float) -> str:
     """(v) "for T ≥ 1 they drop by about two orders of magnitude": the smallest factor over ε
-    from T = 0.1 to T = 1 at least 10^1.5 (partly from 10^0.5: a drop, not of two orders)."""
+    from T = 0.01 to T = 1 at least 10^1.5 (partly from 10^0.5: a drop, not of two orders).
+    Counted from T = 0.01, reading (b) of docs/errata.md (finding_v_two_orders): the reading
+    under which it agrees with "follow 1/T" (from T = 0.1 a 1/T curve falls only 10×, so the
+    statement could not hold where the headline does)."""
     if _bad(factor):
         return NA
     if factor >= DROP_ABOUT:

@@ -57,7 +57,7 @@ S: dict[str, Statement] = {
         ),
         Statement(
             "(i.b) N = 5: E grows roughly linearly in L",
-            SUPPORTING,
+            HEADLINE,  # Fig. 2a's caption names both, and Corollary 2(i) is a statement on E
             _FIG2A,
             "log-log slope of the mean E over heads against L",
         ),
@@ -78,10 +78,12 @@ S: dict[str, Statement] = {
             "relative change of the mean d̃ from N = 20 to the largest N",
         ),
         Statement(
-            "(ii.b) the bound tightens as N grows",
+            "(ii.b) the bound tightens as N grows beyond 20",
             SUPPORTING,
-            _II,
-            "bound / d̃ at the largest N against the smallest N",
+            "increasing N beyond 20 yields diminishing returns: the distance plateaus while the "
+            "bound tightens",
+            "bound / d̃ at the largest N against N = 20 (at N = 1 the bound meets d̃ almost by "
+            "construction, so a change from there could not show tightening)",
         ),
         Statement(
             "(ii.c) d̃ and E converge near N = 100",
@@ -111,8 +113,9 @@ S: dict[str, Statement] = {
             HEADLINE,
             "fewer than 6 % of the tokens need to be selected before the empirical and expected "
             "distances become statistically indistinguishable",
-            "with finding (iii)'s '≈ 0.06L': critical N / L within a factor 2 of 0.06 per L; a "
-            "length that never accepts up to 0.9·L has critical N / L > 0.9 (censored, against)",
+            "with finding (iii)'s '≈ 0.06L': per L, critical N / L ≤ 0.06 meets both, ≤ 0.12 "
+            "only '≈'; no floor ('fewer than'); a length that never accepts up to 0.9·L has "
+            "critical N / L > 0.9 (censored, against)",
         ),
         Statement(
             "(iii.c) the critical N grows sub-linearly in L",
@@ -172,15 +175,17 @@ S: dict[str, Statement] = {
             "(v) for T < 0.1 the curves follow 1/T",
             FINDING,
             _V_LOW,
-            "'follow 1/T' and 'drop by two orders of magnitude' contradict each other "
-            "(docs/errata.md, finding_v_two_orders): the 1/T trend (Fig. 4's title) is the "
-            "headline",
+            "the 1/T trend is the headline; 'drop by two orders of magnitude' is read from "
+            "T = 0.01, the reading under which the two sentences agree (counted from T = 0.1 "
+            "they contradict: docs/errata.md, finding_v_two_orders)",
         ),
         Statement(
             "(v.a) for T < 0.1 the curves follow 1/T",
             HEADLINE,
             _V_LOW,
-            "per ε, log-log slope over T < 0.1 of the max over heads of g(T, ε)",
+            "per ε, log-log slope over T < 0.1 of the max over heads of g(T, ε); an ε whose "
+            "curve reaches half of g's ceiling √2/ε (‖Δα‖₂ ≤ √2) is held flat by arithmetic, "
+            "so not testable there (ε = 10: ceiling 0.14)",
         ),
         Statement(
             "(v.b) smaller ε gives larger values (T < 0.1)",
@@ -193,8 +198,9 @@ S: dict[str, Statement] = {
             "(v.c) for T ≥ 1 they drop by about two orders of magnitude",
             SUPPORTING,
             _V_HIGH,
-            "the factor from T = 0.1 (where the 1/T range ends) to T = 1; 1/T itself falls only "
-            "10× there (docs/errata.md, finding_v_two_orders)",
+            "the factor from T = 0.01 to T = 1 (reading (b) of docs/errata.md, "
+            "finding_v_two_orders, where 1/T falls 100×); the factor from T = 0.1 (reading (a), "
+            "1/T falls 10×) shown beside it",
         ),
         Statement(
             "(v.d) for T ≥ 1 the curves collapse",
@@ -217,7 +223,9 @@ S: dict[str, Statement] = {
             "δ > 0 in every layer",
         ),
         Statement(
-            "Theorem 1.2: 0 ≤ ε = E exact − E derived ≤ the Jensen-gap bound (both printed forms)",
+            "Theorem 1.2 as the appendix derives it: 0 ≤ ε = E exact − E derived ≤ the "
+            "Jensen-gap bound (both printed forms of the bound); against the main text's printed "
+            "E, ε is negative (docs/errata.md)",
             CHECK,
             "the residual ε captures the Jensen gap and is small whenever the individual weights "
             "α_i are not too concentrated",

@@ -42,7 +42,7 @@ __all__ = [
 #: What decides each claim (report.html links the verdict to them): (pattern in the claim's
 #: text, figure names, table names).
 EVIDENCE = (
-    (r"disperse", ("attention_profile",), ("attention_profile",)),
+    (r"dispers|sharp on", ("attention_profile",), ("attention_profile",)),
     (r"larger inputs", ("accuracy",), ("summary",)),
     (r"entropy falls", ("entropy_vs_temperature",), ("entropy_vs_temperature",)),
     (r"logit spread", ("logit_spread",), ("training_log",)),
@@ -57,9 +57,19 @@ Q_ADAPTIVE = (
     "As is evident, applying adaptive temperature leads to a more performant retrieval head on "
     "larger inputs, with statistical significance ascertained via a paired"
 )
+Q_SHARP = (
+    "While the model indeed attributes focus sharply and cleanly on the maximum item, this only "
+    "holds true on the problem sizes that the model was trained on."
+)
+Q_UNIFORM = "the attentional coefficients eventually disperse towards the uniform distribution"
 Q_ENTROPY = "decreasing the temperature must monotonically decrease the entropy"
 Q_SPREAD = "Proposition 3.1 (Sharpness in Transformers necessitates large weights)."
-QUOTES = (Q_DISPERSE, Q_ADAPTIVE, Q_ENTROPY, Q_SPREAD)
+QUOTES = (Q_DISPERSE, Q_SHARP, Q_UNIFORM, Q_ADAPTIVE, Q_ENTROPY, Q_SPREAD)
+#: (1.a) "sharply and cleanly": the max item's mean attention at the largest training size at
+#: least SHARP (reproduced) or MOST (partly: it holds most of the mass). Written 2026-11-27,
+#: after the 2026-11-25 run (0.92 at n = 16) was public: 0.9 is "cleanly" (one item holds
+#: nine tenths), 0.5 "most of the mass"; neither was tuned to that number.
+SHARP, MOST = 0.9, 0.5
 
 
 def interval(mean: float, low: float, high: float, scale: float = 100.0) -> str:
@@ -79,8 +89,9 @@ def size_table(summary: pd.DataFrame, id_size: int) -> pd.DataFrame:
     """Per set size: the test sets drawn, softmax and adaptive (mean over seeds and sets, 95 %
     interval over both), the paired difference with its interval, the paired bootstrap's p
     and the paper's t-test's p, our per-size finding and, out of distribution where it is not
-    "adaptive significantly better", a likely reason. This is *our* detail: the paper states
-    no per-size claim (its §4.1 sentence is judged once, pooled, by :func:`claims`)."""
+    "adaptive significantly better", a likely reason. This is *our* detail: the paper's Table 1
+    gives a p-value per size, but its numbers are lost in our copy, so there is nothing per
+    size to compare with; its §4.1 sentence is judged once, pooled, by :func:`claims`."""
     s = summary[summary["norm"].isin(["softmax", "adaptive"])]
     soft = s[s["norm"] == "softmax"].set_index("size")
     adap = s[s["norm"] == "adaptive"].set_index("size")
@@ -158,22 +169,51 @@ def held_out_refits(
     return out
 
 
-def _disperse(tables: Mapping[str, pd.DataFrame]) -> list[dict[str, str]]:
+def _disperse(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[dict[str, str]]:
+    """§2's two observations (headline) on the attention profile: the max item's mean
+    attention is sharp at the training sizes, then falls towards uniform as the sets grow; and
+    Lemma 2.1 / Thm 2.2's "must disperse" as a check (a theorem, never evidence)."""
     prof = tables["attention_profile"]
     top = prof[(prof["norm"] == "softmax") & (prof["rank"] == 0)].set_index("size")["attention"]
-    falls = bool((np.diff(top.to_numpy()) < 0).all())
-    head = Statement(
-        "dispersion: softmax coefficients disperse as the set grows (Thm 2.2)",
+    top = top.sort_index()
+    shown = "max item's mean attention: " + ", ".join(f"n={s}: {v:.3f}" for s, v in top.items())
+    inside, beyond = top[top.index <= id_size], top[top.index >= id_size]
+    sharp = Statement(
+        "(1.a) sharp on the training sizes",
         HEADLINE,
+        Q_SHARP,
+        f"ours: the max item's mean attention at the largest training size (n ≤ {id_size})",
+    )
+    if len(inside):
+        at = float(inside.iloc[-1])
+        v = REPRODUCED if at >= SHARP else PARTLY if at >= MOST else NOT
+        sharp_row = sharp.judged(
+            shown, f"≥ {SHARP}: reproduced; ≥ {MOST}: partly; below: not reproduced", v
+        )
+    else:
+        sharp_row = sharp.judged(shown, "", NA)
+    falls = bool((np.diff(beyond.to_numpy()) < 0).all())
+    lower = len(beyond) > 1 and float(beyond.iloc[-1]) < float(beyond.iloc[0])
+    spread = Statement(
+        "(1.b) then disperses towards uniform as the sets grow",
+        HEADLINE,
+        Q_UNIFORM,
+        "ours: the max item's mean attention falls from the largest training size at every "
+        "larger size of the profile",
+    )
+    rule = "falls at every larger size: reproduced; lower at the largest only: partly; else not"
+    spread_row = spread.judged(
+        shown, rule, NA if len(beyond) < 2 else REPRODUCED if falls else PARTLY if lower else NOT
+    )
+    check = Statement(
+        "dispersion is inevitable with bounded logits (Lemma 2.1, Thm 2.2)",
+        CHECK,
         Q_DISPERSE,
-        "ours: the mean top coefficient falls with n",
-    )
-    row = head.judged(
-        "mean top coefficient: " + ", ".join(f"n={s}: {v:.3f}" for s, v in top.items()),
-        "the top coefficient falls at every larger size",
-        REPRODUCED if falls else NOT,
-    )
-    return finding(Statement("(1) softmax disperses", "finding", Q_DISPERSE), [row])
+        "a theorem: with logits bounded, every coefficient is O(1/n)",
+    ).judged(shown, "the max item's mean attention falls at every larger size",
+             REPRODUCED if bool((np.diff(top.to_numpy()) < 0).all()) else NOT)  # fmt: skip
+    head = Statement("(1) softmax is sharp in distribution, then disperses", "finding", Q_SHARP)
+    return [*finding(head, [sharp_row, spread_row]), check]
 
 
 def _adaptive(
@@ -236,7 +276,9 @@ def _checks(tables: Mapping[str, pd.DataFrame]) -> list[dict[str, str]]:
     ok = bool((log["spread"] <= log["bound"] * (1 + 1e-6)).all())
     rows.append(
         Statement("the logit spread stays under the Prop. 3.1 bound during training", CHECK,
-                  Q_SPREAD, "a theorem: spread ≤ 2·‖q‖·max‖k‖").judged(
+                  Q_SPREAD, "a theorem; its formula is lost in our copy, so the bound is our "
+                  "reconstruction: spread ≤ 2·σ_max(W_k)·‖q‖·max‖h_i‖/√W, q the projected "
+                  "query (docs/max_retrieval.md)").judged(
             f"bound / spread over {len(log)} logged steps: min {ratio.min():.2f}, "
             f"median {ratio.median():.2f}",
             "spread ≤ bound at every logged step",
@@ -252,5 +294,6 @@ def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.Da
     theorems' checks (their own table in the report, never evidence)."""
     id_size = int(meta["benchmark"]["train"]["max_size"])
     n_boot = int(meta["benchmark"].get("eval", {}).get("n_boot", 2000))
-    rows = [*_disperse(tables), *_adaptive(tables, id_size, n_boot), *_checks(tables)]
+    *disperse, check = _disperse(tables, id_size)
+    rows = [*disperse, *_adaptive(tables, id_size, n_boot), check, *_checks(tables)]
     return pd.DataFrame(rows)

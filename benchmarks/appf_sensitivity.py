@@ -1,0 +1,107 @@
+"""What drives App. F's β* away from the published polynomial: training length, θ grid, seed.
+
+Paper B's App. F polynomial gives β = 1.27 / 2.10 / 2.25 / 2.39 at H = 1 / 2 / 3 / 4 nats;
+the medians of our β* (1/θ*) are two to six times that at H ≥ 2. This script collects App. F's
+points (:func:`attnlimits.experiments.softmax_not_enough.temperature_fit.collect_points`) on the
+trained softmax models of a steps ablation (``benchmarks/steps_ablation.py``: the default
+combination, one batched model of ten seeds per training length, read from its checkpoints;
+nothing is trained here) on several θ grids, and prints, per (training length, grid), the
+median β* of the points within ±0.25 nats of H = 1 … 4 (seeds pooled), the smallest and the
+largest per-seed median, and the median logit spread of the kept inputs (max − min logit),
+beside the published polynomial::
+
+    python benchmarks/appf_sensitivity.py results/steps_ablation [--out docs/data/appf]
+
+The grids (all linear, as App. F; its bounds are lost in our copy): the default
+0.005 … 2 in steps of 0.005; a lower bound of 0.05 (β* ≤ 20); 0.001 … 2 in steps of 0.001
+(β* ≤ 1000, 5× the search); an upper bound of 10 (θ* of inputs whose optimum lies above 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from attnlimits.experiments.softmax_not_enough.config import Config, TemperatureFitConfig
+from attnlimits.experiments.softmax_not_enough.fits import poly_beta
+from attnlimits.experiments.softmax_not_enough.model import make_batch, set_generator
+from attnlimits.experiments.softmax_not_enough.seeds import softmax_model
+from attnlimits.experiments.softmax_not_enough.temperature_fit import collect_points
+from attnlimits.experiments.softmax_not_enough.train import checkpoint_path, train
+from attnlimits.normalizers.adaptive import POLY_COEFFS
+
+GRIDS = {
+    "0.005…2 step 0.005 (default)": {},
+    "0.05…2 step 0.005": {"theta_min": 0.05, "alt_theta_min": None},
+    "0.001…2 step 0.001": {"theta_min": 0.001, "theta_step": 0.001, "alt_theta_min": None},
+    "0.005…10 step 0.005": {"theta_max": 10.0},
+}
+H_AT = (1.0, 2.0, 3.0, 4.0)
+HALF = 0.25
+
+
+def _medians(points: pd.DataFrame) -> dict[str, float]:
+    out = {}
+    for h in H_AT:
+        near = points[(points["entropy"] - h).abs() < HALF]
+        per_seed = near.groupby("seed")["beta_star"].median()
+        out[f"H{h:g}"] = float(near["beta_star"].median()) if len(near) else float("nan")
+        out[f"H{h:g} seeds"] = (
+            f"{per_seed.min():.3g}–{per_seed.max():.3g}" if len(per_seed) else "—"
+        )
+    return out
+
+
+@torch.no_grad()
+def _spread(model: torch.nn.Module, fit: TemperatureFitConfig) -> float:
+    """Median over the seeds and App. F's sets at n = 512 of max − min attention logit."""
+    gen = set_generator(fit.seed, 512, "cpu")
+    mc = model.cfg  # type: ignore[attr-defined]
+    items, query, _ = make_batch(64, 512, n_classes=mc.n_classes, query_dim=mc.query_dim,
+                                 generator=gen, device="cpu")  # fmt: skip
+    _, e = model.encode(items, query)  # type: ignore[operator]
+    return float((e.amax(-1) - e.amin(-1)).median())
+
+
+def main(argv: list[str] | None = None) -> pd.DataFrame:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", type=Path, help="the folder of benchmarks/steps_ablation.py")
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--steps", type=int, nargs="+", default=[5000, 10000, 20000])
+    ap.add_argument("--out", type=Path, default=None, help="write sensitivity.csv here")
+    args = ap.parse_args(argv)
+    base = Config(seeds=args.seeds).benchmark()
+    fit = TemperatureFitConfig()
+    paper = poly_beta(np.asarray(H_AT), POLY_COEFFS)
+    rows = [
+        {"steps": "—", "grid": "published polynomial (App. F listing)", "kept": "—", "spread": "—"}
+        | {f"H{h:g}": float(b) for h, b in zip(H_AT, paper, strict=True)}
+    ]
+    for steps in args.steps:
+        cfg = replace(base, train=replace(base.train, steps=steps))
+        mcfg = softmax_model(cfg)
+        ckpt = checkpoint_path(args.results / "checkpoints", mcfg, cfg.train, cfg.seeds)
+        if not ckpt.is_file():
+            raise SystemExit(f"no checkpoint for {steps} steps: {ckpt} (run steps_ablation.py)")
+        model, _ = train(mcfg, cfg.train, cfg.seeds, ckpt=ckpt)
+        spread = _spread(model, fit)
+        for name, change in GRIDS.items():
+            points = collect_points(model, replace(fit, **change))
+            rows.append({"steps": steps, "grid": name, "kept": len(points),
+                         "spread": round(spread, 1)} | _medians(points))  # fmt: skip
+            print(rows[-1], flush=True)
+    table = pd.DataFrame(rows)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        table.to_csv(args.out / "sensitivity.csv", index=False)
+    print(table.to_markdown(index=False, floatfmt=".3g"))
+    return table
+
+
+if __name__ == "__main__":
+    main()
