@@ -183,9 +183,10 @@ S: dict[str, Statement] = {
             "(v.a) for T < 0.1 the curves follow 1/T",
             HEADLINE,
             _V_LOW,
-            "per ε, log-log slope over T < 0.1 of the max over heads of g(T, ε); an ε whose "
-            "curve reaches half of g's ceiling √2/ε (‖Δα‖₂ ≤ √2) is held flat by arithmetic, "
-            "so not testable there (ε = 10: ceiling 0.14)",
+            "per ε, log-log slope over the T in (ε, 0.1) of the max over heads of g(T, ε): "
+            "1/T is the derivative's trend, and g approximates the derivative only while ε < T "
+            "(at ε ≥ T the change saturates, ‖Δα‖₂ ≤ √2, so g ≤ √2/ε is flat in T); an ε with "
+            "fewer than two such T is left out (ε = 0.1 and 10 on the default grid)",
         ),
         Statement(
             "(v.b) smaller ε gives larger values (T < 0.1)",
