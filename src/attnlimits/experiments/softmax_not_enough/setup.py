@@ -130,8 +130,8 @@ def _eval_rows(
         _row("evaluation sets", "eval.n_sets, eval.target_se, eval.min_sets, eval.max_items",
              f"up to {e['n_sets']:,} per size, stop at binomial SE "
              f"{e['target_se']}{cap}; the same sets for every seed", OURS,
-             "the paper does not say how many sets; our choice, because the cap bounds the cost of the largest sizes (the counts "
-             "actually drawn are in the accuracy table)"),
+             "the paper does not say how many sets; our choice, because the cap bounds the cost "
+             "of the largest sizes (the counts actually drawn are in the accuracy table)"),
         _row("intervals and test", "eval.n_boot",
              f"95 % percentile interval of a bootstrap over seeds and test sets ({e['n_boot']:,} "
              "resamples); verdicts from its paired p-value", OURS,
@@ -158,8 +158,8 @@ def _fit_rows(fit: Mapping[str, Any]) -> list[dict[str, str]]:
         _row("App. F inputs", "fit.sizes, fit.sets_per_size",
              f"sets of {', '.join(str(s) for s in fit['sizes'])} items, {fit['sets_per_size']:,}"
              " per size; kept where the max item lacks the top attention logit", OURS,
-             "App. F does not say which inputs or how many; our choice, because they span the training size to 128× beyond it in about 10 s "
-             "(which inputs are kept: App. F)"),
+             "App. F does not say which inputs or how many; our choice, because they span the "
+             "training size to 128× beyond it in about 10 s (which inputs are kept: App. F)"),
         _row("App. F grid", "fit.theta_min, fit.theta_max, fit.theta_step",
              f"θ from {fit['theta_min']:g} to {fit['theta_max']:g} in steps of "
              f"{fit['theta_step']:g}; θ* maximises the max item's attention weight", LOST,
