@@ -222,7 +222,7 @@ def _adaptive(
     """§4.1 judged once: the gain pooled over the sizes above the training range (each size
     once) with its interval over seeds and test sets; the per-size findings beside it."""
     head = Statement(
-        "larger inputs: adaptive temperature (inference only) beats softmax above the "
+        "(2.a) larger inputs: adaptive temperature (inference only) beats softmax above the "
         "training sizes (§4.1)", HEADLINE, Q_ADAPTIVE,
         "ours: 'larger inputs' = every size above the training range, pooled (each size "
         "once); significance = the paired bootstrap's 95 % interval over seeds and test sets "
