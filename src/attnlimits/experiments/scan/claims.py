@@ -115,7 +115,8 @@ def _critical_row(heads: pd.DataFrame) -> dict[str, str]:
     model_n = model_n[model_n.index <= analysed]
     if not len(model_n):
         return s.judged("no critical N: no length was analysed (Alg. 3)", rule, NA)
-    grid = heads.groupby("length")["n_max_tested"].max()
+    tested = heads["n_max_tested"] if "n_max_tested" in heads else heads["length"] * 0.0
+    grid = tested.groupby(heads["length"]).max()  # the N grid's end per L (older runs: unknown)
     layers = heads.groupby("length")["critical_n_over_L"]
     judged: list[float | None] = []
     left_out: list[int] = []
