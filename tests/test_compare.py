@@ -258,6 +258,7 @@ def test_compare_runs_end_to_end_resumes_and_redraws(model_dirs, tmp_path, monke
     assert len(heads) == 3 * 2 * 4 * 2  # normalisers × layers × heads × lengths
     report = (out / "report.md").read_text()
     assert "adaptive swapped into" in report and "## Differences" in report
+    assert "## Effects per normaliser" in report and "| topk:k=8 |" in report
     for name in ("perplexity", "retrieval", "entropy", "cost"):
         assert (out / "figures" / f"{name}.png").stat().st_size > 0
 

@@ -1,26 +1,48 @@
-"""The comparison's report: per normaliser, where it helps or hurts, and what it costs.
+"""The comparison's report: the papers' statements about normalisers judged on the swap (the
+shared vocabulary, :mod:`attnlimits.experiments.verdicts`; ``statements.py``, ``rules.py``), then
+per normaliser where it helps or hurts and what it costs.
 
 Reads the ``summary`` table and ``run.json`` only.
 """
 
 from __future__ import annotations
 
+import inspect
+import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from attnlimits import normalizers as nz
 from attnlimits.experiments.compare.config import BASELINE
+from attnlimits.experiments.compare.rules import (
+    CONSTANT,
+    MUCH_LONGER,
+    more_performant,
+    preferred,
+    roughly_constant,
+    sharper,
+)
+from attnlimits.experiments.compare.statements import (
+    ADAPTIVE,
+    ADAPTIVE_SHARPER,
+    ALL,
+    COVERS,
+    LENGTH_AWARE,
+)
 from attnlimits.experiments.report import markdown_table
+from attnlimits.experiments.verdicts import NA, NOT_TESTABLE, Statement
 
-__all__ = ["EVIDENCE", "SOURCES", "claims", "effects", "sections"]
+__all__ = ["COLUMNS", "EVIDENCE", "SOURCES", "claims", "effects", "sections"]
 
 #: What decides each claim (report.html links the verdict to them): (pattern in the claim's
 #: text, plot names, table names).
 EVIDENCE = ((r"swapped into", ("perplexity_change", "accuracy", "cost"), ("summary",)),)
 
-#: What each normaliser's source says it is for (the claims table's "paper" column).
+#: What each normaliser is, in short (ours: the effects table's second column; only the claims
+#: table's "paper" column quotes a paper).
 SOURCES = {
     "adaptive": "Veličković et al. (paper B), Fig. 4: β(H) sharpens dispersed heads at test time",
     "ssmax": "Nakanishi 2025: s·log n keeps attention sharp as n grows (trained with it)",
@@ -33,6 +55,10 @@ SOURCES = {
     "sink_softmax": "gpt-oss: a learned sink logit per head",
     "topk": "top-k attention: only the k largest logits of a row",
 }
+#: The claims table's columns, as the reproductions' (:meth:`Statement.judged`).
+COLUMNS = ["claim", "role", "paper", "reading", "measured", "rule", "verdict"]
+#: top-k's k where a spec does not give it (the normaliser's own default).
+_TOPK_K = inspect.signature(nz.get("topk")).parameters["k"].default
 #: Differences from the normalisers' own set-ups (every row is *ours*).
 DIFFERENCES = (
     "Normalisers are swapped in at inference only, into a model trained with softmax; their "
@@ -75,36 +101,102 @@ def _where(df: pd.DataFrame, column: str, value: str) -> str:
     return ", ".join(str(n) for n in lengths) or "none"
 
 
+def _effects_table(df_all: pd.DataFrame, meta: Mapping[str, Any]) -> pd.DataFrame:
+    """Per normaliser: what it is (ours, in short), its numbers at the longest L, where it helps
+    and hurts (every normaliser, those no paper makes a claim about too)."""
+    params = meta.get("normalizers", {})
+    rows = []
+    for spec, df in df_all.groupby("normalizer", sort=False):
+        name = params.get(spec, {}).get("name", spec.split(":")[0])
+        longest = df[df["length"] == df["length"].max()].iloc[0]
+        helps = [_where(df, c, "helps") for c in ("ppl_effect", "retrieval_effect")]
+        hurts = [_where(df, c, "hurts") for c in ("ppl_effect", "retrieval_effect")]
+        rows.append(
+            {
+                "normaliser": spec,
+                "what it is (ours, in short)": SOURCES.get(name, "—"),
+                "at the longest L": f"L = {int(longest['length'])}: perplexity "
+                f"{longest['perplexity_change']:+.1%}, retrieval {longest['accuracy']:.2f} ± "
+                f"{longest['accuracy_se']:.2f}; {longest['time_vs_softmax']:.2f}× softmax's time",
+                "effects": f"perplexity helps at L = {helps[0]}, hurts at {hurts[0]}; "
+                f"retrieval helps at {helps[1]}, hurts at {hurts[1]}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _train_length(meta: Mapping[str, Any]) -> int | None:
+    given = meta.get("params", {}).get("train_length")
+    return given or meta.get("model", {}).get("max_context")
+
+
+def _judge(
+    s: Statement, df: pd.DataFrame, base: pd.DataFrame, meta: Mapping[str, Any], k: int
+) -> dict[str, str]:
+    """One statement on one normaliser's rows ``df`` against softmax's ``base`` (by length)."""
+    train = _train_length(meta)
+    larger = df[df["length"] > (train or math.inf)]
+    if s in (ADAPTIVE, ADAPTIVE_SHARPER):
+        rule = (
+            "helps at every larger L R, some P, none N"
+            if s is ADAPTIVE
+            else "median head's entropy below softmax's at every larger L R, some P, none N"
+        )
+        if train is None:
+            return s.judged("", rule, NOT_TESTABLE, "the training length is unknown")
+        if not len(larger):
+            reason = f"no L past the training length {train}"
+            return s.judged("", rule, NOT_TESTABLE, reason)
+        if s is ADAPTIVE:
+            measured = "; ".join(
+                f"L={int(r.length)}: {r.accuracy:.2f} ± {r.accuracy_se:.2f} (softmax "
+                f"{base.loc[r.length, 'accuracy']:.2f}), {r.retrieval_effect}"
+                for r in larger.itertuples()
+            )
+            return s.judged(measured, rule, more_performant(list(larger["retrieval_effect"])))
+        h, h0 = larger["head_entropy_median"], larger["length"].map(base["head_entropy_median"])
+        measured = "; ".join(
+            f"L={int(n)}: H {a:.2f} (softmax {b:.2f})"
+            for n, a, b in zip(larger["length"], h, h0, strict=True)
+        )
+        return s.judged(measured, rule, sharper(list(h), list(h0)))
+    if s is LENGTH_AWARE:
+        rule = f"max weight at the longest L / at the shortest within ×{CONSTANT} R; nearer 1 "
+        rule += "than softmax's P; else N"
+        lo, hi = int(df["length"].min()), int(df["length"].max())
+        if lo == hi:
+            return s.judged(f"one length (L = {lo})", rule, NA)
+        mw, mw0 = df.set_index("length")["head_max_weight_median"], base["head_max_weight_median"]
+        ratio, base_ratio = float(mw[hi] / mw[lo]), float(mw0[hi] / mw0[lo])
+        measured = f"L = {lo} → {hi}: ×{ratio:.2f} (softmax ×{base_ratio:.2f})"
+        return s.judged(measured, rule, roughly_constant(ratio, base_ratio))
+    rule = f"at every L ≥ {MUCH_LONGER}·k better (helps, none hurts) R, some P, none N"
+    far = df[df["length"] >= MUCH_LONGER * k]
+    if not len(far):
+        reason = f"no L ≥ {MUCH_LONGER}·k = {MUCH_LONGER * k}"
+        return s.judged("", rule, NOT_TESTABLE, reason)
+    measured = "; ".join(
+        f"L={int(r.length)}: perplexity {r.ppl_effect}, retrieval {r.retrieval_effect}"
+        for r in far.itertuples()
+    )
+    verdict = preferred(list(far["ppl_effect"]), list(far["retrieval_effect"]))
+    return s.judged(measured, rule, verdict)
+
+
 def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.DataFrame:
     summary = tables["summary"]
     model = str(meta.get("model", {}).get("id", "model"))
     params = meta.get("normalizers", {})
+    base = summary[summary["normalizer"] == BASELINE].set_index("length")
     rows = []
     for spec, df in effects(summary).groupby("normalizer", sort=False):
         name = params.get(spec, {}).get("name", spec.split(":")[0])
-        longest = df[df["length"] == df["length"].max()].iloc[0]
-        measured = (
-            f"at L = {int(longest['length'])}: perplexity {longest['perplexity_change']:+.1%}, "
-            f"retrieval {longest['accuracy']:.2f} ± {longest['accuracy_se']:.2f}; "
-            f"{longest['time_vs_softmax']:.2f}× softmax's time"
-        )
-        helps = [_where(df, c, "helps") for c in ("ppl_effect", "retrieval_effect")]
-        hurts = [_where(df, c, "hurts") for c in ("ppl_effect", "retrieval_effect")]
-        verdict = (
-            f"perplexity helps at L = {helps[0]}, hurts at {hurts[0]}; "
-            f"retrieval helps at {helps[1]}, hurts at {hurts[1]}"
-        )
-        rows.append(
-            {
-                "claim": f"{spec} swapped into {model} at inference",
-                "paper": SOURCES.get(name, "—"),
-                "measured": measured,
-                "rule": "helps / hurts: paired perplexity change beyond 2 s.e. and 0.5 %; "
-                "accuracy change beyond 2 s.e.",
-                "verdict": verdict,
-            }
-        )
-    return pd.DataFrame(rows, columns=["claim", "paper", "measured", "rule", "verdict"])
+        k = int(params.get(spec, {}).get("params", {}).get("k", _TOPK_K))
+        for s in ALL:
+            if name in COVERS[s]:
+                claim = f"{spec} swapped into {model}: {s.claim}"
+                rows.append(_judge(s, df, base, meta, k) | {"claim": claim})
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> list[str]:
@@ -127,6 +219,14 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
         for spec, v in params.items()
     ]
     return [
+        "## Effects per normaliser",
+        "",
+        "Helps / hurts: a paired perplexity change beyond 2 standard errors of the per-sequence "
+        "changes and beyond 0.5 % (one sequence: untested); an accuracy change beyond 2 standard "
+        "errors of the difference.",
+        "",
+        markdown_table(_effects_table(effects(summary), meta)),
+        "",
         "## Table",
         "",
         "Perplexity on the book tokens of the rows that see L/2 … L tokens (mean over "

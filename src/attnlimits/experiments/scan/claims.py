@@ -1,24 +1,48 @@
 """The scan's report: the papers' claims checked head by head, the kinds, the flagged heads.
 
+The claims are the papers' statements (``statements.py``: the paper's words, our reading)
+judged by the rules of ``rules.py``, in the shared vocabulary
+(:mod:`attnlimits.experiments.verdicts`).
 Reads the ``heads`` and ``head_summary`` tables and ``run.json`` only.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
-from attnlimits.experiments.report import markdown_table, verdict
+from attnlimits.experiments.report import markdown_table
+from attnlimits.experiments.scan.rules import (
+    ABOUT,
+    PAPER_FRACTION,
+    about_fraction,
+    disperses,
+    distinct,
+    in_band,
+)
+from attnlimits.experiments.scan.statements import (
+    ASSUMPTION2,
+    CRITICAL_N,
+    DISPERSION,
+    SEPARABILITY,
+)
 from attnlimits.experiments.scan.taxonomy import (
     DISPERSING_SLOPE,
     FLAGS,
     KINDS,
     VANISHING_JACOBIAN,
 )
+from attnlimits.experiments.verdicts import NA, NOT_TESTABLE
 
-__all__ = ["EVIDENCE", "claims", "head_list", "sections"]
+#: The claims table's columns, as the reproductions' (:meth:`Statement.judged`).
+COLUMNS = ["claim", "role", "paper", "reading", "measured", "rule", "verdict"]
+#: Paper A (iv): N_s/N saturates from N ≈ 16; at a smaller N its curve still declines.
+SATURATED_FROM = 16
+
+__all__ = ["COLUMNS", "EVIDENCE", "claims", "head_list", "sections"]
 
 #: What decides each claim (report.html links the verdict to them): (pattern in the claim's
 #: text, figure names, table names); "heatmaps" is the page's layer × head heatmap.
@@ -83,71 +107,80 @@ def _frac_range(values: pd.Series) -> str:
     return f"{v.min():.3f} L" if v.min() == v.max() else f"{v.min():.3f}–{v.max():.3f} L"
 
 
+def _critical_row(heads: pd.DataFrame) -> dict[str, str]:
+    s = CRITICAL_N
+    rule = "per L: critical N / L ≤ 0.06 R, ≤ 0.12 P, above or none N; all R → R, none R or P → N"
+    analysed = heads.dropna(subset=["separability"])["length"].max()
+    model_n = heads.groupby("length")["critical_n_model"].first().dropna()
+    model_n = model_n[model_n.index <= analysed]
+    if not len(model_n):
+        return s.judged("no critical N: no length was analysed (Alg. 3)", rule, NA)
+    tested = heads["n_max_tested"] if "n_max_tested" in heads else heads["length"] * 0.0
+    grid = tested.groupby(heads["length"]).max()  # the N grid's end per L (older runs: unknown)
+    layers = heads.groupby("length")["critical_n_over_L"]
+    judged: list[float | None] = []
+    left_out: list[int] = []
+    for n, c in model_n.items():
+        if c > 0:
+            judged.append(c / n)
+        elif grid.get(n, 0) >= PAPER_FRACTION * ABOUT * n:
+            judged.append(None)  # no N passes up to past 0.12·L: above it
+        else:
+            left_out.append(int(n))
+    measured = "; ".join(
+        f"L={n}: model {_crit(c)} ({_frac(c, n)}), layers {_frac_range(layers.get_group(n))}"
+        for n, c in model_n.items()
+    )
+    if left_out:
+        measured += f"; left out (grid stops below 0.12·L, no N passes): L = {left_out}"
+    if not judged:
+        reason = "at every length the N grid stops below 0.12·L and no N passes"
+        return s.judged(measured, rule, NOT_TESTABLE, reason)
+    return s.judged(measured, rule, about_fraction(judged))
+
+
 def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.DataFrame:
     heads, summary = tables["heads"], tables["head_summary"]
-    rows = []
-    model_n = heads.groupby("length")["critical_n_model"].first().dropna()
-    model_n = model_n[model_n.index <= heads.dropna(subset=["separability"])["length"].max()]
-    if len(model_n):
-        layers = heads.groupby("length")["critical_n_over_L"]
-        rows.append(
-            {
-                "claim": "A (iii): the critical N is about 0.06 L (fewer than 6 % of tokens)",
-                "paper": "≈ 0.06 L on GPT-2 (Alg. 3: KS over heads)",
-                "measured": "; ".join(
-                    f"L={n}: model {_crit(c)} ({_frac(c, n)}), "
-                    f"layers {_frac_range(layers.get_group(n))}"
-                    for n, c in model_n.items()
-                ),
-                "rule": "reproduced if the model's critical N / L lies in [0.03, 0.12] at every "
-                "length, partly if at some",
-                "verdict": verdict(
-                    [bool(0 < c <= 0.12 * n and c >= 0.03 * n) for n, c in model_n.items()]
-                ),
-            }
-        )
+    rows = [_critical_row(heads)]
     slopes = summary["dispersion_slope"].dropna()
-    if len(slopes):
-        share = float((slopes <= DISPERSING_SLOPE).mean())
-        rows.append(
-            {
-                "claim": "B (Lemma 2.1): the largest weight disperses as O(1/L) as inputs grow",
-                "paper": "max weight ≤ O(1/L) for bounded logits",
-                "measured": f"median slope {slopes.median():.2f}; {share:.0%} of heads ≤ "
-                f"{DISPERSING_SLOPE}",
-                "rule": f"reproduced if the median head's slope ≤ {DISPERSING_SLOPE}, partly if "
-                "some heads' are",
-                "verdict": verdict([bool(slopes.median() <= DISPERSING_SLOPE), share > 0]),
-            }
+    share = float((slopes <= DISPERSING_SLOPE).mean()) if len(slopes) else math.nan
+    rows.append(
+        DISPERSION.judged(
+            f"median slope {slopes.median():.2f}; {share:.0%} of heads ≤ {DISPERSING_SLOPE}"
+            if len(slopes)
+            else "no slope: fewer than two lengths",
+            f"median head's slope ≤ {DISPERSING_SLOPE} R; some heads' P; none N",
+            disperses(slopes.median(), share, DISPERSING_SLOPE),
         )
-    at = _at_longest(heads, "separability") if heads["separability"].notna().any() else heads[:0]
-    sep = at["separability"]
-    n_sep = int(at["n_separability"].max()) if len(sep) else 0
-    sep_length = int(at["length"].max()) if len(sep) else 0
-    if len(sep):
-        rows.append(
-            {
-                "claim": "A (iv): N_s/N saturates between 0.70 and 0.85 from N ≈ 16",
-                "paper": "0.70–0.85 (GPT-2)",
-                "measured": f"median {sep.median():.3f} (N = {n_sep}, "
-                f"L = {sep_length}); IQR {sep.quantile(0.25):.3f}–"
-                f"{sep.quantile(0.75):.3f}",
-                "rule": "reproduced if the median head lies in [0.70, 0.85]",
-                "verdict": verdict([bool(0.70 <= sep.median() <= 0.85)]),
-            }
-        )
+    )
+    rows.append(_separability_row(heads))
     dup = heads.groupby(["layer", "head"])["flag_assumption2"].any()
     rows.append(
-        {
-            "claim": "A (Assumption 2): the x_i are distinct (δ > 0)",
-            "paper": "assumed for Theorem 2",
-            "measured": f"fails for {int(dup.sum())} of {len(dup)} heads (layers "
+        ASSUMPTION2.judged(
+            f"fails for {int(dup.sum())} of {len(dup)} heads (layers "
             f"{sorted({int(l) for l, _ in dup[dup].index}) or '—'})",
-            "rule": "reproduced if no head has two equal value vectors",
-            "verdict": verdict([not bool(dup.any())]),
-        }
+            "no head with two equal value vectors R; else N",
+            distinct(int(dup.sum()), len(dup)),
+        )
     )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _separability_row(heads: pd.DataFrame) -> dict[str, str]:
+    s, rule = SEPARABILITY, "median head in [0.70, 0.85] R; IQR meeting it P; else N"
+    if not heads["separability"].notna().any():
+        return s.judged("N_s/N not measured (no length up to analysis_max_length)", rule, NA)
+    at = _at_longest(heads, "separability")
+    sep, n_sep = at["separability"], int(at["n_separability"].max())
+    q25, q75 = float(sep.quantile(0.25)), float(sep.quantile(0.75))
+    measured = (
+        f"median {sep.median():.3f} (N = {n_sep}, L = {int(at['length'].max())}); "
+        f"IQR {q25:.3f}–{q75:.3f}"
+    )
+    if n_sep < SATURATED_FROM:
+        reason = f"N = {n_sep} < {SATURATED_FROM}, where the paper's curve still declines"
+        return s.judged(measured, rule, NOT_TESTABLE, reason)
+    return s.judged(measured, rule, in_band(float(sep.median()), q25, q75))
 
 
 def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> list[str]:
