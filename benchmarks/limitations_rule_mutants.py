@@ -75,7 +75,7 @@ FINDINGS = [
     # the signs of slopes
     ('slope_d = loglog_slope(mean.index, mean["distance"])',
      'slope_d = -loglog_slope(mean.index, mean["distance"])'),
-    ("slopes = [loglog_slope(low.index, low[e])", "slopes = [-loglog_slope(low.index, low[e])"),
+    ("else loglog_slope(d.index, d)", "else -loglog_slope(d.index, d)"),
     ("w = (x - x.mean()) / ((x - x.mean()) ** 2).sum()",
      "w = (x.mean() - x) / ((x - x.mean()) ** 2).sum()"),
     # censoring: a length that never accepts dropped (the old reading), or at its lower end only

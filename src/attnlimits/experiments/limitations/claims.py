@@ -48,7 +48,6 @@ from attnlimits.experiments.limitations.findings import (
     claim_v,
     critical_from_tests,
     e_cols,
-    fmt,
     plateau_change,
     slopes_in_l,
 )
@@ -60,7 +59,6 @@ __all__ = [
     "claims",
     "claims_for",
     "e_cols",
-    "fmt",
     "headline_form",
     "jensen_check",
     "plateau_change",

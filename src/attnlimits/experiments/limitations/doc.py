@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnlimits.experiments.limitations.claims import fmt
 from attnlimits.experiments.limitations.sections import (
     e_forms_table,
+    fmt,
     one_head,
     x_source_comparison,
 )

@@ -31,7 +31,6 @@ __all__ = [
     "claim_v",
     "critical_from_tests",
     "e_cols",
-    "fmt",
     "plateau_change",
     "slope_bounds",
     "slopes_in_l",
@@ -53,17 +52,6 @@ def loglog_slope(x: pd.Series | np.ndarray, y: pd.Series | np.ndarray) -> float:
     if ok.sum() < 2:
         return math.nan
     return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
-
-
-def fmt(df: pd.DataFrame) -> pd.DataFrame:
-    """Numbers to 3 significant digits (integers as integers) for the Markdown tables."""
-
-    def one(v: object) -> object:
-        if isinstance(v, float):
-            return "—" if math.isnan(v) else f"{v:.3g}"
-        return v
-
-    return df.map(one)
 
 
 def _per_head(df: pd.DataFrame, by: str, cols: list[str]) -> pd.DataFrame:

@@ -15,14 +15,24 @@ from attnlimits.experiments.limitations.claims import (
     E_COLS,
     claims,
     e_cols,
-    fmt,
     plateau_change,
     slopes_in_l,
 )
 from attnlimits.experiments.limitations.setup import setup_table
 from attnlimits.experiments.report import markdown_table
 
-__all__ = ["e_forms_table", "one_head", "sections", "x_source_comparison"]
+__all__ = ["e_forms_table", "fmt", "one_head", "sections", "x_source_comparison"]
+
+
+def fmt(df: pd.DataFrame) -> pd.DataFrame:
+    """Numbers to 3 significant digits (integers as integers) for the Markdown tables."""
+
+    def one(v: object) -> object:
+        if isinstance(v, float):
+            return "—" if math.isnan(v) else f"{v:.3g}"
+        return v
+
+    return df.map(one)
 
 
 def x_source_comparison(results: Mapping[str, pd.DataFrame], sources: list[str]) -> pd.DataFrame:
