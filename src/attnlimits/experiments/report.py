@@ -1,8 +1,11 @@
-"""The Markdown report every experiment writes, and the pieces its claims use."""
+"""The Markdown report every experiment writes, the pieces its claims use, and the generated
+blocks of the docs (``<!-- generated: NAME -->`` … ``<!-- /generated: NAME -->``: a doc's numbers
+rendered from a saved run's tables, :mod:`.limitations.doc`, :mod:`.softmax_not_enough.doc`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -10,7 +13,16 @@ import pandas as pd
 from attnlimits.experiments.store import ResultStore, atomic_write_text
 from attnlimits.experiments.verdicts import CHECK
 
-__all__ = ["markdown_table", "verdict", "write_report"]
+__all__ = [
+    "MARK",
+    "as_text",
+    "block",
+    "block_pattern",
+    "fill",
+    "markdown_table",
+    "verdict",
+    "write_report",
+]
 
 
 def verdict(checks: list[bool]) -> str:
@@ -29,9 +41,20 @@ def markdown_table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def as_text(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every cell and column name the text :func:`markdown_table` writes for it
+    (``|`` not yet escaped): saved as CSV and read back as text, it gives the same table."""
+    out = df.map(_text)
+    out.columns = [str(c) for c in df.columns]
+    return out
+
+
+def _text(v: object) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
 def _cell(v: object) -> str:
-    text = f"{v:.4g}" if isinstance(v, float) else str(v)
-    return text.replace("|", "\\|")
+    return _text(v).replace("|", "\\|")
 
 
 def _run_facts(store: ResultStore) -> list[str]:
@@ -111,3 +134,30 @@ def write_report(
     path = store.root / "report.md"
     atomic_write_text(path, "\n".join(lines))
     return path
+
+
+#: The markers around a generated block of a doc (its name in the braces).
+MARK = "<!-- generated: {} -->", "<!-- /generated: {} -->"
+
+
+def block(doc: str, name: str) -> str | None:
+    """The text between the doc's markers for ``name`` (None where it has none)."""
+    found = re.search(block_pattern(name), doc, flags=re.S)
+    return found.group(2) if found else None
+
+
+def block_pattern(name: str) -> str:
+    """The markers of ``name`` and what lies between (nothing, in a doc not yet filled)."""
+    start, end = (re.escape(m.format(name)) for m in MARK)
+    return f"({start}\\n)(.*?)\\n?({end})"
+
+
+def fill(doc: str, blocks: Mapping[str, str]) -> str:
+    """``doc`` with each named block replaced; a block the doc has no markers for is an error."""
+    for name, text in blocks.items():
+        found = re.search(block_pattern(name), doc, flags=re.S)
+        if found is None:
+            start, end = (m.format(name) for m in MARK)
+            raise ValueError(f"the doc has no {start} … {end} block")
+        doc = f"{doc[: found.start(2)]}{text}\n{doc[found.start(3) :]}"
+    return doc

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -33,7 +32,7 @@ from attnlimits.experiments.limitations.sections import (
     x_source_comparison,
 )
 from attnlimits.experiments.limitations.statements import ALL
-from attnlimits.experiments.report import markdown_table
+from attnlimits.experiments.report import block, fill, markdown_table
 
 __all__ = ["block", "extract", "fill", "load", "main", "other_windows", "render", "save"]
 
@@ -249,32 +248,6 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
     if "windows" in data:
         out["windows"] = _windows(data["windows"])
     return out
-
-
-_MARK = "<!-- generated: {} -->", "<!-- /generated: {} -->"
-
-
-def block(doc: str, name: str) -> str | None:
-    """The text between the doc's markers for ``name`` (None where it has none)."""
-    found = re.search(_pattern(name), doc, flags=re.S)
-    return found.group(2) if found else None
-
-
-def _pattern(name: str) -> str:
-    """The markers of ``name`` and what lies between (nothing, in a doc not yet filled)."""
-    start, end = (re.escape(m.format(name)) for m in _MARK)
-    return f"({start}\\n)(.*?)\\n?({end})"
-
-
-def fill(doc: str, blocks: Mapping[str, str]) -> str:
-    """``doc`` with each named block replaced; a block the doc has no markers for is an error."""
-    for name, text in blocks.items():
-        found = re.search(_pattern(name), doc, flags=re.S)
-        if found is None:
-            start, end = (m.format(name) for m in _MARK)
-            raise ValueError(f"the doc has no {start} … {end} block")
-        doc = f"{doc[: found.start(2)]}{text}\n{doc[found.start(3) :]}"
-    return doc
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -22,6 +22,8 @@ from attnlimits.experiments.softmax_not_enough.uncertainty import steps_rule
 
 __all__ = [
     "ablation_table",
+    "fit_tables",
+    "length_tables",
     "loss_table",
     "norm_table",
     "sections",
@@ -133,7 +135,11 @@ def loss_table(log: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _fit_lines(tables: Mapping[str, pd.DataFrame], id_size: int, n_boot: int) -> list[str]:
+def fit_tables(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """App. F's tables as the report shows them: ``sizes`` (kept inputs and edge counts per
+    size), ``bins`` (β* per entropy bin beside each polynomial), ``fits`` (coefficients and
+    errors, ``theta_min`` as text), ``beta`` (β under the listing's rule at H = 1 … 4) and
+    ``seed_fits`` (per seed, raw polynomial)."""
     fits = tables["temperature_fit_coeffs"]
     if "theta_min" not in fits:  # a table of releases before the θ_min check
         fits = fits.assign(theta_min=np.nan)
@@ -151,6 +157,17 @@ def _fit_lines(tables: Mapping[str, pd.DataFrame], id_size: int, n_boot: int) ->
         index=["fit", "theta_min"], columns="entropy", values="beta_rule", sort=False
     )
     beta.columns = [f"β(H={h:g})" for h in beta.columns]
+    return {
+        "sizes": tables["temperature_fit_sizes"],
+        "bins": tables.get("temperature_fit_bins", pd.DataFrame()),
+        "fits": shown,
+        "beta": beta.reset_index(),
+        "seed_fits": tables["temperature_fit_seed_fits"].drop(columns="coeffs"),
+    }
+
+
+def _fit_lines(tables: Mapping[str, pd.DataFrame], id_size: int, n_boot: int) -> list[str]:
+    shown = fit_tables(tables)
     lines = [
         "## Adaptive temperature refit (App. F)",
         "",
@@ -158,26 +175,26 @@ def _fit_lines(tables: Mapping[str, pd.DataFrame], id_size: int, n_boot: int) ->
         "grid that maximises the max item's attention weight; polynomials of degree 4 in H. "
         "Kept inputs and optima on the grid's edges, per size (all seeds):",
         "",
-        markdown_table(tables["temperature_fit_sizes"]),
+        markdown_table(shown["sizes"]),
         "",
         "β* = 1/θ* per entropy bin (quartiles of the points) beside each polynomial's raw β at "
         "the bin's median H; `refit` is App. F's least squares, `refit_median` the median fit:",
         "",
-        markdown_table(tables.get("temperature_fit_bins", pd.DataFrame())),
+        markdown_table(shown["bins"]),
         "",
         "Fits; `theta_min` is the grid's lower bound the points had (the larger one raises "
         "every θ* below it, a setting: the paper's bounds are lost in our copy); errors in β "
         "between the rule and β* over the points:",
         "",
-        markdown_table(shown),
+        markdown_table(shown["fits"]),
         "",
         "β under the listing's rule (max(poly(H), 1) above 0.5 nats) at H = 1 … 4:",
         "",
-        markdown_table(beta.reset_index()),
+        markdown_table(shown["beta"]),
         "",
         "Per seed (raw polynomial, before the rule's floor of 1):",
         "",
-        markdown_table(tables["temperature_fit_seed_fits"].drop(columns="coeffs")),
+        markdown_table(shown["seed_fits"]),
         "",
     ]
     if "temperature_fit_folds" in tables and "accuracy" in tables:
@@ -202,6 +219,22 @@ def _own(acc: pd.DataFrame, train: Mapping[str, Any], bench: Mapping[str, Any]) 
     keep = ((acc["schedule"] == train["schedule"]) & (acc["regularizer"] == train["regularizer"])
             & (acc["variant"] == bench["model"]["variant"]))  # fmt: skip
     return acc[keep]
+
+
+def length_tables(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The "Ablation: training length" section of a run with ``--ablation``: ``steps``
+    (:func:`steps_table` of the default combination), ``decision`` (:func:`steps_decision`'s
+    lines; none without ``ablation_accuracy``) and ``loss`` (:func:`loss_table`)."""
+    bench = meta["benchmark"]
+    t, base = bench["train"], int(bench["train"]["steps"])
+    acc = tables.get("ablation_accuracy")
+    n_boot = int(bench["eval"].get("n_boot", 2000))
+    return {
+        "steps": steps_table(_own(tables["ablation_summary"], t, bench), base),
+        "decision": [] if acc is None else steps_decision(
+            _own(acc, t, bench), int(t["max_size"]), n_boot=n_boot),
+        "loss": loss_table(tables["ablation_training_log"]),
+    }  # fmt: skip
 
 
 def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> list[str]:
@@ -247,10 +280,8 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
         lines += _fit_lines(tables, id_size, int(bench["eval"].get("n_boot", 2000)))
     if "ablation_summary" in tables:
         abl = tables["ablation_summary"]
-        t, base = bench["train"], int(bench["train"]["steps"])
+        base = int(bench["train"]["steps"])
         abl = abl if "steps" in abl else abl.assign(steps=base)  # earlier releases
-        own = ((abl["schedule"] == t["schedule"]) & (abl["regularizer"] == t["regularizer"])
-               & (abl["variant"] == bench["model"]["variant"]))  # fmt: skip
         lines += [
             "## Ablation: learning-rate schedule × regulariser × model variant",
             "",
@@ -262,23 +293,22 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
             "",
         ]
     if "ablation_training_log" in tables:
+        length = length_tables(tables, meta)
         lines += [
             "## Ablation: training length",
             "",
             f"The default combination at each length. `gain` is adaptive − softmax, paired; "
             f"(Δ …) the move in points against {base:,} steps.",
             "",
-            markdown_table(steps_table(abl[own], base)),
+            markdown_table(length["steps"]),
             "",
-            *(steps_decision(_own(tables["ablation_accuracy"], t, bench), id_size,
-                             n_boot=int(bench["eval"].get("n_boot", 2000)))
-              if "ablation_accuracy" in tables else []),
+            *length["decision"],
             f"Training loss and batch accuracy over the last {FINAL_SHARE:.0%} of the logged "
             "steps (mean over seeds), and the logit spread at the end:",
             "",
-            markdown_table(loss_table(tables["ablation_training_log"])),
+            markdown_table(length["loss"]),
             "",
-        ]  # fmt: skip
+        ]
     if "cross_summary" in tables:
         cross = tables["cross_summary"]
         lines += [

@@ -1,0 +1,230 @@
+"""The run numbers of ``docs/max_retrieval.md``, from saved runs: no table in it is typed by hand.
+
+    python -m attnlimits.experiments.softmax_not_enough.doc RESULTS [--ablation ABLATION]
+        [--doc docs/max_retrieval.md] [--data docs/data/softmax_not_enough] [--date YYYY-MM-DD]
+
+RESULTS is the folder of ``attnlimits reproduce softmax-not-enough``; ABLATION, optional, the
+folder of ``python benchmarks/steps_ablation.py`` (the training-length axis of ``--ablation``).
+:func:`extract` takes the tables the doc shows from a run's ``run.json`` and
+``tables/*.parquet`` through the functions the report uses (:mod:`.claims`, :mod:`.sections`),
+as the text the report prints, and :func:`save` writes them as CSV under ``--data``;
+:func:`render` turns those CSVs into Markdown blocks, which replace the doc's blocks between
+``<!-- generated: NAME -->`` and ``<!-- /generated: NAME -->``
+(:func:`attnlimits.experiments.report.fill`). Without ``--ablation`` the ablation's saved CSVs
+stay as they are (a separate, longer run; its own "what was run" line names it).
+``tests/test_softmax_not_enough_doc.py`` renders the committed CSVs and checks that the doc
+holds exactly those blocks, so the doc and the saved runs' tables cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from attnlimits.experiments.report import as_text, fill, markdown_table
+from attnlimits.experiments.softmax_not_enough.claims import held_out_refits, size_table
+from attnlimits.experiments.softmax_not_enough.config import Config
+from attnlimits.experiments.softmax_not_enough.sections import (
+    fit_tables,
+    length_tables,
+    norm_table,
+)
+from attnlimits.experiments.softmax_not_enough.temperature_fit import fold_label
+from attnlimits.experiments.verdicts import CHECK
+
+__all__ = ["ABLATION_NAMES", "extract", "extract_ablation", "load", "main", "render", "save"]
+
+Data = dict[str, pd.DataFrame]
+#: The CSVs of the ablation run (kept when the doc is regenerated without ``--ablation``).
+ABLATION_NAMES = ("ablation_run", "steps", "steps_decision", "steps_loss")
+#: The command's options (``attnlimits reproduce softmax-not-enough --help``), as Config fields.
+_OPTIONS = ("seeds", "normalizers", "device", "temperature_fit", "model_variant", "schedule",
+            "regularizer", "ablation", "steps")  # fmt: skip
+_CLI, _SCRIPT = "attnlimits reproduce softmax-not-enough", "python benchmarks/steps_ablation.py"
+_CLAIMS = ["claim", "role", "verdict", "measured", "rule"]
+
+
+def _read(folder: Path) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
+    """A finished run's ``run.json`` and tables; a folder without them is an error."""
+    meta_path = folder / "run.json"
+    if not meta_path.is_file():
+        raise ValueError(f"{folder} holds no softmax-not-enough run (no run.json)")
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if meta.get("experiment") != "softmax-not-enough":
+        raise ValueError(
+            f"{meta_path} is a run of {meta.get('experiment')!r}, not softmax-not-enough"
+        )
+    tables = {p.stem: pd.read_parquet(p) for p in (folder / "tables").glob("*.parquet")}
+    if "summary" not in tables:
+        raise ValueError(f"{folder / 'tables'} holds no summary table: the run did not finish")
+    return meta, tables
+
+
+def _command(params: Mapping[str, Any], script: bool) -> str:
+    """The command a run's ``params`` stand for: the options that differ from its preset's
+    defaults (``script``: ``benchmarks/steps_ablation.py``, which adds ``--ablation
+    --no-temperature-fit`` itself); settings no option reaches are named as set in Python."""
+    quick = params.get("preset") == "quick"
+    default = json.loads(json.dumps(asdict(Config.quick() if quick else Config())))
+    words = [_SCRIPT if script else _CLI, *(["--quick"] if quick else [])]
+    python = []
+    for key, value in params.items():
+        if key == "preset" or value == default.get(key, value):
+            continue
+        flag = "--" + key.replace("_", "-")
+        if key not in _OPTIONS:
+            python.append(f"{key}={value}")
+        elif script and key in ("ablation", "temperature_fit"):
+            continue
+        elif isinstance(value, bool):
+            words.append(flag if value else f"--no-{key.replace('_', '-')}")
+        else:
+            words.append(f"{flag} {','.join(value) if isinstance(value, list) else value}")
+    said = f"`{' '.join(words)}`"
+    return said + (f" ({', '.join(python)} set in Python)" if python else "")
+
+
+def _run(folder: Path, meta: Mapping[str, Any], date: str | None, script: bool) -> pd.DataFrame:
+    """What was run: date, seeds, steps, command, machine, and the recorded stage times."""
+    bench, machine = meta["benchmark"], meta.get("machine", {})
+    when = (
+        date or datetime.fromtimestamp((folder / "run.json").stat().st_mtime, timezone.utc).date()
+    )
+    steps = meta["params"].get("ablation_steps") if script else None
+    gpu = f", GPU {machine['cuda']}" if machine.get("cuda") else ""
+    times = meta.get("wall_time_total_s", {})
+    row = {
+        "date": str(when),
+        "seeds": str(len(bench["seeds"])),
+        "steps": ", ".join(f"{s:,}" for s in steps) if steps else f"{bench['train']['steps']:,}",
+        "command": _command(meta["params"], script),
+        "machine": f"{machine.get('cpu', '?')} ({machine.get('cpu_capability', '?')}), "
+        f"{machine.get('cores', '?')} cores, {machine.get('torch_threads', '?')} torch threads"
+        + gpu,
+        "stages": ", ".join(f"{k} {float(v):.3g} s" for k, v in times.items()),
+    }
+    return pd.DataFrame([row])
+
+
+def extract(folder: Path, date: str | None = None) -> Data:
+    """The doc's tables of the default run in ``folder``, as text (:func:`.report.as_text`)."""
+    meta, tables = _read(folder)
+    bench = meta["benchmark"]
+    id_size = int(bench["train"]["max_size"])
+    n_boot = int(bench["eval"].get("n_boot", 2000))
+    summary = tables["summary"]
+    claims = tables.get("claims")
+    if claims is None:
+        raise ValueError(f"{folder / 'tables'} holds no claims table: run attnlimits report")
+    data: Data = {
+        "run": _run(folder, meta, date, script=False),
+        "claims": claims[[*_CLAIMS]],
+        "sizes": size_table(summary, id_size),
+    }
+    folds = tables.get("temperature_fit_folds")
+    if folds is not None and "accuracy" in tables:
+        data["held_out"] = held_out_refits(tables["accuracy"], folds, id_size, n_boot=n_boot)
+    # every normaliser of the evaluation pass but the folds' refits (the held-out table's)
+    held = set() if folds is None else {fold_label(r.fit, int(r.fold)) for r in folds.itertuples()}
+    data["norms"] = norm_table(summary[~summary["norm"].isin(held)], ["norm"])
+    if "temperature_fit_coeffs" in tables:
+        data |= {f"fit_{k}": v for k, v in fit_tables(tables).items()}
+    return {name: as_text(df) for name, df in data.items()}
+
+
+def extract_ablation(folder: Path, date: str | None = None) -> Data:
+    """The training-length tables of an ablation run (``benchmarks/steps_ablation.py``)."""
+    meta, tables = _read(folder)
+    if "ablation_training_log" not in tables or "ablation_summary" not in tables:
+        raise ValueError(f"{folder} is not an --ablation run (no ablation tables)")
+    combos = tables["ablation_summary"][["schedule", "regularizer", "variant"]].drop_duplicates()
+    script = len(combos) == 1 and meta["params"].get("temperature_fit") is False
+    length = length_tables(tables, meta)
+    data = {
+        "ablation_run": _run(folder, meta, date, script=script),
+        "steps": length["steps"],
+        "steps_decision": pd.DataFrame({"line": [t for t in length["decision"] if t]}),
+        "steps_loss": length["loss"],
+    }
+    return {name: as_text(df) for name, df in data.items()}
+
+
+def save(data: Data, folder: Path, keep: Sequence[str] = ()) -> None:
+    """Each table as ``folder/NAME.csv``; other CSVs there are removed, except ``keep``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.csv"):
+        if old.stem not in data and old.stem not in keep:
+            old.unlink()
+    for name, df in data.items():
+        df.to_csv(folder / f"{name}.csv", index=False)
+
+
+def load(folder: Path) -> Data:
+    """The saved tables, every cell as the text written."""
+    return {p.stem: pd.read_csv(p, dtype=str, keep_default_na=False) for p in folder.glob("*.csv")}
+
+
+def _run_line(run: pd.DataFrame, what: str) -> str:
+    r = run.iloc[0]
+    return (
+        f"{what}: {r['date']}, {r['seeds']} seeds, {r['steps']} steps, {r['command']}, on "
+        f"{r['machine']}" + (f" (stage times: {r['stages']})" if r["stages"] else "")
+    )
+
+
+def _sets(sizes: pd.DataFrame) -> str:
+    """The test sets drawn per size, as one row (the per-size table's ``sets`` column)."""
+    row = pd.DataFrame([["sets", *sizes["sets"]]], columns=["n", *sizes["size"]])
+    return markdown_table(row)
+
+
+def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
+    """Markdown per block name (the doc's ``<!-- generated: NAME -->`` blocks)."""
+    claims = data["claims"]
+    checks = claims["role"] == CHECK
+    out = {
+        "run": _run_line(data["run"], "Run"),
+        "claims": markdown_table(claims[~checks]),
+        "checks": markdown_table(claims[checks]),
+        "sets": _sets(data["sizes"]),
+        "sizes": markdown_table(data["sizes"]),
+        "norms": markdown_table(data["norms"]),
+    }
+    out |= {name: markdown_table(df) for name, df in data.items() if name.startswith("fit_")}
+    if "held_out" in data:
+        out["held_out"] = markdown_table(data["held_out"])
+    if "ablation_run" in data:
+        out["ablation_run"] = _run_line(data["ablation_run"], "Run of the training-length axis")
+        out["steps"] = markdown_table(data["steps"])
+        out["steps_decision"] = "\n\n".join(data["steps_decision"]["line"])
+        out["steps_loss"] = markdown_table(data["steps_loss"])
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("results", type=Path)
+    parser.add_argument("--ablation", type=Path, help="a benchmarks/steps_ablation.py folder")
+    parser.add_argument("--doc", type=Path, default=Path("docs/max_retrieval.md"))
+    parser.add_argument("--data", type=Path, default=Path("docs/data/softmax_not_enough"))
+    parser.add_argument("--date", help="RESULTS' date (default: its run.json's, UTC)")
+    parser.add_argument("--ablation-date", help="ABLATION's date (default: its run.json's)")
+    args = parser.parse_args(argv)
+    data = extract(args.results, args.date)
+    if args.ablation is not None:
+        data |= extract_ablation(args.ablation, args.ablation_date)
+    save(data, args.data, keep=() if args.ablation else ABLATION_NAMES)
+    blocks = render(load(args.data))  # what the test renders: the CSVs, not the parquet
+    args.doc.write_text(fill(args.doc.read_text(encoding="utf-8"), blocks), encoding="utf-8")
+    print(f"{args.doc}: {len(blocks)} blocks from {args.results} (tables in {args.data})")
+
+
+if __name__ == "__main__":
+    main()

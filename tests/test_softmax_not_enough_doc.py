@@ -1,0 +1,158 @@
+"""docs/max_retrieval.md's run numbers are generated from saved runs' tables
+(``python -m attnlimits.experiments.softmax_not_enough.doc``), never typed by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from attnlimits.experiments.report import block, fill
+from attnlimits.experiments.softmax_not_enough import doc
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "max_retrieval.md"
+DOC_DATA = ROOT / "docs" / "data" / "softmax_not_enough"
+
+
+def test_doc_numbers_are_the_saved_runs_tables():
+    """Every generated block of docs/max_retrieval.md is what the saved runs' tables
+    (docs/data/softmax_not_enough) render to; ATTNLIMITS_WRITE_DOCS=1 rewrites the blocks."""
+    data = doc.load(DOC_DATA)
+    blocks = doc.render(data)
+    text = DOC.read_text(encoding="utf-8")
+    if os.environ.get("ATTNLIMITS_WRITE_DOCS"):
+        text = fill(text, blocks)
+        DOC.write_text(text, encoding="utf-8")
+    stale = "rerun python -m attnlimits.experiments.softmax_not_enough.doc RESULTS"
+    for name, want in blocks.items():
+        assert block(text, name) == want, f"block {name!r} is not the saved run's: {stale}"
+    assert set(re.findall(r"<!-- generated: (.+?) -->", text)) == set(blocks)
+    assert {"claims", "sizes", "fit_beta", "steps", "steps_decision"} <= set(blocks)
+    if "--quick" in data["run"]["command"][0]:  # placeholders say so until the lead's run
+        assert "placeholders" in text and "--quick" in text
+
+
+def _summary(sizes: list[int]) -> pd.DataFrame:
+    rows = []
+    for i, n in enumerate(sizes):
+        for norm, mean in (("softmax", 0.5 - 0.1 * i), ("adaptive", 0.6 - 0.1 * i)):
+            diff = np.nan if norm == "softmax" else 0.1
+            rows.append(
+                {"norm": norm, "size": n, "n_sets": 64, "mean": mean, "ci_low": mean - 0.1,
+                 "ci_high": mean + 0.1, "diff": diff, "diff_low": diff - 0.05,
+                 "diff_high": diff + 0.05, "p_value": 0.001, "p_ttest": 0.02}
+            )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _fit_tables() -> dict[str, pd.DataFrame]:
+    coeffs = pd.DataFrame(
+        {"fit": ["paper", "refit"], "theta_min": [np.nan, 0.005], "method": ["p", "ls"],
+         "coeffs": [[1.0, 2.0], [0.5, 0.25]], "rmse_beta": [2.0, 1.5]}
+    )  # fmt: skip
+    beta = pd.DataFrame(
+        {"fit": ["paper", "paper", "refit", "refit"], "theta_min": [np.nan, np.nan, 0.005, 0.005],
+         "entropy": [1.0, 2.0, 1.0, 2.0], "beta_rule": [1.27, 2.1, 2.89, 8.54]}
+    )  # fmt: skip
+    return {
+        "temperature_fit_coeffs": coeffs,
+        "temperature_fit_beta": beta,
+        "temperature_fit_sizes": pd.DataFrame({"size": [16, 32], "kept": [14, 31]}),
+        "temperature_fit_bins": pd.DataFrame({"entropy_lo": [0.5], "beta_median": [0.9662]}),
+        "temperature_fit_seed_fits": pd.DataFrame(
+            {"seed": [0], "fit": ["refit"], "coeffs": [[1.0]], "beta_H1": [3.852]}
+        ),
+    }
+
+
+def _ablation(steps: tuple[int, int]) -> dict[str, pd.DataFrame]:
+    combo = {"schedule": "cosine", "regularizer": "coupled", "variant": "listing"}
+    longer = _summary([16, 32])
+    longer[["mean", "ci_low", "ci_high"]] += 0.05  # the longer run: +5 points, same widths
+    summary = pd.concat(
+        [_summary([16, 32]).assign(steps=steps[0]), longer.assign(steps=steps[1])],
+        ignore_index=True,
+    ).assign(**combo)
+    log = pd.DataFrame(
+        [{"steps": s, "seed": seed, "step": step, "loss": 1.0 / step, "acc": 0.99, "spread": 10.0}
+         for s in steps for seed in (0, 1) for step in range(10, s + 1, 10)]
+    )  # fmt: skip
+    return {"ablation_summary": summary, "ablation_training_log": log}
+
+
+def _run(folder: Path, tables: dict[str, pd.DataFrame], **params: object) -> Path:
+    """A finished run folder as the doc reads it: run.json and tables/*.parquet."""
+    (folder / "tables").mkdir(parents=True)
+    meta = {
+        "experiment": "softmax-not-enough",
+        "params": {"preset": "quick", "seeds": 2, "steps": None, "ablation": False, **params},
+        "benchmark": {"seeds": [0, 1], "train": {"max_size": 16, "steps": 20,
+                      "schedule": "cosine", "regularizer": "coupled"},
+                      "model": {"variant": "listing"}, "eval": {"n_boot": 200}},
+        "machine": {"cpu": "TestCPU", "cpu_capability": "AVX2", "cores": 2, "torch_threads": 1},
+        "wall_time_total_s": {"max_retrieval.train_eval": 12.4},
+    }  # fmt: skip
+    (folder / "run.json").write_text(json.dumps(meta))
+    for name, df in tables.items():
+        df.to_parquet(folder / "tables" / f"{name}.parquet")
+    return folder
+
+
+def test_extract_and_render_a_tiny_run(tmp_path):
+    claims = pd.DataFrame(
+        {"claim": ["(1) finding", "(1.a) statement", "a theorem"],
+         "role": ["finding", "headline", "check"], "paper": "q", "reading": "",
+         "measured": ["m1", "a | b", "m3"], "rule": ["r1", "r2", "r3"],
+         "verdict": ["reproduced", "reproduced", "not reproduced"]}
+    )  # fmt: skip
+    tables = {"summary": _summary([16, 32]), "claims": claims, **_fit_tables()}
+    main = _run(tmp_path / "main", tables, steps=7)
+    abl = _run(tmp_path / "abl", {"summary": _summary([16, 32]), **_ablation((20, 40))},
+               ablation=True, temperature_fit=False, ablation_steps=[20, 40])  # fmt: skip
+    data = doc.extract(main, "2026-01-02") | doc.extract_ablation(abl, "2026-01-03")
+    doc.save(data, tmp_path / "data")
+    blocks = doc.render(doc.load(tmp_path / "data"))
+    assert blocks == doc.render(data)  # the CSVs hold the text the tables render to
+    assert blocks["run"] == (
+        "Run: 2026-01-02, 2 seeds, 20 steps, `attnlimits reproduce softmax-not-enough --quick "
+        "--steps 7`, on TestCPU (AVX2), 2 cores, 1 torch threads (stage times: "
+        "max_retrieval.train_eval 12.4 s)"
+    )
+    assert "`python benchmarks/steps_ablation.py --quick`" in blocks["ablation_run"]
+    assert "2026-01-03, 2 seeds, 20, 40 steps" in blocks["ablation_run"]
+    # claims and checks apart; a '|' in a cell escaped once
+    assert "a \\| b" in blocks["claims"] and "a theorem" not in blocks["claims"]
+    assert "| a theorem | check | not reproduced | m3 | r3 |" in blocks["checks"]
+    # per size: softmax 50.0 [40.0, 60.0], adaptive 60.0 [50.0, 70.0], gain 10.0 [5.0, 15.0]
+    assert (
+        "| 16 | 64 | 50.0 [40.0, 60.0] | 60.0 [50.0, 70.0] | 10.0 [5.0, 15.0] |"
+        in (blocks["sizes"])
+    )
+    assert blocks["sets"] == "| n | 16 | 32 |\n|---|---|---|\n| sets | 64 | 64 |"
+    assert "| refit | 0.005 | 2.89 | 8.54 |" in blocks["fit_beta"]
+    assert "| paper | — | p | 1, 2 | 2 |" in blocks["fit_fits"]
+    assert "coeffs" not in blocks["fit_seed_fits"] and "3.852" in blocks["fit_seed_fits"]
+    # the longer run moved every number by +5 points against the default's 20 steps
+    assert "| 40 | softmax | 55.0 [45.0, 65.0] (Δ +5.0) |" in blocks["steps"]
+    assert blocks["steps_decision"] == ""  # no per-set hits in this folder: no decision
+    assert set(blocks) == {"run", "claims", "checks", "sets", "sizes", "norms", "fit_sizes",
+                           "fit_bins", "fit_fits", "fit_beta", "fit_seed_fits", "ablation_run",
+                           "steps", "steps_decision", "steps_loss"}  # fmt: skip
+    # the doc: each marked block replaced, a block without markers refused
+    page = "".join(f"<!-- generated: {n} -->\nold\n<!-- /generated: {n} -->\n" for n in blocks)
+    filled = fill(page, blocks)
+    assert all(block(filled, n) == text for n, text in blocks.items())
+
+
+def test_regenerating_without_the_ablation_keeps_its_tables_only(tmp_path):
+    folder = tmp_path / "data"
+    old = {n: pd.DataFrame({"x": ["1"]}) for n in ("claims", "held_out", "steps", "ablation_run")}
+    doc.save(old, folder)
+    doc.save({"claims": pd.DataFrame({"x": ["2"]})}, folder, keep=doc.ABLATION_NAMES)
+    assert sorted(p.stem for p in folder.glob("*.csv")) == ["ablation_run", "claims", "steps"]
+    assert doc.load(folder)["claims"]["x"].tolist() == ["2"]
