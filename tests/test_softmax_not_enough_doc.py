@@ -149,10 +149,19 @@ def test_extract_and_render_a_tiny_run(tmp_path):
     assert all(block(filled, n) == text for n, text in blocks.items())
 
 
-def test_regenerating_without_the_ablation_keeps_its_tables_only(tmp_path):
+def test_regenerating_without_the_ablation_keeps_its_tables(tmp_path):
+    """Saving rewrites the tables it is given and deletes nothing: the ablation's saved
+    tables stay when the main run is regenerated alone, and a file of the user's is safe."""
     folder = tmp_path / "data"
-    old = {n: pd.DataFrame({"x": ["1"]}) for n in ("claims", "held_out", "steps", "ablation_run")}
+    old = {n: pd.DataFrame({"x": ["1"]}) for n in ("claims", "steps", "ablation_run")}
     doc.save(old, folder)
-    doc.save({"claims": pd.DataFrame({"x": ["2"]})}, folder, keep=doc.ABLATION_NAMES)
-    assert sorted(p.stem for p in folder.glob("*.csv")) == ["ablation_run", "claims", "steps"]
+    (folder / "mine.csv").write_text("x\nkeep\n")
+    doc.save({"claims": pd.DataFrame({"x": ["2"]})}, folder)
+    assert sorted(p.stem for p in folder.glob("*.csv")) == [
+        "ablation_run",
+        "claims",
+        "mine",
+        "steps",
+    ]
     assert doc.load(folder)["claims"]["x"].tolist() == ["2"]
+    assert doc.load(folder)["steps"]["x"].tolist() == ["1"]

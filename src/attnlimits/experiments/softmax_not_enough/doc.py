@@ -156,12 +156,10 @@ def extract_ablation(folder: Path, date: str | None = None) -> Data:
     return {name: as_text(df) for name, df in data.items()}
 
 
-def save(data: Data, folder: Path, keep: Sequence[str] = ()) -> None:
-    """Each table as ``folder/NAME.csv``; other CSVs there are removed, except ``keep``."""
+def save(data: Data, folder: Path) -> None:
+    """Each table as ``folder/NAME.csv`` (the folder's other files are left alone: a table of
+    a run without ``--ablation`` leaves the ablation's saved tables in place)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("*.csv"):
-        if old.stem not in data and old.stem not in keep:
-            old.unlink()
     for name, df in data.items():
         df.to_csv(folder / f"{name}.csv", index=False)
 
@@ -220,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     data = extract(args.results, args.date)
     if args.ablation is not None:
         data |= extract_ablation(args.ablation, args.ablation_date)
-    save(data, args.data, keep=() if args.ablation else ABLATION_NAMES)
+    save(data, args.data)  # without --ablation the ablation's saved tables stay
     blocks = render(load(args.data))  # what the test renders: the CSVs, not the parquet
     args.doc.write_text(fill(args.doc.read_text(encoding="utf-8"), blocks), encoding="utf-8")
     print(f"{args.doc}: {len(blocks)} blocks from {args.results} (tables in {args.data})")
