@@ -1,12 +1,14 @@
 """CLRS-Text data (paper B §4.2): the generators without TensorFlow, the split, the fixture.
 
-The fixture ``tests/data/clrs_text_fixture.parquet`` was made by the data step itself::
+The fixture ``tests/data/clrs_text_fixture.parquet`` (trace format) was made by the data step
+itself::
 
-    build_dataset({a: (4, 5) for a in A}, {a: (4, 5, 6, 8) for a in A},
-                  train_samples=50, test_samples=10)
+    build_dataset({a: (4, 6) for a in A}, {a: (4, 5, 6, 8) for a in A},
+                  train_samples=50, test_samples=5, validation_samples=5)
 
-with ``A = DEFAULT_ALGORITHMS`` (default seeds); ``test_the_fixture_is_what_the_data_step_makes``
-regenerates it where the ``clrs`` extra is installed.
+with ``A = DEFAULT_ALGORITHMS`` (default seeds), and ``clrs_text_answer_fixture.parquet`` the
+same for minimum alone with ``fmt="answer"``; ``test_the_fixture_is_what_the_data_step_makes``
+regenerates both where the ``clrs`` extra is installed.
 """
 
 from __future__ import annotations
@@ -23,15 +25,18 @@ from attnlimits.experiments.clrs_text.config import DEFAULT_ALGORITHMS
 from attnlimits.experiments.clrs_text.data import (
     ALGORITHMS,
     PAPER_TEST_LENGTHS,
+    PAPER_TEST_SEEDS,
     PAPER_TRAIN_LENGTHS,
     build_dataset,
     cached_dataset,
     check_algorithms,
     check_dataset,
     check_lengths,
+    result_of,
 )
 
 FIXTURE = Path(__file__).parent / "data" / "clrs_text_fixture.parquet"
+ANSWER_FIXTURE = Path(__file__).parent / "data" / "clrs_text_answer_fixture.parquet"
 HAS_CLRS = all(importlib.util.find_spec(m) is not None for m in ("clrs", "jax", "chex"))
 needs_clrs = pytest.mark.skipif(not HAS_CLRS, reason="the clrs extra is not installed")
 
@@ -43,11 +48,13 @@ def fixture() -> pd.DataFrame:
 def test_the_fixture_is_a_split_without_leaks_or_repeats():
     df = check_dataset(fixture(), "fixture")
     assert set(df["algorithm"]) == set(DEFAULT_ALGORITHMS)
-    for _, g in df.groupby("split"):
-        assert not g["question"].duplicated().any()
-    train = set(df.loc[df["split"] == "train", "question"])
-    assert not df.loc[df["split"] == "test", "question"].isin(train).any()
+    assert set(df["split"]) == {"train", "validation", "test"}
+    assert not df["question"].duplicated().any()  # within and across the three splits
     assert (df["question"].str.endswith("\n") & df["answer"].str.endswith("\n\n")).all()
+    # the trace format: the question asks for the trace and the output, the answer holds both
+    assert df["question"].str.contains("initial_trace: ", regex=False).all()
+    assert df["question"].str.contains("\ntrace | ", regex=False).all()
+    assert df["answer"].str.contains(" | ", regex=False).all()
     # the question names its algorithm and holds `length` items
     assert all(
         q.startswith(a + ":\n") for q, a in zip(df["question"], df["algorithm"], strict=True)
@@ -80,11 +87,15 @@ def test_lengths_the_generators_cannot_make_are_refused(bad):
         check_lengths(bad, "train_lengths")
 
 
-def test_a_dataset_with_a_leak_is_refused():
+@pytest.mark.parametrize(("src", "dst"), [("train", "test"), ("train", "validation"),
+                                          ("validation", "test")])  # fmt: skip
+def test_a_dataset_with_a_leak_is_refused(src, dst):
     df = fixture()
-    leak = df[df["split"] == "train"].head(1).assign(split="test")
-    with pytest.raises(ValueError, match="also training questions"):
+    leak = df[df["split"] == src].head(1).assign(split=dst)
+    with pytest.raises(ValueError, match="in more than one split"):
         check_dataset(pd.concat([df, leak]), "x")
+    with pytest.raises(ValueError, match="splits must be train, validation, test"):
+        check_dataset(df[df["split"] != "validation"], "x")
     with pytest.raises(ValueError, match="lacks columns"):
         check_dataset(df.drop(columns="answer"), "x")
 
@@ -111,28 +122,59 @@ def test_generators_load_without_tensorflow_and_leave_no_modules(monkeypatch):
     _, names = _clrs_import.load_generators()
     after = {m for m in sys.modules if m == "clrs" or m.startswith(("clrs.", "tensorflow"))}
     assert names == ALGORITHMS and after == before
-    rows = _clrs_import.generate("insertion_sort", 4, 2, 0)
+    rows = _clrs_import.generate("insertion_sort", 4, 2, 0, use_hints=False)
     assert rows[0]["question"] == "insertion_sort:\nkey: [0.548 0.715 0.602 0.544]\npred:\n"
     assert rows[0]["answer"] == "[0.544 0.548 0.602 0.715]\n\n"
+    rows = _clrs_import.generate("insertion_sort", 4, 2, 0)  # the trace format by default
+    assert rows[0]["question"] == (
+        "insertion_sort:\nkey: [0.548 0.715 0.602 0.544], initial_trace: "
+        "[0.548 0.715 0.602 0.544]\ntrace | pred:\n"
+    )
+    assert rows[0]["answer"] == (
+        "[0.548 0.715 0.602 0.544], [0.548 0.602 0.715 0.544] | [0.544 0.548 0.602 0.715]\n\n"
+    )
+
+
+def test_the_result_is_what_follows_the_trace():
+    answers = pd.Series(["0, 0 | 3\n\n", "[3 3 2 3] | [3 3 0 3]\n\n", "2\n\n", "a | b | c"])
+    assert result_of(answers).tolist() == ["3\n\n", "[3 3 0 3]\n\n", "2\n\n", "c"]
 
 
 @needs_clrs
 def test_the_fixture_is_what_the_data_step_makes(tmp_path):
     A = DEFAULT_ALGORITHMS
-    kw = {"train_samples": 50, "test_samples": 10}
-    made, path = cached_dataset({a: (4, 5) for a in A}, {a: (4, 5, 6, 8) for a in A}, **kw,
+    kw = {"train_samples": 50, "test_samples": 5, "validation_samples": 5}
+    made, path = cached_dataset({a: (4, 6) for a in A}, {a: (4, 5, 6, 8) for a in A}, **kw,
                                 folder=tmp_path)  # fmt: skip
     pd.testing.assert_frame_equal(made, fixture())
-    again, same = cached_dataset({a: (4, 5) for a in A}, {a: (4, 5, 6, 8) for a in A}, **kw,
+    again, same = cached_dataset({a: (4, 6) for a in A}, {a: (4, 5, 6, 8) for a in A}, **kw,
                                  folder=tmp_path)  # fmt: skip
     assert same == path and [p.name for p in tmp_path.iterdir()] == [path.name]
     pd.testing.assert_frame_equal(again, made)
+    answer, other = cached_dataset({"minimum": (4, 6)}, {"minimum": (4, 5, 6, 8)}, **kw,
+                                   fmt="answer", folder=tmp_path)  # fmt: skip
+    assert other != path  # the format is part of the cache's key
+    pd.testing.assert_frame_equal(answer, pd.read_parquet(ANSWER_FIXTURE))
+    assert not answer["answer"].str.contains(" | ", regex=False).any()
 
 
 @needs_clrs
 def test_deduplication_and_split_at_a_length_with_repeats():
     # bfs at length 4 repeats questions; seeds 0 and 3 share some: none may cross the split
-    df = build_dataset({"bfs": (4,)}, {"bfs": (4,)}, train_samples=300, test_samples=300)
+    df = build_dataset({"bfs": (4,)}, {"bfs": (4,)}, train_samples=300, test_samples=300,
+                       validation_samples=300, fmt="answer")  # fmt: skip
     train, test = df[df["split"] == "train"], df[df["split"] == "test"]
+    val = df[df["split"] == "validation"]
     assert len(train) < 300 and not train["question"].duplicated().any()
+    assert 0 < len(val) < 300 and not val["question"].isin(set(train["question"])).any()
     assert len(test) < 300 and not test["question"].isin(set(train["question"])).any()
+    assert not test["question"].isin(set(val["question"])).any()
+    check_dataset(df, "bfs at 4")  # the three splits disjoint
+
+
+@needs_clrs
+def test_every_test_seed_is_drawn():
+    one = build_dataset({"minimum": (4,)}, {"minimum": (4,)}, train_samples=2, test_samples=3)
+    five = build_dataset({"minimum": (4,)}, {"minimum": (4,)}, train_samples=2, test_samples=3,
+                         test_seeds=PAPER_TEST_SEEDS)  # fmt: skip
+    assert (one["split"] == "test").sum() == 3 and (five["split"] == "test").sum() == 15

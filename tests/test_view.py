@@ -359,17 +359,23 @@ def test_view_serves_the_folder_with_port(tmp_path):
 
 def _clrs_tables() -> tuple[dict[str, pd.DataFrame], dict]:
     """Two algorithms, a training length 4 and a longer 8; made-up answers of two arms."""
-    from attnlimits.experiments.clrs_text.evaluate import accuracy_table, chance_table, paired_table
+    from attnlimits.experiments.clrs_text.evaluate import (
+        accuracy_table,
+        baseline_table,
+        paired_table,
+    )
 
     rng = np.random.default_rng(3)
     rows = [
         {"arm": arm, "seed": seed, "algorithm": algo, "length": n, "in_distribution": n == 4,
-         "question": f"{algo}{n}q{i}", "answer": str(i % 3), "correct": bool(rng.random() < p)}
+         "regime": "in distribution" if n == 4 else "extrapolation",
+         "question": f"{algo}{n}q{i}", "answer": str(i % 3), "correct": bool(rng.random() < p),
+         "result_correct": True}
         for arm, p in (("softmax", 0.4), ("adaptive", 0.7)) for seed in (0, 1)
         for algo in ("minimum", "insertion_sort") for n in (4, 8) for i in range(6)
     ]  # fmt: skip
     ans = pd.DataFrame(rows)
-    acc = accuracy_table(ans, chance_table(ans.drop_duplicates("question")))
+    acc = accuracy_table(ans, baseline_table(ans.drop_duplicates("question")))
     train = pd.DataFrame({"arm": ["softmax", "adaptive"] * 2, "seed": 0, "step": [1, 1, 2, 2],
                           "loss": [2.0, 2.1, 1.0, 0.9]})  # fmt: skip
     tables = {"accuracy": acc, "paired": paired_table(ans, acc), "training": train}
@@ -462,7 +468,8 @@ def test_each_reproduction_gets_its_own_figures():
     """softmax-not-enough: accuracy per arm with the report's intervals and the training sizes
     marked, the dispersion, App. F (points, bins, the published and refit polynomials as
     curves: ``np.polyval`` of the coefficients, raw and under the rule); clrs-text: one
-    profile per algorithm with chance; long-context: accuracy with chance 1/n and entropies."""
+    profile per algorithm with the trivial baseline; long-context: accuracy with chance 1/n and
+    entropies."""
     tables, meta = _kind_tables("softmax-not-enough")
     tables |= _fit_tables()
     data = _window(page_html("t", tables, {**meta, "experiment": "softmax-not-enough"}), "EXPLORE")
@@ -505,7 +512,7 @@ def test_each_reproduction_gets_its_own_figures():
         {"algorithm": "insertion_sort"},
         {"algorithm": "minimum"},
     ]
-    assert profiles[0]["shade"] == "in_distribution" and profiles[0]["layers"][1]["y"] == "chance"
+    assert profiles[0]["shade"] == "in_distribution" and profiles[0]["layers"][1]["y"] == "baseline"
 
     tables, meta = _kind_tables("long-context")
     data = _window(page_html("t", tables, {**meta, "experiment": "long-context"}), "EXPLORE")

@@ -14,6 +14,7 @@ import typer
 
 from attnlimits.cli._budget import Yes
 from attnlimits.cli._options import names as _names
+from attnlimits.cli._options import numbers as _numbers
 
 __all__ = ["command"]
 
@@ -43,10 +44,31 @@ def command(_run: Callable[..., Any]) -> Callable[..., None]:
         arms: Annotated[
             str | None, typer.Option(help="Normalisers, softmax first (default softmax,adaptive).")
         ] = None,
-        seeds: Annotated[int | None, typer.Option(help="Seeds per arm (default 3).")] = None,
-        steps: Annotated[int | None, typer.Option(help="Training steps per model.")] = None,
+        seeds: Annotated[int | None, typer.Option(help="Seeds per arm (default 5).")] = None,
+        steps: Annotated[
+            int | None, typer.Option(help="Step cap per model (it stops earlier on validation).")
+        ] = None,
+        format_: Annotated[
+            str | None,
+            typer.Option(
+                "--format", help="trace (CLRS-Text's, default) or answer (the result only)."
+            ),
+        ] = None,
+        lrs: Annotated[
+            str | None,
+            typer.Option(help="Learning-rate grid, chosen per arm on validation (e.g. 1e-3,3e-3)."),
+        ] = None,
+        train_lengths: Annotated[
+            str | None, typer.Option(help="Training lengths with --lengths ours (e.g. 4,5,7).")
+        ] = None,
+        test_lengths: Annotated[
+            str | None, typer.Option(help="Test lengths with --lengths ours (e.g. 4,...,14).")
+        ] = None,
         lengths: Annotated[
-            str | None, typer.Option(help="ours (short, default) or paper (CLRS-Text's split).")
+            str | None,
+            typer.Option(
+                help="ours (short, default) or paper (CLRS-Text's split, its 5 test seeds)."
+            ),
         ] = None,
         dataset: Annotated[
             str | None,
@@ -64,6 +86,10 @@ def command(_run: Callable[..., Any]) -> Callable[..., None]:
             "arms": _names(arms, "arms"),
             "seeds": seeds,
             "steps": steps,
+            "format": format_,
+            "lrs": _numbers(lrs, float, "lrs"),
+            "train_lengths": _numbers(train_lengths, int, "train-lengths"),
+            "test_lengths": _numbers(test_lengths, int, "test-lengths"),
             "lengths": lengths,
             "dataset": dataset,
             "device": device,

@@ -96,11 +96,11 @@ PRESETS: dict[str, tuple[Spec, ...]] = {
                layer("training_log", "step", ("spread", "bound"), "norm")),
     ),
     "clrs-text": (
-        preset("profile", "exact match against length per arm (95 % over samples; dotted: "
-               "chance; shaded: training lengths)",
-               layer("accuracy", "length", "accuracy", "arm", low="ci_samples_low",
-                     high="ci_samples_high"),
-               layer("accuracy", "length", "chance", name="chance", dash=True),
+        preset("profile", "exact match against length per arm (95 % over seeds; dotted: "
+               "the trivial baseline; shaded: training lengths)",
+               layer("accuracy", "length", "accuracy", "arm", low="ci_seeds_low",
+                     high="ci_seeds_high"),
+               layer("accuracy", "length", "baseline", name="trivial baseline", dash=True),
                shade="in_distribution", facet="algorithm"),
         preset("training_loss", "training loss per arm", layer("training", "step", "loss", "arm"),
                logy=True),

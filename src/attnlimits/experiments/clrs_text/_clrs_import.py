@@ -88,16 +88,25 @@ def _load() -> _Loaded:
     return generators.clrs_generator, tuple(specs.CLRS_30_ALGS)
 
 
-def generate(algorithm: str, length: int, samples: int, seed: int) -> list[dict[str, Any]]:
-    """``samples`` CLRS-Text examples of one algorithm at one length, seeded; the caller's
-    ``random`` state and absl's log level are left as they were."""
+def generate(
+    algorithm: str, length: int, samples: int, seed: int, use_hints: bool = True
+) -> list[dict[str, Any]]:
+    """``samples`` CLRS-Text examples of one algorithm at one length, seeded; ``use_hints``:
+    the trace format (the question ends ``initial_trace: … trace | <output>:``, the answer is
+    the trace, `` | ``, the result), else the answer only. Floats keep dm-clrs's default of 3
+    decimals (truncated). The caller's ``random`` state and absl's log level are left as they
+    were."""
     clrs_generator, _ = load_generators()
     state = random.getstate()
     absl = logging.getLogger("absl")
     level = absl.level
     absl.setLevel(logging.ERROR)  # "Ignoring kwargs {'use_padding'}" once per sampler
     try:
-        return list(clrs_generator({algorithm: [length]}, num_samples=samples, seed=seed))
+        return list(
+            clrs_generator(
+                {algorithm: [length]}, num_samples=samples, seed=seed, use_hints=use_hints
+            )
+        )
     finally:
         random.setstate(state)
         absl.setLevel(level)

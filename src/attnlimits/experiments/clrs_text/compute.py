@@ -1,13 +1,18 @@
 """CLRS-Text end to end (paper B §4.2): data, every (arm, seed) trained and evaluated, tables.
 
-Each (arm, seed) is one unit of work, saved as a part when done (its answers and its training
-log), so a killed run resumes at the next unit. The tiny model trains on one thread, so on the
-CPU the units run side by side, one process per thread torch would use (``torch.set_num_threads``
-or ``OMP_NUM_THREADS`` sets how many); each unit seeds itself, so the tables are the same as
-one after another. Every arm trains with its normaliser in every
-head and is evaluated with the same one (paper B: adaptive temperature in fine-tuning *and* at
-inference). Seeds differ in the model's initialisation and the order of training batches; the
-data are the same for every arm and seed, so the comparison is paired question by question.
+Each (arm, learning rate, seed) is one unit of work: one model trained on every algorithm of
+the run together (the paper fine-tunes one model on the thirty), stopped by its validation exact
+match or the step cap, saved as a part when done (its test answers, training log and validation
+checks), so a killed run resumes at the next unit. First every arm's seed 0 trains at each
+learning rate of the grid; the rate with the best validation score is the arm's, and its other
+seeds train at it (the grid's seed-0 model at that rate is the arm's seed 0). The tiny model
+trains on one thread, so on the CPU the units run side by side, one process per thread torch
+would use (``torch.set_num_threads`` or ``OMP_NUM_THREADS`` sets how many); each unit seeds
+itself, so the tables are the same as one after another. Every arm trains with its
+normaliser in every head and is evaluated with the same one (paper B: adaptive temperature in
+fine-tuning *and* at inference). Seeds differ in the model's initialisation and the order of
+training batches; the data are the same for every arm and seed, so the comparison is paired
+question by question.
 """
 
 from __future__ import annotations
@@ -22,10 +27,17 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from attnlimits.experiments.clrs_text.config import Config, attn_implementation
-from attnlimits.experiments.clrs_text.data import cached_dataset, check_dataset
-from attnlimits.experiments.clrs_text.evaluate import accuracy_table, chance_table, paired_table
+from attnlimits.experiments.clrs_text.config import Config, attn_implementation, regime
+from attnlimits.experiments.clrs_text.data import cached_dataset, check_dataset, result_of
+from attnlimits.experiments.clrs_text.evaluate import (
+    accuracy_table,
+    baseline_table,
+    choose_lr,
+    paired_table,
+)
 from attnlimits.experiments.clrs_text.model import (
+    ByteTokenizer,
+    HFTokenizer,
     ModelSize,
     build_model,
     greedy_answers,
@@ -54,21 +66,28 @@ def load_dataset(cfg: Config) -> tuple[pd.DataFrame, dict[str, object]]:
     else:
         df, path = cached_dataset(
             train_lengths, test_lengths, train_samples=cfg.train_samples,
-            test_samples=cfg.test_samples,
+            test_samples=cfg.test_samples, validation_samples=cfg.validation_samples,
+            fmt=cfg.format, test_seeds=cfg.test_seeds(),
         )  # fmt: skip
     keep = pd.Series(False, index=df.index)
     for algo in cfg.algorithms:
         is_algo = df["algorithm"] == algo
-        train = (df["split"] == "train") & df["length"].isin(train_lengths[algo])
+        train = df["split"].isin(["train", "validation"]) & df["length"].isin(train_lengths[algo])
         test = (df["split"] == "test") & df["length"].isin(test_lengths[algo])
         keep |= is_algo & (train | test)
     df = df[keep].reset_index(drop=True)
-    missing = sorted(set(cfg.algorithms) - set(df.loc[df["split"] == "train", "algorithm"]))
-    if missing:
-        raise ValueError(f"dataset {path} has no training questions for {', '.join(missing)}")
-    df["in_distribution"] = [
-        n in train_lengths[a] for a, n in zip(df["algorithm"], df["length"], strict=True)
+    for split in ("train", "validation"):
+        missing = sorted(set(cfg.algorithms) - set(df.loc[df["split"] == split, "algorithm"]))
+        if missing:
+            raise ValueError(f"dataset {path} has no {split} questions for {', '.join(missing)}")
+    traced = df["question"].str.contains("initial_trace:", regex=False)
+    if traced.any() != (cfg.format == "trace") or traced.any() != traced.all():
+        got = "mixed" if traced.any() != traced.all() else "trace" if traced.any() else "answer"
+        raise ValueError(f"dataset {path} is in the {got} format, not {cfg.format}")
+    df["regime"] = [
+        regime(n, train_lengths[a]) for a, n in zip(df["algorithm"], df["length"], strict=True)
     ]
+    df["in_distribution"] = df["regime"] == "in distribution"
     record = {"file": str(path), "sha256": file_sha256(path), "rows": len(df)}
     return df, record
 
@@ -90,25 +109,50 @@ def _one_thread(cfg: Config) -> bool:
     return cfg.model == "tiny" and cfg.device == "cpu"
 
 
-def run_arm_seed(
-    cfg: Config, data: pd.DataFrame, arm: str, seed: int
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Train one model with ``arm`` in every head and answer every test question greedily.
+Unit = tuple[str, float, int]  # (arm, learning rate, seed)
+Tables = tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]  # answers, training log, validation
+
+
+def run_arm_seed(cfg: Config, data: pd.DataFrame, arm: str, lr: float, seed: int) -> Tables:
+    """Train one model with ``arm`` in every head on every algorithm together, stopped by its
+    validation exact match (or the step cap), and answer every test question greedily.
 
     The tiny model runs on one CPU thread: its width-64 matrices are too small for a second
     thread to help, and where the cores are shared two threads spin (measured at load 15:
     1,315 ms of CPU per step with two threads against 105 ms with one).
 
-    Returns (answers: a row per test question, training log: loss per logged step)."""
+    Returns (answers: a row per test question, training log: loss per logged step, validation:
+    exact match per check and algorithm)."""
     with _threads(1 if _one_thread(cfg) else None):
-        return _run_arm_seed(cfg, data, arm, seed)
+        return _run_arm_seed(cfg, data, arm, lr, seed)
 
 
-def _run_arm_seed(
-    cfg: Config, data: pd.DataFrame, arm: str, seed: int
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _answer(
+    cfg: Config, model: torch.nn.Module, tok: ByteTokenizer | HFTokenizer, rows: pd.DataFrame
+) -> pd.DataFrame:
+    """``rows`` with the greedy answer, whole-answer and result-only exact match."""
+    longest = int(rows["answer"].str.len().max()) + 1  # bytes: the most tokens an answer takes
+    if cfg.model != "tiny":  # a subword token may hold several bytes; bytes bound the count
+        longest = int(max(len(t) for t in tok.encode(rows["answer"].tolist()))) + 1
+    got = greedy_answers(model, tok, rows["question"].tolist(), longest, device=cfg.device)
+    out = rows.assign(predicted=got)
+    out["correct"] = out["predicted"] == out["answer"]
+    out["result_correct"] = result_of(out["predicted"]) == result_of(out["answer"])
+    return out
+
+
+def _run_arm_seed(cfg: Config, data: pd.DataFrame, arm: str, lr: float, seed: int) -> Tables:
     train = data[data["split"] == "train"]
+    val = data[data["split"] == "validation"]
     test = data[data["split"] == "test"]
+    seen: list[pd.DataFrame] = []
+
+    def check(model: torch.nn.Module) -> tuple[float, float]:
+        got = _answer(cfg, model, tok, val)
+        per = got.groupby("algorithm")["correct"].mean()
+        seen.append(per.rename("accuracy").reset_index())
+        return float(per.mean()), float(per.min())
+
     longest = int((data["question"].str.len() + data["answer"].str.len()).max())
     context = max(512, longest + 8)  # RoPE positions: as many as the longest text needs
     size = ModelSize(cfg.layers, cfg.width, cfg.heads, 4 * cfg.width, context)
@@ -116,23 +160,23 @@ def _run_arm_seed(
     model = model.to(cfg.device)
     result = train_model(
         model, tok.encode(train["question"].tolist()), tok.encode(train["answer"].tolist()),
-        train["algorithm"].to_numpy(), steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=seed,
-        device=cfg.device,
+        train["algorithm"].to_numpy(), steps=cfg.steps, batch=cfg.batch, lr=lr, seed=seed,
+        device=cfg.device, check=check, check_every=cfg.eval_every, stop_at=cfg.stop_at,
     )  # fmt: skip
     start = time.perf_counter()
-    longest = int(test["answer"].str.len().max()) + 1  # bytes: the most tokens an answer takes
-    if cfg.model != "tiny":  # a subword token may hold several bytes; bytes bound the count
-        longest = int(max(len(t) for t in tok.encode(test["answer"].tolist()))) + 1
-    got = greedy_answers(result.model, tok, test["question"].tolist(), longest, device=cfg.device)
-    answers = test[["algorithm", "length", "in_distribution", "question", "answer"]].assign(
-        arm=arm, seed=seed, predicted=got
-    )
-    answers["correct"] = answers["predicted"] == answers["answer"]
+    cols = ["algorithm", "length", "regime", "in_distribution", "question", "answer"]
+    answers = _answer(cfg, result.model, tok, test[cols]).assign(arm=arm, lr=lr, seed=seed)
     steps, losses = zip(*result.losses, strict=True)
+    validation = pd.concat(
+        [v.assign(step=c[0], score=c[1]) for v, c in zip(seen, result.checks, strict=True)],
+        ignore_index=True,
+    ).assign(arm=arm, lr=lr, seed=seed)
     log = pd.DataFrame(
         {
             "arm": arm,
+            "lr": lr,
             "seed": seed,
+            "steps_taken": result.steps,
             "step": steps,
             "loss": losses,
             "seconds_per_step": result.seconds_per_step,
@@ -140,87 +184,99 @@ def _run_arm_seed(
             "eval_seconds": time.perf_counter() - start,
         }
     )
-    return answers.reset_index(drop=True), log
+    return answers.reset_index(drop=True), log, validation
 
 
 def workers(cfg: Config, units: int) -> int:
-    """Processes that train (arm, seed) units side by side: for the tiny model on the CPU (one
-    thread each), as many as torch's thread count, at most one per unit; otherwise 1."""
+    """Processes that train units side by side: for the tiny model on the CPU (one thread
+    each), as many as torch's thread count, at most one per unit; otherwise 1."""
     if not _one_thread(cfg):
         return 1
     return max(1, min(torch.get_num_threads(), units))
 
 
 def _units(
-    cfg: Config, data: pd.DataFrame, todo: Sequence[tuple[str, int]], processes: int
-) -> Iterator[tuple[str, int, pd.DataFrame, pd.DataFrame]]:
-    """(arm, seed, answers, log) of each unit, in the order they finish."""
+    cfg: Config, data: pd.DataFrame, todo: Sequence[Unit], processes: int
+) -> Iterator[tuple[Unit, Tables]]:
+    """(unit, its tables) of each unit, in the order they finish."""
     if processes == 1:
-        for arm, seed in todo:
-            yield (arm, seed, *run_arm_seed(cfg, data, arm, seed))
+        for unit in todo:
+            yield unit, run_arm_seed(cfg, data, *unit)
         return
     spawn = multiprocessing.get_context("spawn")  # no fork of a process holding torch threads
     with ProcessPoolExecutor(max_workers=processes, mp_context=spawn) as pool:
-        running = {
-            pool.submit(run_arm_seed, cfg, data, arm, seed): (arm, seed) for arm, seed in todo
-        }
+        running = {pool.submit(run_arm_seed, cfg, data, *unit): unit for unit in todo}
         try:
             for done in as_completed(running):
-                yield (*running[done], *done.result())
+                yield running[done], done.result()
         finally:  # an error or an interrupt: units not yet started are not started
             for future in running:
                 future.cancel()
 
 
+_PARTS = ("answers", "log", "validation")
+
+
+def _run_units(
+    cfg: Config, store: ResultStore, data: pd.DataFrame, units: list[Unit], progress: bool
+) -> dict[Unit, Tables]:
+    """Every unit's tables: read from its saved parts, or trained now (side by side)."""
+    params = {k: v for k, v in vars(cfg).items() if k != "preset"}
+    key = {u: f"{u[0]}-lr{u[1]:g}-seed{u[2]}" for u in units}
+    todo = [u for u in units if not all(store.has_part(p, params, key[u]) for p in _PARTS)]
+    got: dict[Unit, Tables] = {}
+    for unit, tables in _units(cfg, data, todo, workers(cfg, len(todo))):
+        for name, table in zip(_PARTS, tables, strict=True):
+            store.save_part(name, params, key[unit], table)
+        got[unit] = tables
+        if progress:
+            a, log, _ = tables
+            acc = a.groupby("regime")["correct"].mean().round(3).to_dict()
+            cps = float(log["cpu_seconds_per_step"].iloc[0])
+            print(
+                f"clrs-text: {key[unit]}: {int(log['steps_taken'].iloc[0])} steps, "
+                f"{cps * 1e3:.0f} ms CPU/step, exact match by regime {acc}",
+                flush=True,
+            )
+    for u in units:
+        if u not in got:
+            loaded = [store.load_part(p, params, key[u]) for p in _PARTS]
+            got[u] = loaded[0], loaded[1], loaded[2]
+    return got
+
+
 def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[str, pd.DataFrame]:
-    """Tables: ``answers`` (every arm, seed and test question), ``accuracy``, ``paired``,
+    """Tables: ``answers`` (every arm, seed and test question, at the arm's learning rate),
+    ``accuracy``, ``baselines``, ``paired``, ``validation`` (every check of every unit, the
+    grid's included), ``learning_rate`` (the grid per arm, the chosen one marked),
     ``training`` (loss curves, seconds per step), ``dataset`` (questions per split and cell)."""
     with store.timed("data"):
         data, record = load_dataset(cfg)
-    params = {k: v for k, v in vars(cfg).items() if k != "preset"}
-    units = [(arm, seed) for arm in cfg.arms for seed in range(cfg.seeds)]
-    key = {unit: f"{unit[0]}-seed{unit[1]}" for unit in units}
-    todo = [
-        u
-        for u in units
-        if not (store.has_part("answers", params, key[u]) and store.has_part("log", params, key[u]))
-    ]
-    processes = workers(cfg, len(todo))
     store.update_meta(
         dataset=record,
         torch_threads=1 if _one_thread(cfg) else torch.get_num_threads(),
-        processes=processes,
+        processes=workers(cfg, len(cfg.arms) * max(len(cfg.lrs), cfg.seeds)),
     )
-    trained: dict[tuple[str, int], tuple[pd.DataFrame, pd.DataFrame]] = {}
     with store.timed("train"):
-        for arm, seed, a, log in _units(cfg, data, todo, processes):
-            store.save_part("answers", params, key[arm, seed], a)
-            store.save_part("log", params, key[arm, seed], log)
-            trained[arm, seed] = a, log
-            if progress:
-                acc = a.groupby("in_distribution")["correct"].mean().round(3).to_dict()
-                sps = float(log["seconds_per_step"].iloc[0])
-                cps = float(log["cpu_seconds_per_step"].iloc[0])
-                print(
-                    f"clrs-text: {key[arm, seed]}: {sps * 1e3:.0f} ms/step ({cps * 1e3:.0f} ms "
-                    f"CPU), accuracy by in_distribution {acc}",
-                    flush=True,
-                )
-    parts = [
-        trained[u]
-        if u in trained
-        else (store.load_part("answers", params, key[u]), store.load_part("log", params, key[u]))
-        for u in units
-    ]  # every unit in (arm, seed) order: the ones trained now kept, the earlier ones read
-    answers, logs = [a for a, _ in parts], [log for _, log in parts]
-    all_answers = pd.concat(answers, ignore_index=True)
+        grid = [(arm, lr, 0) for arm in cfg.arms for lr in cfg.lrs]
+        done = _run_units(cfg, store, data, grid, progress)
+        lrs = choose_lr(pd.concat([done[u][2] for u in grid], ignore_index=True))
+        chosen = dict(zip(lrs.loc[lrs["chosen"], "arm"], lrs.loc[lrs["chosen"], "lr"], strict=True))
+        rest = [(arm, chosen[arm], seed) for arm in cfg.arms for seed in range(1, cfg.seeds)]
+        done |= _run_units(cfg, store, data, rest, progress)
+    units = [(arm, chosen[arm], seed) for arm in cfg.arms for seed in range(cfg.seeds)]
+    answers = pd.concat([done[u][0] for u in units], ignore_index=True)
     test = data[data["split"] == "test"]
     counts = data.groupby(["split", "algorithm", "length"]).size().rename("questions")
-    accuracy = accuracy_table(all_answers, chance_table(test))
+    baselines = baseline_table(test)
+    accuracy = accuracy_table(answers, baselines)
     return {
-        "answers": all_answers,
+        "answers": answers,
         "accuracy": accuracy,
-        "paired": paired_table(all_answers, accuracy, cfg.arms[0]),
-        "training": pd.concat(logs, ignore_index=True),
+        "baselines": baselines,
+        "paired": paired_table(answers, accuracy, cfg.arms[0]),
+        "validation": pd.concat([done[u][2] for u in done], ignore_index=True),
+        "learning_rate": lrs,
+        "training": pd.concat([done[u][1] for u in units], ignore_index=True),
         "dataset": counts.reset_index(),
     }

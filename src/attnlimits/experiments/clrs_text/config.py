@@ -11,19 +11,31 @@ from typing import Any, Literal
 
 from attnlimits._checks import check_distinct
 from attnlimits.experiments.clrs_text.data import (
+    FORMATS,
     PAPER_TEST_LENGTHS,
+    PAPER_TEST_SEEDS,
     PAPER_TRAIN_LENGTHS,
     check_algorithms,
     check_lengths,
 )
 from attnlimits.normalizers import REGISTRY, available
 
-__all__ = ["ARMS", "DEFAULT_ALGORITHMS", "MODELS", "Config", "attn_implementation"]
+__all__ = [
+    "ARMS",
+    "DEFAULT_ALGORITHMS",
+    "MODELS",
+    "REGIMES",
+    "Config",
+    "attn_implementation",
+    "regime",
+]
 
-#: ours: algorithms whose answers are one or two indices, which a two-layer byte-level decoder
-#: trained from scratch on two CPU cores learns above chance (both arms at 3,000 steps; see
-#: docs/clrs_text.md).
-DEFAULT_ALGORITHMS = ("minimum", "binary_search", "find_maximum_subarray_kadane")
+#: ours: a search, a sort and a graph task (the issue's minimum, insertion_sort, bfs): bfs is
+#: the graph task with the shortest traces (benchmarks/clrs_text_trace_lengths.py).
+DEFAULT_ALGORITHMS = ("minimum", "insertion_sort", "bfs")
+#: Where a test length lies against the training lengths: one of them, between two of them
+#: (interpolation), or outside their range (extrapolation).
+REGIMES = ("in distribution", "interpolation", "extrapolation")
 #: The two arms of paper B §4.2: softmax, and adaptive temperature in every head.
 ARMS = ("softmax", "adaptive")
 #: ``tiny``: our Llama-style decoder from a config; ``smollm2-135m``: the pretrained SmolLM2
@@ -37,35 +49,53 @@ def attn_implementation(arm: str) -> str:
     return "sdpa" if arm == "softmax" else f"attnlimits_{arm}"
 
 
+def regime(length: int, train_lengths: tuple[int, ...]) -> str:
+    """One of :data:`REGIMES`: ``length`` among ``train_lengths``, inside their range, outside."""
+    if length in train_lengths:
+        return REGIMES[0]
+    return REGIMES[1] if min(train_lengths) < length < max(train_lengths) else REGIMES[2]
+
+
 @dataclass(frozen=True)
 class Config:
     """One CLRS-Text comparison of attention normalisers, trained and evaluated per seed.
 
     - ``algorithms``: CLRS-Text names, or ``("all",)`` for the thirty.
+    - ``format``: ``"trace"`` (CLRS-Text's: the answer is the trace, then the result; exact
+      match of the whole answer) or ``"answer"`` (the result only).
     - ``lengths``: ``"ours"`` (every algorithm trains at ``train_lengths`` and is tested at
-      ``test_lengths``) or ``"paper"`` (CLRS-Text's per-algorithm training lengths, 4–31, and
-      validation lengths, 4 up to 64: far beyond two CPU cores; for a GPU or a cluster).
-    - ``arms``: registry normalisers, softmax first; each trains its own models.
+      ``test_lengths``: in distribution, by interpolation, by extrapolation) or ``"paper"``
+      (CLRS-Text's per-algorithm training lengths, 4–31, and validation lengths, 4 up to 64,
+      with all five of its test seeds: far beyond two CPU cores; for a GPU or a cluster).
+    - ``arms``: registry normalisers, softmax first; each trains one model per seed on every
+      algorithm of the run together.
+    - ``lrs``: the learning-rate grid; each arm takes the one whose seed-0 model scores best on
+      the validation split. ``steps`` is a cap: a model stops once its validation exact match
+      reaches ``stop_at`` (checked every ``eval_every`` steps).
     - ``dataset``: a Parquet file of :func:`.data.build_dataset` (e.g. the tests' fixture);
       None generates (or reuses from the cache) the one the settings describe.
     """
 
     preset: Literal["default", "quick"] = "default"
     algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
+    format: Literal["trace", "answer"] = "trace"
     lengths: Literal["ours", "paper"] = "ours"
-    train_lengths: tuple[int, ...] = (4, 5)
-    test_lengths: tuple[int, ...] = (4, 5, 6, 8)
-    train_samples: int = 3000
+    train_lengths: tuple[int, ...] = (4, 5, 7)
+    test_lengths: tuple[int, ...] = (4, 5, 6, 7, 8, 10, 14)
+    train_samples: int = 2000
+    validation_samples: int = 50
     test_samples: int = 100
     arms: tuple[str, ...] = ARMS
-    seeds: int = 3
+    seeds: int = 5
     model: str = "tiny"
     layers: int = 2
     width: int = 64
     heads: int = 4
-    steps: int = 3000  # ours: the shortest tried at which both arms learn all three (docs)
+    steps: int = 3000  # ours: a cap (docs/clrs_text.md, "Sizing")
     batch: int = 32
-    lr: float = 3e-3
+    lrs: tuple[float, ...] = (1e-3, 3e-3)
+    stop_at: float = 0.98
+    eval_every: int = 500
     device: str = "cpu"
     dataset: str | None = None
 
@@ -79,6 +109,8 @@ class Config:
         check_distinct(self.test_lengths, "test_lengths")
         if self.preset not in ("default", "quick"):
             raise ValueError(f"preset must be default or quick, got {self.preset!r}")
+        if self.format not in FORMATS:
+            raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {self.format!r}")
         if self.lengths not in ("ours", "paper"):
             raise ValueError(f"lengths must be ours or paper, got {self.lengths!r}")
         missing = [n for n in self.train_lengths if n not in self.test_lengths]
@@ -98,6 +130,7 @@ class Config:
             raise ValueError(f"model must be one of {', '.join(MODELS)}, got {self.model!r}")
         for name in (
             "train_samples",
+            "validation_samples",
             "test_samples",
             "seeds",
             "layers",
@@ -105,6 +138,7 @@ class Config:
             "heads",
             "steps",
             "batch",
+            "eval_every",
         ):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -113,8 +147,14 @@ class Config:
             raise ValueError(
                 f"width must be a multiple of heads, got width {self.width}, heads {self.heads}"
             )
-        if not (isinstance(self.lr, (int, float)) and 0 < self.lr < 1):
-            raise ValueError(f"lr must be a number in (0, 1), got {self.lr!r}")
+        set_(self, "lrs", tuple(self.lrs))
+        bad = [v for v in self.lrs if isinstance(v, bool) or not isinstance(v, (int, float))
+               or not 0 < v < 1]  # fmt: skip
+        if not self.lrs or bad:
+            raise ValueError(f"lrs must be numbers in (0, 1), got {list(self.lrs)}")
+        check_distinct(self.lrs, "lrs")
+        if not (isinstance(self.stop_at, (int, float)) and 0 < self.stop_at <= 1):
+            raise ValueError(f"stop_at must be a number in (0, 1], got {self.stop_at!r}")
         if self.dataset is not None and not str(self.dataset).strip():
             raise ValueError("dataset is empty; give a Parquet file or leave it out")
         if self.dataset is not None and not Path(self.dataset).is_file():
@@ -122,12 +162,19 @@ class Config:
 
     @classmethod
     def quick(cls, **given: Any) -> Config:
-        """Smoke run (learns little): one algorithm, 2 seeds, 100 steps; ``given`` values win."""
+        """Smoke run (learns little): one algorithm, 2 seeds, 100 steps, one learning rate;
+        ``given`` values win."""
         preset = {
             "preset": "quick", "algorithms": ("minimum",), "train_samples": 300,
-            "test_samples": 30, "test_lengths": (4, 5, 8), "seeds": 2, "steps": 100,
+            "validation_samples": 20, "test_samples": 30, "train_lengths": (4, 6),
+            "test_lengths": (4, 5, 6, 8, 12), "seeds": 2, "steps": 100, "lrs": (3e-3,),
+            "eval_every": 50,
         }  # fmt: skip
         return cls(**{**preset, **given})
+
+    def test_seeds(self) -> tuple[int, ...]:
+        """CLRS-Text's test seeds: all five with ``lengths="paper"``, else the first."""
+        return PAPER_TEST_SEEDS if self.lengths == "paper" else PAPER_TEST_SEEDS[:1]
 
     def split_lengths(self) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
         """(training lengths, test lengths) per algorithm."""

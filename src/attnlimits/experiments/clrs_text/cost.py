@@ -32,6 +32,42 @@ _TOKEN_LAYER = {"softmax": 2.0e-5, "other": 2.4e-5}
 _DECODE = 1.5e-3  # s per decoded answer byte and question (batched, cached), per layer
 _GENERATE = 2.0e-3  # s per generated question
 _START = 20.0  # imports, dataset checks, figures and report
+#: bytes of a question and its trace-format answer ≈ a + b·n + c·n² + d·n³, coefficients ≥ 0 so
+#: that it grows past 16 (non-negative least squares; dm-clrs 2.0.3, training seed 0, 10
+#: questions per length 4–16, within 8 % of the largest measured mean;
+#: benchmarks/clrs_text_trace_lengths.py --fit, docs/data/clrs_text/trace_lengths.csv)
+_TRACE_BYTES: dict[str, tuple[float, float, float, float]] = {
+    "activity_selector": (67.0, 16.76, 2.003, 0.0000),
+    "articulation_points": (69.6, 3.50, 9.374, 0.0000),
+    "bellman_ford": (13.6, 18.30, 4.559, 0.0000),
+    "bfs": (14.2, 15.21, 2.061, 0.0000),
+    "binary_search": (92.4, 7.49, 0.000, 0.0000),
+    "bridges": (33.6, 0.00, 2.069, 10.5319),
+    "bubble_sort": (70.8, 0.00, 0.000, 2.8910),
+    "dag_shortest_paths": (73.5, 6.14, 7.408, 0.0000),
+    "dfs": (30.5, 22.75, 5.075, 0.2051),
+    "dijkstra": (66.1, 0.00, 6.205, 0.0738),
+    "find_maximum_subarray_kadane": (83.7, 14.27, 0.022, 0.0000),
+    "floyd_warshall": (171.2, 0.00, 0.000, 2.7228),
+    "graham_scan": (59.2, 14.98, 3.504, 0.0000),
+    "heapsort": (1.7, 0.00, 25.358, 0.4637),
+    "insertion_sort": (54.6, 8.42, 5.918, 0.0000),
+    "jarvis_march": (0.0, 61.99, 3.518, 0.6773),
+    "kmp_matcher": (60.3, 4.79, 0.075, 0.0000),
+    "lcs_length": (25.3, 0.00, 0.000, 1.6973),
+    "matrix_chain_order": (12.7, 0.00, 0.000, 1.9254),
+    "minimum": (45.5, 8.71, 0.013, 0.0000),
+    "mst_kruskal": (20.7, 0.00, 0.298, 1.9279),
+    "mst_prim": (66.0, 0.44, 6.112, 0.0782),
+    "naive_string_matcher": (72.3, 4.12, 0.073, 0.0000),
+    "optimal_bst": (11.1, 70.57, 0.000, 2.5170),
+    "quickselect": (64.1, 7.41, 0.388, 0.0051),
+    "quicksort": (0.0, 10.80, 11.205, 0.7775),
+    "segments_intersect": (92.0, 0.00, 0.000, 0.0000),
+    "strongly_connected_components": (70.6, 35.68, 11.223, 0.2926),
+    "task_scheduling": (66.9, 12.12, 2.068, 0.0000),
+    "topological_sort": (130.1, 0.00, 8.004, 0.0170),
+}
 _MATRIX_ALGOS = frozenset(
     {
         "articulation_points", "bellman_ford", "bfs", "bridges", "dag_shortest_paths", "dfs",
@@ -41,23 +77,28 @@ _MATRIX_ALGOS = frozenset(
 )  # fmt: skip
 
 
-def _text_bytes(algorithm: str, n: int) -> float:
-    """Rough bytes of one question and answer: about 8 per item of a list (minimum at n = 4:
-    48 bytes, find_maximum_subarray_kadane 78), about 6 per entry of an n × n graph."""
+def _text_bytes(algorithm: str, n: int, fmt: str = "trace") -> float:
+    """Bytes (our tokens) of one question and answer at length ``n``. The trace format: the
+    cubic in n fitted to dm-clrs's texts at lengths 4–16 (:data:`_TRACE_BYTES`, from
+    benchmarks/clrs_text_trace_lengths.py --fit). The answer only: about 8 per item of a list
+    (minimum at n = 4: 48 bytes), about 6 per entry of an n × n graph."""
+    if fmt == "trace":
+        a, b, c, d = _TRACE_BYTES[algorithm]
+        return max(a + b * n + c * n * n + d * n**3, 1.0)
     if algorithm in _MATRIX_ALGOS:
         return 40 + 6.0 * n * n
     return 45 + 8.0 * n
 
 
-def _mean_bytes(algorithm: str, lengths: tuple[int, ...]) -> float:
+def _mean_bytes(algorithm: str, lengths: tuple[int, ...], fmt: str = "trace") -> float:
     """Mean :func:`_text_bytes` of one algorithm's questions (its lengths equally likely)."""
-    return sum(_text_bytes(algorithm, n) for n in lengths) / len(lengths)
+    return sum(_text_bytes(algorithm, n, fmt) for n in lengths) / len(lengths)
 
 
 def _mean_train_bytes(cfg: Config) -> float:
     """Mean :func:`_text_bytes` of a training question (algorithms equally likely)."""
     train, _ = cfg.split_lengths()
-    return sum(_mean_bytes(a, ns) for a, ns in train.items()) / len(train)
+    return sum(_mean_bytes(a, ns, cfg.format) for a, ns in train.items()) / len(train)
 
 
 def estimate(cfg: Config) -> budget.Estimate:
@@ -69,7 +110,13 @@ def estimate(cfg: Config) -> budget.Estimate:
         per_token = _TOKEN_LAYER["softmax" if arm == "softmax" else "other"] * scale
         seconds += cfg.seeds * cfg.steps * cfg.batch * mean_bytes * per_token
         questions = sum(len(ns) for ns in test.values()) * cfg.test_samples
-        seconds += cfg.seeds * questions * _DECODE * cfg.layers * 4
+        seconds += (
+            cfg.seeds * questions * _DECODE * cfg.layers * 4 * (_mean_test_bytes(cfg) / 60)
+        )  # the coefficient was measured on answers of about 60 bytes
+        checks = cfg.seeds * cfg.steps / cfg.eval_every  # validation checks, at most
+        val = len(cfg.algorithms) * cfg.validation_samples * max(map(len, train.values()))
+        seconds += checks * val * _DECODE * cfg.layers * 4 * (_mean_train_bytes(cfg) / 60)
+    seconds *= (cfg.seeds + len(cfg.lrs) - 1) / cfg.seeds  # the grid's extra seed-0 models
     # budget.estimate spreads one-thread seconds over the reference's two threads; units side
     # by side on ``processes`` cores do that, up to a last round with idle processes
     units = len(cfg.arms) * cfg.seeds
@@ -80,7 +127,7 @@ def estimate(cfg: Config) -> budget.Estimate:
     generated += sum(len(ns) for ns in test.values()) * cfg.test_samples
     if cfg.dataset is None:
         seconds += generated * _GENERATE
-    longest = max(_text_bytes(a, max(ns)) for a, ns in test.items())
+    longest = max(_text_bytes(a, max(ns), cfg.format) for a, ns in test.items())
     memory = {
         "Python and its libraries": budget.BASE_BYTES * processes,
         "one training batch's activations": float(
@@ -95,28 +142,32 @@ def estimate(cfg: Config) -> budget.Estimate:
     return budget.estimate(what, seconds, memory, device=cfg.device)
 
 
+def _mean_test_bytes(cfg: Config) -> float:
+    _, test = cfg.split_lengths()
+    return sum(_mean_bytes(a, ns, cfg.format) for a, ns in test.items()) / len(test)
+
+
 def scaling(cfg: Config, seconds_per_step: Mapping[str, float]) -> dict[str, list[float]]:
-    """One-thread training seconds of every (algorithm, arm) cell of the thirty algorithms, per
-    seed, at this run's lengths (``"ours"``) and CLRS-Text's (``"paper"``): *estimated* from
-    this run's measured ``seconds_per_step`` per arm, a step's time taken as proportional to
-    the tokens of its questions (:func:`_text_bytes`; at long texts attention's quadratic cost
-    makes this a lower bound), at this run's steps, batch and model."""
+    """One-thread training seconds of one model per arm (and seed) trained on all thirty
+    algorithms together in the trace format, as the paper fine-tunes one model on the thirty,
+    at this run's lengths (``"ours"``) and CLRS-Text's (``"paper"``): *estimated* from this
+    run's measured ``seconds_per_step`` per arm, a step's time taken as proportional to the
+    mean tokens of its questions (the thirty equally likely; :func:`_text_bytes`; at long
+    texts attention's quadratic cost makes this a lower bound), at this run's step cap, batch
+    and model."""
     mine = _mean_train_bytes(cfg)
     out = {}
     for lengths in ("ours", "paper"):
-        train, _ = replace(cfg, algorithms=ALGORITHMS, lengths=lengths).split_lengths()
-        out[lengths] = [
-            cfg.steps * s * _mean_bytes(a, ns) / mine
-            for a, ns in train.items()
-            for s in seconds_per_step.values()
-        ]
+        all30 = replace(cfg, algorithms=ALGORITHMS, lengths=lengths, format="trace")
+        out[lengths] = [cfg.steps * s * _mean_train_bytes(all30) / mine
+                        for s in seconds_per_step.values()]  # fmt: skip
     return out
 
 
 def thirty(cfg: Config, seconds_per_step: Mapping[str, float], processes: int) -> list[str]:
     """The report's lines on how training the thirty algorithms would scale (:func:`scaling`),
-    labelled estimated. Cells as in ``examples/sweep-clrs-text.toml``: one model per
-    (algorithm, arm, seed)."""
+    labelled estimated: one model per (arm, seed) over the thirty, in the trace format, as in
+    ``examples/sweep-clrs-text.toml``."""
     lines = []
     cpu = cfg.device == "cpu"
     unit, worker = ("CPU-hours", "core") if cpu else (f"hours of {cfg.device}", "device")
@@ -125,11 +176,12 @@ def thirty(cfg: Config, seconds_per_step: Mapping[str, float], processes: int) -
         lines.append(
             f"- the thirty algorithms at {'CLRS-Text' if lengths == 'paper' else 'this run'}'s "
             f"lengths (`--algorithms all{' --lengths paper' if lengths == 'paper' else ''}`), "
-            f"one model per algorithm, arm and seed ({len(cells) * cfg.seeds} cells): "
+            f"trace format, one model per arm and seed over all thirty "
+            f"({len(cells) * cfg.seeds} models of {cfg.steps:,} steps): "
             f"**estimated** {total / 3600:,.1f} {unit} of training; "
             f"{total / processes / 3600:,.1f} h on {processes} {worker}"
-            f"{'s' if processes > 1 else ''} like this run's; on a cluster with one {worker} per "
-            f"cell, the longest cell: {max(cells) / 3600:,.1f} h"
+            f"{'s' if processes > 1 else ''} like this run's; with one {worker} per model, "
+            f"the longest: {max(cells) / 3600:,.1f} h"
         )
     lines.append(
         "- (estimated from this run's seconds per step, scaled by the tokens per question; "

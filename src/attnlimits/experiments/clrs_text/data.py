@@ -3,10 +3,15 @@
 The generators are dm-clrs 2.0.3's (the ``clrs`` extra, loaded without TensorFlow by
 :mod:`._clrs_import`). :func:`build_dataset` makes one table of questions and answers with a
 ``split`` column: the training set at each algorithm's training lengths from the training seed,
-the test set at the training lengths (in distribution) and at longer ones (out of distribution)
-from the test seed. Small sizes repeat questions (at length 4, as few as 26 of 200 are unique
-for some graph algorithms), so each split is deduplicated by question text and every test
-question that the training set holds is dropped: no test question is seen in training.
+a validation set at the training lengths from :data:`VALIDATION_SEED` (ours: it chooses each
+arm's learning rate and when training stops), and the test set at the test lengths from the
+test seeds. Small sizes repeat questions (at length 4, as few as 26 of 200 are unique for some
+graph algorithms), so each split is deduplicated by question text, every validation question
+that training holds is dropped, and every test question that training or validation holds: the
+three splits are disjoint.
+
+Two formats (``fmt``): ``"trace"`` (dm-clrs's ``use_hints=True``, CLRS-Text's form: the answer
+is the algorithm's trace, then `` | `` and the result) and ``"answer"`` (the result only).
 
 The defaults of CLRS-Text's own split (``generate_clrs_text.py`` of dm-clrs 2.0.3), which the
 paper's benchmark is: :data:`PAPER_TRAIN_LENGTHS`, :data:`PAPER_TEST_LENGTHS` (validation
@@ -31,6 +36,7 @@ from attnlimits.corpus import cache_dir, check_cache
 __all__ = [
     "ALGORITHMS",
     "COLUMNS",
+    "FORMATS",
     "MAX_LENGTH",
     "MIN_LENGTH",
     "PAPER_TEST_LENGTHS",
@@ -39,11 +45,14 @@ __all__ = [
     "PAPER_TRAIN_LENGTHS",
     "PAPER_TRAIN_SAMPLES",
     "PAPER_TRAIN_SEEDS",
+    "SPLITS",
+    "VALIDATION_SEED",
     "build_dataset",
     "cached_dataset",
     "check_algorithms",
     "check_dataset",
     "check_lengths",
+    "result_of",
 ]
 
 #: The thirty algorithms of CLRS-30, in CLRS-Text's order (``clrs._src.specs.CLRS_30_ALGS``).
@@ -86,6 +95,12 @@ PAPER_TRAIN_SEEDS: tuple[int, ...] = (0,)  # *paper*
 PAPER_TEST_SEEDS: tuple[int, ...] = (3, 14, 35, 81, 94)  # *paper*
 PAPER_TRAIN_SAMPLES = 10_000  # *paper*: per algorithm and length
 PAPER_TEST_SAMPLES = 125  # *paper*: per algorithm, length and seed
+#: ours: the validation set's seed, neither CLRS-Text's training seed nor one of its test seeds
+VALIDATION_SEED = 1
+#: The formats: ``trace`` (CLRS-Text's, dm-clrs ``use_hints=True``) and ``answer`` (result only).
+FORMATS = ("trace", "answer")
+#: A dataset's splits, disjoint by question text.
+SPLITS = ("train", "validation", "test")
 #: Lengths the generators make for every algorithm: from 4 (below it several fail: strongly
 #: connected components at 3, the string matchers at 2, most at 1) to 64 (CLRS-Text's largest).
 MIN_LENGTH, MAX_LENGTH = 4, 64
@@ -144,21 +159,30 @@ def build_dataset(
     *,
     train_samples: int,
     test_samples: int,
+    validation_samples: int | None = None,
+    fmt: str = "trace",
     train_seed: int = PAPER_TRAIN_SEEDS[0],
-    test_seed: int = PAPER_TEST_SEEDS[0],
+    test_seeds: Sequence[int] = PAPER_TEST_SEEDS[:1],
+    validation_seed: int = VALIDATION_SEED,
 ) -> pd.DataFrame:
-    """The deduplicated training and test questions (columns :data:`COLUMNS`).
+    """The deduplicated training, validation and test questions (columns :data:`COLUMNS`).
 
-    ``train_samples`` are drawn per algorithm and training length with ``train_seed``, then
-    deduplicated; ``test_samples`` per algorithm and test length with ``test_seed``,
-    deduplicated, less every question of the training set (so a test cell may hold fewer).
-    Needs the ``clrs`` extra: without it, a ``ValueError`` saying how to install it.
+    ``train_samples`` are drawn per algorithm and training length with ``train_seed``;
+    ``validation_samples`` (default ``test_samples``) per algorithm and training length with
+    ``validation_seed``; ``test_samples`` per algorithm, test length and each of ``test_seeds``.
+    Each split is deduplicated; validation loses what training holds, test what either holds (so
+    a cell may hold fewer). ``fmt``: one of :data:`FORMATS`. Needs the ``clrs`` extra: without
+    it, a ``ValueError`` saying how to install it.
     """
     from attnlimits.experiments.clrs_text._clrs_import import generate, load_generators
 
-    for what, n in (("train_samples", train_samples), ("test_samples", test_samples)):
+    val_samples = test_samples if validation_samples is None else validation_samples
+    for what, n in (("train_samples", train_samples), ("test_samples", test_samples),
+                    ("validation_samples", val_samples)):  # fmt: skip
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"{what} must be a whole number ≥ 1, got {n!r}")
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     check_algorithms(list(train_lengths) + list(test_lengths))
     for a in train_lengths:
         check_lengths(train_lengths[a], f"train lengths of {a}")
@@ -168,35 +192,46 @@ def build_dataset(
         load_generators()
     except ModuleNotFoundError as err:
         raise ValueError(str(err)) from None
-    parts = [
-        _unique(generate(a, n, train_samples, train_seed), "train", a, n)
-        for a, ns in train_lengths.items()
-        for n in check_lengths(ns, f"train lengths of {a}")
-    ]
-    train = pd.concat(parts, ignore_index=True)
-    seen = set(train["question"])
-    tests = [
-        _unique(generate(a, n, test_samples, test_seed), "test", a, n)
-        for a, ns in test_lengths.items()
-        for n in check_lengths(ns, f"test lengths of {a}")
-    ]
-    test = pd.concat(tests, ignore_index=True)
-    test = test[~test["question"].isin(seen)]
-    return pd.concat([train, test], ignore_index=True).astype({"length": "int64"})
+    hints = fmt == "trace"
+
+    def split(name: str, lengths: Mapping[str, Sequence[int]], n: int, seeds: Sequence[int]):
+        rows = [
+            _unique(generate(a, k, n, seed, hints), name, a, k)
+            for a, ks in lengths.items()
+            for k in ks
+            for seed in seeds
+        ]
+        return pd.concat(rows, ignore_index=True).drop_duplicates("question", ignore_index=True)
+
+    train = split("train", train_lengths, train_samples, (train_seed,))
+    val = split("validation", train_lengths, val_samples, (validation_seed,))
+    val = val[~val["question"].isin(set(train["question"]))]
+    test = split("test", test_lengths, test_samples, tuple(test_seeds))
+    test = test[~test["question"].isin(set(train["question"]) | set(val["question"]))]
+    return pd.concat([train, val, test], ignore_index=True).astype({"length": "int64"})
+
+
+def result_of(answers: pd.Series) -> pd.Series:
+    """The result part of each answer: after the last `` | `` (the trace format), else the whole
+    answer (the answer format, or a generated text that lost the separator)."""
+    return answers.str.rsplit(" | ", n=1).str[-1]
 
 
 def check_dataset(df: pd.DataFrame, where: str) -> pd.DataFrame:
-    """``df`` if it is a dataset of :func:`build_dataset` (columns, splits, no test question
-    in training), else a ``ValueError`` naming ``where``."""
+    """``df`` if it is a dataset of :func:`build_dataset` (columns, splits, disjoint splits),
+    else a ``ValueError`` naming ``where``."""
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"{where} is not a CLRS-Text dataset: it lacks columns {missing}")
     splits = set(df["split"])
-    if not splits <= {"train", "test"} or "train" not in splits:
-        raise ValueError(f"{where}: split must be train or test, with a train part; got {splits}")
-    train = set(df.loc[df["split"] == "train", "question"])
-    if df.loc[df["split"] == "test", "question"].isin(train).any():
-        raise ValueError(f"{where}: some test questions are also training questions")
+    if splits != set(SPLITS):
+        raise ValueError(f"{where}: splits must be {', '.join(SPLITS)}; got {sorted(splits)}")
+    shared = df.groupby("question")["split"].nunique()
+    if (shared > 1).any():
+        raise ValueError(
+            f"{where}: {int((shared > 1).sum())} questions are in more than one split "
+            f"(e.g. {shared[shared > 1].index[0][:40]!r})"
+        )
     check_algorithms(sorted(set(df["algorithm"])), f"{where}'s algorithms")
     return df
 
@@ -212,8 +247,11 @@ def cached_dataset(
     *,
     train_samples: int,
     test_samples: int,
+    validation_samples: int | None = None,
+    fmt: str = "trace",
     train_seed: int = PAPER_TRAIN_SEEDS[0],
-    test_seed: int = PAPER_TEST_SEEDS[0],
+    test_seeds: Sequence[int] = PAPER_TEST_SEEDS[:1],
+    validation_seed: int = VALIDATION_SEED,
     folder: Path | None = None,
 ) -> tuple[pd.DataFrame, Path]:
     """:func:`build_dataset`'s table, made once and kept as Parquet in ``folder`` (default the
@@ -224,8 +262,11 @@ def cached_dataset(
         "test_lengths": {a: list(v) for a, v in test_lengths.items()},
         "train_samples": train_samples,
         "test_samples": test_samples,
+        "validation_samples": validation_samples,
+        "format": fmt,
         "train_seed": train_seed,
-        "test_seed": test_seed,
+        "test_seeds": list(test_seeds),
+        "validation_seed": validation_seed,
         "generator": "dm-clrs==2.0.3",
     }
     path = (folder or cache_dir() / "clrs_text") / f"clrs_text-{_key(spec)}.parquet"
@@ -235,7 +276,8 @@ def cached_dataset(
         check_cache("clrs_text")
     df = build_dataset(
         train_lengths, test_lengths, train_samples=train_samples, test_samples=test_samples,
-        train_seed=train_seed, test_seed=test_seed,
+        validation_samples=validation_samples, fmt=fmt, train_seed=train_seed,
+        test_seeds=test_seeds, validation_seed=validation_seed,
     )  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

@@ -10,10 +10,18 @@ same questions), with the same t-interval over seeds and the two-sided one-sampl
 ``losses``: only the baseline) treat every (seed, question) pair as independent: they are
 description only and decide nothing.
 
-**Testable.** At a length where both arms' intervals over seeds reach the trivial baseline
-(``chance``: always giving the most common answer), i.e. neither lower end is above it, nothing
-could be told apart: that length is ``testable = False`` with the reason in ``why``, and is
-left out of its distribution's pooled comparison (in: training lengths; out: longer).
+**Trivial baselines** (:func:`baseline_table`, per algorithm and length): ``chance``, always
+giving the most common test answer, and ``uniform``, a guess drawn uniformly over the answer's
+format (our reading: every integer among the length's n indices, every float among the 10³
+values of three decimals in [0, 1)); both for the whole answer and for the result only
+(``*_result``). ``baseline`` is the larger of the two.
+
+**Testable.** At a length where both arms' intervals over seeds reach ``baseline``, i.e.
+neither lower end is above it, nothing could be told apart: that length is ``testable = False``
+with the reason in ``why``, and is left out of its regime's pooled comparison (in distribution:
+training lengths; interpolation: unseen lengths inside their range; extrapolation: outside).
+Out of distribution, an algorithm on which either arm is below :data:`CEILING` in distribution
+is not testable either: how far an arm generalises would then measure how far it learned.
 """
 
 from __future__ import annotations
@@ -24,9 +32,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from attnlimits.experiments.clrs_text.data import result_of
+
 __all__ = [
+    "CEILING",
     "accuracy_table",
-    "chance_table",
+    "baseline_table",
+    "choose_lr",
     "paired_table",
     "seed_t",
     "wilson_interval",
@@ -43,46 +55,83 @@ def wilson_interval(correct: int, n: int, z: float = 1.959964) -> tuple[float, f
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def chance_table(test: pd.DataFrame) -> pd.DataFrame:
-    """Per (algorithm, length): the accuracy of always giving the most common test answer."""
-    g = test.groupby(["algorithm", "length"])["answer"]
-    top = g.agg(lambda s: s.value_counts().iloc[0] / len(s))
-    return top.rename("chance").reset_index()
+#: ours: the in-distribution exact match both arms need before their out-of-distribution
+#: comparison on an algorithm is testable (the issue's "at least 90 %")
+CEILING = 0.90
+_FLOAT = r"\d+\.\d+"
+_INT = r"(?<![\d.])\d+(?![\d.])"
 
 
-def accuracy_table(answers: pd.DataFrame, chance: pd.DataFrame) -> pd.DataFrame:
-    """Per (arm, algorithm, length): accuracy with its intervals over samples and seeds.
+def _uniform(answers: pd.Series, lengths: pd.Series) -> pd.Series:
+    """Each answer's probability under a uniform guess over its format (module docstring)."""
+    floats = answers.str.count(_FLOAT).to_numpy(float)
+    ints = answers.str.count(_INT).to_numpy(float)
+    logp = floats * np.log(1e3) + ints * np.log(lengths.to_numpy(float))
+    return pd.Series(np.exp(-logp), index=answers.index)
 
-    ``answers`` has a row per (arm, seed, question) with ``correct`` and ``in_distribution``.
+
+def baseline_table(test: pd.DataFrame) -> pd.DataFrame:
+    """Per (algorithm, length): the trivial baselines of the module docstring."""
+    t = test.assign(result=result_of(test["answer"]))
+    t["uniform"] = _uniform(t["answer"], t["length"])
+    t["uniform_result"] = _uniform(t["result"], t["length"])
+    g = t.groupby(["algorithm", "length"])
+    out = pd.DataFrame(
+        {
+            "chance": g["answer"].agg(lambda s: s.value_counts().iloc[0] / len(s)),
+            "chance_result": g["result"].agg(lambda s: s.value_counts().iloc[0] / len(s)),
+            "uniform": g["uniform"].mean(),
+            "uniform_result": g["uniform_result"].mean(),
+        }
+    )
+    out["baseline"] = out[["chance", "uniform"]].max(axis=1)
+    out["baseline_result"] = out[["chance_result", "uniform_result"]].max(axis=1)
+    return out.reset_index()
+
+
+def choose_lr(validation: pd.DataFrame) -> pd.DataFrame:
+    """Per (arm, lr): the best validation ``score`` of its seed-0 model and the first step that
+    reached it; per arm the chosen rate: the best score, then the fewest steps, then the
+    smaller rate."""
+    v = validation[validation["seed"] == 0].drop_duplicates(["arm", "lr", "step"])
+    best = v.groupby(["arm", "lr"])["score"].transform("max")
+    top = v[v["score"] == best].groupby(["arm", "lr"], sort=True)
+    table = top.agg(score=("score", "max"), step=("step", "min")).reset_index()
+    order = table.sort_values(["arm", "score", "step", "lr"], ascending=[True, False, True, True])
+    table["chosen"] = table.index.isin(order.groupby("arm").head(1).index)
+    return table
+
+
+def accuracy_table(answers: pd.DataFrame, baselines: pd.DataFrame) -> pd.DataFrame:
+    """Per (arm, algorithm, length): exact match of the whole answer with its intervals over
+    samples and seeds, the result-only match beside it, and the cell's baselines.
+
+    ``answers`` has a row per (arm, seed, question) with ``correct``, ``result_correct``,
+    ``regime`` and ``in_distribution``.
     """
+    keys = ["arm", "algorithm", "length", "regime", "in_distribution"]
     per_seed = (
-        answers.groupby(["arm", "algorithm", "length", "in_distribution", "seed"])["correct"]
-        .agg(["sum", "count"])
+        answers.groupby([*keys, "seed"])
+        .agg(k=("correct", "sum"), n=("correct", "count"), result=("result_correct", "mean"))
         .reset_index()
     )
-    rows = []
-    keys = ["arm", "algorithm", "length", "in_distribution"]
-    for key, g in per_seed.groupby(keys, sort=False):
-        acc = (g["sum"] / g["count"]).to_numpy(dtype=float)
-        k, n = int(g["sum"].sum()), int(g["count"].sum())
-        lo, hi = wilson_interval(k, n)
-        sd = float(acc.std(ddof=1)) if len(acc) > 1 else math.nan
-        t = float(stats.t.ppf(0.975, len(acc) - 1)) if len(acc) > 1 else math.nan
-        half = t * sd / math.sqrt(len(acc)) if len(acc) > 1 else math.nan
-        rows.append(
-            dict(zip(keys, key, strict=True))
-            | {
-                "seeds": len(acc),
-                "questions": int(g["count"].iloc[0]),
-                "accuracy": k / n,
-                "ci_samples_low": lo,
-                "ci_samples_high": hi,
-                "seed_sd": sd,
-                "ci_seeds_low": max(0.0, k / n - half) if half == half else math.nan,
-                "ci_seeds_high": min(1.0, k / n + half) if half == half else math.nan,
-            }
-        )
-    table = pd.DataFrame(rows).merge(chance, on=["algorithm", "length"], how="left")
+    per_seed["acc"] = per_seed["k"] / per_seed["n"]
+    g = per_seed.groupby(keys, sort=True)
+    t = g.agg(
+        seeds=("acc", "count"), questions=("n", "first"), k=("k", "sum"), n=("n", "sum"),
+        seed_sd=("acc", "std"), result_accuracy=("result", "mean"),
+    ).reset_index()  # fmt: skip
+    t["accuracy"] = t["k"] / t["n"]
+    bounds = [wilson_interval(int(k), int(n)) for k, n in zip(t["k"], t["n"], strict=True)]
+    t["ci_samples_low"] = [lo for lo, _ in bounds]
+    t["ci_samples_high"] = [hi for _, hi in bounds]
+    df = np.where(t["seeds"] > 1, t["seeds"] - 1, np.nan)
+    half = stats.t.ppf(0.975, df) * t["seed_sd"] / np.sqrt(t["seeds"])
+    t["ci_seeds_low"] = (t["accuracy"] - half).clip(lower=0.0)
+    t["ci_seeds_high"] = (t["accuracy"] + half).clip(upper=1.0)
+    cols = [*keys, "seeds", "questions", "accuracy", "ci_samples_low", "ci_samples_high",
+            "seed_sd", "ci_seeds_low", "ci_seeds_high", "result_accuracy"]  # fmt: skip
+    table = t[cols].merge(baselines, on=["algorithm", "length"], how="left")
     return table.sort_values(keys, ignore_index=True)
 
 
@@ -106,82 +155,90 @@ def seed_t(per_seed: pd.DataFrame, keys: list[str], value: str = "difference") -
     )
 
 
+def _ceiling(accuracy: pd.DataFrame, arms: list[str]) -> pd.Series:
+    """Per algorithm: why its out-of-distribution comparison of ``arms`` is not testable
+    (an arm below :data:`CEILING` in distribution), or "" where both reach it."""
+    a = accuracy[accuracy["in_distribution"] & accuracy["arm"].isin(arms)]
+    mean = a.assign(k=a["accuracy"] * a["questions"]).groupby(["algorithm", "arm"])
+    acc = (mean["k"].sum() / mean["questions"].sum()).unstack("arm")
+    why = pd.Series("", index=acc.index, dtype=object)
+    for arm in arms:  # a loop over the two arms, not over data
+        low = acc[arm] < CEILING
+        why[low] += [f"{arm} at {v:.2f} in distribution, below the {CEILING:.0%} ceiling; "
+                     for v in acc.loc[low, arm]]  # fmt: skip
+    return why.str.rstrip("; ")
+
+
 def paired_table(
     answers: pd.DataFrame, accuracy: pd.DataFrame, baseline: str = "softmax"
 ) -> pd.DataFrame:
     """Every other arm against ``baseline``, over seeds: a row per (algorithm, length)
-    (``scope`` "length") and per (algorithm, distribution) pooled over its testable lengths
+    (``scope`` "length") and per (algorithm, regime) pooled over its testable lengths
     (``scope`` "pooled"; ``lengths`` lists them). Columns: accuracies, the mean per-seed
     ``difference`` with its t-interval over seeds (``ci_low``, ``ci_high``) and ``p_t``,
     ``testable`` and ``why``; ``pairs``, ``wins`` and ``losses`` count (seed, question) pairs
-    (description only). ``accuracy`` is :func:`accuracy_table`'s (its ``ci_seeds_low`` and
-    ``chance`` decide what is testable)."""
+    (description only). ``accuracy`` is :func:`accuracy_table`'s (its ``ci_seeds_low``,
+    ``baseline`` and in-distribution accuracy decide what is testable)."""
     keys = ["seed", "algorithm", "length", "question"]
     base = answers[answers["arm"] == baseline].set_index(keys)["correct"].rename("base")
-    other = answers[answers["arm"] != baseline].set_index(keys)[["arm", "correct",
-                                                                  "in_distribution"]]  # fmt: skip
+    other = answers[answers["arm"] != baseline].set_index(keys)[["arm", "correct", "regime"]]
     joined = other.join(base, how="inner").reset_index()
     joined["correct"] = joined["correct"].astype(float)
     joined["base"] = joined["base"].astype(float)
     acc = accuracy.set_index(["arm", "algorithm", "length"])
-    above = (acc["ci_seeds_low"] > acc["chance"]).rename("above")
+    above = (acc["ci_seeds_low"] > acc["baseline"]).rename("above")
     cell = ["arm", "algorithm", "length"]
-    tested = joined[cell].drop_duplicates()
+    tested = joined[[*cell, "regime"]].drop_duplicates()
     arm_above = tested.join(above, on=cell)["above"].fillna(False).to_numpy(bool)
     base_above = (
         tested.assign(arm=baseline).join(above, on=cell)["above"].fillna(False).to_numpy(bool)
     )
-    tested = tested.assign(testable=arm_above | base_above)
-    joined = joined.merge(tested, on=cell)
+    ceiling = pd.concat(
+        [_ceiling(accuracy, [baseline, arm]).rename("c").reset_index().assign(arm=arm)
+         for arm in sorted(set(tested["arm"]))], ignore_index=True,
+    )  # fmt: skip
+    tested = tested.merge(ceiling, on=["arm", "algorithm"], how="left")
+    short = (tested["regime"] != "in distribution") & tested["c"].fillna("").ne("")
+    tested["why"] = np.where(
+        short, tested["c"].fillna(""),
+        np.where(arm_above | base_above, "",
+                 "both arms' 95 % intervals over seeds reach the baseline"),
+    )  # fmt: skip
+    tested["testable"] = tested["why"] == ""
+    tested = tested.drop(columns="c")
+    joined = joined.merge(tested, on=[*cell, "regime"])
 
     def table(frame: pd.DataFrame, group: list[str], scope: str) -> pd.DataFrame:
         seeds = frame.groupby([*group, "seed"])[["correct", "base"]].mean().reset_index()
         seeds["difference"] = seeds["correct"] - seeds["base"]
         out = seed_t(seeds, group)
-        counts = (
-            frame.assign(
-                pairs=1.0,
-                wins=frame["correct"] * (1 - frame["base"]),
-                losses=(1 - frame["correct"]) * frame["base"],
-            )
-            .groupby(group)[["correct", "base", "pairs", "wins", "losses"]]
-            .agg(
-                {"correct": "mean", "base": "mean", "pairs": "sum", "wins": "sum", "losses": "sum"}
-            )
-        )
+        f = frame.assign(pairs=1.0, wins=frame["correct"] * (1 - frame["base"]),
+                         losses=(1 - frame["correct"]) * frame["base"])  # fmt: skip
+        counts = f.groupby(group).agg(correct=("correct", "mean"), base=("base", "mean"),
+                                      pairs=("pairs", "sum"), wins=("wins", "sum"),
+                                      losses=("losses", "sum"))  # fmt: skip
         lengths = frame.groupby(group)["length"].agg(
             lambda s: ",".join(str(v) for v in sorted(set(s)))
         )
         out = out.join(counts, on=group).join(lengths.rename("lengths"), on=group)
         return out.assign(scope=scope)
 
-    per_length = table(joined, ["arm", "algorithm", "in_distribution", "length"], "length")
-    per_length = per_length.merge(tested, on=cell)
-    per_length["why"] = np.where(
-        per_length["testable"],
-        "",
-        "both arms' 95 % intervals over seeds reach chance (neither lower end above it)",
-    )
-    pooled = table(joined[joined["testable"]], ["arm", "algorithm", "in_distribution"], "pooled")
-    pooled = pooled.assign(testable=True, why="")
-    every = joined[["arm", "algorithm", "in_distribution"]].drop_duplicates()
-    none = every.merge(pooled[["arm", "algorithm", "in_distribution"]], how="left",
-                       indicator=True)  # fmt: skip
+    regime = ["arm", "algorithm", "regime"]
+    per_length = table(joined, [*regime, "length"], "length").merge(tested, on=[*cell, "regime"])
+    pooled = table(joined[joined["testable"]], regime, "pooled").assign(testable=True, why="")
+    every = tested.groupby(regime)["why"].agg(lambda w: "; ".join(sorted(set(w)))).reset_index()
+    none = every.merge(pooled[regime], how="left", indicator=True)
     none = none[none["_merge"] == "left_only"].drop(columns="_merge")
-    none = none.assign(
-        scope="pooled", lengths="", testable=False,
-        why="at every length both arms' 95 % intervals over seeds reach chance",
-    )  # fmt: skip
+    none = none.assign(scope="pooled", lengths="", testable=False)
     rows = pd.concat([per_length.drop(columns="length"), pooled, none], ignore_index=True)
     rows = rows.rename(columns={"correct": "accuracy", "base": "baseline_accuracy"})
     rows["baseline"] = baseline
     for c in ("seeds", "pairs", "wins", "losses"):
         rows[c] = rows[c].fillna(0).astype(int)
-    rows["in_distribution"] = rows["in_distribution"].astype(bool)
     rows["testable"] = rows["testable"].astype(bool)
-    columns = ["arm", "baseline", "algorithm", "in_distribution", "scope", "lengths", "seeds",
-               "accuracy", "baseline_accuracy", "difference", "ci_low", "ci_high", "p_t",
-               "testable", "why", "pairs", "wins", "losses"]  # fmt: skip
-    order = ["arm", "algorithm", "in_distribution", "scope", "lengths"]
-    return rows[columns].sort_values(order, ascending=[True, True, False, True, True],
-                                     ignore_index=True)  # fmt: skip
+    rows["in_distribution"] = rows["regime"] == "in distribution"
+    columns = ["arm", "baseline", "algorithm", "regime", "in_distribution", "scope", "lengths",
+               "seeds", "accuracy", "baseline_accuracy", "difference", "ci_low", "ci_high",
+               "p_t", "testable", "why", "pairs", "wins", "losses"]  # fmt: skip
+    order = ["arm", "algorithm", "regime", "scope", "lengths"]
+    return rows[columns].sort_values(order, ignore_index=True)

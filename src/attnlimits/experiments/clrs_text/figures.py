@@ -16,7 +16,13 @@ from matplotlib.figure import Figure
 __all__ = ["figures"]
 
 
+_MARKER = {"in distribution": "o", "interpolation": "s", "extrapolation": "^"}
+
+
 def _profile(acc: pd.DataFrame, meta: Mapping[str, Any]) -> Figure:
+    """Figure 8's form: exact match against length per algorithm, both arms; the training
+    range shaded, each length's regime by its marker (o trained, s interpolation,
+    ^ extrapolation)."""
     algos = sorted(acc["algorithm"].unique())
     cols = min(3, len(algos))
     rows = math.ceil(len(algos) / cols)
@@ -24,26 +30,33 @@ def _profile(acc: pd.DataFrame, meta: Mapping[str, Any]) -> Figure:
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     for ax, algo in zip(axes, algos, strict=False):
         a = acc[acc["algorithm"] == algo]
-        trained = sorted(a.loc[a["in_distribution"], "length"].unique())
+        trained = sorted(a.loc[a["regime"] == "in distribution", "length"].unique())
         if trained:
-            ax.axvspan(min(trained) - 0.5, max(trained) + 0.5, color="0.92", lw=0)
-        for arm, g in a.groupby("arm", sort=False):
+            ax.axvspan(min(trained) - 0.5, max(trained) + 0.5, color="0.9", lw=0,
+                       label="training range")  # fmt: skip
+            ax.axvline(max(trained) + 0.5, c="0.5", lw=0.8, ls="--")
+        for k, (arm, g) in enumerate(a.groupby("arm", sort=False)):
             g = g.sort_values("length")
-            ax.plot(g["length"], g["accuracy"], marker="o", label=str(arm))
-            ax.fill_between(g["length"], g["ci_samples_low"], g["ci_samples_high"], alpha=0.2)
-        chance = a.drop_duplicates("length").sort_values("length")
-        ax.plot(chance["length"], chance["chance"], ls=":", c="0.4", label="chance")
+            color = f"C{k}"
+            ax.plot(g["length"], g["accuracy"], c=color, label=str(arm))
+            ax.fill_between(g["length"], g["ci_seeds_low"], g["ci_seeds_high"], color=color,
+                            alpha=0.2, lw=0)  # fmt: skip
+            for reg, r in g.groupby("regime"):
+                ax.scatter(r["length"], r["accuracy"], c=color, marker=_MARKER[str(reg)], s=22)
+        base = a.drop_duplicates("length").sort_values("length")
+        ax.plot(base["length"], base["baseline"], ls=":", c="0.4", label="trivial baseline")
         ax.set_title(algo, fontsize=9)
         ax.set_ylim(-0.02, 1.02)
-        ax.set_xlabel("length (shaded: training lengths)")
-        ax.set_ylabel("exact match")
+        ax.set_xlabel("length (o trained, s interpolation, ^ extrapolation)", fontsize=8)
+        ax.set_ylabel("exact match (trace and result)", fontsize=8)
     for ax in axes[len(algos) :]:
         ax.set_visible(False)
     axes[0].legend(fontsize=7)
     p = meta.get("params", {})
     fig.suptitle(
-        f"CLRS-Text, {p.get('model', '?')} model, {p.get('seeds', '?')} seeds: accuracy per "
-        "algorithm and length (Fig. 8 analogue; bands: 95 % over samples)",
+        f"CLRS-Text ({p.get('format', '?')} format), {p.get('model', '?')} model, "
+        f"{p.get('seeds', '?')} seeds: exact match per algorithm and length (Fig. 8's form; "
+        "bands: 95 % over seeds)",
         fontsize=10,
     )
     return fig

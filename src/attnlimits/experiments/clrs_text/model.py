@@ -15,8 +15,8 @@ the tokens that matter, so no attention mask is needed.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,7 @@ __all__ = [
 PAD = 0
 VOCAB = 128  # ASCII
 _STOP = "\n\n"  # every CLRS-Text answer ends so
+_NEWLINE = 10
 
 
 @dataclass(frozen=True)
@@ -131,14 +132,21 @@ def make_batch(
 
 @dataclass
 class TrainResult:
-    """What training left: the model, the loss every ``log_every`` steps, and per step the wall
-    seconds and this process's CPU seconds (under load the two differ; the CPU time is what a
-    quiet machine's wall time would be with one thread)."""
+    """What training left: the model (at its best validation check, if any), the loss every
+    ``log_every`` steps, per step the wall seconds and this process's CPU seconds (under load
+    the two differ; the CPU time is what a quiet machine's wall time would be with one thread),
+    the validation checks ``(step, score, worst)`` and the steps taken."""
 
     model: nn.Module
     losses: list[tuple[int, float]]
     seconds_per_step: float
     cpu_seconds_per_step: float
+    checks: list[tuple[int, float, float]] = field(default_factory=list)
+    steps: int = 0
+
+
+#: A validation check: the model -> (score to maximise, worst part's score, which stops at 1).
+Check = Callable[[nn.Module], tuple[float, float]]
 
 
 def train_model(
@@ -153,9 +161,16 @@ def train_model(
     seed: int,
     log_every: int = 50,
     device: str = "cpu",
+    check: Check | None = None,
+    check_every: int = 500,
+    stop_at: float = 1.0,
 ) -> TrainResult:
-    """AdamW with linear warm-up (5 %) and cosine decay; each batch draws ``batch`` examples,
-    every group (algorithm) equally likely, so a small algorithm is not drowned."""
+    """AdamW with linear warm-up (5 %) and cosine decay over ``steps``; each batch draws
+    ``batch`` examples, every group (algorithm) equally likely, so a small algorithm is not
+    drowned. With ``check``: every ``check_every`` steps and at the end the model is scored
+    (:data:`Check`); training stops once the worst part reaches ``stop_at``, and the model
+    returned is the one of the best score (``steps`` is a cap)."""
+    import copy
     import time
 
     rng = np.random.default_rng(seed)
@@ -171,7 +186,10 @@ def train_model(
     sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
     model.train()
     losses: list[tuple[int, float]] = []
-    start, cpu = time.perf_counter(), time.process_time()
+    checks: list[tuple[int, float, float]] = []
+    best: tuple[float, dict[str, Tensor]] | None = None
+    start, cpu, checking = time.perf_counter(), time.process_time(), 0.0
+    done = 0
     for step in range(steps):
         picks = rng.integers(len(members), size=batch)
         rows = [int(rng.choice(members[g])) for g in picks]
@@ -182,11 +200,24 @@ def train_model(
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
+        done = step + 1
         if step % log_every == 0 or step == steps - 1:
             losses.append((step, float(loss.detach())))
-    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+        if check is not None and (done % check_every == 0 or done == steps):
+            t0 = time.perf_counter()
+            score, worst = check(model)
+            model.train()
+            checks.append((done, score, worst))
+            if best is None or score > best[0]:
+                best = score, copy.deepcopy(model.state_dict())
+            checking += time.perf_counter() - t0
+            if worst >= stop_at:
+                break
+    elapsed, cpu = time.perf_counter() - start - checking, time.process_time() - cpu - checking
+    if best is not None:
+        model.load_state_dict(best[1])
     model.eval()
-    return TrainResult(model, losses, elapsed / max(steps, 1), cpu / max(steps, 1))
+    return TrainResult(model, losses, elapsed / max(done, 1), cpu / max(done, 1), checks, done)
 
 
 @torch.no_grad()
@@ -202,9 +233,11 @@ def greedy_answers(
     """Greedy continuations of ``questions``, cut after the first blank line (the answer's end).
 
     Questions of equal byte length are decoded together (no padding, so no mask), with the
-    model's key-value cache, ``max_new`` tokens at most.
+    model's key-value cache, ``max_new`` tokens at most; with byte tokens a batch stops once
+    every row has made its blank line.
     """
     ids = tokenizer.encode(questions)
+    bytewise = isinstance(tokenizer, ByteTokenizer)
     out: list[str] = [""] * len(ids)
     by_length: dict[int, list[int]] = {}
     for i, q in enumerate(ids):
@@ -217,10 +250,14 @@ def greedy_answers(
             res = model(input_ids=x, use_cache=True)
             past, nxt = res.cache, res.logits[:, -1].argmax(-1)
             made = [nxt]
+            ended = torch.zeros_like(nxt, dtype=torch.bool)  # a blank line made: the answer's end
             for _ in range(max_new - 1):
                 res = model(input_ids=nxt[:, None], cache=past, use_cache=True)
-                past, nxt = res.cache, res.logits[:, -1].argmax(-1)
+                past, prev, nxt = res.cache, nxt, res.logits[:, -1].argmax(-1)
                 made.append(nxt)
+                ended |= (prev == _NEWLINE) & (nxt == _NEWLINE)
+                if bytewise and bool(ended.all()):  # a subword tokenizer spells it otherwise
+                    break
             gen = torch.stack(made, 1).tolist()
             for r, toks in zip(rows, gen, strict=True):
                 text = tokenizer.decode(toks)

@@ -1,0 +1,129 @@
+"""The numbers of ``docs/clrs_text.md``, from a saved run: no figure in that doc is typed by hand.
+
+    python -m attnlimits.experiments.clrs_text.doc RESULTS [--doc docs/clrs_text.md]
+        [--data docs/data/clrs_text]
+
+RESULTS is the folder of ``attnlimits reproduce clrs-text``. :func:`extract` takes the few small
+tables the doc shows from the run's tables (what was run, the learning rates chosen, exact match
+per arm, algorithm and length with the baselines, per-seed accuracies, the pooled paired
+comparison per regime, the claims) and writes them as CSV under ``--data``; :func:`render` turns
+them into Markdown blocks, which replace the doc's blocks between ``<!-- generated: NAME -->``
+and ``<!-- /generated: NAME -->`` (the markers of paper A's doc, :mod:`..limitations.doc`).
+``tests/test_clrs_text_doc.py`` renders the committed CSVs and checks that the doc holds exactly
+those blocks, so the doc and the saved run's tables cannot drift apart. The trace-length table
+(``trace_lengths.csv``) comes from ``benchmarks/clrs_text_trace_lengths.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from attnlimits.experiments.limitations.doc import block, fill
+from attnlimits.experiments.report import markdown_table
+
+__all__ = ["block", "extract", "fill", "load", "main", "render", "save"]
+
+Data = dict[str, pd.DataFrame]
+_RUN_KEYS = ("preset", "format", "algorithms", "train_lengths", "test_lengths", "seeds", "steps",
+             "lrs", "stop_at", "eval_every", "layers", "width", "heads", "batch",
+             "train_samples", "validation_samples", "test_samples")  # fmt: skip
+
+
+def extract(folder: Path) -> Data:
+    """The doc's tables from a finished run's folder."""
+    meta_file = folder / "run.json"
+    if not meta_file.is_file():
+        raise ValueError(f"{folder} holds no clrs-text run (no run.json)")
+    meta = json.loads(meta_file.read_text())
+    tables = {p.stem: pd.read_parquet(p) for p in (folder / "tables").glob("*.parquet")}
+    params = meta["params"]
+    run = pd.DataFrame(
+        {"setting": list(_RUN_KEYS),
+         "value": [", ".join(map(str, v)) if isinstance(v, list) else str(v)
+                   for v in (params.get(k, meta.get(k, "")) for k in _RUN_KEYS)]}
+    )  # fmt: skip
+    acc = tables["accuracy"][["arm", "algorithm", "length", "regime", "accuracy", "ci_seeds_low",
+                              "ci_seeds_high", "result_accuracy", "chance", "uniform",
+                              "baseline"]].round(3)  # fmt: skip
+    ans = tables["answers"]
+    per_seed = (
+        ans.groupby(["arm", "algorithm", "regime", "seed"])["correct"].mean().round(3).reset_index()
+    )
+    paired = tables["paired"]
+    paired = paired[paired["scope"] == "pooled"][
+        ["arm", "algorithm", "regime", "lengths", "seeds", "difference", "ci_low", "ci_high",
+         "testable", "why"]
+    ].round(3)  # fmt: skip
+    steps = tables["training"].groupby("arm")["steps_taken"].agg(["min", "max"]).reset_index()
+    lrs = tables["learning_rate"].merge(steps, on="arm", how="left").round(3)
+    claims = tables["claims"][["claim", "role", "verdict", "measured"]]
+    return {"run": run, "accuracy": acc, "per_seed": per_seed, "paired": paired,
+            "learning_rate": lrs, "claims": claims}  # fmt: skip
+
+
+def save(data: Mapping[str, pd.DataFrame], folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, table in data.items():
+        table.to_csv(folder / f"{name}.csv", index=False)
+
+
+def load(folder: Path) -> Data:
+    return {p.stem: pd.read_csv(p, keep_default_na=False) for p in sorted(folder.glob("*.csv"))}
+
+
+def _accuracy(acc: pd.DataFrame) -> str:
+    """Exact match (whole answer) per algorithm and length, an arm per column, the result-only
+    match and the baseline beside it."""
+    a = acc.assign(cell=[f"{v:.2f} [{lo:.2f}, {hi:.2f}] ({r:.2f})" for v, lo, hi, r in
+                         zip(acc["accuracy"], acc["ci_seeds_low"], acc["ci_seeds_high"],
+                             acc["result_accuracy"], strict=True)])  # fmt: skip
+    wide = a.pivot_table(index=["algorithm", "length", "regime"], columns="arm", values="cell",
+                         aggfunc="first").reset_index()  # fmt: skip
+    base = acc.drop_duplicates(["algorithm", "length"])[["algorithm", "length", "baseline"]]
+    return markdown_table(wide.merge(base, on=["algorithm", "length"]))
+
+
+def _per_seed(per_seed: pd.DataFrame) -> str:
+    wide = per_seed.pivot_table(index=["arm", "algorithm", "regime"], columns="seed",
+                                values="correct").reset_index()  # fmt: skip
+    wide.columns = [c if isinstance(c, str) else f"seed {c}" for c in wide.columns]
+    return markdown_table(wide)
+
+
+def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
+    """The doc's generated blocks, by name."""
+    return {
+        "clrs-run": markdown_table(data["run"]),
+        "clrs-lr": markdown_table(data["learning_rate"]),
+        "clrs-accuracy": _accuracy(data["accuracy"]),
+        "clrs-per-seed": _per_seed(data["per_seed"]),
+        "clrs-paired": markdown_table(data["paired"]),
+        "clrs-claims": markdown_table(data["claims"]),
+        "clrs-trace-lengths": _lengths(data["trace_lengths"]),
+    }
+
+
+def _lengths(lengths: pd.DataFrame) -> str:
+    """Tokens (bytes) of question + answer per algorithm, format and length."""
+    wide = lengths.pivot_table(index=["algorithm", "format"], columns="length", values="tokens")
+    return markdown_table(wide.astype(int).reset_index())
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", type=Path)
+    ap.add_argument("--doc", type=Path, default=Path("docs/clrs_text.md"))
+    ap.add_argument("--data", type=Path, default=Path("docs/data/clrs_text"))
+    args = ap.parse_args(argv)
+    save(extract(args.results), args.data)
+    args.doc.write_text(fill(args.doc.read_text(encoding="utf-8"), render(load(args.data))),
+                        encoding="utf-8")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
