@@ -146,6 +146,9 @@ LIST_OPTIONS = [
     (("compare",), ["--normalizers", "topk:k=4,topk:k=4"], "--normalizers repeats topk:k=4"),
     (("reproduce", "clrs-text"), ["--algorithms", "minimum,bfs,bfs"], "--algorithms repeats bfs"),
     (("reproduce", "clrs-text"), ["--arms", "softmax,adaptive,softmax"], "--arms repeats softmax"),
+    (("reproduce", "clrs-text"), ["--lrs", "1e-3,3e-3,1e-3"], "--lrs repeats 0.001"),
+    (("reproduce", "clrs-text"), ["--train-lengths", "4,5,4"], "--train-lengths repeats 4"),
+    (("reproduce", "clrs-text"), ["--test-lengths", "6,8,6"], "--test-lengths repeats 6"),
 ]
 
 

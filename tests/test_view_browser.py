@@ -337,12 +337,13 @@ def test_clrs_page_draws_a_profile_per_algorithm(browser, tmp_path):
     )
     acc = tables["accuracy"]
     acc = acc[acc["algorithm"] == "minimum"]
+    base = "trivial baseline"
     for name, x, y in lines:
-        at = acc[acc["arm"] == name] if name != "chance" else acc.drop_duplicates("length")
+        at = acc[acc["arm"] == name] if name != base else acc.drop_duplicates("length")
         at = at.sort_values("length")
         assert x == at["length"].tolist()
-        assert y == pytest.approx(at["chance" if name == "chance" else "accuracy"].tolist())
-    assert sorted(line[0] for line in lines) == ["adaptive", "chance", "softmax"]
+        assert y == pytest.approx(at["baseline" if name == base else "accuracy"].tolist())
+    assert sorted(line[0] for line in lines) == ["adaptive", "softmax", base]
     x0, x1 = browser.execute_script(
         "const s = document.getElementById('preset-1').layout.shapes[0]; return [s.x0, s.x1]"
     )

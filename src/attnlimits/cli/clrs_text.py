@@ -62,7 +62,7 @@ def command(_run: Callable[..., Any]) -> Callable[..., None]:
             str | None, typer.Option(help="Training lengths with --lengths ours (e.g. 4,5,7).")
         ] = None,
         test_lengths: Annotated[
-            str | None, typer.Option(help="Test lengths with --lengths ours (e.g. 4,...,14).")
+            str | None, typer.Option(help="Test lengths with --lengths ours (e.g. 4,6,8,14).")
         ] = None,
         lengths: Annotated[
             str | None,

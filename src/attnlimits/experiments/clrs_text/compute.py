@@ -275,7 +275,8 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         "accuracy": accuracy,
         "baselines": baselines,
         "paired": paired_table(answers, accuracy, cfg.arms[0]),
-        "validation": pd.concat([done[u][2] for u in done], ignore_index=True),
+        # in the units' own order, not the order the parallel workers finished them
+        "validation": pd.concat([done[u][2] for u in [*grid, *rest]], ignore_index=True),
         "learning_rate": lrs,
         "training": pd.concat([done[u][1] for u in units], ignore_index=True),
         "dataset": counts.reset_index(),
