@@ -412,7 +412,8 @@ def test_quick_run_writes_the_report(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert "## Claims" in text and "Adaptive temperature refit" in text
     assert "resamples seeds and test sets" in text and "lost in our copy" in text
-    assert len(pd.read_parquet(tmp_path / "tables" / "claims.parquet")) == 6
+    # (1), (1.a), (1.b), (2), (2.a) and three checks
+    assert len(pd.read_parquet(tmp_path / "tables" / "claims.parquet")) == 8
     redrawn = skeleton.redraw(tmp_path).read_text()  # attnlimits report DIR
     assert redrawn.split("## Run")[0] == text.split("## Run")[0]
 
