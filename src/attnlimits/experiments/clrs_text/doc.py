@@ -23,8 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnlimits.experiments.limitations.doc import block, fill
-from attnlimits.experiments.report import markdown_table
+from attnlimits.experiments.report import block, fill, markdown_table
 
 __all__ = ["block", "extract", "fill", "load", "main", "render", "save"]
 
