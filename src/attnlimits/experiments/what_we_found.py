@@ -1,0 +1,111 @@
+"""The README's "What we found", rendered from the committed tables of ``docs/data``.
+
+    python -m attnlimits.experiments.what_we_found [--readme README.md] [--data docs/data]
+
+Three generated blocks (:data:`attnlimits.experiments.report.MARK`), each from the CSVs that
+the experiment's own doc is generated from (so README, docs and saved runs cannot drift apart;
+``tests/test_what_we_found.py`` checks that the README holds exactly what the CSVs render to):
+
+- ``found-limitations``: paper A's finding verdicts per model and x source
+  (``limitations/claims.csv``, the rows whose ``role`` is ``finding``);
+- ``found-max-retrieval``: paper B's headline accuracy table per test size
+  (``softmax_not_enough/sizes.csv``) and its findings' verdicts (``claims.csv``);
+- ``found-clrs-text``: CLRS-Text's finding and headline verdicts (``clrs_text/claims.csv``) and
+  what run they come from (``clrs_text/run.csv``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from attnlimits.experiments.report import fill, markdown_table
+from attnlimits.experiments.store import atomic_write_text
+
+__all__ = ["clrs_text_block", "limitations_block", "main", "max_retrieval_block", "render"]
+
+#: The model names of paper A's runs as the README prints them.
+_MODEL_NAMES = {"smollm2-135m": "SmolLM2-135M", "minilm-l6": "MiniLM-L6"}
+#: Paper B's size-table columns the README shows.
+_SIZE_COLUMNS = ["size", "softmax (%)", "adaptive (%)", "difference (pts)", "ours (per size)"]
+
+
+def _csv(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: it is written by the experiment's doc step")
+    return pd.read_csv(path, dtype=str, keep_default_na=False)
+
+
+def limitations_block(claims: pd.DataFrame) -> str:
+    """Paper A's findings as rows, one column per (model, x source), in the table's order."""
+    found = claims[claims["role"] == "finding"]
+    if found.empty:
+        raise ValueError("limitations/claims.csv has no finding rows")
+    models = list(dict.fromkeys(found["model"]))
+    sources = list(dict.fromkeys(found["x_source"]))
+    cells = found.set_index(["claim", "model", "x_source"])["verdict"]
+    if not cells.index.is_unique:
+        raise ValueError("limitations/claims.csv has a finding twice for one model and x source")
+    table = cells.unstack(["model", "x_source"]).reindex(list(dict.fromkeys(found["claim"])))
+    columns = [(m, s) for m in models for s in sources if (m, s) in table.columns]
+    table = table[columns].fillna("—")
+    table.columns = [f"{_MODEL_NAMES.get(m, m)}, x = {s}" for m, s in columns]
+    return markdown_table(table.rename_axis("finding (paper A)").reset_index())
+
+
+def max_retrieval_block(sizes: pd.DataFrame, claims: pd.DataFrame) -> str:
+    """Paper B's accuracy per test size (mean [95 %]) and the verdicts of its findings."""
+    missing = [c for c in _SIZE_COLUMNS if c not in sizes.columns]
+    if missing:
+        raise ValueError(f"softmax_not_enough/sizes.csv lacks the columns {missing}")
+    findings = claims[claims["role"] == "finding"][["claim", "verdict"]]
+    return "\n\n".join(
+        [
+            markdown_table(sizes[_SIZE_COLUMNS]),
+            markdown_table(findings.rename(columns={"claim": "finding (paper B)"})),
+        ]
+    )
+
+
+def clrs_text_block(claims: pd.DataFrame, run: pd.DataFrame) -> str:
+    """What CLRS-Text run the verdicts come from, then its finding and headline verdicts."""
+    rows = claims[claims["role"].isin(["finding", "headline"])][["claim", "verdict"]]
+    facts = dict(zip(run["setting"], run["value"], strict=True)) if len(run) else {}
+    said = ", ".join(
+        f"{k} {facts[k]}"
+        for k in ("preset", "format", "algorithms", "seeds", "steps")
+        if k in facts
+    )
+    return "\n\n".join([f"From the committed run ({said}).", markdown_table(rows)])
+
+
+def render(data: Path) -> dict[str, str]:
+    """The README's generated blocks, by name, from the CSVs under ``data``."""
+    data = Path(data)
+    return {
+        "found-limitations": limitations_block(_csv(data / "limitations" / "claims.csv")),
+        "found-max-retrieval": max_retrieval_block(
+            _csv(data / "softmax_not_enough" / "sizes.csv"),
+            _csv(data / "softmax_not_enough" / "claims.csv"),
+        ),
+        "found-clrs-text": clrs_text_block(
+            _csv(data / "clrs_text" / "claims.csv"), _csv(data / "clrs_text" / "run.csv")
+        ),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--readme", type=Path, default=Path("README.md"))
+    parser.add_argument("--data", type=Path, default=Path("docs/data"))
+    args = parser.parse_args(argv)
+    text = args.readme.read_text(encoding="utf-8")
+    atomic_write_text(args.readme, fill(text, render(args.data)))
+    print(f"wrote {args.readme}")
+
+
+if __name__ == "__main__":
+    main()

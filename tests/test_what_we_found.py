@@ -1,0 +1,75 @@
+"""The README's "What we found" is rendered from the committed tables of docs/data
+(``python -m attnlimits.experiments.what_we_found``), never typed by hand."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+
+from attnlimits.experiments import what_we_found
+from attnlimits.experiments.report import block
+from conftest import REPO
+
+README = REPO / "README.md"
+
+
+def test_readme_holds_exactly_what_the_committed_tables_render_to():
+    blocks = what_we_found.render(REPO / "docs" / "data")
+    text = README.read_text(encoding="utf-8")
+    for name, want in blocks.items():
+        assert block(text, name) == want, (
+            f"README's {name!r} is stale: run python -m attnlimits.experiments.what_we_found"
+        )
+    found = {n for n in re.findall(r"<!-- generated: (.+?) -->", text) if n.startswith("found-")}
+    assert found == set(blocks)
+
+
+def _claims(rows: list[tuple[str, str, str, str, str]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["claim", "role", "verdict", "model", "x_source"])
+
+
+def test_paper_a_block_puts_each_verdict_under_its_model_and_source():
+    claims = _claims(
+        [
+            ("(i) f", "finding", "partly", "smollm2-135m", "values"),
+            ("(i.a) h", "headline", "reproduced", "smollm2-135m", "values"),
+            ("(i) f", "finding", "not reproduced", "smollm2-135m", "hidden"),
+            ("(i) f", "finding", "reproduced", "minilm-l6", "values"),
+            ("(ii) g", "finding", "not testable", "minilm-l6", "hidden"),
+        ]
+    )
+    lines = what_we_found.limitations_block(claims).splitlines()
+    assert lines[0] == (
+        "| finding (paper A) | SmolLM2-135M, x = values | SmolLM2-135M, x = hidden "
+        "| MiniLM-L6, x = values | MiniLM-L6, x = hidden |"
+    )
+    assert lines[2] == "| (i) f | partly | not reproduced | reproduced | — |"
+    assert lines[3] == "| (ii) g | — | — | — | not testable |"
+    assert len(lines) == 4  # the headline row is not a finding
+
+
+def test_paper_a_block_refuses_a_finding_twice_for_one_column():
+    twice = _claims([("(i) f", "finding", "partly", "m", "values")] * 2)
+    with pytest.raises(ValueError, match="twice"):
+        what_we_found.limitations_block(twice)
+
+
+def test_missing_tables_are_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"limitations/claims\.csv is missing"):
+        what_we_found.render(tmp_path)
+
+
+def test_clrs_block_names_the_run_and_keeps_only_finding_and_headlines():
+    claims = pd.DataFrame(
+        {
+            "claim": ["F", "(a) h", "(s) s"],
+            "role": ["finding", "headline", "supporting"],
+            "verdict": ["partly", "reproduced", "not reproduced"],
+        }
+    )
+    run = pd.DataFrame({"setting": ["preset", "seeds", "width"], "value": ["default", "5", "64"]})
+    text = what_we_found.clrs_text_block(claims, run)
+    assert text.startswith("From the committed run (preset default, seeds 5).")
+    assert "| F | partly |" in text and "| (a) h | reproduced |" in text and "(s) s" not in text
