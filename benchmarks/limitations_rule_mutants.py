@@ -7,8 +7,9 @@ Four sets of mutants, each run in this process against the tests that need no ru
 known-answer tables of every rule and of the finding rule, and the claims judged on synthetic
 tables, in ``tests/test_limitations_claims.py`` and ``tests/test_verdicts.py``):
 
-- every numeric threshold of ``experiments/limitations/rules.py`` moved by 2 % (0 → 0.01), and
-  every comparison of its functions flipped (``<`` ↔ ``<=``, ``>`` ↔ ``>=``);
+- every numeric threshold of ``experiments/limitations/rules.py`` and of the readings it shares
+  with the scan (``experiments/paper_a_readings.py``) moved by 2 % (0 → 0.01), and every
+  comparison of their functions flipped (``<`` ↔ ``<=``, ``>`` ↔ ``>=``);
 - the readings in ``findings.py`` at which each statement is judged (T < 0.1, the drop from
   T = 0.01 to T = 1, the T > ε an ε is judged over, N ≈ 16, N = 20, p ≥ α, the
   bound's rounding slack), how it aggregates (median or mean over heads, maximum or minimum
@@ -37,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
 
 import test_limitations_claims as T
 import test_verdicts as TV
-from attnlimits.experiments import verdicts
+from attnlimits.experiments import paper_a_readings, verdicts
 from attnlimits.experiments.limitations import findings, rules
 
 claims_module = sys.modules["attnlimits.experiments.limitations.claims"]
@@ -111,8 +112,8 @@ CLAIMS = [  # pooled against windows (claims.py): the old rule joined the window
 ]  # fmt: skip
 
 
-def rule_mutants(source: str) -> list[tuple[str, str]]:
-    """(label, mutated source) for each threshold and comparison of rules.py."""
+def rule_mutants(source: str, name: str) -> list[tuple[str, str]]:
+    """(label, mutated source) for each threshold and comparison of the rules' file ``name``."""
     lines = source.splitlines(keepends=True)
     out, in_doc = [], False
     for i, line in enumerate(lines):
@@ -134,19 +135,24 @@ def rule_mutants(source: str) -> list[tuple[str, str]]:
         for m, new in edits:
             mutated = lines.copy()
             mutated[i] = line[: m.start()] + new + line[m.end() :]
-            out.append((f"rules.py:{i + 1} {m.group(0)} -> {new}", "".join(mutated)))
+            out.append((f"{name}:{i + 1} {m.group(0)} -> {new}", "".join(mutated)))
     return out
 
 
 def install(module: ModuleType, pristine: dict, source: str, path: str) -> None:
-    """``module`` rebuilt from ``source``; the names claims.py and the tests imported from it
-    rebound to the new functions."""
+    """``module`` rebuilt from ``source``; the names claims.py, rules.py and the tests imported
+    from it rebound to the new functions and thresholds."""
+    before = dict(module.__dict__)
     module.__dict__.clear()
     module.__dict__.update(pristine)
     exec(compile(source, path, "exec"), module.__dict__)
-    for user in (claims_module, T, TV):
+    for user in (claims_module, rules, T, TV):
+        if user is module:
+            continue
         for name, value in list(vars(user).items()):
-            if callable(value) and getattr(value, "__module__", None) == module.__name__:
+            ours = callable(value) and getattr(value, "__module__", None) == module.__name__
+            shared = isinstance(value, (int, float, tuple)) and before.get(name) is value
+            if ours or shared:  # a function, or a threshold imported by name (rules' BAND)
                 setattr(user, name, module.__dict__.get(name, value))
 
 
@@ -181,13 +187,19 @@ def main() -> int:
         and not n.startswith(NEEDS_A_RUN)
     ]
     survived = []
-    sets = ((rules, None), (findings, FINDINGS), (verdicts, VERDICTS), (claims_module, CLAIMS))
+    sets = (
+        (rules, None),
+        (paper_a_readings, None),
+        (findings, FINDINGS),
+        (verdicts, VERDICTS),
+        (claims_module, CLAIMS),
+    )
     for module, edits in sets:
         path = inspect.getsourcefile(module)
         assert path is not None
         source, pristine = Path(path).read_text(encoding="utf-8"), dict(module.__dict__)
         if edits is None:
-            mutants = rule_mutants(source)
+            mutants = rule_mutants(source, Path(path).name)
         else:
             name = Path(path).name
             mutants = [(f"{name} {o.strip()} -> {n.strip()}", source.replace(o, n, 1))

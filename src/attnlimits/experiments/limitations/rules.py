@@ -16,11 +16,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from attnlimits.experiments.paper_a_readings import ABOUT, BAND, PAPER_FRACTION, about_fraction
 from attnlimits.experiments.verdicts import NA, NOT, PARTLY, REPRODUCED
 
 __all__ = [
+    "ABOUT",
+    "BAND",
     "NA",
     "NOT",
+    "PAPER_FRACTION",
     "PARTLY",
     "REPRODUCED",
     "about_fraction",
@@ -54,8 +58,6 @@ PLATEAU, PLATEAU_PARTLY = 0.25, 0.5
 TIGHTENS, LOOSENS = 0.9, 1.1
 # (ii) "true and expected distances converge near N = 100": E / d̃ within 1 ± CONVERGED at N = 100
 CONVERGED = 0.25
-# (iii) "about 0.06·L": critical N / L within a factor ABOUT of PAPER_FRACTION
-PAPER_FRACTION, ABOUT = 0.06, 2.0
 # (iii) "grows sub-linearly": log-log slope of critical N against L at most SUB_LINEAR; from
 # LINEAR on it is linear or faster (a fixed fraction of L has slope 1)
 SUB_LINEAR, LINEAR = 0.9, 1.0
@@ -63,8 +65,6 @@ SUB_LINEAR, LINEAR = 0.9, 1.0
 FALLS = 0.05
 # (iv) "then saturates": |change of the median| from N = 16 to the largest N
 SATURATED, SATURATED_PARTLY = 0.05, 0.15
-# (iv) "between 0.70 and 0.85"
-BAND = (0.70, 0.85)
 # (iv) "the upper bound tracks the maxima": max ≤ upper ≤ max + TRACKS at an N, and the bound
 # not constant over N (its range over N above FLAT)
 TRACKS, FLAT = 0.1, 0.01
@@ -154,26 +154,6 @@ def converges(ratio_lo: float, ratio_hi: float) -> str:
     if lo <= ratio_lo and ratio_hi <= hi:
         return REPRODUCED
     return NOT if ratio_hi < lo or ratio_lo > hi else PARTLY
-
-
-def about_fraction(fractions: Sequence[float | None]) -> str:
-    """(iii) Fig. 2c's "fewer than 6 % of the tokens" with the finding's "≈ 0.06L": per L,
-    critical N / L at most 0.06 satisfies both (reproduced there); above 0.06 but within the
-    factor ABOUT (≤ 0.12) only "≈ 0.06L" (partly there); above that, or None (no critical N up
-    to 0.9·L: censored, critical N / L > 0.9), neither. Every L reproduced: reproduced; none
-    reproduced or partly: not reproduced; else partly (the caller leaves out the L where it is
-    not testable). A small fraction passes: the paper's point is that "only a small subset of
-    tokens can be separated", and "fewer than" sets no floor."""
-    per = [
-        NOT if f is None or _bad(f) or f > PAPER_FRACTION * ABOUT
-        else REPRODUCED if f <= PAPER_FRACTION else PARTLY
-        for f in fractions
-    ]  # fmt: skip
-    if not per:
-        return NA
-    if all(v == REPRODUCED for v in per):
-        return REPRODUCED
-    return NOT if all(v == NOT for v in per) else PARTLY
 
 
 def sub_linear(slope_min: float, slope_max: float) -> str:

@@ -11,43 +11,15 @@ threshold.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
+from attnlimits.experiments.paper_a_readings import ABOUT, BAND, PAPER_FRACTION, about_fraction
 from attnlimits.experiments.verdicts import NA, NOT, PARTLY, REPRODUCED
 
 __all__ = ["ABOUT", "BAND", "PAPER_FRACTION", "about_fraction", "disperses", "distinct", "in_band"]
 
-# paper A (iii) "fewer than 6 %" / "≈ 0.06L": critical N / L at most PAPER_FRACTION, or within a
-# factor ABOUT of it (the same reading as experiments/limitations/rules.py's about_fraction)
-PAPER_FRACTION, ABOUT = 0.06, 2.0
-# paper A (iv) "saturates between 0.7 and 0.85"
-BAND = (0.70, 0.85)
-
 
 def _bad(value: float | None) -> bool:
     return value is None or not math.isfinite(value)
-
-
-def _one_length(fraction: float | None) -> str:
-    if fraction is None or _bad(fraction) or fraction > PAPER_FRACTION * ABOUT:
-        return NOT
-    return REPRODUCED if fraction <= PAPER_FRACTION else PARTLY
-
-
-def about_fraction(fractions: Sequence[float | None]) -> str:
-    """Paper A (iii), "fewer than 6 % of the tokens" with "≈ 0.06L", per L: critical N / L at
-    most 0.06 reproduced there; above but at most 0.12 partly there; above that, or None (no N of
-    the grid passes, the grid reaching past 0.12·L), not. Every L reproduced: reproduced; none
-    reproduced or partly: not reproduced; else partly; no L: n/a. No floor ("fewer than").
-
-    The same reading as the reproduction's rule (``limitations/rules.py``), kept here because
-    experiments do not import each other."""
-    per = [_one_length(f) for f in fractions]
-    if not per:
-        return NA
-    if all(v == REPRODUCED for v in per):
-        return REPRODUCED
-    return NOT if all(v == NOT for v in per) else PARTLY
 
 
 def in_band(median: float, q25: float, q75: float) -> str:
