@@ -4,7 +4,9 @@ serve it over HTTP (``--port``) for a browser on another machine.
 The server serves the page and the files it references inside its folder (figures, CSV
 tables, the pages of a side-by-side report's models and theirs), nothing else: no folder
 listing, no hidden file (a name starting with a dot: the manifest, ``.env``), nothing through
-a symbolic link, nothing outside the folder (``..``, encoded or not). Anything else is 404.
+a symbolic link, nothing outside the folder (``..``, encoded or not). Anything else is 404,
+but the icon a browser asks for (``/favicon.ico``): 204, no content, so the log shows no error.
+It imports no torch, scipy or pandas (nor does :mod:`attnlimits.cli`), so it serves at once.
 
 Registered by :mod:`attnlimits.cli`. A folder without a page, a page that is a symbolic link,
 a bad port or a port in use ends in one line on stderr and exit code 2.
@@ -36,8 +38,7 @@ __all__ = ["page_of", "served_files", "server", "view"]
 def page_of(folder: Path) -> Path:
     """The page of ``folder`` (a results folder, a monitor's folder, or the page itself); a
     ``ValueError`` naming what is missing and what writes it, or a link where the page is."""
-    from attnlimits.view import PAGE_NAME
-    from attnlimits.view.monitor_page import MONITOR_PAGE
+    from attnlimits.view import MONITOR_PAGE, PAGE_NAME  # names only: no pandas
 
     folder = Path(folder)
     if folder.is_file() and folder.suffix == ".html":
@@ -114,7 +115,12 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         super().__init__(*args, directory=str(root), **kwargs)
 
     def send_head(self) -> Any:
-        path = self.served.get(unquote(urlsplit(self.path).path))
+        url = unquote(urlsplit(self.path).path)
+        path = self.served.get(url)
+        if path is None and url == "/favicon.ico":  # asked by every browser: none, no error
+            self.send_response(HTTPStatus.NO_CONTENT)
+            self.end_headers()
+            return None
         try:
             if path is None:
                 raise FileNotFoundError

@@ -7,9 +7,45 @@ beyond its tables (:class:`Page`; the scan's views live in
 the notebook's view of a scan). Pages use Plotly (docs/view.md says why), its JavaScript
 embedded: nothing is fetched. :func:`json_script` and :func:`table_html` are the pieces an
 experiment's own views are built from.
+
+The names load on first use: ``attnlimits view`` (which needs the pages' file names only)
+imports no pandas, numpy or plotly.
 """
 
-from attnlimits.view._page import json_script, table_html
-from attnlimits.view.pages import PAGE_NAME, Page, page_html, write_page
+from __future__ import annotations
 
-__all__ = ["PAGE_NAME", "Page", "json_script", "page_html", "table_html", "write_page"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from attnlimits.view._page import json_script, table_html
+    from attnlimits.view.pages import Page, page_html, write_page
+
+__all__ = [
+    "MONITOR_PAGE",
+    "PAGE_NAME",
+    "Page",
+    "json_script",
+    "page_html",
+    "table_html",
+    "write_page",
+]
+
+#: The page's name in a results folder.
+PAGE_NAME = "report.html"
+#: The monitor's page in its folder.
+MONITOR_PAGE = "attention_monitor.html"
+_LAZY = {
+    "Page": "pages",
+    "page_html": "pages",
+    "write_page": "pages",
+    "json_script": "_page",
+    "table_html": "_page",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The renderer's names, imported on first use (see the module docstring)."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

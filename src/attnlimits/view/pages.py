@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from attnlimits._files import atomic_write_text
+from attnlimits.view import PAGE_NAME
 from attnlimits.view._page import document, figure_links, markdown_html, run_facts, table_html
 from attnlimits.view.explore import explore_body, explore_data, explore_scripts, figure_targets
 
@@ -34,9 +35,6 @@ __all__ = ["PAGE_NAME", "Evidence", "Page", "page_html", "write_page"]
 #: Per claim: (a regular expression searched in its ``claim`` text, the names of the figures
 #: and of the tables that decide it); every entry whose pattern matches adds its links.
 Evidence = Sequence[tuple[str, Sequence[str], Sequence[str]]]
-
-#: The page's name in a results folder.
-PAGE_NAME = "report.html"
 
 
 @dataclass(frozen=True)
