@@ -27,13 +27,14 @@ from attnlimits.cli import app
 from attnlimits.corpus import load_text
 from attnlimits.experiments import skeleton
 from attnlimits.experiments._owned import MANIFEST
+from attnlimits.experiments.pages import page_html, write_page
 from attnlimits.experiments.scan.config import Config
+from attnlimits.experiments.scan.page import scan, scan_data
 from attnlimits.experiments.scan.patterns import pattern_sample
+from attnlimits.experiments.scan.synthetic import synthetic_scan
 from attnlimits.experiments.store import ResultStore
 from attnlimits.normalizers import ENTROPY_THRESHOLD
-from attnlimits.view import page_html, scan, scan_data, write_page
 from attnlimits.view.explore import MAX_ROWS
-from attnlimits.view.synthetic import synthetic_scan
 from tiny_models import tiny_model_dir
 
 runner = CliRunner()

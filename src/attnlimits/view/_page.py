@@ -173,11 +173,13 @@ def run_facts(meta: Mapping[str, Any]) -> str:
     return "<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"
 
 
-def document(title: str, body: str, *, scripts: Sequence[str] = ()) -> str:
-    """A whole page: ``body`` after plotly.js; ``scripts`` (whole ``<script>`` elements) last."""
+def document(title: str, body: str, *, scripts: Sequence[str] = (), plotly: bool = True) -> str:
+    """A whole page: ``body`` after plotly.js (unless not ``plotly``); ``scripts`` (whole
+    ``<script>`` elements) last."""
+    js = f'<script type="text/javascript">{_plotly_js()}</script>' if plotly else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style>"
-        f'<script type="text/javascript">{_plotly_js()}</script></head>\n'
+        f"{js}</head>\n"
         f"<body><h1>{html.escape(title)}</h1>\n{body}\n{''.join(scripts)}</body></html>\n"
     )

@@ -4,8 +4,9 @@
 ``patterns`` sample into the page's data: one layer × head grid per column and length, the
 kind and flags of every head, the sampled rows' weights in key bins. :func:`scan_body` lays
 the page out; ``scan.js`` (beside this module) is the glue that draws it with Plotly and keeps
-the selectors, filters and the clicked head's views in step. :func:`scan` is the notebook's
-view of the same table: a Plotly figure with one heatmap per diagnostic and length.
+the selectors, filters and the clicked head's views in step. :func:`page` hands them to the
+renderer (:class:`attnlimits.view.Page`). :func:`scan` is the notebook's view of the same
+table: a Plotly figure with one heatmap per diagnostic and length.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import pandas as pd
 
 from attnlimits.experiments.scan.figures import HEATMAPS
 from attnlimits.experiments.scan.taxonomy import FLAGS, KINDS
-from attnlimits.view._page import json_script, table_html
+from attnlimits.view import Page, json_script, table_html
 
-__all__ = ["KIND_COLORS", "METRICS", "scan", "scan_body", "scan_data", "scan_script"]
+__all__ = ["KIND_COLORS", "METRICS", "page", "scan", "scan_body", "scan_data", "scan_script"]
 
 #: (column, title, colour scale) of the heatmaps, in the selector's order: the report's PNG's
 #: scales (coolwarm as Plotly's reversed RdBu).
@@ -179,8 +180,17 @@ measured at this L; click it for its attention pattern.</p>
 
 def scan_script(data: Mapping[str, Any]) -> list[str]:
     """The page's scripts: its data, then the glue (``scan.js``)."""
-    glue = resources.files("attnlimits.view").joinpath("scan.js").read_text(encoding="utf-8")
+    glue = resources.files(__package__).joinpath("scan.js").read_text(encoding="utf-8")
     return [json_script("SCAN", data), f"<script>{glue}</script>"]
+
+
+def page(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> Page:
+    """The scan's views for its page: the heatmaps (mirroring the figure ``heatmaps``) over
+    the ``heads`` table, which the page then does not list again; none without that table."""
+    if "heads" not in tables:
+        return Page()
+    data = scan_data(tables["heads"], tables.get("patterns"), meta)
+    return Page(scan_body(data), scan_script(data), {"heatmaps": "main"}, {"heads"})
 
 
 def _kind_and_flags(data: Mapping[str, Any], length: int) -> np.ndarray:
@@ -202,7 +212,7 @@ def _kind_and_flags(data: Mapping[str, Any], length: int) -> np.ndarray:
 
 
 def scan(heads: pd.DataFrame, metric: str = "entropy_norm", length: int | None = None) -> Any:
-    """A Plotly figure of a scan's ``heads`` table (for a notebook: ``attnlimits.view.scan(df)``).
+    """A Plotly figure of a scan's ``heads`` table (for a notebook: ``scan(df)``).
 
     One layer × head heatmap per diagnostic and length, chosen from the figure's menu (it
     starts at ``metric`` and ``length``, default the longest); hovering a head shows its kind
