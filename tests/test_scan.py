@@ -123,8 +123,8 @@ def test_flags():
     df = pd.DataFrame(
         {
             "length": 100,
-            "critical_n": [10, 5, -1, -1],
-            "n_max_tested": 50,
+            "critical_n": [13, 12, -1, -1],
+            "n_max_tested": [50, 50, 11, 12],
             "support_fraction": [0.07, 0.05, 0.0, 0.0],
             "dispersion_slope": [-1.0, -0.4, np.nan, -0.8],
             "jacobian_norm": [0.001, 0.1, np.nan, 0.5],
@@ -132,11 +132,31 @@ def test_flags():
         }
     )
     f = flag_heads(df, 0.06)
-    assert f["flag_critical_n"].tolist() == [True, False, True, True]  # -1: none passes
+    # the layer's critical N past 2 × 0.06 L, or none (-1) while the grid reaches that far
+    assert f["flag_layer_critical_n"].tolist() == [True, False, False, True]
     assert f["flag_active_set"].tolist() == [True, False, False, False]
     assert f["flag_dispersing"].tolist() == [True, False, False, True]
     assert f["flag_vanishing_gradient"].tolist() == [True, False, False, False]
     assert f["flag_assumption2"].tolist() == [True, False, False, False]
+
+
+def test_the_critical_n_flag_spares_the_grid_point_nearest_the_papers():
+    """At L = 256 the power-of-two grid's first N past 0.06 L is 16 (0.0625 L): as close to
+    paper A's ≈ 0.06 L as the grid gets, not flagged; 32 (0.125 L) and none found up to L/2
+    are."""
+    df = pd.DataFrame(
+        {
+            "length": 256,
+            "critical_n": [16, 32, -1, 8],
+            "n_max_tested": 128,
+            "support_fraction": 0.0,
+            "dispersion_slope": 0.0,
+            "jacobian_norm": 0.5,
+            "duplicate_keys": 0,
+        }
+    )
+    f = flag_heads(df, 0.06)
+    assert f["flag_layer_critical_n"].tolist() == [False, True, True, False]
 
 
 def test_duplicate_keys_against_pairs():
