@@ -38,7 +38,7 @@ Evidence = Sequence[tuple[str, Sequence[str], Sequence[str]]]
 PAGE_NAME = "report.html"
 #: Tables too big or too raw to list on a page (they stay in tables/, Parquet and CSV); the
 #: scan's per-length heads table is the heatmap's, its KS tests are long.
-_NOT_LISTED = {"patterns", "windows", "samples", "critical_tests"}
+_NOT_LISTED = {"patterns", "windows", "samples", "critical_tests", "attention_rows", "tokens"}
 _SHOWN = {"scan": {"heads"}}
 
 
@@ -47,7 +47,10 @@ def _interactive(
 ) -> tuple[str, list[str]]:
     """(body, scripts) of the kind's own views; empty for a kind without them."""
     if name == "scan" and "heads" in tables:
-        data = scan_data(tables["heads"], tables.get("patterns"), meta)
+        data = scan_data(
+            tables["heads"], tables.get("patterns"), meta,
+            tables.get("attention_rows"), tables.get("tokens"),
+        )  # fmt: skip
         return scan_body(data), scan_script(data)
     return "", []
 
