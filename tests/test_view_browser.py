@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnlimits.view import write_page
-from attnlimits.view.synthetic import synthetic_scan
+from attnlimits.experiments.pages import write_page
+from attnlimits.experiments.scan.synthetic import synthetic_scan
 from conftest import REPO
 
 DOCS_IMAGES = REPO / "docs" / "images"

@@ -1,22 +1,22 @@
 """Every run's tables as interactive line plots: the kind's own presets, and an explorer.
 
 :func:`explore_data` puts a run's small tables (at most :data:`MAX_ROWS` rows each) on the page
-as columns; ``explore.js`` draws each preset of :data:`~.presets.PRESETS` (layers of lines,
-markers, intervals, shaded training ranges; see :mod:`.presets`) and an explorer in which the
-reader picks the table, x, y and grouping. A kind without presets gets the explorer alone, its
-defaults guessed from the columns (x: a length-like column, lines: the first text column).
+as columns; ``explore.js`` draws each preset the experiment hands over (layers of lines,
+markers, intervals, shaded training ranges; see :mod:`attnlimits.experiments.presets`) and an
+explorer in which the reader picks the table, x, y and grouping. A kind without presets gets
+the explorer alone, its defaults guessed from the columns (x: a length-like column, lines: the
+first text column).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
 import pandas as pd
 
 from attnlimits.view._page import json_script
-from attnlimits.view.presets import PRESETS, derived
 
 __all__ = ["MAX_ROWS", "explore_body", "explore_data", "explore_scripts", "figure_targets"]
 
@@ -69,10 +69,12 @@ def _layer(spec: Mapping[str, Any], shown: Mapping[str, Any]) -> dict[str, Any] 
     return out
 
 
-def _presets(experiment: str, shown: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The kind's presets drawable from ``shown``, a faceted one once per facet value."""
+def _presets(
+    presets: Sequence[Mapping[str, Any]], shown: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The presets drawable from ``shown``, a faceted one once per facet value."""
     out = []
-    for spec in PRESETS.get(experiment, ()):
+    for spec in presets:
         layers = [x for x in (_layer(s, shown) for s in spec["layers"]) if x is not None]
         if not layers:
             continue
@@ -107,14 +109,15 @@ def figure_targets(data: Mapping[str, Any]) -> dict[str, str]:
 
 
 def explore_data(
-    experiment: str,
     tables: Mapping[str, pd.DataFrame],
     names: list[str],
-    meta: Mapping[str, Any] | None = None,
+    presets: Sequence[Mapping[str, Any]] = (),
+    extra: Mapping[str, pd.DataFrame] | None = None,
 ) -> dict[str, Any]:
-    """The tables ``names`` as columns (with the columns :func:`~.presets.derived` adds), the
-    kind's presets whose columns exist, and the explorer's first choice."""
-    extra = derived(experiment, tables, meta or {})
+    """The tables ``names`` as columns (with ``extra``: tables the presets draw that the run's
+    lack, or copies with a column more), the ``presets`` whose columns exist, and the
+    explorer's first choice."""
+    extra = dict(extra or {})
     tables = {**tables, **extra}
     names = [*names, *(n for n in extra if n not in names)]
     shown = {
@@ -125,8 +128,8 @@ def explore_data(
     start = None
     if first:
         start = dict(zip(("table", "x", "y", "group", "title"), first, strict=True))
-    presets = _presets(experiment, shown)
-    return {"tables": shown, "presets": presets, "start": start, "too_big": too_big}
+    drawn = _presets(presets, shown)
+    return {"tables": shown, "presets": drawn, "start": start, "too_big": too_big}
 
 
 def explore_body(data: Mapping[str, Any]) -> str:

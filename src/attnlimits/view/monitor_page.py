@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from attnlimits.experiments.store import atomic_write_text
+from attnlimits._files import atomic_write_text
 from attnlimits.view._page import document, json_script
 
 __all__ = ["MONITOR_PAGE", "monitor_data", "monitor_page", "write_monitor_page"]

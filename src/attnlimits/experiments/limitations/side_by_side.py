@@ -130,7 +130,7 @@ def _write(store: ResultStore, out: Path, runs: Mapping[str, Path]) -> Path:
     ]
     path = out / "report.md"
     atomic_write_text(path, "\n".join(lines))
-    from attnlimits.view import write_page  # the same, as a page linking the models' pages
+    from attnlimits.experiments.pages import write_page  # the same, linking the models' pages
 
     linked = [line.replace("/report.md", "/report.html") for line in lines[2:]]
     write_page(out, lines[0][2:], {}, {"experiment": "limitations"}, sections=linked)

@@ -4,8 +4,9 @@
 ``patterns`` sample into the page's data: one layer × head grid per column and length, the
 kind and flags of every head, the sampled rows' weights in key bins. :func:`scan_body` lays
 the page out; ``scan.js`` (beside this module) is the glue that draws it with Plotly and keeps
-the selectors, filters and the clicked head's views in step. :func:`scan` is the notebook's
-view of the same table: a Plotly figure with one heatmap per diagnostic and length.
+the selectors, filters and the clicked head's views in step. :func:`page` hands them to the
+renderer (:class:`attnlimits.view.Page`). :func:`scan` is the notebook's view of the same
+table: a Plotly figure with one heatmap per diagnostic and length.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import pandas as pd
 from attnlimits.experiments.scan.figures import HEATMAPS
 from attnlimits.experiments.scan.taxonomy import FLAGS, KINDS
 from attnlimits.experiments.scan.token_view import token_data
-from attnlimits.view._page import json_script, table_html
+from attnlimits.view import Page, json_script, table_html
 
-__all__ = ["KIND_COLORS", "METRICS", "scan", "scan_body", "scan_data", "scan_script"]
+__all__ = ["KIND_COLORS", "METRICS", "page", "scan", "scan_body", "scan_data", "scan_script"]
 
 #: (column, title, colour scale) of the heatmaps, in the selector's order: the report's PNG's
 #: scales (coolwarm as Plotly's reversed RdBu).
@@ -231,13 +232,26 @@ head, diagnostic and L: copy it to share the view.</p>
 
 def scan_script(data: Mapping[str, Any]) -> list[str]:
     """The page's scripts: its data, then the glue (``token_view.js``, ``scan.js``)."""
-    tokens = resources.files("attnlimits.experiments.scan").joinpath("token_view.js")
-    glue = resources.files("attnlimits.view").joinpath("scan.js").read_text(encoding="utf-8")
-    return [
-        json_script("SCAN", data),
-        f"<script>{tokens.read_text(encoding='utf-8')}</script>",
-        f"<script>{glue}</script>",
+    here = resources.files(__package__)
+    return [json_script("SCAN", data)] + [
+        f"<script>{here.joinpath(js).read_text(encoding='utf-8')}</script>"
+        for js in ("token_view.js", "scan.js")
     ]
+
+
+def page(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> Page:
+    """The scan's views for its page: the heatmaps (mirroring the figure ``heatmaps``) over
+    the ``heads`` table, which the page then does not list again; none without that table."""
+    if "heads" not in tables:
+        return Page()
+    data = scan_data(
+        tables["heads"], tables.get("patterns"), meta,
+        tables.get("attention_rows"), tables.get("tokens"),
+    )  # fmt: skip
+    return Page(
+        scan_body(data), scan_script(data), {"heatmaps": "main"}, {"heads"},
+        unlisted={"attention_rows", "tokens"},  # the token view's: too long to list
+    )  # fmt: skip
 
 
 def _kind_and_flags(data: Mapping[str, Any], length: int) -> np.ndarray:
@@ -259,7 +273,7 @@ def _kind_and_flags(data: Mapping[str, Any], length: int) -> np.ndarray:
 
 
 def scan(heads: pd.DataFrame, metric: str = "entropy_norm", length: int | None = None) -> Any:
-    """A Plotly figure of a scan's ``heads`` table (for a notebook: ``attnlimits.view.scan(df)``).
+    """A Plotly figure of a scan's ``heads`` table (for a notebook: ``scan(df)``).
 
     One layer × head heatmap per diagnostic and length, chosen from the figure's menu (it
     starts at ``metric`` and ``length``, default the longest); hovering a head shows its kind

@@ -1,4 +1,5 @@
-"""Each kind's interactive figures (presets), and the columns they draw that its tables lack.
+"""Each kind's interactive figures (presets), the columns they draw that its tables lack, and
+what each kind's page shows beyond its tables (:func:`page_of`, handed to :mod:`attnlimits.view`).
 
 A preset is one plot: a title, the static figure it mirrors (``figure``: the name the report's
 PNG has, so a claim that names that figure links to this plot), and layers; a layer is one
@@ -18,17 +19,22 @@ context).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from attnlimits.normalizers import ENTROPY_THRESHOLD
+from attnlimits.view import Page
 
-__all__ = ["PRESETS", "derived", "layer", "preset"]
+__all__ = ["PRESETS", "UNLISTED", "derived", "layer", "page_of", "preset"]
 
 Spec = dict[str, Any]
+#: Tables too big or too raw to list on a page (they stay in tables/, Parquet and CSV); the
+#: scan's per-length heads table is the heatmap's, its KS tests are long.
+UNLISTED = frozenset({"patterns", "windows", "samples", "critical_tests"})
 #: Ranks of *Softmax is not Enough*'s attention profile put on the page (a full run's profile
 #: holds every rank of every set size, too many rows to plot; its figure shows the top 32).
 TOP_RANKS = 32
@@ -169,3 +175,18 @@ def derived(
     if experiment == "long-context" and "accuracy" in tables and "n" in tables["accuracy"]:
         out["accuracy"] = tables["accuracy"].assign(chance=1.0 / tables["accuracy"]["n"])
     return out
+
+
+def page_of(
+    name: str,
+    own: Callable[[Any, Any], Page] | None,
+    tables: Mapping[str, pd.DataFrame],
+    meta: Mapping[str, Any],
+) -> Page:
+    """What the page of a run of kind ``name`` shows beyond its tables: the kind's own views
+    (``own``, its ``Experiment.page``), else its presets and the tables they draw; neither
+    lists the tables of :data:`UNLISTED`."""
+    page = own(tables, meta) if own is not None else Page()
+    if not page.body:
+        page = replace(page, presets=PRESETS.get(name, ()), derived=derived(name, tables, meta))
+    return replace(page, unlisted=frozenset(page.unlisted) | UNLISTED)
