@@ -93,8 +93,10 @@ def page_html(
     figures: Sequence[str] = (),
     sections: Sequence[str] = (),
     evidence: Evidence = (),
+    folder: Path | None = None,
 ) -> str:
-    """The whole page of a run (see the module docstring)."""
+    """The whole page of a run (see the module docstring); ``folder``: where its figures are
+    (their sizes go on the page)."""
     name = str(meta.get("experiment", ""))
     body, scripts = _interactive(name, tables, meta)
     shown = _SHOWN.get(name, set()) if body else set()
@@ -112,7 +114,7 @@ def page_html(
             at = list(claims.columns).index("verdict") + 1 if "verdict" in claims else 0
             claims = claims.copy()
             claims.insert(at, "decided by", links)
-        parts += ["<h2>Claims</h2>", table_html(claims, verdicts=True, raw={"decided by"})]
+        parts += ["<h2>Claims</h2>", table_html(claims, verdicts=True, raw={"decided by"}, name="claims")]
     parts.append(body)
     if sections:
         parts += ['<div class="sections">', markdown_html(sections), "</div>"]
@@ -122,10 +124,10 @@ def page_html(
             parts += [
                 f'<h3 id="table-{html.escape(t)}">{html.escape(t)} '
                 f'<a class="note" href="tables/{html.escape(t)}.csv">CSV</a></h3>',
-                table_html(tables[t]),
+                table_html(tables[t], name=t),
             ]
     if figures:
-        parts += ["<h2>Figures (static)</h2>", figure_links(figures)]
+        parts += ["<h2>Figures (static)</h2>", figure_links(figures, plots, folder)]
     parts += ["<h2>Run</h2>", run_facts(meta)]
     return document(title, "\n".join(parts), scripts=scripts)
 
@@ -143,5 +145,5 @@ def write_page(
     """Write ``root/report.html`` (atomically; listed in the folder's manifest when the folder
     is held, as by the report step). Returns its path."""
     path = Path(root) / PAGE_NAME
-    atomic_write_text(path, page_html(title, tables, meta, claims, figures, sections, evidence))
+    atomic_write_text(path, page_html(title, tables, meta, claims, figures, sections, evidence, root))
     return path
