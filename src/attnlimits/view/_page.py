@@ -264,7 +264,7 @@ def run_facts(meta: Mapping[str, Any]) -> str:
 
 def _contents(body: str) -> tuple[str, str]:
     """(``body`` with an id on each h2 and h3 lacking one, the table of contents: its h2s,
-    each with the h3s below it that have their own ids, e.g. tables and figures)."""
+    each with the h3s below it, e.g. tables and figures)."""
     used: set[str] = set(re.findall(r'\sid="([^"]+)"', body))
     entries: list[tuple[int, str, str]] = []
 
@@ -274,8 +274,6 @@ def _contents(body: str) -> tuple[str, str]:
         found = re.search(r'\sid="([^"]+)"', attrs)
         if found:
             ident = found.group(1)
-        elif level == 3:
-            return match.group(0)  # a subheading of a section: not in the contents
         else:
             base = re.sub(r"[^a-z0-9]+", "-", html.unescape(text).lower()).strip("-") or "part"
             ident, n = f"s-{base}", 1

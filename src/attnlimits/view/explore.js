@@ -68,15 +68,16 @@
         let keys = [...sums.keys()];
         if (numericX) keys.sort((a, b) => a - b);
         const what = labels[col] || col;
-        const name = spec.name || [cols.length > 1 ? what : "", g].filter((s) => s).join(" · ") || what;
+        const name = (spec.name || [cols.length > 1 ? what : "", g].filter((s) => s).join(" · ") || what) +
+          (spec.suffix || "");
         const trace = { type: numericX ? "scatter" : "bar", mode: spec.raw ? "markers" : "lines+markers",
           name: name, _style: { col: ci, group: gi, cols: cols.length, groups: order.length,
-            ref: !!spec.dash, raw: !!spec.raw, curve: !!spec.lines, symbol: spec.symbol } };
+            ref: !!spec.dash, raw: !!spec.raw, curve: !!spec.lines, symbol: spec.symbol, label: g } };
         if (spec.raw) {  // every row its own marker
           const idx = keys.flatMap((k) => sums.get(k).all);
           Object.assign(trace, { x: idx.map((i) => xs[i]), y: idx.map((i) => ys[i]),
             marker: { size: spec.low ? 8 : 4, opacity: spec.low ? 1 : 0.4 },
-            hovertemplate: `${name}<br>${spec.x} = %{x:.4g}<br>${col} = %{y:.4g}<extra></extra>` });
+            hovertemplate: `${name}<br>${spec.x} = %{x:.4g}<br>${what} = %{y:.4g}<extra></extra>` });
           if (spec.low) {
             const lo = idx.map((i) => t.data[spec.low][i]), hi = idx.map((i) => t.data[spec.high][i]);
             trace.error_y = { type: "data", symmetric: false, array: hi.map((h, j) => h - trace.y[j]),
@@ -110,21 +111,30 @@
   // per column, dash and marker per group); reference lines grey and dotted.
   function style(list) {
     let k = 0;
+    const colors = new Map();  // a line's colour, for the markers of its group (raw, symbol)
     for (const tr of list) {
       const s = tr._style;
-      delete tr._style;
-      if (s.ref) { tr.line = { dash: "dot", color: "#555" }; tr.mode = "lines"; continue; }
-      if (s.raw) { if (s.symbol) Object.assign(tr.marker, { symbol: s.symbol, size: 9, opacity: 1 }); continue; }
+      if (s.ref || s.raw) continue;
       const both = s.cols > 1 && s.groups > 1;
       const c = both ? s.col : k, d = both ? s.group : k;
       const color = COLORS[c % COLORS.length];
-      if (tr.type === "bar") { tr.marker = { color: color }; k += 1; continue; }
+      if (!colors.has(s.label)) colors.set(s.label, color);
+      k += 1;
+      if (tr.type === "bar") { tr.marker = { color: color }; continue; }
       tr.line = { color: color, width: 2, dash: DASHES[d % DASHES.length] };
-      tr.marker = { color: color, symbol: SYMBOLS[d % SYMBOLS.length], size: 10 - 2 * (k % 3),
+      tr.marker = { color: color, symbol: SYMBOLS[d % SYMBOLS.length], size: 10 - 2 * ((k - 1) % 3),
         line: { width: 1.5, color: color } };
       if (s.curve) tr.marker.maxdisplayed = 14;
       if (tr.error_y) Object.assign(tr.error_y, { color: color, thickness: 1.2, width: 4 });
-      k += 1;
+    }
+    for (const tr of list) {
+      const s = tr._style;
+      delete tr._style;
+      if (s.ref) { tr.line = { dash: "dot", color: "#555" }; tr.mode = "lines"; }
+      else if (s.raw && s.symbol) {
+        Object.assign(tr.marker, { symbol: s.symbol, size: 11, opacity: 1,
+          color: colors.get(s.label) || "#555", line: { width: 1.5 } });
+      }
     }
     return list;
   }

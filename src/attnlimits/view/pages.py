@@ -117,7 +117,7 @@ def page_html(
         parts += ["<h2>Claims</h2>", table_html(claims, verdicts=True, raw={"decided by"}, name="claims")]
     parts.append(body)
     if sections:
-        parts += ['<div class="sections">', markdown_html(sections), "</div>"]
+        parts += ["<h2>Report</h2>", '<div class="sections">', markdown_html(sections), "</div>"]
     if listed:
         parts.append("<h2>Tables</h2>")
         for t in listed:

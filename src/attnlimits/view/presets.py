@@ -5,8 +5,8 @@ PNG has, so a claim that names that figure links to this plot), and layers; a la
 table's ``y`` against ``x``, one line per value of ``group``, rows sharing an x averaged
 (``raw``: every row a marker instead; ``lines``: no markers), with optional interval columns
 (``low``/``high``) or a symmetric error (``err``), a filter ``where``, a fixed ``name``,
-``dash`` (a grey dotted reference line), ``symbol`` (a raw layer's marker), ``labels`` (y column
--> words, for the lines' names) and ``count`` (a column the plot's note sums up as "n per
+``dash`` (a grey dotted reference line), ``symbol`` (a raw layer's marker, coloured as the line
+of its group), ``labels`` (y column -> words, for the lines' names), ``suffix`` (added to them) and ``count`` (a column the plot's note sums up as "n per
 point", e.g. the probes an accuracy rests on). Options of the plot: ``shade`` (the x range of
 the first layer's rows where that column is true: training sizes or lengths), ``logy``,
 ``xtitle``/``ytitle`` (the axes in words) and ``facet`` (one plot per value of that column, or
@@ -85,10 +85,12 @@ PRESETS: dict[str, tuple[Spec, ...]] = {
                "(window −1); dotted: the paper's 0.06·L; triangles: none found (KS rejects up "
                "to N_max, drawn at N_max)",
                layer("alg3", "L", "critical_n", "e_form", where={"window": -1}),
-               layer("alg3", "L", "none_found", raw=True, where={"window": -1},
-                     name="none found (> N_max)", symbol="triangle-up-open"),
+               layer("alg3", "L", "none_found", "e_form", raw=True, where={"window": -1},
+                     suffix=": none found (> N_max)", symbol="triangle-up-open",
+                     labels={"none_found": "N_max (KS rejects up to it)"}),
                layer("alg3", "L", "paper_0.06L", name="paper: 0.06·L", dash=True),
-               facet=("model", "x_source"), ytitle="critical N", xtitle="sequence length L"),
+               facet=("model", "x_source"), logy=True, ytitle="critical N (log scale)",
+               xtitle="sequence length L"),
         preset("fig3", "Fig. 3 (Alg. 4): N_s/N against N, with Theorem 2's bounds",
                layer("alg4", "N", ("ratio", "lower", "upper"), "x_source"),
                ytitle="N_s/N and its bounds", xtitle="selected tokens N"),
