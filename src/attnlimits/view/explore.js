@@ -134,6 +134,10 @@
       else if (s.raw && s.symbol) {
         Object.assign(tr.marker, { symbol: s.symbol, size: 11, opacity: 1,
           color: colors.get(s.label) || "#555", line: { width: 1.5 } });
+      } else if (s.raw) {  // points grey, summaries with intervals black: apart from the lines
+        tr.marker.color = tr.error_y ? "#000" : "#888";
+        if (tr.error_y) Object.assign(tr.marker, { symbol: "square" });
+        if (tr.error_y) tr.error_y.color = "#000";
       }
     }
     return list;
