@@ -538,5 +538,8 @@ def test_fig2c_is_one_plot_per_x_source_on_every_page():
     presets = [p for p in _window(page, "EXPLORE")["presets"] if p["figure"] == "fig2c"]
     sources = [p["layers"][0]["where"] for p in presets]
     assert sources == [{"window": -1, "x_source": "hidden"}, {"window": -1, "x_source": "values"}]
-    assert all(f"x\u00a0=\u00a0{w['x_source']}" in p["title"] for p, w in zip(presets, sources))
+    assert all(
+        f"x\u00a0=\u00a0{w['x_source']}" in p["title"]
+        for p, w in zip(presets, sources, strict=True)
+    )
     assert '<nav class="toc"' in page and page.count('class="tablebox"') == len(tables)

@@ -47,7 +47,8 @@ def chrome(downloads):
     options.binary_location = found[0]
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     options.add_experimental_option(
-        "prefs", {"download.default_directory": str(downloads), "download.prompt_for_download": False}
+        "prefs",
+        {"download.default_directory": str(downloads), "download.prompt_for_download": False},
     )
     driver = webdriver.Chrome(service=Service(found[1]), options=options)
     driver.execute_cdp_cmd(
@@ -128,7 +129,9 @@ def test_equal_lines_stay_apart_with_error_bars(chrome, tmp_path):
     covers no title and the legend no axis title."""
     tables = _compare_like()
     s = tables["summary"]
-    s.loc[s.normalizer == "adaptive", "accuracy"] = s.loc[s.normalizer == "softmax", "accuracy"].values
+    s.loc[s.normalizer == "adaptive", "accuracy"] = s.loc[
+        s.normalizer == "softmax", "accuracy"
+    ].values
     s["accuracy_se"] = np.sqrt(s["accuracy"] * (1 - s["accuracy"]) / 2)
     s["probes"] = 2
     page = write_page(tmp_path, "Compare", tables, {"experiment": "compare"})
@@ -173,7 +176,7 @@ def _shown(driver, name: str) -> list[list[str]]:
     return driver.execute_script(
         """const box = document.querySelector(`.tablebox[data-name="${arguments[0]}"]`);
         return [...box.querySelectorAll('tbody tr')].filter(r => !r.hidden)
-          .map(r => [...r.cells].map(c => c.dataset.v !== undefined ? c.dataset.v : c.textContent));""",
+          .map(r => [...r.cells].map(c => c.dataset.v ?? c.textContent));""",
         name,
     )
 
@@ -233,9 +236,8 @@ def test_contents_anchors_below_images_and_no_static_copy_of_a_plot(chrome, tmp_
         _png(tmp_path / "figures" / f"{n}.png", 800, 1400)
     page = write_page(tmp_path, "Compare", tables, {"experiment": "compare"}, figures=names)
     at = "(document.getElementById('figure-tall_c').getBoundingClientRect().top + scrollY)"
-    script = chrome.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {
-        "source": f"document.addEventListener('DOMContentLoaded', () => {{ window.before = {at}; }})"
-    })  # fmt: skip
+    record = f"document.addEventListener('DOMContentLoaded', () => {{ window.before = {at}; }})"
+    script = chrome.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": record})
     chrome.get(page.resolve().as_uri())
     chrome.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", script)
     deadline = time.monotonic() + 30  # a wait for the images to load, not a speed limit
@@ -254,7 +256,9 @@ def test_contents_anchors_below_images_and_no_static_copy_of_a_plot(chrome, tmp_
     contents = chrome.execute_script(
         "return [...document.querySelectorAll('nav.toc > ul > li > a')].map(a => a.textContent)"
     )
-    heads = chrome.execute_script("return [...document.querySelectorAll('h2')].map(h => h.textContent)")
+    heads = chrome.execute_script(
+        "return [...document.querySelectorAll('h2')].map(h => h.textContent)"
+    )
     assert contents == heads and "Tables" in contents and "Run" in contents
     chrome.find_element("css selector", 'nav.toc a[href="#table-summary"]').click()
     assert chrome.execute_script(
@@ -306,7 +310,7 @@ def _model_run(folder: Path, model: str, shift: int) -> None:
     from attnlimits.experiments.limitations.claims import claims
     from attnlimits.experiments.store import ResultStore
 
-    tables, meta = _two_sources()
+    tables, _ = _two_sources()
     alg3 = tables["alg3"]
     alg3["critical_n"] = np.where(alg3["critical_n"] > 0, alg3["critical_n"] + shift, -1)
     store = ResultStore(folder)

@@ -35,7 +35,8 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
 th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; position: sticky; top: 0; cursor: pointer; }
-th[aria-sort="ascending"]::after { content: " ▲"; } th[aria-sort="descending"]::after { content: " ▼"; }
+th[aria-sort="ascending"]::after { content: " ▲"; }
+th[aria-sort="descending"]::after { content: " ▼"; }
 .tools { display: flex; gap: 0.8em; align-items: center; font-size: 0.85em; margin-top: 0.4em; }
 nav.toc { font-size: 0.9em; border: 1px solid #ddd; padding: 0.3em 1em; display: inline-block; }
 nav.toc ul { margin: 0.2em 0; padding-left: 1.2em; } nav.toc li.sub { display: inline; }
@@ -43,11 +44,12 @@ nav.toc li.sub::after { content: " · "; } nav.toc li.sub:last-child::after { co
 .scroll { max-height: 420px; overflow: auto; display: inline-block; max-width: 100%; }
 .controls { display: flex; gap: 1.2em; flex-wrap: wrap; align-items: center; margin: 0.5em 0; }
 .controls label { font-size: 0.9em; }
-.verdict-reproduced { background: #e3f5e1; }
-td.verdict-reproduced, td.verdict-partly, td.verdict-not-reproduced, td.verdict-not-testable {
-  border-left: 4px solid #888; } .verdict-partly { background: #fff4d6; }
+.verdict-reproduced { background: #e3f5e1; } .verdict-partly { background: #fff4d6; }
 .verdict-not-reproduced { background: #fbe1e1; } .verdict-not-testable { background: #e8e8f0; }
-.note { color: #555; font-size: 0.9em; } img.fig { max-width: 100%; height: auto; border: 1px solid #eee; }
+td.verdict-reproduced, td.verdict-partly, td.verdict-not-reproduced, td.verdict-not-testable {
+  border-left: 4px solid #888; }
+.note { color: #555; font-size: 0.9em; }
+img.fig { max-width: 100%; height: auto; border: 1px solid #eee; }
 :target { outline: 3px solid #e0a000; outline-offset: 2px; scroll-margin-top: 2em; }
 .row { display: flex; gap: 1em; flex-wrap: wrap; } .row > div { flex: 1 1 480px; min-width: 0; }
 """
@@ -139,7 +141,9 @@ def table_html(
     if len(df) > limit:
         more = f'<p class="note">first {limit} of {len(df)} rows; all in the CSV</p>'
     numeric = [i for i, t in enumerate(df.dtypes) if pd.api.types.is_numeric_dtype(t)]
-    top = "".join(f'<option value="{i}">{html.escape(str(df.columns[i]))}</option>' for i in numeric)
+    top = "".join(
+        f'<option value="{i}">{html.escape(str(df.columns[i]))}</option>' for i in numeric
+    )
     tools = (
         '<div class="tools"><input type="search" class="t-filter" placeholder="filter rows" '
         'aria-label="filter rows">'
@@ -286,7 +290,8 @@ def _contents(body: str) -> tuple[str, str]:
         return f"<h{level}{attrs}>{inner}</h{level}>"
 
     body = re.sub(r"<h([23])(\s[^>]*)?>(.*?)</h\1>", anchor, body, flags=re.S)
-    items, subs = [], []
+    items: list[str] = []
+    subs: list[str] = []
     for level, ident, text in [*entries, (2, "", "")]:
         if level == 3:
             subs.append(f'<li class="sub"><a href="#{ident}">{text}</a></li>')

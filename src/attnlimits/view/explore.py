@@ -95,7 +95,9 @@ def _presets(experiment: str, shown: Mapping[str, Any]) -> list[dict[str, Any]]:
         combos = sorted(set(zip(*(first[f] for f in facets), strict=True)))
         for values in combos[:MAX_FACETS]:
             fixed = dict(zip(facets, values, strict=True))
-            label = " · ".join(f"{_FACET_LABEL.get(f, f)}\u00a0=\u00a0{v}" for f, v in fixed.items())
+            label = " · ".join(
+                f"{_FACET_LABEL.get(f, f)}\u00a0=\u00a0{v}" for f, v in fixed.items()
+            )
             out.append(
                 {**base, "title": f"{base['title']} · {label}", "layers": [
                     {**x, "where": {**x["where"], **{f: v for f, v in fixed.items()

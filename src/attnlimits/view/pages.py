@@ -114,7 +114,10 @@ def page_html(
             at = list(claims.columns).index("verdict") + 1 if "verdict" in claims else 0
             claims = claims.copy()
             claims.insert(at, "decided by", links)
-        parts += ["<h2>Claims</h2>", table_html(claims, verdicts=True, raw={"decided by"}, name="claims")]
+        parts += [
+            "<h2>Claims</h2>",
+            table_html(claims, verdicts=True, raw={"decided by"}, name="claims"),
+        ]
     parts.append(body)
     if sections:
         parts += ["<h2>Report</h2>", '<div class="sections">', markdown_html(sections), "</div>"]
@@ -145,5 +148,7 @@ def write_page(
     """Write ``root/report.html`` (atomically; listed in the folder's manifest when the folder
     is held, as by the report step). Returns its path."""
     path = Path(root) / PAGE_NAME
-    atomic_write_text(path, page_html(title, tables, meta, claims, figures, sections, evidence, root))
+    atomic_write_text(
+        path, page_html(title, tables, meta, claims, figures, sections, evidence, root)
+    )
     return path

@@ -6,8 +6,9 @@ table's ``y`` against ``x``, one line per value of ``group``, rows sharing an x 
 (``raw``: every row a marker instead; ``lines``: no markers), with optional interval columns
 (``low``/``high``) or a symmetric error (``err``), a filter ``where``, a fixed ``name``,
 ``dash`` (a grey dotted reference line), ``symbol`` (a raw layer's marker, coloured as the line
-of its group), ``labels`` (y column -> words, for the lines' names), ``suffix`` (added to them) and ``count`` (a column the plot's note sums up as "n per
-point", e.g. the probes an accuracy rests on). Options of the plot: ``shade`` (the x range of
+of its group), ``labels`` (y column -> words, for the lines' names), ``suffix`` (added to
+them) and ``count`` (a column the plot's note sums up as "n per point", e.g. the probes an
+accuracy rests on). Options of the plot: ``shade`` (the x range of
 the first layer's rows where that column is true: training sizes or lengths), ``logy``,
 ``xtitle``/``ytitle`` (the axes in words) and ``facet`` (one plot per value of that column, or
 per combination of those columns). Every plot notes under its title the key columns its
@@ -53,8 +54,12 @@ def preset(figure: str, title: str, *layers: Spec, **opts: Any) -> Spec:
 
 
 _DIST = ("distance", "expectation_exact", "expectation", "bound")
-_DIST_LABELS = {"distance": "true distance d̃", "expectation_exact": "E exact (Monte Carlo)",
-                "expectation": "E derived", "bound": "upper bound (Thm 1.1)"}
+_DIST_LABELS = {
+    "distance": "true distance d̃",
+    "expectation_exact": "E exact (Monte Carlo)",
+    "expectation": "E derived",
+    "bound": "upper bound (Thm 1.1)",
+}
 _SNE_ACC = "accuracy (mean over seeds and test sets) against the set size n, per arm"
 PRESETS: dict[str, tuple[Spec, ...]] = {
     "compare": (

@@ -102,7 +102,12 @@ def fig2b(alg2: pd.DataFrame, meta: Mapping[str, Any] | None = None, x_source: s
 
 
 _FORM_LABEL = {"derived": "derived", "main_text": "printed", "rms": "rms", "exact": "exact"}
-_FORM_STYLE = {"exact": ("s", "-"), "derived": ("D", "--"), "main_text": ("^", "-."), "rms": ("o", ":")}
+_FORM_STYLE = {
+    "exact": ("s", "-"),
+    "derived": ("D", "--"),
+    "main_text": ("^", "-."),
+    "rms": ("o", ":"),
+}
 
 
 def fig2c(alg3: pd.DataFrame, meta: Mapping[str, Any] | None = None, x_source: str = "") -> Figure:

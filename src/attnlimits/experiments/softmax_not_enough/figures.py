@@ -242,8 +242,12 @@ def plot_fit(
                     ax.plot(H, f(raw), ":", color=color, lw=1,
                             label=f"{row['fit']}, θ* ≥ {row['theta_min']:g}")  # fmt: skip
                     continue
-                mark = {"marker": "osD^v"[int(i) % 5], "ms": 4, "mfc": "none",
-                        "markevery": (7 * int(i) % 40, 40)}  # equal curves stay told apart
+                mark = {
+                    "marker": "osD^v"[int(i) % 5],
+                    "ms": 4,
+                    "mfc": "none",
+                    "markevery": (7 * int(i) % 40, 40),
+                }  # equal curves stay told apart
                 ax.plot(H, f(raw), "--", color=color, lw=1, **mark)
                 ax.plot(H, f(rule), color=color, **mark,
                         label=f"{row['fit']} (MAE in β {row['mae_beta']:.2f})")  # fmt: skip
