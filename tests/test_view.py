@@ -551,3 +551,20 @@ def test_claims_without_evidence_or_claim_column_get_no_links_column():
     for evidence in ((), ((r".", ("fig",), ("t",)),)):
         page = page_html("t", {"t": pd.DataFrame({"x": [1]})}, {}, claims, evidence=evidence)
         assert "decided by" not in page and '<tr class="verdict-partly"><td>s</td>' in page
+
+
+def test_fig2c_is_one_plot_per_x_source_on_every_page():
+    """Without a browser: Fig. 2c's presets are one per (model, x source), each filtering its
+    source (never pooling the two), and the page has its contents and interactive tables."""
+    from test_view_pages_browser import _two_sources
+
+    tables, meta = _two_sources()
+    page = page_html("t", tables, meta)
+    presets = [p for p in _window(page, "EXPLORE")["presets"] if p["figure"] == "fig2c"]
+    sources = [p["layers"][0]["where"] for p in presets]
+    assert sources == [{"window": -1, "x_source": "hidden"}, {"window": -1, "x_source": "values"}]
+    assert all(
+        f"x\u00a0=\u00a0{w['x_source']}" in p["title"]
+        for p, w in zip(presets, sources, strict=True)
+    )
+    assert '<nav class="toc"' in page and page.count('class="tablebox"') == len(tables)

@@ -39,10 +39,11 @@ def page_html(
     figures: Sequence[str] = (),
     sections: Sequence[str] = (),
     evidence: Evidence = (),
+    folder: Path | None = None,
 ) -> str:
     """:func:`attnlimits.view.page_html` with the page of the run's kind."""
     page = page_for(tables, meta)
-    return render(title, tables, meta, claims, figures, sections, evidence, page)
+    return render(title, tables, meta, claims, figures, sections, evidence, page, folder)
 
 
 def write_page(

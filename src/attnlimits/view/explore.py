@@ -25,8 +25,11 @@ __all__ = ["MAX_ROWS", "explore_body", "explore_data", "explore_scripts", "figur
 MAX_ROWS = 5000
 #: Plots one faceted preset makes at most (one per value of its facet column).
 MAX_FACETS = 24
+#: How a facet's column is named in its plots' titles.
+_FACET_LABEL = {"x_source": "x", "e_form": "E form"}
 _INDEX_LIKE = ("layer", "head", "window", "seed", "row", "sequence")  # not what a y shows
 _X_LIKE = ("length", "L", "step", "N", "n", "size", "train_length", "keys", "x")
+_NOT_KEYS = ("name", "edge", "verdict")  # text columns that describe a row, not select it
 
 
 def _table(df: pd.DataFrame) -> dict[str, Any]:
@@ -36,7 +39,10 @@ def _table(df: pd.DataFrame) -> dict[str, Any]:
         str(c): (df[c].astype(float) if str(c) in numeric else df[c].astype(str)).tolist()
         for c in df.columns
     }
-    return {"numeric": numeric, "text": text, "rows": len(df), "data": data}
+    keys = [c for c in text if c not in _NOT_KEYS] + [
+        c for c in numeric if c in _INDEX_LIKE or c in _X_LIKE
+    ]  # what a row is of (a plot that averages rows differing in one says so)
+    return {"numeric": numeric, "text": text, "keys": keys, "rows": len(df), "data": data}
 
 
 def _guess(name: str, table: Mapping[str, Any]) -> tuple[str, str, str, str | None, str] | None:
@@ -63,7 +69,7 @@ def _layer(spec: Mapping[str, Any], shown: Mapping[str, Any]) -> dict[str, Any] 
     if out.get("group") not in t["data"]:  # a run of one arm, say: one line
         out["group"] = None
     out["where"] = {k: v for k, v in (spec.get("where") or {}).items() if k in t["data"]}
-    for key in ("low", "high", "err"):
+    for key in ("low", "high", "err", "count"):
         if key in out and out[key] not in t["numeric"]:
             del out[key]
     return out
@@ -82,15 +88,22 @@ def _presets(
         base = {**spec, "layers": layers}
         if base.get("shade") not in first:
             base.pop("shade", None)
-        facet = base.pop("facet", None)
-        if facet not in first:
+        facets = base.pop("facet", None)
+        facets = [facets] if isinstance(facets, str) else list(facets or ())
+        facets = [f for f in facets if f in first]
+        if not facets:
             out.append(base)
             continue
-        for value in sorted(set(first[facet]))[:MAX_FACETS]:
+        combos = sorted(set(zip(*(first[f] for f in facets), strict=True)))
+        for values in combos[:MAX_FACETS]:
+            fixed = dict(zip(facets, values, strict=True))
+            label = " · ".join(
+                f"{_FACET_LABEL.get(f, f)}\u00a0=\u00a0{v}" for f, v in fixed.items()
+            )
             out.append(
-                {**base, "title": f"{value}: {base['title']}", "layers": [
-                    {**x, "where": {**x["where"], facet: value}}
-                    if facet in shown[x["table"]]["data"] else x
+                {**base, "title": f"{base['title']} · {label}", "layers": [
+                    {**x, "where": {**x["where"], **{f: v for f, v in fixed.items()
+                                                      if f in shown[x["table"]]["data"]}}}
                     for x in layers
                 ]}
             )  # fmt: skip
@@ -150,7 +163,10 @@ def explore_body(data: Mapping[str, Any]) -> str:
  <label>table <select id="ex-table">{tables}</select></label>
  <label>x <select id="ex-x"></select></label> <label>y <select id="ex-y"></select></label>
  <label>lines by <select id="ex-group"></select></label>
+ <label>and by <select id="ex-and"></select></label>
 </div>
+<p class="note">Rows sharing an x (and a line) are averaged; the note under the title names the
+columns a point pools over: split the lines by them to see each.</p>
 <div id="explore" style="height:420px"></div>
 {note}"""
 

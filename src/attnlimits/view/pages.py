@@ -100,9 +100,11 @@ def page_html(
     sections: Sequence[str] = (),
     evidence: Evidence = (),
     page: Page | None = None,
+    folder: Path | None = None,
 ) -> str:
     """The whole page of a run (see the module docstring); ``page``: what its experiment
-    hands over (none: its tables, claims and sections alone)."""
+    hands over (none: its tables, claims and sections alone); ``folder``: where its figures
+    are (their sizes go on the page)."""
     name = str(meta.get("experiment", ""))
     page = page or Page()
     body, scripts = page.body, list(page.scripts)
@@ -121,20 +123,23 @@ def page_html(
             at = list(claims.columns).index("verdict") + 1 if "verdict" in claims else 0
             claims = claims.copy()
             claims.insert(at, "decided by", links)
-        parts += ["<h2>Claims</h2>", table_html(claims, verdicts=True, raw={"decided by"})]
+        parts += [
+            "<h2>Claims</h2>",
+            table_html(claims, verdicts=True, raw={"decided by"}, name="claims"),
+        ]
     parts.append(body)
     if sections:
-        parts += ['<div class="sections">', markdown_html(sections), "</div>"]
+        parts += ["<h2>Report</h2>", '<div class="sections">', markdown_html(sections), "</div>"]
     if listed:
         parts.append("<h2>Tables</h2>")
         for t in listed:
             parts += [
                 f'<h3 id="table-{html.escape(t)}">{html.escape(t)} '
                 f'<a class="note" href="tables/{html.escape(t)}.csv">CSV</a></h3>',
-                table_html(tables[t]),
+                table_html(tables[t], name=t),
             ]
     if figures:
-        parts += ["<h2>Figures (static)</h2>", figure_links(figures)]
+        parts += ["<h2>Figures (static)</h2>", figure_links(figures, plots, folder)]
     parts += ["<h2>Run</h2>", run_facts(meta)]
     return document(title, "\n".join(parts), scripts=scripts)
 
@@ -153,6 +158,6 @@ def write_page(
     """Write ``root/report.html`` (atomically; listed in the folder's manifest when the folder
     is held, as by the report step). Returns its path."""
     path = Path(root) / PAGE_NAME
-    html_text = page_html(title, tables, meta, claims, figures, sections, evidence, page)
+    html_text = page_html(title, tables, meta, claims, figures, sections, evidence, page, root)
     atomic_write_text(path, html_text)
     return path
