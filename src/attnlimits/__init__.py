@@ -11,8 +11,13 @@ After ``import attnlimits``, transformers knows the ``attn_implementation`` name
 ``attnlimits_adaptive``), registered when transformers loads its attention registry.
 """
 
-from attnlimits import metrics, normalizers, theory
-from attnlimits._registration import register_when_transformers_loads
+from attnlimits._openmp import passive_waiting_for_the_cli
+
+# before anything imports torch: OpenMP reads its wait policy once, when it loads (_openmp.py)
+passive_waiting_for_the_cli()
+
+from attnlimits import metrics, normalizers, theory  # noqa: E402
+from attnlimits._registration import register_when_transformers_loads  # noqa: E402
 
 # attn_implementation="attnlimits_adaptive" (and the other kernels) work after `import attnlimits`
 register_when_transformers_loads()
