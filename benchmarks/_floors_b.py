@@ -25,6 +25,7 @@ def _project_step_s(seeds: int, steps: int, max_size: int) -> float:
     from attnlimits.experiments.softmax_not_enough.train import train
 
     cfg = TrainConfig(steps=steps, max_size=max_size, ckpt_every=10**9)
+    train(ModelConfig(), TrainConfig(steps=3, max_size=max_size), list(range(seeds)))  # warm-up
     t = time.perf_counter()
     train(ModelConfig(), cfg, list(range(seeds)))
     return (time.perf_counter() - t) / steps
@@ -91,7 +92,7 @@ def _jax_listing(seeds: int, steps: int, max_size: int, batch: int = 128) -> tup
 
 
 def rows(quick: bool) -> list[dict[str, Any]]:
-    seeds, steps, max_size = (2, 20, 4) if quick else (10, 300, 16)
+    seeds, steps, max_size = (2, 10, 1) if quick else (10, 300, 16)
     what = f"the listing in JAX, {seeds} seeds vmapped, per step"
     stage = f"{seeds} seeds, sizes 1–{max_size}, per step"
     try:

@@ -16,7 +16,7 @@ from typing import Any
 
 #: The table's columns, in order (tests/test_floors.py pins them).
 COLUMNS = [
-    "workload", "stage", "time_s", "floor_s", "ratio", "floor", "note",
+    "name", "workload", "stage", "time_s", "floor_s", "ratio", "floor", "note",
     "kind", "cpu", "cores", "torch", "threads", "omp_wait_policy", "load_start", "load_end",
     "date", "quick",
 ]  # fmt: skip
