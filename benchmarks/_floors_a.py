@@ -104,8 +104,11 @@ def rows(quick: bool) -> list[dict[str, Any]]:
 
     n_layers = len(model.model.layers)
     t_cap = best(lambda: capture(model, ids, on_layer=lambda c: None), repeats) / n_layers
-    out = [row(WORKLOAD, "capture (forward with hooks)", t_cap, floor(_capture_counts(model, L)),
-               "op count / measured rates")]  # fmt: skip
+    where = f"L = {L}"
+    f_cap = floor(_capture_counts(model, L))
+    what = "op count / measured rates"
+    out = [row(WORKLOAD, "capture (forward with hooks)", t_cap, f_cap, what,
+               f"{where}, mean over all {n_layers} layers")]  # fmt: skip
     caps: dict[int, Any] = {}
     capture(model, ids, on_layer=lambda c: caps.__setitem__(c.layer, c), layers=layers)
     times: dict[str, list[float]] = {}
@@ -121,13 +124,13 @@ def rows(quick: bool) -> list[dict[str, Any]]:
                 floors.setdefault(name, []).append(floor(c))
         times.setdefault("Alg. 5", []).append(best(sensitivity_part(cap, cfg), repeats))
         floors.setdefault("Alg. 5", []).append(floor(_alg5_counts(cap, cfg)))
-    note = f"L = {L}, mean over layers {layers}; rates: " + ", ".join(
-        f"{k} {v / 1e6:,.0f} M/s" for k, v in rate.items()
-    )
     for stage in times:
         t, f = float(np.mean(times[stage])), float(np.mean(floors[stage]))
-        out.append(row(WORKLOAD, stage, t, f, "op count / measured rates", note))
+        out.append(row(WORKLOAD, stage, t, f, what,
+                       f"{where}, mean over layers {', '.join(map(str, layers))}"))  # fmt: skip
     total_t = sum(r["time_s"] for r in out)
     total_f = sum(r["floor_s"] for r in out)
-    out.append(row(WORKLOAD, "per layer (sum)", total_t, total_f, "sum of the floors", note))
+    rates = ", ".join(f"{k} {v / 1e6:,.0f} M/s" for k, v in rate.items())
+    out.append(row(WORKLOAD, "per layer (sum)", total_t, total_f, "sum of the floors",
+                   f"{where}; this run's rates: {rates}"))  # fmt: skip
     return out

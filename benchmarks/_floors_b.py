@@ -104,5 +104,5 @@ def rows(quick: bool) -> list[dict[str, Any]]:
         return [row(WORKLOAD, stage, ours, ours, "JAX missing", note)]
     compile_s, ref = _jax_listing(seeds, steps, max_size)
     ours = _project_step_s(seeds, steps, max_size)
-    note = f"JAX compiled {max_size} sizes in {compile_s:.1f} s (not in the floor); {steps} steps"
+    note = f"JAX compiled {max_size} size(s) in {compile_s:.1f} s (not in the floor); {steps} steps"
     return [row(WORKLOAD, stage, ours, ref, what, note)]
