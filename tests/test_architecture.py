@@ -26,6 +26,7 @@ LAYERS = {
     "_paths": 0,
     "_files": 0,
     "_grad": 0,
+    "_openmp": 0,  # standard library only: runs before torch loads (attnlimits/__init__.py)
     "hf_bridge": 0,
     "normalizers": 1,
     "theory": 1,

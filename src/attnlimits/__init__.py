@@ -14,10 +14,15 @@ The three modules load on first use (``attnlimits.metrics`` imports them then), 
 ``import attnlimits`` and commands that need no torch (``attnlimits view``) start in a blink.
 """
 
-import importlib
-from typing import Any
+from attnlimits._openmp import passive_waiting_for_the_cli
 
-from attnlimits._registration import register_when_transformers_loads
+# before anything imports torch: OpenMP reads its wait policy once, when it loads (_openmp.py)
+passive_waiting_for_the_cli()
+
+import importlib  # noqa: E402
+from typing import Any  # noqa: E402
+
+from attnlimits._registration import register_when_transformers_loads  # noqa: E402
 
 # attn_implementation="attnlimits_adaptive" (and the other kernels) work after `import attnlimits`
 register_when_transformers_loads()
