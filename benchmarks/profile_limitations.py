@@ -56,6 +56,40 @@ def timed(fn: Callable[[], Any], repeats: int) -> float:
     return statistics.median(times)
 
 
+def stage_parts(cap: Any, cfg: Config, source: str, length: int) -> dict[str, Callable[[], Any]]:
+    """The parts ``compute_layer`` runs for one captured layer and x source, as callables
+    (the order and grids of a run); ``benchmarks/floors.py`` times them too."""
+    attn = cap.weights[0].float()
+    mask = cap.mask[0].expand_as(attn)
+    top = attn.shape[-1]
+    lengths = [n for n in cfg.lengths if n <= length]
+    plan = {n: {cfg.n_alg1, *(m for m in cfg.ns_alg3 if m < n)} for n in lengths}
+    plan[top] |= {n for n in cfg.ns_alg2 if n < top}
+    bound_ns = {cfg.n_alg1} | {n for n in cfg.ns_alg2 if n < top}
+    forms = ("derived", "main_text")
+    x = compute.per_key_vectors(cap, source)
+    xs = normalize_to_sphere(x, 1.0)
+    delta = min_pairwise_distances(xs)[1]
+    ns4 = [n for n in cfg.ns_alg4 if n < top]
+    gen = torch.Generator().manual_seed(0)
+    return {
+        "distance grid (d̃, E printed + derived, bound, row means)": partial(
+            compute._distance_rows, attn, x, mask, plan, bound_ns, forms
+        ),
+        "E exact (Monte Carlo)": partial(exact_means, attn, x, mask, plan, cfg, gen),
+        "δ (Assumption 2)": partial(min_pairwise_distances, xs),
+        "Alg. 4 (separability)": partial(
+            separability_curve, attn, xs, ns4, mask=mask, radius=1.0, delta=delta
+        ),
+    }
+
+
+def sensitivity_part(cap: Any, cfg: Config) -> Callable[[], Any]:
+    """Alg. 5 of one captured layer (once per layer; logits only), as a callable."""
+    attn = cap.weights[0]
+    return partial(compute._sensitivity_rows, cap, cfg, cap.mask[0].expand_as(attn))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="smollm2-135m")
@@ -87,36 +121,15 @@ def main() -> None:
          "s": timed(hooked_all, 3) / n_layers},
     ]  # fmt: skip
     hooked()
-    lengths = [n for n in cfg.lengths if n <= args.length]
     for layer in args.layers:
         cap = caps[layer]
-        attn = cap.weights[0].float()
-        mask = cap.mask[0].expand_as(attn)
-        top = attn.shape[-1]
-        plan = {length: {cfg.n_alg1, *(n for n in cfg.ns_alg3 if n < length)} for length in lengths}
-        plan[top] |= {n for n in cfg.ns_alg2 if n < top}
-        bound_ns = {cfg.n_alg1} | {n for n in cfg.ns_alg2 if n < top}
-        forms = ("derived", "main_text")
         for source in cfg.x_sources:
-            x = compute.per_key_vectors(cap, source)
-            xs = normalize_to_sphere(x, 1.0)
-            delta = min_pairwise_distances(xs)[1]
-            ns4 = [n for n in cfg.ns_alg4 if n < top]
-            gen = torch.Generator().manual_seed(0)
-            parts = {
-                "distance grid (d̃, E printed + derived, bound, row means)": partial(
-                    compute._distance_rows, attn, x, mask, plan, bound_ns, forms
-                ),
-                "E exact (Monte Carlo)": partial(exact_means, attn, x, mask, plan, cfg, gen),
-                "δ (Assumption 2)": partial(min_pairwise_distances, xs),
-                "Alg. 4 (separability)": partial(
-                    separability_curve, attn, xs, ns4, mask=mask, radius=1.0, delta=delta
-                ),
-            }
-            for part, fn in parts.items():
-                s = timed(fn, args.repeats)
-                rows.append({"part": part, "x": source, "layer": layer, "s": s})
-        s = timed(partial(compute._sensitivity_rows, cap, cfg, mask), args.repeats)
+            for part, fn in stage_parts(cap, cfg, source, args.length).items():
+                rows.append(
+                    {"part": part, "x": source, "layer": layer, "s": timed(fn, args.repeats)}
+                )
+        fn = sensitivity_part(cap, cfg)
+        s = timed(fn, args.repeats)
         rows.append({"part": "Alg. 5 (sensitivity, ‖J‖₂)", "x": "—", "layer": layer, "s": s})
     df = pd.DataFrame(rows)
     table = df.groupby(["part", "x"], sort=False)["s"].mean().reset_index()

@@ -6,8 +6,8 @@ a, b, c, a, b, c, ...) so that a change in the machine's load hits all alike:
 
 - ``scan``: the page of a saved scan folder given as ``RUN`` (its tables, claims, sections and
   ``run.json``, as ``attnlimits report RUN`` builds it; the folder itself is not written);
-- ``synthetic``: a synthetic scan (:mod:`attnlimits.view.synthetic`) the size of a 32-layer ×
-  32-head model at 6 lengths (128 … 4096), 16 pattern rows at every length;
+- ``synthetic``: a synthetic scan (:mod:`attnlimits.experiments.scan.synthetic`) the size of a
+  32-layer × 32-head model at 6 lengths (128 … 4096), 16 pattern rows at every length;
 - ``reference``: a page holding only plotly.js and one tiny plot (what every page costs).
 
 Load time: from navigation start to the page's plots drawn (``window.attnlimitsView`` set
@@ -52,7 +52,7 @@ def _scan_page(run: Path, out: Path) -> Path:
     import pandas as pd
 
     from attnlimits.experiments import skeleton
-    from attnlimits.view import write_page
+    from attnlimits.experiments.pages import write_page
 
     meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
     tables = {p.stem: pd.read_parquet(p) for p in sorted((run / "tables").glob("*.parquet"))}
@@ -68,8 +68,8 @@ def _scan_page(run: Path, out: Path) -> Path:
 
 
 def _synthetic_page(out: Path) -> Path:
-    from attnlimits.view import write_page
-    from attnlimits.view.synthetic import synthetic_scan
+    from attnlimits.experiments.pages import write_page
+    from attnlimits.experiments.scan.synthetic import synthetic_scan
 
     tables = synthetic_scan(32, 32, (128, 256, 512, 1024, 2048, 4096), rows=16, seed=0)
     out.mkdir(parents=True)

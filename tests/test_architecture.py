@@ -1,6 +1,7 @@
 """The package's shape, checked from its source (docs/architecture.md draws it).
 
-- no import cycle among the modules of ``src/attnlimits``, function-level imports included;
+- no import cycle among the modules of ``src/attnlimits``, function-level imports and the
+  ``__init__`` of every package an import runs included;
 - a ``_private`` name is never imported from another module, and a ``_private`` module is never
   imported from outside the (sub)package that holds it;
 - a lower layer never imports a higher one (:data:`LAYERS`);
@@ -23,7 +24,9 @@ PACKAGE = "attnlimits"
 LAYERS = {
     "_checks": 0,
     "_paths": 0,
+    "_files": 0,
     "_grad": 0,
+    "_openmp": 0,  # standard library only: runs before torch loads (attnlimits/__init__.py)
     "hf_bridge": 0,
     "normalizers": 1,
     "theory": 1,
@@ -31,9 +34,9 @@ LAYERS = {
     "metrics": 2,
     "capture": 3,
     "kernels": 3,
+    "view": 3,  # a renderer: the experiments and the monitor hand it what their pages show
     "experiments": 4,
     "monitor": 4,
-    "view": 4,  # the report step (experiments) and the monitor write its pages
     "errata": 5,
     "cli": 5,
     "_registration": 5,  # registers the kernels with transformers for the package face
@@ -90,17 +93,26 @@ def _owner(name: str) -> str | None:
     return name if name in MODULES else None
 
 
+def _module_edges(module: str, path: Path) -> set[str]:
+    """The package modules that importing ``path`` (as ``module``) runs: each import's module
+    and the ``__init__`` of every package on its way (importing ``a.b.c`` runs ``a.b``'s),
+    function-level imports included; a module's own enclosing packages are not counted (they
+    run before it), a package's own submodules are."""
+    out: set[str] = set()
+    for target, _, _ in _imports(module, path):
+        owner = _owner(target)
+        if owner is None:
+            continue
+        parts = owner.split(".")
+        for i in range(1, len(parts) + 1):
+            step = ".".join(parts[:i])
+            if step in MODULES and step != module and not module.startswith(step + "."):
+                out.add(step)
+    return out
+
+
 def _edges() -> dict[str, set[str]]:
-    edges: dict[str, set[str]] = {m: set() for m in MODULES}
-    for module, path in MODULES.items():
-        for target, _, _ in _imports(module, path):
-            owner = _owner(target)
-            if owner is None or owner == module:
-                continue
-            if module.startswith(owner + ".") or owner.startswith(module + "."):
-                continue  # a package and its own submodules
-            edges[module].add(owner)
-    return edges
+    return {module: _module_edges(module, path) for module, path in MODULES.items()}
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -150,6 +162,38 @@ def test_the_cycle_finder_finds_cycles() -> None:
     assert ["attnlimits.metrics.entropy", "attnlimits.metrics.jacobian"] in _cycles(edges)
 
 
+def _planted(tmp_path: Path, module: str, source: str) -> set[str]:
+    """The edges of ``source`` as if it were ``module``'s."""
+    path = tmp_path / "planted.py"
+    path.write_text(source, encoding="utf-8")
+    return _module_edges(module, path)
+
+
+PLANTED = "def draw():\n    from attnlimits.experiments.scan.page import page\n    return page\n"
+
+
+def test_the_cycle_finder_sees_function_level_imports_through_package_inits(tmp_path) -> None:
+    """A function-level import in the renderer of an experiment's page closes a circle through
+    ``attnlimits.view``'s ``__init__`` (the page imports the package, which runs ``pages``): the
+    circle the renderer once had with ``skeleton``, hidden in a function."""
+    edges = {m: set(e) for m, e in _edges().items()}
+    edges["attnlimits.view.pages"] |= _planted(tmp_path, "attnlimits.view.pages", PLANTED)
+    found = [c for c in _cycles(edges) if "attnlimits.view.pages" in c]
+    assert found and "attnlimits.experiments.scan.page" in found[0]
+
+
+def test_a_function_level_import_upwards_is_caught(tmp_path) -> None:
+    """The layer check can fail: the renderer (view, layer 3) importing an experiment (layer 4)
+    inside a function is found."""
+    edges = {m: set(e) for m, e in _edges().items()}
+    edges["attnlimits.view.planted"] = _planted(tmp_path, "attnlimits.view.planted", PLANTED)
+    bad = _layer_violations(edges)
+    assert (
+        "attnlimits.view.planted (layer 3) imports attnlimits.experiments.scan.page (layer 4)"
+        in bad
+    )
+
+
 def _private_violations() -> list[str]:
     bad = []
     for module, path in MODULES.items():
@@ -178,14 +222,32 @@ def _layer(module: str) -> int:
     return LAYERS[rest.split(".")[0]]
 
 
-def test_lower_layers_never_import_higher_ones() -> None:
-    bad = [
+def _layer_violations(edges: dict[str, set[str]]) -> list[str]:
+    return [
         f"{m} (layer {_layer(m)}) imports {t} (layer {_layer(t)})"
-        for m, targets in _edges().items()
-        for t in targets
+        for m, targets in edges.items()
+        for t in sorted(targets)
         if _layer(t) > _layer(m)
     ]
-    assert bad == []
+
+
+def test_lower_layers_never_import_higher_ones() -> None:
+    assert _layer_violations(_edges()) == []
+
+
+def test_the_renderer_names_no_experiment() -> None:
+    """``attnlimits.view`` is handed each page's content: no experiment's name appears in its
+    code (Python or JavaScript) as a string, so none is special-cased there."""
+    from attnlimits.experiments.skeleton import EXPERIMENTS
+
+    files = sorted(p for p in (SRC / PACKAGE / "view").rglob("*") if p.suffix in (".py", ".js"))
+    named = [
+        f"{p.relative_to(REPO)} names {name!r}"
+        for p in files
+        for name in EXPERIMENTS
+        if f'"{name}"' in (text := p.read_text(encoding="utf-8")) or f"'{name}'" in text
+    ]
+    assert files and named == []
 
 
 def test_every_part_has_a_layer() -> None:

@@ -20,6 +20,7 @@ from attnlimits.experiments.scan import EXPERIMENT, Config, critical_table, kind
 from attnlimits.experiments.scan.config import band
 from attnlimits.experiments.scan.heads import band_means, duplicate_keys, sampled_rows
 from attnlimits.experiments.scan.taxonomy import dispersion_slopes, flag_heads, head_kind
+from attnlimits.experiments.scan.tokens import TOKEN_ROWS, TOP_K, attention_rows
 from attnlimits.metrics import critical_n
 from tiny_models import tiny_model_dir
 
@@ -122,8 +123,8 @@ def test_flags():
     df = pd.DataFrame(
         {
             "length": 100,
-            "critical_n": [10, 5, -1, -1],
-            "n_max_tested": 50,
+            "critical_n": [13, 12, -1, -1],
+            "n_max_tested": [50, 50, 11, 12],
             "support_fraction": [0.07, 0.05, 0.0, 0.0],
             "dispersion_slope": [-1.0, -0.4, np.nan, -0.8],
             "jacobian_norm": [0.001, 0.1, np.nan, 0.5],
@@ -131,11 +132,31 @@ def test_flags():
         }
     )
     f = flag_heads(df, 0.06)
-    assert f["flag_critical_n"].tolist() == [True, False, True, True]  # -1: none passes
+    # the layer's critical N past 2 × 0.06 L, or none (-1) while the grid reaches that far
+    assert f["flag_layer_critical_n"].tolist() == [True, False, False, True]
     assert f["flag_active_set"].tolist() == [True, False, False, False]
     assert f["flag_dispersing"].tolist() == [True, False, False, True]
     assert f["flag_vanishing_gradient"].tolist() == [True, False, False, False]
     assert f["flag_assumption2"].tolist() == [True, False, False, False]
+
+
+def test_the_critical_n_flag_spares_the_grid_point_nearest_the_papers():
+    """At L = 256 the power-of-two grid's first N past 0.06 L is 16 (0.0625 L): as close to
+    paper A's ≈ 0.06 L as the grid gets, not flagged; 32 (0.125 L) and none found up to L/2
+    are."""
+    df = pd.DataFrame(
+        {
+            "length": 256,
+            "critical_n": [16, 32, -1, 8],
+            "n_max_tested": 128,
+            "support_fraction": 0.0,
+            "dispersion_slope": 0.0,
+            "jacobian_norm": 0.5,
+            "duplicate_keys": 0,
+        }
+    )
+    f = flag_heads(df, 0.06)
+    assert f["flag_layer_critical_n"].tolist() == [False, True, True, False]
 
 
 def test_duplicate_keys_against_pairs():
@@ -230,6 +251,39 @@ def test_band_means_and_sampled_rows_match_the_materialised_map(model_dirs, fami
         assert samples["distance"].notna().all() and (samples["distance"] >= 0).all()
 
 
+@pytest.mark.parametrize("family", ["llama", "bert"])
+def test_attention_rows_are_a_naive_softmax_of_the_captured_logits(model_dirs, family, monkeypatch):
+    """Full rows at L <= 32 (FULL_ROWS_UP_TO lowered to 32), the top-k elsewhere: each stored
+    weight is exp(s − max) / Σ exp over the row's kept keys of the model's own scores, the top-k
+    are the k largest, and each row keeps exactly min(k, keys) or all its keys."""
+    tokens = importlib.import_module("attnlimits.experiments.scan.tokens")
+    monkeypatch.setattr(tokens, "FULL_ROWS_UP_TO", 32)
+    loaded = load_model(str(model_dirs[family]))
+    ids = torch.randint(0, 50, (1, 64), generator=torch.Generator().manual_seed(2))
+    lengths = LENGTHS if loaded.info.causal else (64,)
+    stored = capture_qkv(
+        loaded, ids, on_layer=lambda c: pd.concat([attention_rows(c, n) for n in lengths])
+    )
+    maps = capture(loaded, ids, on_layer=lambda c: (c.scores[0].double(), c.mask[0, 0]))
+    for layer, got in stored.items():
+        scores, keep = maps[layer]  # (head, query, key), (query, key)
+        assert got.groupby(["length", "head"])["row"].nunique().eq(TOKEN_ROWS).all()
+        for (length, head, row), at in got.groupby(["length", "head", "row"]):
+            s = scores[head, row, :length].numpy()
+            kept = keep[row, :length].numpy()
+            w = np.where(kept, np.exp(s - s[kept].max()), 0.0)
+            w = w / w.sum()
+            assert (at["keys"] == kept.sum()).all()
+            want_n = kept.sum() if length <= 32 else min(TOP_K, kept.sum())
+            assert len(at) == want_n, (family, layer, length, head, row)
+            np.testing.assert_allclose(at["weight"], w[at["key"]], rtol=1e-5, atol=1e-7)
+            assert kept[at["key"]].all()
+            top = at[at["rank"] <= TOP_K]
+            assert len(top) == min(TOP_K, kept.sum())
+            assert top["weight"].min() >= np.delete(w, top["key"]).max(initial=0) * (1 - 1e-6)
+            assert sorted(at["rank"]) == list(range(1, len(at) + 1))
+
+
 # ---- the run ----------------------------------------------------------------------------------
 
 
@@ -273,6 +327,17 @@ def test_scan_runs_end_to_end_resumes_and_redraws(model_dirs, tmp_path, monkeypa
         assert section in text
     for fig in ("heatmaps", "kinds", "dispersion"):
         assert (out / "figures" / f"{fig}.png").is_file()
+    rows = pd.read_parquet(out / "tables" / "attention_rows.parquet")
+    tokens = pd.read_parquet(out / "tables" / "tokens.parquet")
+    assert (out / "tables" / "attention_rows.csv").is_file()
+    # the first window's tokens, each decoded on its own; every length, TOKEN_ROWS rows per head
+    loaded = load_model(cfg.model)
+    ids = tokens["token_id"].to_numpy()
+    assert tokens["position"].tolist() == list(range(max(LENGTHS)))
+    assert tokens["text"].tolist() == [loaded.tokenizer.decode([int(i)]) for i in ids]
+    assert set(rows.groupby(["layer", "head", "length"])["row"].nunique()) == {TOKEN_ROWS}
+    sampled = [np.unique(np.linspace(n // 2, n - 1, TOKEN_ROWS).round()) for n in LENGTHS]
+    assert len(rows) == 8 * sum((r + 1).sum() for r in sampled)  # L <= 256: whole causal rows
 
     def no_forward(*args, **kwargs):
         raise AssertionError("a resumed scan with every part saved runs no forward")
@@ -282,6 +347,7 @@ def test_scan_runs_end_to_end_resumes_and_redraws(model_dirs, tmp_path, monkeypa
     skeleton.run(EXPERIMENT, cfg, out, progress=False)
     again = pd.read_parquet(out / "tables" / "heads.parquet")
     pd.testing.assert_frame_equal(again, heads)
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "tables" / "attention_rows.parquet"), rows)
     assert skeleton.redraw(out) == report
 
 

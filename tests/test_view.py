@@ -27,13 +27,14 @@ from attnlimits.cli import app
 from attnlimits.corpus import load_text
 from attnlimits.experiments import skeleton
 from attnlimits.experiments._owned import MANIFEST
+from attnlimits.experiments.pages import page_html, write_page
 from attnlimits.experiments.scan.config import Config
+from attnlimits.experiments.scan.page import scan, scan_data
 from attnlimits.experiments.scan.patterns import pattern_sample
+from attnlimits.experiments.scan.synthetic import synthetic_scan
 from attnlimits.experiments.store import ResultStore
 from attnlimits.normalizers import ENTROPY_THRESHOLD
-from attnlimits.view import page_html, scan, scan_data, write_page
 from attnlimits.view.explore import MAX_ROWS
-from attnlimits.view.synthetic import synthetic_scan
 from tiny_models import tiny_model_dir
 
 runner = CliRunner()
@@ -53,10 +54,15 @@ def test_scan_page_data_is_the_heads_table():
     assert data["lengths"] == [16, 64, 128] and data["layers"] == [0, 1, 2]
     for row in heads.itertuples():
         i, j, cells = row.layer, row.head, data["cells"][str(row.length)]
+        none = data["none"][str(row.length)]
         for col in data["columns"]:
             want = getattr(row, col)
             got = cells[col][i][j]
+            if col in none and none[col][i][j]:  # none found: off the scale, its own category
+                assert got is None and row.critical_n == -1
+                continue
             assert (got is None) if pd.isna(want) else got == pytest.approx(float(want), rel=1e-12)
+        assert none["critical_n"][i][j] == (row.critical_n == -1)
         assert data["kinds"][data["kind"][str(row.length)][i][j]] == row.kind
         for flag in data["flags"]:
             assert data["flagged"][str(row.length)][flag["col"]][i][j] == getattr(row, flag["col"])
@@ -77,6 +83,25 @@ def test_scan_page_patterns_decode_to_the_patterns_table():
         want = at.sort_values(["layer", "head", "row"])[[f"w{b}" for b in range(p["bins"])]]
         np.testing.assert_allclose(got.reshape(-1, p["bins"]), want.to_numpy(), atol=0.6 / 65535)
         assert p["bins"] == min(64, int(length))
+
+
+def test_scan_page_token_rows_decode_to_the_attention_rows_table():
+    """Per length and layer the packed weights (and keys, unless dense) are the table's rows."""
+    tables = synthetic_scan(layers=2, heads=3, lengths=(32, 512), rows=5, seed=2)
+    data = scan_data(tables["heads"], tables["patterns"], None, tables["attention_rows"],
+                     tables["tokens"])  # fmt: skip
+    tok = data["tokens"]
+    assert tok["text"] == tables["tokens"]["text"].tolist()
+    rows = tables["attention_rows"]
+    for length, p in tok["lengths"].items():
+        at = rows[rows["length"] == int(length)].sort_values(["layer", "head", "row", "key"])
+        assert p["dense"] == (int(length) <= 256)  # full causal rows: keys 0 … row
+        w = np.concatenate([np.frombuffer(base64.b64decode(v), "<u2") for v in p["weights"]])
+        np.testing.assert_allclose(w / 65535, at["weight"], atol=0.6 / 65535)
+        if not p["dense"]:
+            k = np.concatenate([np.frombuffer(base64.b64decode(v), "<u2") for v in p["keys"]])
+            assert k.tolist() == at["key"].tolist()
+        assert sum(p["counts"]) * 2 * 3 == len(at)
 
 
 def test_pattern_sample_is_the_materialised_map_summed_in_bins(book_path, tmp_path):
@@ -526,3 +551,20 @@ def test_claims_without_evidence_or_claim_column_get_no_links_column():
     for evidence in ((), ((r".", ("fig",), ("t",)),)):
         page = page_html("t", {"t": pd.DataFrame({"x": [1]})}, {}, claims, evidence=evidence)
         assert "decided by" not in page and '<tr class="verdict-partly"><td>s</td>' in page
+
+
+def test_fig2c_is_one_plot_per_x_source_on_every_page():
+    """Without a browser: Fig. 2c's presets are one per (model, x source), each filtering its
+    source (never pooling the two), and the page has its contents and interactive tables."""
+    from test_view_pages_browser import _two_sources
+
+    tables, meta = _two_sources()
+    page = page_html("t", tables, meta)
+    presets = [p for p in _window(page, "EXPLORE")["presets"] if p["figure"] == "fig2c"]
+    sources = [p["layers"][0]["where"] for p in presets]
+    assert sources == [{"window": -1, "x_source": "hidden"}, {"window": -1, "x_source": "values"}]
+    assert all(
+        f"x\u00a0=\u00a0{w['x_source']}" in p["title"]
+        for p, w in zip(presets, sources, strict=True)
+    )
+    assert '<nav class="toc"' in page and page.count('class="tablebox"') == len(tables)

@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnlimits.view import write_page
-from attnlimits.view.synthetic import synthetic_scan
+from attnlimits.experiments.pages import write_page
+from attnlimits.experiments.scan.synthetic import synthetic_scan
 from conftest import REPO
 
 DOCS_IMAGES = REPO / "docs" / "images"
@@ -191,6 +191,241 @@ def test_clicking_a_head_opens_its_pattern(browser, scan_page, images):
     text = browser.find_element("id", "head-table").text
     assert f"layer {layer}, head {head}" in text
     browser.save_screenshot(str(images / "view-scan-head.png"))
+    assert _errors(browser) == []
+
+
+def _click_head(driver, layer: int, head: int) -> None:
+    """A real mouse click on the heatmap's cell (layer, head)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    x, y, w, h = driver.execute_script(
+        """const gd = document.getElementById('main'), L = gd._fullLayout;
+        const r = gd.getBoundingClientRect();
+        return [L.xaxis._offset + L.xaxis.l2p(arguments[1]),
+                L.yaxis._offset + L.yaxis.l2p(arguments[0]), r.width, r.height];""",
+        layer,
+        head,
+    )
+    main = driver.find_element("id", "main")
+    ActionChains(driver).move_to_element_with_offset(main, int(x - w / 2), int(y - h / 2)).click(
+    ).perform()  # fmt: skip
+
+
+def _shown_tokens(driver) -> list[dict]:
+    return driver.execute_script(
+        """return Array.from(document.querySelectorAll('#tokens span.tok')).map(s => ({
+          text: s.textContent, key: s.dataset.key === undefined ? null : Number(s.dataset.key),
+          weight: s.dataset.weight === undefined ? null : Number(s.dataset.weight),
+          query: s.classList.contains('query'), title: s.title}))"""
+    )
+
+
+def test_clicking_a_head_shows_its_tokens_with_the_stored_weights(browser, scan_page, images):
+    """CircuitsVis-style rows: the text is the tokens table's, each shaded key's weight the
+    attention_rows table's (uint16 on the page), the query outlined; ▶ steps to the next row."""
+    from selenium.webdriver.support.ui import Select
+
+    page, tables = scan_page
+    _open(browser, page)
+    Select(browser.find_element("id", "length")).select_by_value("128")  # full rows (L <= 256)
+    layer, head = 3, 2
+    _click_head(browser, layer, head)
+    assert browser.execute_script("return attnlimitsView.state.clicked") == {
+        "layer": layer, "head": head}  # fmt: skip
+    rows, text = tables["attention_rows"], tables["tokens"].set_index("position")["text"]
+    at = rows[(rows["layer"] == layer) & (rows["head"] == head) & (rows["length"] == 128)]
+    for step, row in enumerate(sorted(at["row"].unique())):
+        if step:
+            browser.find_element("id", "tok-next").click()
+        shown = _shown_tokens(browser)
+        want = at[at["row"] == row].sort_values("key")
+        keyed = [s for s in shown if s["key"] is not None]
+        assert [s["key"] for s in keyed] == want["key"].tolist()  # every key of a full row
+        np.testing.assert_allclose([s["weight"] for s in keyed], want["weight"], atol=0.6 / 65535)
+        assert [s["text"].replace("↵", "\n") for s in keyed] == text[want["key"]].tolist()
+        assert [s["key"] for s in shown if s["query"]] == [row]
+        assert all(s["title"].startswith(f"key {s['key']} ") and "weight" in s["title"]
+                   for s in keyed)  # fmt: skip
+        assert f"query row {step + 1} of" in browser.find_element("id", "tokens").text
+    Select(browser.find_element("id", "length")).select_by_value("512")  # top-k only
+    shown = [s for s in _shown_tokens(browser) if s["key"] is not None]
+    at = rows[(rows["layer"] == layer) & (rows["head"] == head) & (rows["length"] == 512)]
+    want = at[at["row"] == at["row"].min()].sort_values("key")
+    assert len(want) == 8 and [s["key"] for s in shown] == want["key"].tolist()
+    np.testing.assert_allclose([s["weight"] for s in shown], want["weight"], atol=0.6 / 65535)
+    browser.save_screenshot(str(images / "view-scan-tokens.png"))
+    assert _errors(browser) == []
+
+
+def test_thumbnails_show_a_layers_heads_and_open_one(browser, scan_page):
+    from selenium.webdriver.support.ui import Select
+
+    page, _ = scan_page
+    _open(browser, page)
+    assert len(browser.find_elements("css selector", "#thumbs canvas")) == 8  # layer 0's heads
+    Select(browser.find_element("id", "thumb-layer")).select_by_value("4")
+    thumbs = browser.find_elements("css selector", "#thumbs canvas")
+    assert [(int(t.get_attribute("data-layer")), int(t.get_attribute("data-head")))
+            for t in thumbs] == [(4, h) for h in range(8)]  # fmt: skip
+    assert _not_blank(thumbs[6].screenshot_as_png) > 5, "a thumbnail drew nothing"
+    thumbs[6].click()
+    assert browser.execute_script("return attnlimitsView.state.clicked") == {"layer": 4, "head": 6}
+    assert "layer 4, head 6" in browser.find_element("id", "tokens").text
+    picked = browser.find_elements("css selector", "#thumbs canvas.picked")
+    assert [p.get_attribute("data-head") for p in picked] == ["6"]
+    assert _errors(browser) == []
+
+
+def test_none_found_and_not_computed_are_their_own_categories(browser, scan_page, images):
+    """The layer's critical N: −1 (none found) and NaN (not computed) are never values on the
+    scale: blank in the heatmap, drawn by a categories layer with its glyph and a legend."""
+    from selenium.webdriver.support.ui import Select
+
+    page, tables = scan_page
+    _open(browser, page)
+    Select(browser.find_element("id", "metric")).select_by_value("critical_n_over_L")
+    Select(browser.find_element("id", "length")).select_by_value("128")
+    heads = tables["heads"]
+    at = heads[heads["length"] == 128]
+    z = _main_z(browser)
+    none = (at["critical_n"] == -1).to_numpy()
+    assert none.any() and np.isnan(z[at["layer"], at["head"]][none]).all()
+    np.testing.assert_allclose(
+        z[at["layer"], at["head"]][~none], at["critical_n_over_L"].to_numpy()[~none]
+    )
+    cat = browser.execute_script(
+        "const t = document.getElementById('main').data[1]; return [t.name, t.z, t.text]"
+    )
+    assert cat[0] == "categories"
+    codes = np.array([[np.nan if v is None else v for v in r] for r in cat[1]])
+    assert (codes[at["layer"], at["head"]][none] == 0).all()
+    assert np.isnan(codes[at["layer"], at["head"]][~none]).all()
+    assert {cat[2][r.layer][r.head] for r in at[none].itertuples()} == {"∅"}
+    names = browser.execute_script("return document.getElementById('main').data.map(t => t.name)")
+    assert any("none found" in n for n in names)
+    scale = browser.execute_script("const t = document.getElementById('main').data[0]; "
+                                   "return [t.zmin, t.zmax]")  # fmt: skip
+    assert scale[0] > 0, "−1 is not on the colour scale"
+    browser.save_screenshot(str(images / "view-scan-critical.png"))
+    Select(browser.find_element("id", "length")).select_by_value("512")  # no critical N past 256
+    codes = browser.execute_script("return document.getElementById('main').data[1].z")
+    assert {v for r in codes for v in r} == {1}
+    names = browser.execute_script("return document.getElementById('main').data.map(t => t.name)")
+    assert any("not computed" in n for n in names)
+    assert _errors(browser) == []
+
+
+def test_the_colour_scale_stays_put_under_filters_unless_asked(browser, scan_page):
+    from selenium.webdriver.support.ui import Select
+
+    page, tables = scan_page
+    _open(browser, page)
+    Select(browser.find_element("id", "metric")).select_by_value("max_weight")
+    heads = tables["heads"]
+    at = heads[heads["length"] == 512]
+
+    def scale():
+        return browser.execute_script(
+            "const t = document.getElementById('main').data[0]; return [t.zmin, t.zmax]"
+        )
+
+    everyone = [at["max_weight"].min(), at["max_weight"].max()]
+    assert scale() == pytest.approx(everyone)
+    Select(browser.find_element("id", "kind-filter")).select_by_visible_text("sink")
+    assert scale() == pytest.approx(everyone)
+    browser.find_element("id", "rescale").click()
+    sink = at[at["kind"] == "sink"]["max_weight"]
+    assert scale() == pytest.approx([sink.min(), sink.max()])
+    assert _errors(browser) == []
+
+
+def test_an_empty_filter_says_so(browser, scan_page, tmp_path):
+    from selenium.webdriver.support.ui import Select
+
+    _, tables = scan_page
+    heads = tables["heads"].assign(flag_dispersing=True)  # every head flagged
+    meta = {"experiment": "scan", "model": {"id": "synthetic"}}
+    page = write_page(tmp_path, "Scan", {**tables, "heads": heads}, meta)
+    _open(browser, page)
+    assert browser.find_element("id", "empty").text == ""
+    Select(browser.find_element("id", "flag-filter")).select_by_value("none")
+    assert "No head at L = 512 matches the filters (not flagged)" in browser.find_element(
+        "id", "empty").text  # fmt: skip
+    notes = browser.execute_script(
+        "return document.getElementById('main').layout.annotations.map(a => a.text)"
+    )
+    assert notes == ["no head matches: not flagged"]
+    assert _errors(browser) == []
+
+
+def test_the_tooltip_is_short_and_flags_never_hide_it(browser, scan_page):
+    """Kind, flags and six numbers with units, no _std rows; a flag mark takes no hover, so
+    hovering a layer-0 head on its mark shows the head's numbers."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    page, tables = scan_page
+    heads = tables["heads"]
+    _open(browser, page)
+    browser.execute_script("document.getElementById('main').data.slice(2).forEach("
+                           "t => { if (t.visible === 'legendonly') t.visible = true; });"
+                           "Plotly.redraw('main')")  # fmt: skip
+    text = browser.execute_script("return document.getElementById('main').data[0].text[0][1]")
+    lines = text.split("<br>")
+    assert len(lines) <= 10 and "_std" not in text and "nats" in text and "%" in text
+    marks = browser.execute_script(
+        "return document.getElementById('main').data.filter(t => t.type === 'scatter' "
+        "&& t.x.length && t.x[0] !== null).map(t => [t.hoverinfo, t.x, t.y])"
+    )
+    assert marks and all(m[0] == "skip" for m in marks)
+    at = heads[(heads["length"] == 512) & (heads["layer"] == 0)]
+    flagged = at[at.filter(like="flag_").any(axis=1)]
+    head = int(flagged["head"].iloc[0])
+    x, y, w, h = browser.execute_script(
+        """const gd = document.getElementById('main'), L = gd._fullLayout;
+        const r = gd.getBoundingClientRect();
+        return [L.xaxis._offset + L.xaxis.l2p(arguments[0]),
+                L.yaxis._offset + L.yaxis.l2p(0), r.width, r.height];""",
+        head,
+    )
+    main = browser.find_element("id", "main")
+    at_mark = (int(x - w / 2), int(y - h / 2))  # the cell's centre, where its flag marks sit
+    ActionChains(browser).move_to_element_with_offset(main, *at_mark).perform()
+    deadline = time.monotonic() + 10
+    label = ""
+    while time.monotonic() < deadline and "max weight" not in label:
+        label = browser.execute_script(
+            "const h = document.querySelector('#main .hoverlayer'); return h ? h.textContent : ''"
+        )
+        time.sleep(0.05)
+    assert f"layer 0, head {head}" in label and "max weight" in label, label
+
+
+def test_the_address_keeps_the_head_metric_and_length(browser, scan_page):
+    from selenium.webdriver.support.ui import Select
+
+    page, _ = scan_page
+    browser.get("about:blank")
+    browser.get(page.resolve().as_uri() + "#layer=2&head=5&metric=max_weight&L=128")
+    deadline = time.monotonic() + 60
+    while not browser.execute_script("return !!(window.attnlimitsView && attnlimitsView.ready)"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    state = browser.execute_script("return attnlimitsView.state")
+    assert (state["metric"], state["length"], state["clicked"]) == (
+        "max_weight", "128", {"layer": 2, "head": 5})  # fmt: skip
+    assert browser.find_element("id", "metric").get_attribute("value") == "max_weight"
+    assert "layer 2, head 5, L = 128" in browser.find_element("id", "tokens").text
+    Select(browser.find_element("id", "length")).select_by_value("512")
+    _click_head(browser, 4, 1)
+    hash_ = browser.execute_script("return location.hash")
+    assert dict(p.split("=") for p in hash_[1:].split("&")) == {
+        "metric": "max_weight", "L": "512", "layer": "4", "head": "1"}  # fmt: skip
+    browser.execute_script("location.hash = '#metric=sink_mass&L=128&layer=1&head=7'")
+    deadline = time.monotonic() + 10  # a link followed on the page opens its view
+    while browser.execute_script("return attnlimitsView.state.clicked")["head"] != 7:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert browser.execute_script("return attnlimitsView.state.metric") == "sink_mass"
     assert _errors(browser) == []
 
 

@@ -12,7 +12,6 @@ from typing import Annotated, Any
 
 import typer
 
-from attnlimits._checks import check_distinct
 from attnlimits.cli._errors import fail
 
 __all__ = [
@@ -66,6 +65,8 @@ _KIND_WORD = {int: ", each a whole number"}
 
 def distinct(values: tuple, flag: str) -> tuple:
     """``values``, or one ``error:`` line naming the ones ``flag`` repeats."""
+    from attnlimits._checks import check_distinct  # torch: not on the path of `view`
+
     try:
         check_distinct(values, flag)
     except ValueError as err:

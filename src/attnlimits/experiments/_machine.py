@@ -10,6 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from attnlimits import _openmp
 from attnlimits.experiments import _allocator
 
 __all__ = ["machine_info", "package_versions"]
@@ -41,7 +42,8 @@ def _cpu_model() -> str:
 def machine_info() -> dict[str, Any]:
     """What the numbers may depend on besides versions: CPU, the vector instructions torch's
     kernels use (``ATEN_CPU_CAPABILITY`` lowers them) and MKL's (``MKL_ENABLE_INSTRUCTIONS``),
-    cores, torch's thread counts (docs/determinism.md measures what each changes)."""
+    cores, torch's thread counts (docs/determinism.md measures what each changes), and how
+    OpenMP's threads wait (:mod:`attnlimits._openmp`)."""
     import torch
 
     return {
@@ -54,4 +56,5 @@ def machine_info() -> dict[str, Any]:
         "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
         "platform": platform.platform(),
         "allocator": _allocator.state(),
+        "openmp_waiting": _openmp.state(),
     }

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import os
 import tempfile
-import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
+from attnlimits._files import TMP_SUFFIX, record, recording
 from attnlimits._paths import inside, open_no_follow, refuse_links
 
 __all__ = [
@@ -43,11 +42,6 @@ MANIFEST = ".attnlimits-files"
 #: The folder lock (``filelock``'s) and the note naming its holder.
 LOCK_NAME = ".attnlimits.lock"
 OWNER_NAME = f"{LOCK_NAME}.owner"
-#: Every temporary file of the store ends so (and starts with a dot).
-TMP_SUFFIX = ".attnlimits-tmp"
-
-_RECORDING: dict[Path, Manifest] = {}  # resolved root -> the manifest of a folder held here
-_GUARD = threading.Lock()
 
 
 def ours_by_name(name: str) -> bool:
@@ -263,35 +257,3 @@ def remove_empty(folders: Iterable[Path]) -> None:
             folder.rmdir()
         except OSError:
             return
-
-
-@contextmanager
-def recording(manifest: Manifest) -> Iterator[None]:
-    """Inside the block, :func:`record` lists in ``manifest`` the files written below its root
-    (by any writer: the store's, ``atomic_write_text``, a checkpoint)."""
-    key = manifest.root.resolve()
-    with _GUARD:
-        _RECORDING[key] = manifest
-    try:
-        yield
-    finally:
-        with _GUARD:
-            if _RECORDING.get(key) is manifest:
-                del _RECORDING[key]
-
-
-def record(path: Path) -> bool:
-    """List ``path`` in the manifest of the innermost folder held by :func:`recording` that
-    holds it (a sweep's cell inside the sweep's folder); whether one does."""
-    resolved, spelled = Path(path).resolve(), Path(path).absolute()
-    with _GUARD:  # as spelled too: a path through a link resolves outside, and is refused
-        roots = [
-            r
-            for r, m in _RECORDING.items()
-            if resolved.is_relative_to(r) or spelled.is_relative_to(m.root.absolute())
-        ]
-        manifest = _RECORDING[max(roots, key=lambda r: len(r.parts))] if roots else None
-    if manifest is None:
-        return False
-    manifest.record(path)
-    return True

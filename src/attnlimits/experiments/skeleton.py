@@ -100,6 +100,9 @@ class Experiment:
     #: per claim, what decides it: (pattern searched in the claim's text, figure names, table
     #: names); report.html links each verdict to them (:data:`attnlimits.view.pages.Evidence`)
     evidence: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
+    #: (tables, meta) -> the views of its own on report.html (:class:`attnlimits.view.Page`);
+    #: None: its presets (:mod:`.presets`)
+    page: Callable[[Any, Any], Any] | None = None
 
 
 def get(name: str) -> Experiment:
@@ -300,10 +303,12 @@ def _report(
         for name, fig in figures.items():
             store.save_figure(fig, name)
         store.write_table(claims, "claims")
-        from attnlimits.view import write_page  # the same tables as an interactive page
+        from attnlimits.experiments.presets import page_of  # the same tables as a page
+        from attnlimits.view import write_page
 
+        page = page_of(experiment.name, experiment.page, tables, meta)
         write_page(store.root, experiment.title, tables, meta, claims, list(figures), sections,
-                   experiment.evidence)  # fmt: skip
+                   experiment.evidence, page)  # fmt: skip
     return write_report(store, experiment.title, claims, list(figures), sections)
 
 

@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import socket
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -31,10 +30,17 @@ from typing import Any
 import filelock
 import pandas as pd
 
-from attnlimits._paths import inside, naming_the_path, open_no_follow, probe_write, refuse_links
+from attnlimits._files import (
+    TMP_SUFFIX,
+    atomic_target,
+    atomic_write_bytes,
+    atomic_write_text,
+    recording,
+)
+from attnlimits._paths import inside, open_no_follow, probe_write, refuse_links
 from attnlimits.experiments import _owned, _parts
 from attnlimits.experiments._machine import machine_info, package_versions
-from attnlimits.experiments._owned import LOCK_NAME, OWNER_NAME, TMP_SUFFIX, Manifest
+from attnlimits.experiments._owned import LOCK_NAME, OWNER_NAME, Manifest
 
 __all__ = [
     "FolderBusyError",
@@ -57,13 +63,6 @@ _LOCK_NAME = LOCK_NAME  # the name tests and older callers know it by
 
 class FolderBusyError(ValueError):
     """Another process holds the results folder (its lock names the process)."""
-
-
-def _file_mode() -> int:
-    """0666 less the process umask: what ``open(path, "w")`` would give (0644 under 022)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
 
 
 def check_out(out: Any, what: str = "out", *, here: bool = False) -> Path:
@@ -115,45 +114,6 @@ def read_run_json(path: Path) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise ValueError(f"{path} holds a JSON {type(meta).__name__}, not a run's record")
     return meta
-
-
-@naming_the_path
-@contextmanager
-def _atomic_target(path: Path, manifest: Manifest | None = None) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; rename it into place if the block succeeds.
-
-    ``path`` is first listed in ``manifest``, or in that of a results folder this process holds
-    that contains it. The temporary is hidden, ends in :data:`TMP_SUFFIX` (so a later run can
-    remove what a killed one left) and gets the mode an ordinary file would get under the user's
-    umask, not ``mkstemp``'s 0600. For writers (pandas, matplotlib) that want a file name.
-    """
-    if manifest is not None:  # listed first, which refuses a link on the way
-        manifest.record(path)
-    elif not _owned.record(path):  # in no results folder held here: not through a link
-        inside(path.parent, path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TMP_SUFFIX)
-    os.close(fd)
-    os.chmod(tmp, _file_mode())
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-
-
-def atomic_write_bytes(path: Path, data: bytes, *, manifest: Manifest | None = None) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and an atomic rename."""
-    with _atomic_target(path, manifest) as tmp:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """:func:`atomic_write_bytes` for UTF-8 text."""
-    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
@@ -242,7 +202,7 @@ class ResultStore:
             self.manifest.refuse_links(self.PLACES if places is None else places)
             self.remove_temporaries()
             self.manifest.prune()
-            with _owned.recording(self.manifest):
+            with recording(self.manifest):
                 yield
         finally:
             if not owner.is_symlink():
@@ -314,7 +274,7 @@ class ResultStore:
     def write_table(self, df: pd.DataFrame, name: str) -> Path:
         """Save ``df`` as ``tables/<name>.parquet`` and ``.csv``; return the parquet path."""
         path = self.root / "tables" / f"{name}.parquet"
-        with _atomic_target(path, self.manifest) as tmp:
+        with atomic_target(path, self.manifest) as tmp:
             df.to_parquet(tmp, index=False)
         csv = df.to_csv(index=False).encode("utf-8")
         atomic_write_bytes(path.with_suffix(".csv"), csv, manifest=self.manifest)
@@ -328,7 +288,7 @@ class ResultStore:
         paths = []
         for ext in ("png", "svg"):
             path = self.root / "figures" / f"{name}.{ext}"
-            with _atomic_target(path, self.manifest) as tmp:
+            with atomic_target(path, self.manifest) as tmp:
                 fig.savefig(tmp, format=ext, dpi=150, bbox_inches="tight")
             paths.append(path)
         return paths
@@ -343,7 +303,7 @@ class ResultStore:
     def save_part(self, stage: str, params: Any, key: str, df: pd.DataFrame) -> None:
         """Save one unit of work atomically under ``parts/<stage>-<hash>/<key>.parquet``, with
         its stage, settings hash and columns in its metadata (:mod:`._parts`)."""
-        with _atomic_target(self._part_path(stage, params, key), self.manifest) as tmp:
+        with atomic_target(self._part_path(stage, params, key), self.manifest) as tmp:
             _parts.write_part(df, tmp, stage, params_hash(params))
 
     def load_part(self, stage: str, params: Any, key: str) -> pd.DataFrame:

@@ -3,7 +3,10 @@
 A page is one file that works offline by double-click: plotly.js (from the installed ``plotly``
 package, the same build ``plotly.io.to_html`` embeds) sits inside it, the data as JSON, and the
 glue of each kind of page as a short script. Figures the report also writes as PNG are linked
-relative to the page (``figures/<name>.png``), so they show wherever the folder is copied.
+relative to the page (``figures/<name>.png``), so they show wherever the folder is copied;
+a figure an interactive plot mirrors is linked, not shown twice. Every table can be sorted,
+filtered, cut to its top 10 by a column and downloaded as CSV (``tables.js``), and every page
+opens with a table of contents of its sections.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import math
 import re
 from collections.abc import Mapping, Sequence, Set
 from functools import lru_cache
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,13 +34,22 @@ body { font-family: system-ui, sans-serif; margin: 1.2em 2em; color: #222; max-w
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
 th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top; }
-th { background: #f3f3f3; position: sticky; top: 0; }
+th { background: #f3f3f3; position: sticky; top: 0; cursor: pointer; }
+th[aria-sort="ascending"]::after { content: " ▲"; }
+th[aria-sort="descending"]::after { content: " ▼"; }
+.tools { display: flex; gap: 0.8em; align-items: center; font-size: 0.85em; margin-top: 0.4em; }
+nav.toc { font-size: 0.9em; border: 1px solid #ddd; padding: 0.3em 1em; display: inline-block; }
+nav.toc ul { margin: 0.2em 0; padding-left: 1.2em; } nav.toc li.sub { display: inline; }
+nav.toc li.sub::after { content: " · "; } nav.toc li.sub:last-child::after { content: ""; }
 .scroll { max-height: 420px; overflow: auto; display: inline-block; max-width: 100%; }
 .controls { display: flex; gap: 1.2em; flex-wrap: wrap; align-items: center; margin: 0.5em 0; }
 .controls label { font-size: 0.9em; }
 .verdict-reproduced { background: #e3f5e1; } .verdict-partly { background: #fff4d6; }
 .verdict-not-reproduced { background: #fbe1e1; } .verdict-not-testable { background: #e8e8f0; }
-.note { color: #555; font-size: 0.9em; } img.fig { max-width: 100%; border: 1px solid #eee; }
+td.verdict-reproduced, td.verdict-partly, td.verdict-not-reproduced, td.verdict-not-testable {
+  border-left: 4px solid #888; }
+.note { color: #555; font-size: 0.9em; }
+img.fig { max-width: 100%; height: auto; border: 1px solid #eee; }
 :target { outline: 3px solid #e0a000; outline-offset: 2px; scroll-margin-top: 2em; }
 .row { display: flex; gap: 1em; flex-wrap: wrap; } .row > div { flex: 1 1 480px; min-width: 0; }
 """
@@ -75,28 +89,74 @@ def _cell(value: Any) -> str:
     return html.escape(str(value))
 
 
+#: A cell that starts with a verdict (the side-by-side's model columns) is coloured as a row.
+_VERDICT = re.compile(r"\W*(reproduced|partly|not reproduced|not testable)\b")
+
+
+def _text(value: Any) -> str:
+    """A cell's text without the tags of its HTML."""
+    return html.unescape(re.sub(r"<[^>]+>", "", str(value))).strip()
+
+
+def _verdict_class(text: str, whole: bool = False) -> str:
+    """The class of a verdict cell (``whole``: a row's verdict column, which colours its row
+    by any value, as the claims tables always did)."""
+    if whole:
+        return f' class="verdict-{html.escape(text.replace(" ", "-"))}"'
+    found = _VERDICT.match(text)
+    return f' class="verdict-{found.group(1).replace(" ", "-")}"' if found else ""
+
+
+def _value(value: Any) -> str:
+    """A float's full value for sorting and CSV, where the cell shows it rounded."""
+    if isinstance(value, (float, np.floating)) and math.isfinite(value):
+        return f' data-v="{float(value)!r}"' if f"{value:.4g}" != repr(float(value)) else ""
+    return ""
+
+
 def table_html(
     df: pd.DataFrame,
     *,
     verdicts: bool = False,
     limit: int = MAX_TABLE_ROWS,
     raw: Set[str] = frozenset(),
+    name: str = "table",
 ) -> str:
-    """``df`` as an HTML table (its first ``limit`` rows); with ``verdicts`` a row is coloured by
-    its ``verdict`` column; the columns ``raw`` hold HTML (links the page wrote), not text."""
+    """``df`` as an HTML table (its first ``limit`` rows) with a filter box, "top 10 by", and
+    a CSV download of the rows shown (``name``: the file's name); with ``verdicts`` a row is
+    coloured by its ``verdict`` column, and a cell that starts with a verdict by it; the
+    columns ``raw`` hold HTML (links the page wrote), not text."""
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    columns = [str(c) for c in df.columns]
+    at = columns.index("verdict") if verdicts and "verdict" in columns else None
     rows = []
     for record in df.head(limit).itertuples(index=False):
-        values = dict(zip(df.columns, record, strict=True))
-        css = ""
-        if verdicts and "verdict" in values:
-            css = f' class="verdict-{str(values["verdict"]).replace(" ", "-")}"'
-        cells = (v if c in raw else _cell(v) for c, v in values.items())
-        rows.append(f"<tr{css}>" + "".join(f"<td>{v}</td>" for v in cells) + "</tr>")
+        css = "" if at is None else _verdict_class(_text(record[at]), whole=True)
+        cells = []
+        for c, v in zip(columns, record, strict=True):
+            tag = _verdict_class(_text(v)) if verdicts and c != "verdict" else ""
+            cells.append(f"<td{tag}{_value(v)}>{v if c in raw else _cell(v)}</td>")
+        rows.append(f"<tr{css}>" + "".join(cells) + "</tr>")
     more = ""
     if len(df) > limit:
         more = f'<p class="note">first {limit} of {len(df)} rows; all in the CSV</p>'
-    return f'<div class="scroll"><table><tr>{head}</tr>{"".join(rows)}</table></div>{more}'
+    numeric = [i for i, t in enumerate(df.dtypes) if pd.api.types.is_numeric_dtype(t)]
+    top = "".join(
+        f'<option value="{i}">{html.escape(str(df.columns[i]))}</option>' for i in numeric
+    )
+    tools = (
+        '<div class="tools"><input type="search" class="t-filter" placeholder="filter rows" '
+        'aria-label="filter rows">'
+        + (f'<label>top 10 by <select class="t-top"><option value="">all rows</option>{top}'
+           "</select></label>" if numeric else '<select class="t-top" hidden></select>')
+        + '<button type="button" class="t-csv">download CSV (rows shown)</button>'
+        '<span class="t-count note"></span></div>'
+    )  # fmt: skip
+    return (
+        f'<div class="tablebox" data-name="{html.escape(name)}">{tools}<div class="scroll">'
+        f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
+        f"</table></div>{more}</div>"
+    )
 
 
 def _inline(text: str) -> str:
@@ -115,16 +175,12 @@ def markdown_html(lines: Sequence[str]) -> str:
     def flush() -> None:
         if table:
             body = [r for r in table if not all(re.fullmatch(r":?-+:?", c) for c in r)]
-            head, rest = body[0], body[1:]
+            head = body[0]
+            rest = [(r + [""] * len(head))[: len(head)] for r in body[1:]]
             out.append(
-                '<div class="scroll"><table><tr>'
-                + "".join(f"<th>{_inline(c)}</th>" for c in head)
-                + "</tr>"
-                + "".join(
-                    "<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in rest
-                )
-                + "</table></div>"
-            )
+                table_html(pd.DataFrame(rest, columns=head).map(_inline), verdicts=True,
+                           raw=set(head), name="section")
+            )  # fmt: skip
             table.clear()
 
     for line in "\n".join(lines).split("\n"):
@@ -147,23 +203,60 @@ def markdown_html(lines: Sequence[str]) -> str:
     return "\n".join(out)
 
 
-def figure_links(names: Sequence[str]) -> str:
-    """The report's static figures (written beside the page), each as an image."""
-    return "\n".join(
-        f'<h3 id="figure-{html.escape(n)}">{html.escape(n)}</h3>'
-        f'<img class="fig" src="figures/{html.escape(n)}.png" '
-        f'alt="{html.escape(n)}" loading="lazy">'
-        for n in names
-    )
+def _size(folder: Path | None, name: str) -> str:
+    """The PNG's width and height as attributes (so that it takes its place before it loads
+    and anchors below it stay put); empty where the file cannot be read."""
+    if folder is None:
+        return ""
+    from PIL import Image  # matplotlib's own dependency; read only for a page with figures
+
+    try:
+        with Image.open(folder / "figures" / f"{name}.png") as image:
+            width, height = image.size
+    except (OSError, ValueError):
+        return ""
+    return f' width="{width}" height="{height}"'
+
+
+def figure_links(
+    names: Sequence[str], mirrored: Mapping[str, str] | None = None, folder: Path | None = None
+) -> str:
+    """The report's static figures (written beside the page in ``folder/figures``), each as an
+    image with its size, or, where an interactive plot mirrors it (``mirrored``: figure name
+    -> the plot's id), as links to that plot and to its PNG and SVG."""
+    mirrored = mirrored or {}
+    out = []
+    for n in names:
+        e = html.escape(n)
+        if n in mirrored:
+            out.append(
+                f'<p id="figure-{e}">{e}: shown as the <a href="#{html.escape(mirrored[n])}">'
+                f'interactive plot</a>; <a href="figures/{e}.png">PNG</a>, '
+                f'<a href="figures/{e}.svg">SVG</a></p>'
+            )
+            continue
+        size = _size(folder, n)
+        out.append(
+            f'<h3 id="figure-{e}">{e}</h3><img class="fig" src="figures/{e}.png" alt="{e}"'
+            f'{size} loading="{"lazy" if size else "eager"}">'
+        )
+    return "\n".join(out)
 
 
 def run_facts(meta: Mapping[str, Any]) -> str:
-    """Model, machine, versions and wall times of the run, as a short list."""
+    """Model, machine, versions and wall times of the run, as a short list; with ``runs``
+    (name -> a run's ``run.json``: runs side by side) one list per run."""
+    runs = meta.get("runs")
+    if isinstance(runs, Mapping) and runs:
+        return "".join(
+            f"<p><b>{html.escape(str(k))}</b></p>{run_facts(v)}" for k, v in runs.items()
+        )
     machine = meta.get("machine", {}) or {}
     versions = meta.get("versions", {}) or {}
     walls = meta.get("wall_time_total_s", {}) or {}
+    model = (meta.get("params") or {}).get("model") or (meta.get("model") or {}).get("id")
     items = [
-        f"experiment: {meta.get('experiment', '?')}",
+        f"experiment: {meta.get('experiment', '?')}" + (f", model {model}" if model else ""),
         f"machine: {machine.get('cpu', '?')}, {machine.get('cores', '?')} cores"
         + (f", GPU {machine['cuda']}" if machine.get("cuda") else ""),
         "versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
@@ -173,11 +266,56 @@ def run_facts(meta: Mapping[str, Any]) -> str:
     return "<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"
 
 
-def document(title: str, body: str, *, scripts: Sequence[str] = ()) -> str:
-    """A whole page: ``body`` after plotly.js; ``scripts`` (whole ``<script>`` elements) last."""
+def _contents(body: str) -> tuple[str, str]:
+    """(``body`` with an id on each h2 and h3 lacking one, the table of contents: its h2s,
+    each with the h3s below it, e.g. tables and figures)."""
+    used: set[str] = set(re.findall(r'\sid="([^"]+)"', body))
+    entries: list[tuple[int, str, str]] = []
+
+    def anchor(match: re.Match[str]) -> str:
+        level, attrs, inner = int(match.group(1)), match.group(2) or "", match.group(3)
+        text = html.escape(_text(re.sub(r"<a\b.*?</a>", "", inner, flags=re.S)))
+        found = re.search(r'\sid="([^"]+)"', attrs)
+        if found:
+            ident = found.group(1)
+        else:
+            base = re.sub(r"[^a-z0-9]+", "-", html.unescape(text).lower()).strip("-") or "part"
+            ident, n = f"s-{base}", 1
+            while ident in used:
+                n += 1
+                ident = f"s-{base}-{n}"
+            used.add(ident)
+            attrs = f'{attrs} id="{ident}"'
+        entries.append((level, ident, text))
+        return f"<h{level}{attrs}>{inner}</h{level}>"
+
+    body = re.sub(r"<h([23])(\s[^>]*)?>(.*?)</h\1>", anchor, body, flags=re.S)
+    items: list[str] = []
+    subs: list[str] = []
+    for level, ident, text in [*entries, (2, "", "")]:
+        if level == 3:
+            subs.append(f'<li class="sub"><a href="#{ident}">{text}</a></li>')
+            continue
+        if items and subs:
+            items[-1] = items[-1].replace("</li>", f"<ul>{''.join(subs)}</ul></li>")
+        subs = []
+        if ident:
+            items.append(f'<li><a href="#{ident}">{text}</a></li>')
+    if not items:
+        return body, ""
+    return body, f'<nav class="toc" id="contents"><b>Contents</b><ul>{"".join(items)}</ul></nav>'
+
+
+def document(title: str, body: str, *, scripts: Sequence[str] = (), plotly: bool = True) -> str:
+    """A whole page: its table of contents, ``body`` after plotly.js (unless not ``plotly``);
+    ``scripts`` (whole ``<script>`` elements) last, then the tables' glue."""
+    body, toc = _contents(body)
+    tables = resources.files("attnlimits.view").joinpath("tables.js").read_text(encoding="utf-8")
+    js = f'<script type="text/javascript">{_plotly_js()}</script>' if plotly else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style>"
-        f'<script type="text/javascript">{_plotly_js()}</script></head>\n'
-        f"<body><h1>{html.escape(title)}</h1>\n{body}\n{''.join(scripts)}</body></html>\n"
+        f"{js}</head>\n"
+        f"<body><h1>{html.escape(title)}</h1>\n{toc}\n{body}\n{''.join(scripts)}"
+        f"<script>{tables}</script></body></html>\n"
     )

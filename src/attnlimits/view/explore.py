@@ -1,22 +1,22 @@
 """Every run's tables as interactive line plots: the kind's own presets, and an explorer.
 
 :func:`explore_data` puts a run's small tables (at most :data:`MAX_ROWS` rows each) on the page
-as columns; ``explore.js`` draws each preset of :data:`~.presets.PRESETS` (layers of lines,
-markers, intervals, shaded training ranges; see :mod:`.presets`) and an explorer in which the
-reader picks the table, x, y and grouping. A kind without presets gets the explorer alone, its
-defaults guessed from the columns (x: a length-like column, lines: the first text column).
+as columns; ``explore.js`` draws each preset the experiment hands over (layers of lines,
+markers, intervals, shaded training ranges; see :mod:`attnlimits.experiments.presets`) and an
+explorer in which the reader picks the table, x, y and grouping. A kind without presets gets
+the explorer alone, its defaults guessed from the columns (x: a length-like column, lines: the
+first text column).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
 import pandas as pd
 
 from attnlimits.view._page import json_script
-from attnlimits.view.presets import PRESETS, derived
 
 __all__ = ["MAX_ROWS", "explore_body", "explore_data", "explore_scripts", "figure_targets"]
 
@@ -25,8 +25,11 @@ __all__ = ["MAX_ROWS", "explore_body", "explore_data", "explore_scripts", "figur
 MAX_ROWS = 5000
 #: Plots one faceted preset makes at most (one per value of its facet column).
 MAX_FACETS = 24
+#: How a facet's column is named in its plots' titles.
+_FACET_LABEL = {"x_source": "x", "e_form": "E form"}
 _INDEX_LIKE = ("layer", "head", "window", "seed", "row", "sequence")  # not what a y shows
 _X_LIKE = ("length", "L", "step", "N", "n", "size", "train_length", "keys", "x")
+_NOT_KEYS = ("name", "edge", "verdict")  # text columns that describe a row, not select it
 
 
 def _table(df: pd.DataFrame) -> dict[str, Any]:
@@ -36,7 +39,10 @@ def _table(df: pd.DataFrame) -> dict[str, Any]:
         str(c): (df[c].astype(float) if str(c) in numeric else df[c].astype(str)).tolist()
         for c in df.columns
     }
-    return {"numeric": numeric, "text": text, "rows": len(df), "data": data}
+    keys = [c for c in text if c not in _NOT_KEYS] + [
+        c for c in numeric if c in _INDEX_LIKE or c in _X_LIKE
+    ]  # what a row is of (a plot that averages rows differing in one says so)
+    return {"numeric": numeric, "text": text, "keys": keys, "rows": len(df), "data": data}
 
 
 def _guess(name: str, table: Mapping[str, Any]) -> tuple[str, str, str, str | None, str] | None:
@@ -63,16 +69,18 @@ def _layer(spec: Mapping[str, Any], shown: Mapping[str, Any]) -> dict[str, Any] 
     if out.get("group") not in t["data"]:  # a run of one arm, say: one line
         out["group"] = None
     out["where"] = {k: v for k, v in (spec.get("where") or {}).items() if k in t["data"]}
-    for key in ("low", "high", "err"):
+    for key in ("low", "high", "err", "count"):
         if key in out and out[key] not in t["numeric"]:
             del out[key]
     return out
 
 
-def _presets(experiment: str, shown: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The kind's presets drawable from ``shown``, a faceted one once per facet value."""
+def _presets(
+    presets: Sequence[Mapping[str, Any]], shown: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The presets drawable from ``shown``, a faceted one once per facet value."""
     out = []
-    for spec in PRESETS.get(experiment, ()):
+    for spec in presets:
         layers = [x for x in (_layer(s, shown) for s in spec["layers"]) if x is not None]
         if not layers:
             continue
@@ -80,15 +88,22 @@ def _presets(experiment: str, shown: Mapping[str, Any]) -> list[dict[str, Any]]:
         base = {**spec, "layers": layers}
         if base.get("shade") not in first:
             base.pop("shade", None)
-        facet = base.pop("facet", None)
-        if facet not in first:
+        facets = base.pop("facet", None)
+        facets = [facets] if isinstance(facets, str) else list(facets or ())
+        facets = [f for f in facets if f in first]
+        if not facets:
             out.append(base)
             continue
-        for value in sorted(set(first[facet]))[:MAX_FACETS]:
+        combos = sorted(set(zip(*(first[f] for f in facets), strict=True)))
+        for values in combos[:MAX_FACETS]:
+            fixed = dict(zip(facets, values, strict=True))
+            label = " · ".join(
+                f"{_FACET_LABEL.get(f, f)}\u00a0=\u00a0{v}" for f, v in fixed.items()
+            )
             out.append(
-                {**base, "title": f"{value}: {base['title']}", "layers": [
-                    {**x, "where": {**x["where"], facet: value}}
-                    if facet in shown[x["table"]]["data"] else x
+                {**base, "title": f"{base['title']} · {label}", "layers": [
+                    {**x, "where": {**x["where"], **{f: v for f, v in fixed.items()
+                                                      if f in shown[x["table"]]["data"]}}}
                     for x in layers
                 ]}
             )  # fmt: skip
@@ -107,14 +122,15 @@ def figure_targets(data: Mapping[str, Any]) -> dict[str, str]:
 
 
 def explore_data(
-    experiment: str,
     tables: Mapping[str, pd.DataFrame],
     names: list[str],
-    meta: Mapping[str, Any] | None = None,
+    presets: Sequence[Mapping[str, Any]] = (),
+    extra: Mapping[str, pd.DataFrame] | None = None,
 ) -> dict[str, Any]:
-    """The tables ``names`` as columns (with the columns :func:`~.presets.derived` adds), the
-    kind's presets whose columns exist, and the explorer's first choice."""
-    extra = derived(experiment, tables, meta or {})
+    """The tables ``names`` as columns (with ``extra``: tables the presets draw that the run's
+    lack, or copies with a column more), the ``presets`` whose columns exist, and the
+    explorer's first choice."""
+    extra = dict(extra or {})
     tables = {**tables, **extra}
     names = [*names, *(n for n in extra if n not in names)]
     shown = {
@@ -125,8 +141,8 @@ def explore_data(
     start = None
     if first:
         start = dict(zip(("table", "x", "y", "group", "title"), first, strict=True))
-    presets = _presets(experiment, shown)
-    return {"tables": shown, "presets": presets, "start": start, "too_big": too_big}
+    drawn = _presets(presets, shown)
+    return {"tables": shown, "presets": drawn, "start": start, "too_big": too_big}
 
 
 def explore_body(data: Mapping[str, Any]) -> str:
@@ -147,7 +163,10 @@ def explore_body(data: Mapping[str, Any]) -> str:
  <label>table <select id="ex-table">{tables}</select></label>
  <label>x <select id="ex-x"></select></label> <label>y <select id="ex-y"></select></label>
  <label>lines by <select id="ex-group"></select></label>
+ <label>and by <select id="ex-and"></select></label>
 </div>
+<p class="note">Rows sharing an x (and a line) are averaged; the note under the title names the
+columns a point pools over: split the lines by them to see each.</p>
 <div id="explore" style="height:420px"></div>
 {note}"""
 

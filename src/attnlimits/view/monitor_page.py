@@ -17,13 +17,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from attnlimits.experiments.store import atomic_write_text
+from attnlimits._files import atomic_write_text
+from attnlimits.view import MONITOR_PAGE
 from attnlimits.view._page import document, json_script
 
 __all__ = ["MONITOR_PAGE", "monitor_data", "monitor_page", "write_monitor_page"]
 
-#: The page's name beside ``attention_monitor.parquet``.
-MONITOR_PAGE = "attention_monitor.html"
 _STATS = ("entropy", "max_weight", "sink_mass", "logit_spread")
 
 

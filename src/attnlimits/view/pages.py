@@ -1,8 +1,9 @@
 """One page per results folder: ``report.html``, beside ``report.md``, from the same tables.
 
-:func:`page_html` builds the page of a run from its tables, claims, sections and ``run.json``;
-kinds with a page of their own (scan) get their interactive views, the others their tables as
-interactive plots (:mod:`.explore`: the kind's presets, e.g. compare's, and an explorer); every
+:func:`page_html` builds the page of a run from its tables, claims, sections and ``run.json``,
+and what its experiment hands over (:class:`Page`: this package knows no experiment): a kind
+with views of its own (the scan's) hands their body and scripts, the others their presets, drawn
+with their tables as interactive plots (:mod:`.explore`: the presets and an explorer); every
 kind gets the claims table, the report's sections, its tables and its static figures.
 
 Each claim row links to what decides it: the experiment's ``evidence`` (its ``EVIDENCE``: claim
@@ -17,39 +18,44 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from attnlimits.experiments.store import atomic_write_text
+from attnlimits._files import atomic_write_text
+from attnlimits.view import PAGE_NAME
 from attnlimits.view._page import document, figure_links, markdown_html, run_facts, table_html
 from attnlimits.view.explore import explore_body, explore_data, explore_scripts, figure_targets
-from attnlimits.view.scan_page import scan_body, scan_data, scan_script
 
-__all__ = ["PAGE_NAME", "Evidence", "page_html", "write_page"]
+__all__ = ["PAGE_NAME", "Evidence", "Page", "page_html", "write_page"]
 
 #: Per claim: (a regular expression searched in its ``claim`` text, the names of the figures
 #: and of the tables that decide it); every entry whose pattern matches adds its links.
 Evidence = Sequence[tuple[str, Sequence[str], Sequence[str]]]
 
-#: The page's name in a results folder.
-PAGE_NAME = "report.html"
-#: Tables too big or too raw to list on a page (they stay in tables/, Parquet and CSV); the
-#: scan's per-length heads table is the heatmap's, its KS tests are long.
-_NOT_LISTED = {"patterns", "windows", "samples", "critical_tests"}
-_SHOWN = {"scan": {"heads"}}
 
+@dataclass(frozen=True)
+class Page:
+    """What an experiment hands the page beyond its tables (all optional).
 
-def _interactive(
-    name: str, tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]
-) -> tuple[str, list[str]]:
-    """(body, scripts) of the kind's own views; empty for a kind without them."""
-    if name == "scan" and "heads" in tables:
-        data = scan_data(tables["heads"], tables.get("patterns"), meta)
-        return scan_body(data), scan_script(data)
-    return "", []
+    ``body`` and ``scripts``: views of its own (HTML, and the ``<script>`` elements that draw
+    them); ``plots``: figure name -> the id of the element on the page that mirrors it (a claim
+    naming that figure links there); ``shown``: tables those views show (not listed again).
+    Without a body, ``presets`` (:mod:`attnlimits.experiments.presets`'s specs) are drawn from
+    the tables and ``derived`` (tables the presets draw that the run's lack). ``unlisted``:
+    tables too big or too raw to list on the page (they stay in tables/, Parquet and CSV).
+    """
+
+    body: str = ""
+    scripts: Sequence[str] = ()
+    plots: Mapping[str, str] = field(default_factory=dict)
+    shown: Set[str] = frozenset()
+    presets: Sequence[Mapping[str, Any]] = ()
+    derived: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    unlisted: Set[str] = frozenset()
 
 
 def _decided_by(
@@ -93,15 +99,20 @@ def page_html(
     figures: Sequence[str] = (),
     sections: Sequence[str] = (),
     evidence: Evidence = (),
+    page: Page | None = None,
+    folder: Path | None = None,
 ) -> str:
-    """The whole page of a run (see the module docstring)."""
+    """The whole page of a run (see the module docstring); ``page``: what its experiment
+    hands over (none: its tables, claims and sections alone); ``folder``: where its figures
+    are (their sizes go on the page)."""
     name = str(meta.get("experiment", ""))
-    body, scripts = _interactive(name, tables, meta)
-    shown = _SHOWN.get(name, set()) if body else set()
-    listed = [t for t in sorted(tables) if t not in _NOT_LISTED | shown and t != "claims"]
-    plots: dict[str, str] = {"heatmaps": "main"} if body else {}
+    page = page or Page()
+    body, scripts = page.body, list(page.scripts)
+    shown = set(page.shown) if body else set()
+    listed = [t for t in sorted(tables) if t not in set(page.unlisted) | shown and t != "claims"]
+    plots: dict[str, str] = dict(page.plots) if body else {}
     if not body:  # a kind without views of its own: its tables as interactive plots
-        explore = explore_data(name, tables, listed, meta)
+        explore = explore_data(tables, listed, page.presets, page.derived)
         body, scripts = explore_body(explore), explore_scripts(explore)
         plots = figure_targets(explore)
     parts = [f'<p class="note">{html.escape(name)} · report.md holds the same claims and '
@@ -112,20 +123,23 @@ def page_html(
             at = list(claims.columns).index("verdict") + 1 if "verdict" in claims else 0
             claims = claims.copy()
             claims.insert(at, "decided by", links)
-        parts += ["<h2>Claims</h2>", table_html(claims, verdicts=True, raw={"decided by"})]
+        parts += [
+            "<h2>Claims</h2>",
+            table_html(claims, verdicts=True, raw={"decided by"}, name="claims"),
+        ]
     parts.append(body)
     if sections:
-        parts += ['<div class="sections">', markdown_html(sections), "</div>"]
+        parts += ["<h2>Report</h2>", '<div class="sections">', markdown_html(sections), "</div>"]
     if listed:
         parts.append("<h2>Tables</h2>")
         for t in listed:
             parts += [
                 f'<h3 id="table-{html.escape(t)}">{html.escape(t)} '
                 f'<a class="note" href="tables/{html.escape(t)}.csv">CSV</a></h3>',
-                table_html(tables[t]),
+                table_html(tables[t], name=t),
             ]
     if figures:
-        parts += ["<h2>Figures (static)</h2>", figure_links(figures)]
+        parts += ["<h2>Figures (static)</h2>", figure_links(figures, plots, folder)]
     parts += ["<h2>Run</h2>", run_facts(meta)]
     return document(title, "\n".join(parts), scripts=scripts)
 
@@ -139,9 +153,11 @@ def write_page(
     figures: Sequence[str] = (),
     sections: Sequence[str] = (),
     evidence: Evidence = (),
+    page: Page | None = None,
 ) -> Path:
     """Write ``root/report.html`` (atomically; listed in the folder's manifest when the folder
     is held, as by the report step). Returns its path."""
     path = Path(root) / PAGE_NAME
-    atomic_write_text(path, page_html(title, tables, meta, claims, figures, sections, evidence))
+    html_text = page_html(title, tables, meta, claims, figures, sections, evidence, page, root)
+    atomic_write_text(path, html_text)
     return path

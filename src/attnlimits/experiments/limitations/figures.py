@@ -19,12 +19,14 @@ from attnlimits import theory
 
 __all__ = ["fig2a", "fig2b", "fig2c", "fig3", "fig4", "figures", "subtitle"]
 
+#: (column, label, colour, line style, marker): each series its own dash and marker, so that
+#: two equal series (E exact and E derived often are) both stay visible.
 _SERIES = (
-    ("distance", "true distance $\\tilde d$ (Eq. 7)", "C0", "-"),
-    ("expectation_exact", "E exact (Eq. 8, Monte Carlo)", "C1", "-"),
-    ("expectation", "E derived (appendix form)", "C2", "--"),
-    ("expectation_main_text", "E printed (main-text form)", "C4", "-."),
-    ("bound", "upper bound (Thm 1.1)", "C3", ":"),
+    ("distance", "true distance $\\tilde d$ (Eq. 7)", "C0", "-", "o"),
+    ("expectation_exact", "E exact (Eq. 8, Monte Carlo)", "C1", "-", "s"),
+    ("expectation", "E derived (appendix form)", "C2", "--", "D"),
+    ("expectation_main_text", "E printed (main-text form)", "C4", "-.", "^"),
+    ("bound", "upper bound (Thm 1.1)", "C3", ":", "v"),
 )
 
 
@@ -64,10 +66,11 @@ def _distance_figure(df: pd.DataFrame, by: str, xlabel: str, title: str) -> Figu
     fig = Figure(figsize=(6, 4.4))
     ax = fig.add_subplot()
     xs = stats.index.to_numpy()
-    for col, label, color, style in _SERIES:
+    for i, (col, label, color, style, marker) in enumerate(_SERIES):
         if col not in cols:
             continue
-        ax.plot(xs, stats[("mean", col)], style, color=color, marker="o", ms=3, label=label)
+        ax.plot(xs, stats[("mean", col)], style, color=color, marker=marker, ms=7 - i, mfc="none",
+                label=label)  # fmt: skip
         if n_win > 1:
             ax.fill_between(xs, stats[("lo", col)], stats[("hi", col)], color=color, alpha=0.15)
     ax.set_xscale("log")
@@ -99,6 +102,12 @@ def fig2b(alg2: pd.DataFrame, meta: Mapping[str, Any] | None = None, x_source: s
 
 
 _FORM_LABEL = {"derived": "derived", "main_text": "printed", "rms": "rms", "exact": "exact"}
+_FORM_STYLE = {
+    "exact": ("s", "-"),
+    "derived": ("D", "--"),
+    "main_text": ("^", "-."),
+    "rms": ("o", ":"),
+}
 
 
 def fig2c(alg3: pd.DataFrame, meta: Mapping[str, Any] | None = None, x_source: str = "") -> Figure:
@@ -120,7 +129,8 @@ def fig2c(alg3: pd.DataFrame, meta: Mapping[str, Any] | None = None, x_source: s
         color, label = colors.get(str(form), "C0"), _FORM_LABEL.get(str(form), str(form))
         sub = sub.sort_values("L")
         found = sub[sub["critical_n"].notna()]
-        ax.plot(found["L"], found["critical_n"], "o-", color=color,
+        marker, dash = _FORM_STYLE.get(str(form), ("o", "-"))
+        ax.plot(found["L"], found["critical_n"], dash, marker=marker, mfc="none", color=color,
                 label=f"E {label}, pooled")  # fmt: skip
         per = single[(single["e_form"] == form) & single["critical_n"].notna()]
         if len(per):

@@ -2,7 +2,8 @@
 
 ``attnlimits reproduce limitations`` with more than one ``--model`` (the default runs
 SmolLM2-135M and MiniLM-L6) runs each model into its own folder under ``--out`` and then
-calls :func:`write_side_by_side`, which reads only the runs' claims tables and ``run.json``.
+calls :func:`write_side_by_side`, which reads only the runs' claims tables, their Alg. 3
+tables (Fig. 2c of every model on the joined page) and ``run.json`` (the page's Run section).
 """
 
 from __future__ import annotations
@@ -79,9 +80,9 @@ def side_by_side(claims: Mapping[str, pd.DataFrame], detail: bool = True) -> pd.
 
 
 def write_side_by_side(out: Path, runs: Mapping[str, Path]) -> Path:
-    """Write ``out/report.md``, ``out/report.html`` and
-    ``out/tables/claims_by_model.{parquet,csv}`` for ``runs`` (model -> results folder of a
-    finished run); return the report's path."""
+    """Write ``out/report.md``, ``out/report.html``, ``out/tables/claims_by_model`` and
+    ``out/tables/alg3`` (the runs' Alg. 3 tables with a ``model`` column), Parquet and CSV,
+    for ``runs`` (model -> results folder of a finished run); return the report's path."""
     store = ResultStore(out)
     with store.lock():  # so the files are listed as attnlimits', and no second writer races
         return _write(store, out, runs)
@@ -104,12 +105,13 @@ def _write(store: ResultStore, out: Path, runs: Mapping[str, Path]) -> Path:
         "the verdict uses.",
         "",
     ]
+    metas = {m: json.loads((d / "run.json").read_text()) for m, d in runs.items()}
     for model, folder in runs.items():
-        meta = json.loads((folder / "run.json").read_text())
-        params = meta.get("params", {})
+        params = metas[model].get("params", {})
+        n = params.get("windows")
         lines.append(
             f"- **{model}**: [{folder.name}/report.md]({folder.name}/report.md), "
-            f"{params.get('windows')} windows of {max(params.get('lengths', [0]))} tokens"
+            f"{n} window{'' if n == 1 else 's'} of {max(params.get('lengths', [0]))} tokens"
         )
     verdicts = side_by_side(claims, detail=False)
     checks = verdicts["role"] == "check"
@@ -130,10 +132,21 @@ def _write(store: ResultStore, out: Path, runs: Mapping[str, Path]) -> Path:
     ]
     path = out / "report.md"
     atomic_write_text(path, "\n".join(lines))
-    from attnlimits.view import write_page  # the same, as a page linking the models' pages
+    from attnlimits.experiments.pages import write_page  # the same, linking the models' pages
 
-    linked = [line.replace("/report.md", "/report.html") for line in lines[2:]]
-    write_page(out, lines[0][2:], {}, {"experiment": "limitations"}, sections=linked)
+    first = lines.index("## Verdicts")  # on the page: the verdicts as its claims table
+    shown = lines[2:first] + lines[first + 4 :]
+    linked = [line.replace("/report.md", "/report.html") for line in shown]
+    alg3 = [
+        pd.read_parquet(d / "tables" / "alg3.parquet").assign(model=m)
+        for m, d in runs.items()
+        if (d / "tables" / "alg3.parquet").is_file()
+    ]  # Fig. 2c of each model, one plot per model and x source
+    tables = {"alg3": pd.concat(alg3, ignore_index=True)} if alg3 else {}
+    for name, df in tables.items():  # the page's table, as every table a page lists
+        store.write_table(df, name)
+    meta = {"experiment": "limitations", "runs": metas}
+    write_page(out, lines[0][2:], tables, meta, verdicts[~checks], sections=linked)
     return path
 
 

@@ -11,6 +11,7 @@ from attnlimits.experiments.scan.compute import compute, critical_table
 from attnlimits.experiments.scan.config import Config
 from attnlimits.experiments.scan.cost import estimate
 from attnlimits.experiments.scan.figures import figures
+from attnlimits.experiments.scan.page import page
 from attnlimits.experiments.scan.taxonomy import FLAGS, KINDS, kinds
 from attnlimits.experiments.skeleton import Experiment
 
@@ -38,4 +39,5 @@ EXPERIMENT = Experiment(
     evidence=EVIDENCE,
     sections=sections,
     estimate=estimate,
+    page=page,
 )

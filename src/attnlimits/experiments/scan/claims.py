@@ -224,7 +224,7 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
             lines.append(f"- **{kind}** ({len(sub)}): {head_list(vals, col)}")
     lines += ["", "## Flagged heads (the papers' guidelines)", ""]
     values = {
-        "critical_n": "critical_n_over_L",
+        "layer_critical_n": "critical_n_over_L",
         "active_set": "support_fraction",
         "dispersing": "dispersion_slope",
         "vanishing_gradient": "jacobian_norm",
@@ -233,9 +233,11 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
     shown = _last_measured(heads, [c for c in values.values() if c in heads and c not in summary])
     table = summary.join(shown, on=["layer", "head"])
     for flag, says in FLAGS.items():
+        if f"flag_{flag}" not in table:  # a run from before the flag (or its name) existed
+            continue
         hit = table[table[f"flag_{flag}"]]
         listed = head_list(hit, values[flag])
-        if flag == "critical_n":  # a property of the layer: its layers, with critical N / L
+        if flag == "layer_critical_n":  # a property of the layer: its layers, with critical N / L
             layers = heads.dropna(subset=["critical_n"]).groupby("layer")["critical_n_over_L"]
             hit_layers = sorted({int(v) for v in hit["layer"]})
             listed = "layers " + (
@@ -246,8 +248,9 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
         lines.append(f"- **{flag}** ({len(hit)} of {len(table)} heads; {says}): {listed}")
     lines += [
         "",
-        f"Rules: the layer's critical N / L > {params.get('critical_fraction', 0.06)}, or the "
-        f"head's exp(H)/L > {params.get('critical_fraction', 0.06)}, at some length; slope "
+        f"Rules: the layer's critical N / L > {ABOUT:g} × {params.get('critical_fraction', 0.06)}"
+        f" (or none found), or the head's exp(H)/L > {params.get('critical_fraction', 0.06)}, "
+        "at some length; slope "
         f"of log max weight vs log L ≤ {DISPERSING_SLOPE}; mean ‖J‖₂ < {VANISHING_JACOBIAN} at "
         "some length; two equal value vectors in some window. Values shown: at the longest "
         "length where measured (critical N / L, exp(H)/L, ‖J‖₂, duplicate keys) or over "

@@ -10,7 +10,9 @@ more forward per window: random tokens repeated once, for the induction score.
 Tables (see :func:`compute`): ``heads`` (one row per layer, head, length: mean and standard
 deviation over the windows, kind and flags), ``head_summary`` (one row per layer and head),
 ``windows`` (one row per window, layer, head, length), ``critical_tests`` (the KS tests) and
-``patterns`` (the first window's sampled rows' weights in key bins, :mod:`.patterns`).
+``patterns`` (the first window's sampled rows' weights in key bins, :mod:`.patterns`),
+``attention_rows`` and ``tokens`` (the first window's tokens as text and a few rows' top-k and,
+at small L, full weights over them, :mod:`.tokens`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from attnlimits.experiments.scan.config import Config, analysed_lengths
 from attnlimits.experiments.scan.heads import band_means, induction_scores, sampled_rows
 from attnlimits.experiments.scan.patterns import pattern_sample
 from attnlimits.experiments.scan.taxonomy import dispersion_slopes, flag_heads, head_kind, kinds
+from attnlimits.experiments.scan.tokens import attention_rows, token_table
 from attnlimits.experiments.store import ResultStore
 
 __all__ = ["METRICS", "NO_INTERFACE", "check_context", "compute", "critical_table", "induction_ids"]
@@ -134,19 +137,22 @@ def critical_table(
     return by_layer, by_model, all_tests
 
 
-def _layer_parts(qkv: LayerQKV, served: tuple[int, ...], cfg: Config) -> dict[str, pd.DataFrame]:
-    heads = band_means(qkv, served, cfg)
+def _layer_parts(
+    qkv: LayerQKV, served: tuple[int, ...], cfg: Config, tokens: bool
+) -> dict[str, pd.DataFrame]:
+    """One layer's parts; ``tokens``: also the rows over the real tokens (the first window)."""
+    parts = {"heads": band_means(qkv, served, cfg)}
+    if tokens:
+        parts["attention_rows"] = pd.concat(
+            [attention_rows(qkv, n) for n in served], ignore_index=True
+        )
     analysed = [n for n in served if n in analysed_lengths(cfg)]
     if not analysed:
-        return {"heads": heads, "samples": pd.DataFrame(), "patterns": pd.DataFrame()}
+        return parts | {"samples": pd.DataFrame(), "patterns": pd.DataFrame()}
     per_head, samples = zip(*(sampled_rows(qkv, n, cfg) for n in analysed), strict=True)
-    heads = heads.merge(pd.concat(per_head), on=["length", "head"], how="left")
+    parts["heads"] = parts["heads"].merge(pd.concat(per_head), on=["length", "head"], how="left")
     patterns = pd.concat([pattern_sample(qkv, n, cfg) for n in analysed], ignore_index=True)
-    return {
-        "heads": heads,
-        "samples": pd.concat(samples, ignore_index=True),
-        "patterns": patterns,
-    }
+    return parts | {"samples": pd.concat(samples, ignore_index=True), "patterns": patterns}
 
 
 def _induction_part(qkv: LayerQKV, cfg: Config) -> dict[str, pd.DataFrame]:
@@ -252,6 +258,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         "heads": [],
         "samples": [],
         "patterns": [],
+        "attention_rows": [],
         "induction": [],
     }
 
@@ -284,8 +291,8 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
 
     with store.timed("scan"):
         for w, length, served in passes:
-            reduce = partial(_layer_parts, served=served, cfg=cfg)
-            stages = ("heads", "samples", "patterns")
+            reduce = partial(_layer_parts, served=served, cfg=cfg, tokens=w == 0)
+            stages = ("heads", "samples", "patterns", *(("attention_rows",) if w == 0 else ()))
             run(f"w{w}-L{length}", stages, ids[w : w + 1, :length], reduce)
         for w in range(n_ind):
             reduce = partial(_induction_part, cfg=cfg)
@@ -300,6 +307,12 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         if len(cat["patterns"]):  # the first window's: a sample to look at (report.html)
             first = cat["patterns"][cat["patterns"]["window"] == 0]
             results["patterns"] = first.drop(columns="window").reset_index(drop=True)
+        if len(cat["attention_rows"]):  # the first window's, over its tokens
+            rows = cat["attention_rows"].drop(columns="window")
+            results["attention_rows"] = rows.sort_values(
+                ["layer", "head", "length", "row", "key"], ignore_index=True
+            )[["layer", "head", "length", "row", "key", "weight", "rank", "keys"]]
+            results["tokens"] = token_table(loaded.tokenizer, ids[0])
     for df in results.values():
         df.insert(0, "model", cfg.model)
     return results

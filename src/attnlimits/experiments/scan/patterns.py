@@ -17,7 +17,7 @@ from attnlimits.capture import LayerQKV
 from attnlimits.experiments.scan.config import Config, band
 from attnlimits.normalizers import softmax
 
-__all__ = ["PATTERN_BINS", "bin_columns", "pattern_sample"]
+__all__ = ["PATTERN_BINS", "bin_columns", "pattern_sample", "row_weights"]
 
 #: Key bins of a stored pattern row (fewer where L is shorter).
 PATTERN_BINS = 64
@@ -28,12 +28,14 @@ def bin_columns(bins: int = PATTERN_BINS) -> list[str]:
     return [f"w{b}" for b in range(bins)]
 
 
-def pattern_sample(qkv: LayerQKV, length: int, cfg: Config) -> pd.DataFrame:
-    """One row per (head, sampled query row): the row's weights over the first ``length`` keys,
-    summed into ``min(PATTERN_BINS, length)`` equal key bins (columns ``w0`` …; the rest NaN),
-    with ``keys``: how many keys the row sees. Batched over heads and rows."""
+def row_weights(
+    qkv: LayerQKV, length: int, rows: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``rows`` query rows evenly spaced over length L's band (the same in every run: no
+    randomness): (their indices ``[R]``, their softmax weights over the first ``length`` keys
+    ``[head, R, L]`` in float64, masked keys exactly 0, and the keep-mask ``[R, L]``)."""
     a, b = band(length, qkv.causal)
-    idx = torch.linspace(a, b - 1, cfg.rows).round().long().unique()
+    idx = torch.linspace(a, b - 1, rows).round().long().unique()
     q = qkv.q[0, :, idx.to(qkv.q.device)].double()  # (head, R, d)
     k = qkv.k[0, qkv.kv_head_of, :length].double()  # (head, L, d)
     scores = q @ k.transpose(-1, -2) * qkv.scaling  # (head, R, L)
@@ -44,6 +46,15 @@ def pattern_sample(qkv: LayerQKV, length: int, cfg: Config) -> pd.DataFrame:
     if qkv.mask is not None:
         keep = keep & qkv.mask[0, 0][idx][:, :length].to(keep.device)
     attn = torch.nan_to_num(softmax(scores, mask=keep).double(), nan=0.0)
+    return idx, attn, keep
+
+
+def pattern_sample(qkv: LayerQKV, length: int, cfg: Config) -> pd.DataFrame:
+    """One row per (head, sampled query row): the row's weights over the first ``length`` keys,
+    summed into ``min(PATTERN_BINS, length)`` equal key bins (columns ``w0`` …; the rest NaN),
+    with ``keys``: how many keys the row sees. Batched over heads and rows."""
+    idx, attn, keep = row_weights(qkv, length, cfg.rows)
+    keys = torch.arange(length, device=attn.device)
     n_bins = min(PATTERN_BINS, length)
     bin_of = keys * n_bins // length  # equal bins of keys, the first holding the sink
     binned = torch.zeros(*attn.shape[:2], n_bins, dtype=attn.dtype, device=attn.device)

@@ -202,8 +202,9 @@ def plot_fit(
     β* = 1/θ* (right) against the entropy H of softmax(e); inputs whose optimum sits on the
     grid's edge are drawn as crosses; black: per-bin median and quartiles of ``bins``. Each
     polynomial on the grid's own lower bound (published and refits) is drawn raw (dashed) and
-    under the listing's rule (solid), as θ = 1/β(H) on the left; refits with θ* raised to
-    the larger lower bound are dotted (raw)."""
+    under the listing's rule (solid), as θ = 1/β(H) on the left, each fit with its own
+    markers (so that one fit never hides another); refits with θ* raised to the larger lower
+    bound are dotted (raw)."""
     fig = Figure(figsize=(11, 4.2))
     ax_t, ax_b = fig.subplots(1, 2)
     edge = points["edge"].astype(str) != ""
@@ -241,8 +242,14 @@ def plot_fit(
                     ax.plot(H, f(raw), ":", color=color, lw=1,
                             label=f"{row['fit']}, θ* ≥ {row['theta_min']:g}")  # fmt: skip
                     continue
-                ax.plot(H, f(raw), "--", color=color, lw=1)
-                ax.plot(H, f(rule), color=color,
+                mark = {
+                    "marker": "osD^v"[int(i) % 5],
+                    "ms": 4,
+                    "mfc": "none",
+                    "markevery": (7 * int(i) % 40, 40),
+                }  # equal curves stay told apart
+                ax.plot(H, f(raw), "--", color=color, lw=1, **mark)
+                ax.plot(H, f(rule), color=color, **mark,
                         label=f"{row['fit']} (MAE in β {row['mae_beta']:.2f})")  # fmt: skip
     for ax, col in ((ax_t, "theta_star"), (ax_b, "beta_star")):
         ax.axvline(threshold, color="0.7", lw=0.8)

@@ -4,8 +4,9 @@
 ``patterns`` sample into the page's data: one layer × head grid per column and length, the
 kind and flags of every head, the sampled rows' weights in key bins. :func:`scan_body` lays
 the page out; ``scan.js`` (beside this module) is the glue that draws it with Plotly and keeps
-the selectors, filters and the clicked head's views in step. :func:`scan` is the notebook's
-view of the same table: a Plotly figure with one heatmap per diagnostic and length.
+the selectors, filters and the clicked head's views in step. :func:`page` hands them to the
+renderer (:class:`attnlimits.view.Page`). :func:`scan` is the notebook's view of the same
+table: a Plotly figure with one heatmap per diagnostic and length.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import pandas as pd
 
 from attnlimits.experiments.scan.figures import HEATMAPS
 from attnlimits.experiments.scan.taxonomy import FLAGS, KINDS
-from attnlimits.view._page import json_script, table_html
+from attnlimits.experiments.scan.token_view import token_data
+from attnlimits.view import Page, json_script, table_html
 
-__all__ = ["KIND_COLORS", "METRICS", "scan", "scan_body", "scan_data", "scan_script"]
+__all__ = ["KIND_COLORS", "METRICS", "page", "scan", "scan_body", "scan_data", "scan_script"]
 
 #: (column, title, colour scale) of the heatmaps, in the selector's order: the report's PNG's
 #: scales (coolwarm as Plotly's reversed RdBu).
@@ -36,6 +38,13 @@ METRICS: tuple[tuple[str, str, str], ...] = (
 #: C3, grey, C2, C8, C1, C0, as the report's PNG).
 KIND_COLORS = ("#d62728", "#404040", "#2ca02c", "#bcbd22", "#ff7f0e", "#1f77b4")
 _KEYS = ("model", "layer", "head", "length", "kind")
+#: Columns where −1 means "no N of the grid passes": drawn as "none found", never on the scale
+#: (column -> the column whose −1 says so).
+_NONE_FOUND = {
+    "critical_n": "critical_n",
+    "critical_n_over_L": "critical_n",
+    "critical_n_model": "critical_n_model",
+}
 
 
 def _grid(df: pd.DataFrame, column: str, layers: list[int], heads: list[int]) -> np.ndarray:
@@ -81,13 +90,20 @@ def _patterns(patterns: pd.DataFrame, layers: list[int], heads: list[int]) -> di
 
 
 def scan_data(
-    heads: pd.DataFrame, patterns: pd.DataFrame | None = None, meta: Mapping[str, Any] | None = None
+    heads: pd.DataFrame,
+    patterns: pd.DataFrame | None = None,
+    meta: Mapping[str, Any] | None = None,
+    attention_rows: pd.DataFrame | None = None,
+    tokens: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """The scan page's data from its ``heads`` table (and ``patterns``, when stored).
+    """The scan page's data from its ``heads`` table (and ``patterns``, ``attention_rows`` and
+    ``tokens``, when stored).
 
     Every numeric column of ``heads`` becomes one layer × head grid per length (NaN where not
-    measured), so hovering can show every number of a head; ``kind`` becomes indices into
-    :data:`KINDS`, each ``flag_*`` column a 0/1 grid.
+    measured: "not computed"), so hovering can show every number of a head; a critical N of −1
+    (no N of the grid passes) becomes NaN there and 1 in ``none`` ("none found"), so it is
+    never a colour of the scale; ``kind`` becomes indices into :data:`KINDS`, each ``flag_*``
+    column a 0/1 grid.
     """
     heads = _check_heads(heads)
     layers = sorted(int(v) for v in heads["layer"].unique())
@@ -103,9 +119,17 @@ def scan_data(
     cells: dict[str, dict[str, np.ndarray]] = {}
     kind: dict[str, Any] = {}
     flagged: dict[str, dict[str, np.ndarray]] = {}
+    none: dict[str, dict[str, np.ndarray]] = {}
     for length in lengths:
         at = heads[heads["length"] == length]
         cells[str(length)] = {c: _grid(at, c, layers, head_ids) for c in numeric}
+        none[str(length)] = {
+            c: (cells[str(length)][by] == -1).astype(int)
+            for c, by in _NONE_FOUND.items()
+            if c in numeric and by in numeric
+        }
+        for c, grid in none[str(length)].items():
+            cells[str(length)][c] = np.where(grid > 0, np.nan, cells[str(length)][c])
         if "kind" in at:
             codes = at.assign(code=at["kind"].map({k: i for i, k in enumerate(kind_names)}))
             grid = _grid(codes, "code", layers, head_ids)  # indices, None where unknown
@@ -135,26 +159,43 @@ def scan_data(
         "kindColors": list(KIND_COLORS),
         "flags": [{"col": c, "name": c[5:], "text": FLAGS.get(c[5:], c[5:])} for c in flag_cols],
         "cells": cells,
+        "none": none,
         "kind": kind,
         "flagged": flagged,
         "patterns": {}
         if patterns is None or patterns.empty
         else _patterns(patterns, layers, head_ids),
+        "tokens": token_data(attention_rows, tokens, layers, head_ids),
     }
 
 
+_STYLE = """<style>
+.tok-text { font-family: ui-monospace, monospace; font-size: 0.85em; line-height: 1.9;
+  white-space: pre-wrap; max-height: 320px; overflow: auto; border: 1px solid #ddd;
+  padding: 4px; }
+.tok { border-radius: 2px; padding: 1px 0; } .tok.query { font-weight: bold; }
+.gap { color: #999; } #thumbs { display: flex; flex-wrap: wrap; gap: 6px; }
+#thumbs figure { margin: 0; text-align: center; font-size: 0.75em; cursor: pointer; }
+#thumbs canvas { width: 96px; height: 48px; image-rendering: pixelated; border: 1px solid #ccc; }
+#thumbs canvas.picked { outline: 2px solid #d62728; } #thumbs p { flex-basis: 100%; }
+#empty { color: #a33; font-weight: bold; }
+</style>"""
+
+
 def scan_body(data: Mapping[str, Any], summary: pd.DataFrame | None = None) -> str:
-    """The page's interactive part: selectors, filters, the heatmap, the clicked head's views."""
+    """The page's interactive part: selectors, filters, the heatmap, the clicked head's views
+    (its tokens, its layer's thumbnails, its pattern, its numbers over L)."""
     lengths = "".join(f'<option value="{n}">{n}</option>' for n in data["lengths"])
     metrics = "".join(f'<option value="{m["col"]}">{m["title"]}</option>' for m in data["metrics"])
     kinds = "".join(f'<option value="{i}">{k}</option>' for i, k in enumerate(data["kinds"]))
     flags = "".join(f'<option value="{f["col"]}">{f["name"]}</option>' for f in data["flags"])
+    layers = "".join(f'<option value="{n}">{n}</option>' for n in data["layers"])
     legend = " ".join(
         f'<span style="color:{c}">■</span> {k}'
         for k, c in zip(data["kinds"], data["kindColors"], strict=True)
     )
     summary_html = "" if summary is None else f"<h2>Heads</h2>{table_html(summary)}"
-    return f"""
+    return f"""{_STYLE}
 <h2>Heads, layer by layer</h2>
 <div class="controls">
  <label>diagnostic <select id="metric">{metrics}
@@ -164,11 +205,23 @@ def scan_body(data: Mapping[str, Any], summary: pd.DataFrame | None = None) -> s
  <label>flag <select id="flag-filter"><option value="">any or none</option>
    <option value="any">flagged</option><option value="none">not flagged</option>{flags}
  </select></label>
+ <label><input type="checkbox" id="rescale"> rescale to the filtered heads</label>
 </div>
-<p class="note">Kinds: {legend}. Flags are drawn as marks (click one in the legend to show
-or hide it; a flag most heads raise starts hidden). Hover a head for every number the scan
-measured at this L; click it for its attention pattern.</p>
+<p class="note">Kinds: {legend}. The colour scale spans every head at this L whatever the
+filters (tick "rescale" to fit it to the heads shown); filtered-out heads are left blank,
+"none found" (no N of the grid passes) and "not computed" (no value at this L) are their own
+marked cells, never a colour of the scale. Flags are drawn as marks (click one in the legend to
+show or hide it; a flag most heads raise starts hidden). Hover a head for its kind, flags and
+key numbers; click it for its tokens, its pattern and every number. The address keeps the
+head, diagnostic and L: copy it to share the view.</p>
+<p id="empty" class="note"></p>
 <div id="main" style="height:{max(420, 18 * len(data["layers"]) + 160)}px"></div>
+<h3>Attention over the tokens</h3>
+<div id="tokens"><p class="note">Click a head to see its sampled query rows over the text.</p>
+</div>
+<h3>Every head of a layer</h3>
+<div class="controls"><label>layer <select id="thumb-layer">{layers}</select></label></div>
+<div id="thumbs"></div>
 <div class="row"><div id="pattern" style="height:420px"></div>
 <div id="lengths-plot" style="height:420px"></div></div>
 <p id="head-note" class="note">Click a head to see its pattern and its numbers over L.</p>
@@ -178,9 +231,27 @@ measured at this L; click it for its attention pattern.</p>
 
 
 def scan_script(data: Mapping[str, Any]) -> list[str]:
-    """The page's scripts: its data, then the glue (``scan.js``)."""
-    glue = resources.files("attnlimits.view").joinpath("scan.js").read_text(encoding="utf-8")
-    return [json_script("SCAN", data), f"<script>{glue}</script>"]
+    """The page's scripts: its data, then the glue (``token_view.js``, ``scan.js``)."""
+    here = resources.files(__package__)
+    return [json_script("SCAN", data)] + [
+        f"<script>{here.joinpath(js).read_text(encoding='utf-8')}</script>"
+        for js in ("token_view.js", "scan.js")
+    ]
+
+
+def page(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> Page:
+    """The scan's views for its page: the heatmaps (mirroring the figure ``heatmaps``) over
+    the ``heads`` table, which the page then does not list again; none without that table."""
+    if "heads" not in tables:
+        return Page()
+    data = scan_data(
+        tables["heads"], tables.get("patterns"), meta,
+        tables.get("attention_rows"), tables.get("tokens"),
+    )  # fmt: skip
+    return Page(
+        scan_body(data), scan_script(data), {"heatmaps": "main"}, {"heads"},
+        unlisted={"attention_rows", "tokens"},  # the token view's: too long to list
+    )  # fmt: skip
 
 
 def _kind_and_flags(data: Mapping[str, Any], length: int) -> np.ndarray:
@@ -202,7 +273,7 @@ def _kind_and_flags(data: Mapping[str, Any], length: int) -> np.ndarray:
 
 
 def scan(heads: pd.DataFrame, metric: str = "entropy_norm", length: int | None = None) -> Any:
-    """A Plotly figure of a scan's ``heads`` table (for a notebook: ``attnlimits.view.scan(df)``).
+    """A Plotly figure of a scan's ``heads`` table (for a notebook: ``scan(df)``).
 
     One layer × head heatmap per diagnostic and length, chosen from the figure's menu (it
     starts at ``metric`` and ``length``, default the longest); hovering a head shows its kind

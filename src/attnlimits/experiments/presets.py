@@ -1,34 +1,47 @@
-"""Each kind's interactive figures (presets), and the columns they draw that its tables lack.
+"""Each kind's interactive figures (presets), the columns they draw that its tables lack, and
+what each kind's page shows beyond its tables (:func:`page_of`, handed to :mod:`attnlimits.view`).
 
 A preset is one plot: a title, the static figure it mirrors (``figure``: the name the report's
 PNG has, so a claim that names that figure links to this plot), and layers; a layer is one
 table's ``y`` against ``x``, one line per value of ``group``, rows sharing an x averaged
 (``raw``: every row a marker instead; ``lines``: no markers), with optional interval columns
-(``low``/``high``) or a symmetric error (``err``), a filter ``where``, a fixed ``name`` and
-``dash``. Options of the plot: ``shade`` (the x range of the first layer's rows where that
-column is true: training sizes or lengths), ``logy``, and ``facet`` (one plot per value of
-that column).
+(``low``/``high``) or a symmetric error (``err``), a filter ``where``, a fixed ``name``,
+``dash`` (a grey dotted reference line), ``symbol`` (a raw layer's marker, coloured as the line
+of its group), ``labels`` (y column -> words, for the lines' names), ``suffix`` (added to
+them) and ``count`` (a column the plot's note sums up as "n per point", e.g. the probes an
+accuracy rests on). Options of the plot: ``shade`` (the x range of
+the first layer's rows where that column is true: training sizes or lengths), ``logy``,
+``xtitle``/``ytitle`` (the axes in words) and ``facet`` (one plot per value of that column, or
+per combination of those columns). Every plot notes under its title the key columns its
+points average over and those fixed on it (``explore.js``), and its lines get distinct
+colours, dashes and markers, so that two equal lines stay visible.
 
 :func:`derived` adds what the figures compute from the tables and ``run.json``: which sizes
 were trained on (*Softmax is not Enough*), its attention profile's top ranks, the App. F
 polynomials as curves (``np.polyval`` of the coefficients table, raw and under the listing's
-rule), the critical N found (−1: none) and the paper's 0.06·L (limitations), chance 1/n (long
+rule), the critical N found (−1: none), where none was found the grid's end N_max, and the
+paper's 0.06·L (limitations), chance 1/n (long
 context).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from attnlimits.normalizers import ENTROPY_THRESHOLD
+from attnlimits.view import Page
 
-__all__ = ["PRESETS", "derived", "layer", "preset"]
+__all__ = ["PRESETS", "UNLISTED", "derived", "layer", "page_of", "preset"]
 
 Spec = dict[str, Any]
+#: Tables too big or too raw to list on a page (they stay in tables/, Parquet and CSV); the
+#: scan's per-length heads table is the heatmap's, its KS tests are long.
+UNLISTED = frozenset({"patterns", "windows", "samples", "critical_tests"})
 #: Ranks of *Softmax is not Enough*'s attention profile put on the page (a full run's profile
 #: holds every rank of every set size, too many rows to plot; its figure shows the top 32).
 TOP_RANKS = 32
@@ -47,14 +60,21 @@ def preset(figure: str, title: str, *layers: Spec, **opts: Any) -> Spec:
 
 
 _DIST = ("distance", "expectation_exact", "expectation", "bound")
+_DIST_LABELS = {
+    "distance": "true distance d̃",
+    "expectation_exact": "E exact (Monte Carlo)",
+    "expectation": "E derived",
+    "bound": "upper bound (Thm 1.1)",
+}
 _SNE_ACC = "accuracy (mean over seeds and test sets) against the set size n, per arm"
 PRESETS: dict[str, tuple[Spec, ...]] = {
     "compare": (
         preset("perplexity_change", "perplexity vs softmax (relative change) against length, "
                "per normaliser",
                layer("summary", "length", "perplexity_change", "normalizer")),
-        preset("accuracy", "retrieval accuracy against length",
-               layer("summary", "length", "accuracy", "normalizer")),
+        preset("accuracy", "retrieval accuracy against length (± 1 s.e. over the probes)",
+               layer("summary", "length", "accuracy", "normalizer", err="accuracy_se",
+                     count="probes"), ytitle="retrieval accuracy"),
         preset("head_entropy", "median head entropy (nats) against length: how each "
                "normaliser shifts it",
                layer("summary", "length", "head_entropy_median", "normalizer")),
@@ -64,17 +84,29 @@ PRESETS: dict[str, tuple[Spec, ...]] = {
                "each normaliser shifts it", layer("heads", "layer", "entropy", "normalizer")),
     ),
     "limitations": (
-        preset("fig2a", "Fig. 2a (Alg. 1): distance d̃ against L at N = 5, with E (Thm 1.2) and "
-               "the bound (Thm 1.1)", layer("alg1", "L", _DIST, "x_source"), logy=True),
+        preset("fig2a", "Fig. 2a (Alg. 1): distance d̃ against L, with E (Thm 1.2) and the "
+               "bound (Thm 1.1); colour: the quantity, dash and marker: the x source",
+               layer("alg1", "L", _DIST, "x_source", labels=_DIST_LABELS), logy=True,
+               ytitle="distance (log scale)", xtitle="sequence length L"),
         preset("fig2b", "Fig. 2b (Alg. 2): distance d̃ against N at L = L_max, with E and the "
-               "bound", layer("alg2", "N", _DIST, "x_source"), logy=True),
-        preset("fig2c", "Fig. 2c (Alg. 3): critical N against L, windows pooled (dotted: the "
-               "paper's 0.06·L)", layer("alg3", "L", "critical_n", "e_form", where={"window": -1}),
-               layer("alg3", "L", "paper_0.06L", name="paper: 0.06·L", dash=True)),
+               "bound; colour: the quantity, dash and marker: the x source",
+               layer("alg2", "N", _DIST, "x_source", labels=_DIST_LABELS), logy=True,
+               ytitle="distance (log scale)", xtitle="selected tokens N"),
+        preset("fig2c", "Fig. 2c (Alg. 3): critical N against L per form of E, windows pooled "
+               "(window −1); dotted: the paper's 0.06·L; triangles: none found (KS rejects up "
+               "to N_max, drawn at N_max)",
+               layer("alg3", "L", "critical_n", "e_form", where={"window": -1}),
+               layer("alg3", "L", "none_found", "e_form", raw=True, where={"window": -1},
+                     suffix=": none found (> N_max)", symbol="triangle-up-open",
+                     labels={"none_found": "N_max (KS rejects up to it)"}),
+               layer("alg3", "L", "paper_0.06L", name="paper: 0.06·L", dash=True),
+               facet=("model", "x_source"), logy=True, ytitle="critical N (log scale)",
+               xtitle="sequence length L"),
         preset("fig3", "Fig. 3 (Alg. 4): N_s/N against N, with Theorem 2's bounds",
-               layer("alg4", "N", ("ratio", "lower", "upper"), "x_source")),
+               layer("alg4", "N", ("ratio", "lower", "upper"), "x_source"),
+               ytitle="N_s/N and its bounds", xtitle="selected tokens N"),
         preset("fig4", "Fig. 4 (Alg. 5): ‖J‖₂ against the temperature T",
-               layer("alg5", "T", "jacobian_norm"), logy=True),
+               layer("alg5", "T", "jacobian_norm"), logy=True, ytitle="‖J‖₂ (log scale)"),
     ),
     "softmax-not-enough": (
         preset("accuracy", _SNE_ACC + " (95 % interval over seeds and test sets; shaded: "
@@ -89,7 +121,8 @@ PRESETS: dict[str, tuple[Spec, ...]] = {
                      name="β* per input"),
                layer("temperature_fit_bins", "entropy_median", "beta_median", low="beta_q25",
                      high="beta_q75", raw=True, name="bin median, quartiles"),
-               layer("temperature_fit_curves", "entropy", "beta", "curve", lines=True), logy=True),
+               layer("temperature_fit_curves", "entropy", "beta", "curve", lines=True), logy=True,
+               ytitle="inverse temperature β*", xtitle="entropy H of softmax(e) (nats)"),
         preset("entropy_vs_temperature", "entropy against the temperature θ, per logit spread "
                "(Prop. 3.2)", layer("entropy_vs_temperature", "T", "entropy", "spread")),
         preset("logit_spread", "logit spread and the Prop. 3.1 bound over training steps",
@@ -163,9 +196,28 @@ def derived(
                 out["temperature_fit_curves"] = curves
     if experiment == "limitations" and {"L", "critical_n"} <= set(tables.get("alg3", {})):
         crit = pd.to_numeric(tables["alg3"]["critical_n"]).astype(float)
-        out["alg3"] = tables["alg3"].assign(  # −1: none found (a lower limit, not a value)
-            critical_n=crit.where(crit > 0), **{"paper_0.06L": 0.06 * tables["alg3"]["L"]}
+        alg3 = tables["alg3"]  # −1 or missing: none found (a lower limit, not a value)
+        n_max = pd.to_numeric(alg3["n_max"]).astype(float) if "n_max" in alg3 else np.nan
+        out["alg3"] = alg3.assign(
+            critical_n=crit.where(crit > 0),
+            none_found=pd.Series(n_max, index=alg3.index).where(~(crit > 0)),
+            **{"paper_0.06L": 0.06 * alg3["L"]},
         )
     if experiment == "long-context" and "accuracy" in tables and "n" in tables["accuracy"]:
         out["accuracy"] = tables["accuracy"].assign(chance=1.0 / tables["accuracy"]["n"])
     return out
+
+
+def page_of(
+    name: str,
+    own: Callable[[Any, Any], Page] | None,
+    tables: Mapping[str, pd.DataFrame],
+    meta: Mapping[str, Any],
+) -> Page:
+    """What the page of a run of kind ``name`` shows beyond its tables: the kind's own views
+    (``own``, its ``Experiment.page``), else its presets and the tables they draw; neither
+    lists the tables of :data:`UNLISTED`."""
+    page = own(tables, meta) if own is not None else Page()
+    if not page.body:
+        page = replace(page, presets=PRESETS.get(name, ()), derived=derived(name, tables, meta))
+    return replace(page, unlisted=frozenset(page.unlisted) | UNLISTED)

@@ -1,0 +1,166 @@
+"""``attnlimits view``'s start-up and server, beyond tests/test_data_safety.py's refusals.
+
+- the command's whole path (the CLI, the page's lookup, the server) imports no torch, scipy,
+  transformers, pandas or matplotlib: it served only after 20–35 s on a busy machine;
+- the icon every browser asks for is answered (204), with no 404 in the server's log;
+- ``attnlimits view A B``: two runs of one kind as one page (claims side by side, both pages
+  in two columns, each run's files under ``/a/`` and ``/b/`` with the same refusals), opened in
+  headless Chromium without console errors; two kinds are refused in one line.
+
+(The listing, dotfile, link and ``..`` refusals: ``test_data_safety.py::
+test_view_serves_the_page_and_what_it_shows_only``; the start-up time: benchmarks/view_start.py.)
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from attnlimits.cli import app
+from attnlimits.cli.view import page_of, pair_server, server
+from attnlimits.experiments.pages import write_page
+from attnlimits.experiments.scan.synthetic import synthetic_scan
+from conftest import REPO
+from test_view_browser import _errors, browser  # noqa: F401 - the browser fixture
+
+HEAVY = ("torch", "scipy", "transformers", "pandas", "matplotlib", "plotly")
+
+
+def _page(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    page = folder / "report.html"
+    page.write_text('<html><body><a href="tables/t.csv">t</a></body></html>', encoding="utf-8")
+    return page
+
+
+def test_the_view_command_imports_no_heavy_library(tmp_path):
+    """The real command, run up to the point where it would serve: the heavy libraries that it
+    has imported by then (none; before: torch and scipy, through ``import attnlimits``)."""
+    _page(tmp_path / "run")
+    code = (
+        "import sys, http.server\n"
+        f"HEAVY = {HEAVY!r}\n"
+        "def serve(self, *args, **kwargs):\n"
+        "    print('LOADED', sorted(m for m in HEAVY if m in sys.modules), flush=True)\n"
+        "http.server.ThreadingHTTPServer.serve_forever = serve\n"
+        "from attnlimits.cli import app\n"
+        "app()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    args = [sys.executable, "-c", code, "view", str(tmp_path / "run"), "--port", "0"]
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    loaded = [line for line in done.stdout.splitlines() if line.startswith("LOADED")]
+    assert loaded == ["LOADED []"], (done.stdout, done.stderr[-2000:])
+
+
+def test_the_server_answers_the_icon_without_an_error(tmp_path, capsys):
+    """``/favicon.ico`` (asked by every browser): 204 and no 404 logged; the page is served."""
+    page = _page(tmp_path / "run")
+    httpd = server(page_of(tmp_path / "run"), "127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        got = {}
+        for path in ("/favicon.ico", "/report.html"):
+            conn = http.client.HTTPConnection("127.0.0.1", httpd.server_address[1], timeout=60)
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            got[path] = (resp.status, resp.read())
+            conn.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=60)
+    assert got["/favicon.ico"] == (204, b"")
+    assert got["/report.html"] == (200, page.read_bytes())
+    log = capsys.readouterr().err
+    assert "favicon" in log and " 404 " not in log and "error" not in log.lower(), log
+
+
+def _get(port: int, path: str) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def _run(folder: Path, kind: str, verdicts: list[str], seed: int) -> Path:
+    """A folder as a run of ``kind`` leaves it: run.json, claims, report.html (a scan's page)."""
+    (folder / "tables").mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"experiment": kind}), encoding="utf-8")
+    claims = pd.DataFrame({"claim": ["(i) one", "(ii) two"], "paper": "-", "measured": [1.0, 2.0],
+                           "rule": "-", "verdict": verdicts})  # fmt: skip
+    claims.to_parquet(folder / "tables" / "claims.parquet")
+    claims.to_csv(folder / "tables" / "claims.csv", index=False)
+    tables = synthetic_scan(3, 4, (16, 32), rows=2, seed=seed)
+    write_page(folder, f"Scan {seed}", tables, {"experiment": "scan"}, claims)
+    (folder / ".env").write_text("SECRET=1", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def pair(tmp_path):
+    a = _run(tmp_path / "a", "scan", ["reproduced", "partly"], 1)
+    b = _run(tmp_path / "b", "scan", ["reproduced", "not reproduced"], 2)
+    httpd = pair_server(page_of(a), page_of(b), "127.0.0.1", 0, ("run A", "run B"))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield a, b, httpd.server_address[1]
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join(timeout=60)
+
+
+def test_view_a_b_serves_both_runs_and_their_claims_side_by_side(pair):
+    a, b, port = pair
+    status, page = _get(port, "/pair.html")
+    assert status == 200 and _get(port, "/") == (200, page)
+    text = page.decode("utf-8")
+    assert 'src="a/report.html"' in text and 'src="b/report.html"' in text
+    row = re.search(r"<tr><td>\(ii\) two</td>(.*?)</tr>", text)
+    assert row and "≠" in row.group(1) and "partly" in row.group(1)
+    assert "not reproduced" in row.group(1)
+    assert _get(port, "/a/report.html") == (200, (a / "report.html").read_bytes())
+    assert _get(port, "/b/report.html") == (200, (b / "report.html").read_bytes())
+    for path in ("/a/.env", "/b/run.json", "/a/", "/a/../b/report.html", "/a/%2e%2e/b/.env",
+                 "/report.html", "/tables/claims.parquet"):  # fmt: skip
+        status, body = _get(port, path)
+        assert status == 404 and b"SECRET" not in body, path
+
+
+def test_view_a_b_refuses_runs_of_two_kinds_in_one_line(tmp_path):
+    a = _run(tmp_path / "a", "scan", ["reproduced", "partly"], 1)
+    b = _run(tmp_path / "b", "compare", ["reproduced", "partly"], 2)
+    result = CliRunner().invoke(app, ["view", str(a), str(b), "--port", "0"])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "a scan run" in lines[0] and "a compare run" in lines[0], lines
+
+
+def test_view_a_b_opens_in_a_browser_without_errors(browser, pair):  # noqa: F811
+    import time
+
+    _, _, port = pair
+    browser.get(f"http://127.0.0.1:{port}/pair.html")
+    deadline = time.monotonic() + 60  # a wait for the pages under load, not a speed limit
+    ready = "return ['page-a', 'page-b'].map(i => { const w = document.getElementById(i)" \
+            ".contentWindow; return !!(w.attnlimitsView && w.attnlimitsView.ready); })"  # fmt: skip
+    while browser.execute_script(ready) != [True, True] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert browser.execute_script(ready) == [True, True]
+    table = browser.find_element("tag name", "table").text
+    assert "partly" in table and "not reproduced" in table
+    assert _errors(browser) == []
