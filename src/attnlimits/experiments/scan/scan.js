@@ -2,7 +2,8 @@
 // filters, the address (#layer=…&head=…&metric=…&L=…) and the clicked head's views in step.
 // Nothing is fetched. Encodings: the colour scale spans every head at this L whatever the
 // filters (unless "rescale" is ticked); filtered-out heads are blank; "none found" and "not
-// computed" are their own marked cells, never a colour of the scale.
+// computed" are their own marked cells, never a colour of the scale. window.attnlimitsView.grids
+// (SCAN itself) is what `attnlimits view A B` aligns (view/pair.js).
 (function () {
   "use strict";
   const D = window.SCAN;
@@ -283,6 +284,7 @@
       draw();
       openHead(h);
     });
-    window.attnlimitsView = { state: state, draw: draw, showHead: showHead, ready: true };
+    window.attnlimitsView = { state: state, draw: draw, showHead: showHead, grids: D,
+      ready: true };
   });
 })();
