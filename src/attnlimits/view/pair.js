@@ -73,10 +73,16 @@
       hovertemplate: "%{customdata}<extra></extra>" };
   }
 
-  function layout(title) {
-    return { title: { text: title, y: 0.97 }, margin: { t: 70, l: 60, r: 20, b: 50 },
-      xaxis: { title: { text: "head" }, dtick: S.heads.length > 16 ? 2 : 1 },
-      yaxis: { title: { text: "layer" }, autorange: "reversed" }, plot_bgcolor: "#eeeeee" };
+  // The title starts below the toolbar (modebar), as on the runs' pages.
+  function layout(title, note) {
+    const text = title + (note ? `<br><span style="font-size:11px;color:#555">${note}</span>` :
+      "");
+    return { title: { text: text, font: { size: 13 }, x: 0, xanchor: "left", xref: "container",
+      y: 1, yref: "container", yanchor: "top", pad: { t: 42, l: 10 } },
+      margin: { t: note ? 88 : 72, l: 60, r: 20, b: 50 },
+      xaxis: { title: { text: "head" }, dtick: S.heads.length > 16 ? 2 : 1, zeroline: false },
+      yaxis: { title: { text: "layer" }, autorange: "reversed", zeroline: false },
+      plot_bgcolor: "#eeeeee" };
   }
 
   function draw() {
@@ -112,11 +118,11 @@
       v === "none" || gb[i][j] === "none" ? "none" : "nc")));
     const heat = { type: "heatmap", name: "B − A", x: S.heads, y: S.layers, z: diff,
       xgap: 1, ygap: 1, zmin: -(m || 1e-9), zmax: m || 1e-9, zmid: 0, zauto: false,
-      colorscale: "RdBu", reversescale: true, text: text, hoverinfo: "text",
+      colorscale: "RdBu", text: text, hoverinfo: "text",  // plotly's RdBu: blue low, red high
       hoverongaps: false, colorbar: { title: { text: "B − A" } } };
     plots.push(Plotly.react("pair-diff", [heat, categories(marks, text)],
-      layout(`B − A: ${meta.title}, L = ${L} (red: B higher; ∅/–: none found or not ` +
-        "computed in A or B)"), { responsive: true }));
+      layout(`B − A: ${meta.title}, L = ${L}`, "red: B higher, blue: A higher; ∅ / –: none " +
+        "found / not computed in A or B, no difference drawn"), { responsive: true }));
     return Promise.all(plots);
   }
 

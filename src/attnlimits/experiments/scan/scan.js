@@ -180,8 +180,8 @@
     $("empty").textContent = kept ? "" : `No head at L = ${L} matches the filters ` +
       `(${filters}): nothing to draw.`;
     const layout = { title: { text: title, y: 0.98 }, margin: { t: 80, l: 60, r: 20, b: 50 },
-      xaxis: { title: { text: "head" }, dtick: D.heads.length > 16 ? 2 : 1 },
-      yaxis: { title: { text: "layer" }, autorange: "reversed" },
+      xaxis: { title: { text: "head" }, dtick: D.heads.length > 16 ? 2 : 1, zeroline: false },
+      yaxis: { title: { text: "layer" }, autorange: "reversed", zeroline: false },
       legend: { orientation: "h", x: 0, y: 1.0, yanchor: "bottom" }, plot_bgcolor: BLANK,
       annotations: kept ? [] : [{ text: `no head matches: ${filters}`, showarrow: false,
         xref: "paper", yref: "paper", x: 0.5, y: 0.5, font: { size: 16, color: "#a33" } }] };
