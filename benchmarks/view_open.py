@@ -20,6 +20,7 @@ Usage::
 
     python benchmarks/view_open.py results/scan/smollm2-135m --repeats 10
     python benchmarks/view_open.py --repeats 5            # the synthetic page only
+    python benchmarks/view_open.py RUN --repeats 3 --no-synthetic  # the run's page only
 """
 
 from __future__ import annotations
@@ -133,6 +134,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="opens per page (default 5)")
     parser.add_argument("--timeout", type=float, default=120.0, help="s per open (default 120)")
     parser.add_argument("--threads", type=int, default=1, help="renderer processes (default 1)")
+    parser.add_argument(
+        "--no-synthetic", action="store_true", help="skip the 32 × 32 × 6 synthetic page"
+    )
     args = parser.parse_args()
     if args.repeats < 1:
         raise SystemExit(f"error: --repeats must be ≥ 1, got {args.repeats}")
@@ -142,7 +146,8 @@ def main() -> None:
         pages = {"reference": _reference_page(Path(tmp) / "reference")}
         if args.run is not None:
             pages["scan"] = _scan_page(args.run, Path(tmp) / "scan")
-        pages["synthetic"] = _synthetic_page(Path(tmp) / "synthetic")
+        if not args.no_synthetic:
+            pages["synthetic"] = _synthetic_page(Path(tmp) / "synthetic")
         driver = _driver(args.threads)
         try:
             for page in pages.values():  # a first open of each: not timed

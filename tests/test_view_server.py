@@ -5,7 +5,9 @@
 - the icon every browser asks for is answered (204), with no 404 in the server's log;
 - ``attnlimits view A B``: two runs of one kind as one page (claims side by side, both pages
   in two columns, each run's files under ``/a/`` and ``/b/`` with the same refusals), opened in
-  headless Chromium without console errors; two kinds are refused in one line.
+  headless Chromium without console errors; two kinds are refused in one line; two scans of
+  different shapes: A's and B's heatmaps on one colour scale (the range of both runs' shared
+  heads), B − A per head equal to the heads tables' difference, what only one run has named.
 
 (The listing, dotfile, link and ``..`` refusals: ``test_data_safety.py::
 test_view_serves_the_page_and_what_it_shows_only``; the start-up time: benchmarks/view_start.py.)
@@ -20,6 +22,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -97,15 +100,19 @@ def _get(port: int, path: str) -> tuple[int, bytes]:
         conn.close()
 
 
-def _run(folder: Path, kind: str, verdicts: list[str], seed: int) -> Path:
-    """A folder as a run of ``kind`` leaves it: run.json, claims, report.html (a scan's page)."""
+def _run(
+    folder: Path, kind: str, verdicts: list[str], seed: int, shape: tuple = (3, 4, (16, 32))
+) -> Path:
+    """A folder as a run of ``kind`` leaves it: run.json, claims, report.html (a scan's page
+    of ``shape``: layers, heads, lengths)."""
     (folder / "tables").mkdir(parents=True)
     (folder / "run.json").write_text(json.dumps({"experiment": kind}), encoding="utf-8")
     claims = pd.DataFrame({"claim": ["(i) one", "(ii) two"], "paper": "-", "measured": [1.0, 2.0],
                            "rule": "-", "verdict": verdicts})  # fmt: skip
     claims.to_parquet(folder / "tables" / "claims.parquet")
     claims.to_csv(folder / "tables" / "claims.csv", index=False)
-    tables = synthetic_scan(3, 4, (16, 32), rows=2, seed=seed)
+    tables = synthetic_scan(*shape, rows=2, seed=seed)
+    tables["heads"].to_parquet(folder / "tables" / "heads.parquet")
     write_page(folder, f"Scan {seed}", tables, {"experiment": "scan"}, claims)
     (folder / ".env").write_text("SECRET=1", encoding="utf-8")
     return folder
@@ -151,8 +158,6 @@ def test_view_a_b_refuses_runs_of_two_kinds_in_one_line(tmp_path):
 
 
 def test_view_a_b_opens_in_a_browser_without_errors(browser, pair):  # noqa: F811
-    import time
-
     _, _, port = pair
     browser.get(f"http://127.0.0.1:{port}/pair.html")
     deadline = time.monotonic() + 60  # a wait for the pages under load, not a speed limit
@@ -164,3 +169,59 @@ def test_view_a_b_opens_in_a_browser_without_errors(browser, pair):  # noqa: F81
     table = browser.find_element("tag name", "table").text
     assert "partly" in table and "not reproduced" in table
     assert _errors(browser) == []
+
+
+def _ready_pair(driver, port: int) -> dict:
+
+    driver.get(f"http://127.0.0.1:{port}/pair.html")
+    _wait(driver, "window.attnlimitsPair && attnlimitsPair.ready")
+    return driver.execute_script("return attnlimitsPair")
+
+
+def _wait(driver, condition: str) -> None:
+    deadline = time.monotonic() + 120  # a wait for the pages under load, not a speed limit
+    while time.monotonic() < deadline:
+        if driver.execute_script(f"return !!({condition})"):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"never true: {condition}; console: {driver.get_log('browser')}")
+
+
+def test_view_a_b_of_two_scans_aligns_heads_and_their_difference(browser, tmp_path):  # noqa: F811
+    """A (3 layers, L = 16, 32) and B (4 layers, L = 16, 32, 64): the heads both have, on one
+    scale, and B − A equal to the tables' difference; layer 3 and L = 64 named as B's only."""
+    a = _run(tmp_path / "a", "scan", ["reproduced", "partly"], 1, (3, 4, (16, 32)))
+    b = _run(tmp_path / "b", "scan", ["reproduced", "partly"], 2, (4, 4, (16, 32, 64)))
+    httpd = pair_server(page_of(a), page_of(b), "127.0.0.1", 0, ("run A", "run B"))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        pair = _ready_pair(browser, httpd.server_address[1])
+        assert pair["grids"] and pair["shared"]["layers"] == [0, 1, 2]
+        assert pair["shared"]["lengths"] == ["16", "32"], pair["shared"]
+        note = browser.find_element("id", "pair-shared").text
+        assert "layers 3 only in B" in note and "lengths L = 64 only in B" in note, note
+        browser.execute_script(
+            "attnlimitsPair.state.metric = 'max_weight'; attnlimitsPair.state.length = '16';"
+            "attnlimitsPair.draw().then(() => { window.drawn = true; });"
+        )
+        _wait(browser, "window.drawn === true")
+        got = browser.execute_script(
+            "return ['pair-a', 'pair-b', 'pair-diff'].map(i => {"
+            " const t = document.getElementById(i).data[0];"
+            " return {z: t.z, zmin: t.zmin, zmax: t.zmax}; })"
+        )
+        assert _errors(browser) == []
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=60)
+    ha, hb = (pd.read_parquet(r / "tables" / "heads.parquet") for r in (a, b))
+    va, vb = (h[(h["length"] == 16) & (h["layer"] < 3)].set_index(["layer", "head"])["max_weight"]
+              for h in (ha, hb))  # fmt: skip
+    both = pd.concat([va, vb])
+    for side in got[:2]:  # one scale: the range of both runs' shared heads
+        assert (side["zmin"], side["zmax"]) == pytest.approx((both.min(), both.max()))
+    diff = got[2]["z"]
+    for (layer, head), value in (vb - va).items():
+        assert diff[layer][head] == pytest.approx(value, rel=1e-12, abs=1e-15), (layer, head)

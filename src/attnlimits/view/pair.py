@@ -1,15 +1,20 @@
-"""Two runs of one kind on one page (``attnlimits view A B``): their claims side by side, then
-their own pages in two columns.
+"""Two runs of one kind on one page (``attnlimits view A B``): their claims side by side, their
+heads on one colour scale with the difference, then their own pages in two columns.
 
 :func:`pair_html` takes each run's label, the URL of its page (served beside this one) and
 its claims table; it knows no experiment. Claims are matched by their text (the
 k-th row of a claim in A with the k-th in B); a claim one run lacks shows "–" on that side.
+Where both pages expose layer × head grids (``window.attnlimitsView.grids``, as the scan's
+page does), ``pair.js`` draws A and B on one colour scale and B − A per diagnostic and L,
+heads matched by (layer, head), on what both runs have, and names what only one has; it reads
+the grids from the two pages in the browser, so serving the pair reads no table of heads.
 """
 
 from __future__ import annotations
 
 import html
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 import pandas as pd
@@ -60,6 +65,20 @@ def _claims(a: pd.DataFrame, b: pd.DataFrame) -> str:
     return table_html(joined, limit=len(joined), raw=raw)
 
 
+#: The heads of both runs, filled by pair.js (removed where the pages have no grids).
+_GRIDS = """<div id="pair-grids">
+<h2 id="pair-grids-title">Heads, A and B on one scale, and B − A</h2>
+<div class="controls">
+ <label>diagnostic <select id="pair-metric"></select></label>
+ <label>length L <select id="pair-length"></select></label>
+</div>
+<p id="pair-shared" class="note">Waiting for both pages ...</p>
+<div class="row"><div id="pair-a" style="height:460px"></div>
+<div id="pair-b" style="height:460px"></div></div>
+<div id="pair-diff" style="height:460px"></div>
+</div>"""
+
+
 def pair_html(kind: str, a: Side, b: Side) -> str:
     """The page of the pair (see the module docstring)."""
     parts = [
@@ -79,5 +98,8 @@ def pair_html(kind: str, a: Side, b: Side) -> str:
         'style="width:100%;height:85vh;border:1px solid #ccc"></iframe></div>'
         for tag, side in (("A", a), ("B", b))
     )
-    parts.append(f'<div class="row">{columns}</div>')
-    return document(f"{a.label} vs {b.label}", "\n".join(parts), plotly=False)
+    parts += [_GRIDS, f'<div class="row">{columns}</div>']
+    glue = resources.files(__package__).joinpath("pair.js").read_text(encoding="utf-8")
+    return document(
+        f"{a.label} vs {b.label}", "\n".join(parts), scripts=[f"<script>{glue}</script>"]
+    )

@@ -2,7 +2,8 @@
 // filters, the address (#layer=…&head=…&metric=…&L=…) and the clicked head's views in step.
 // Nothing is fetched. Encodings: the colour scale spans every head at this L whatever the
 // filters (unless "rescale" is ticked); filtered-out heads are blank; "none found" and "not
-// computed" are their own marked cells, never a colour of the scale.
+// computed" are their own marked cells, never a colour of the scale. window.attnlimitsView.grids
+// (SCAN itself) is what `attnlimits view A B` aligns (view/pair.js).
 (function () {
   "use strict";
   const D = window.SCAN;
@@ -179,8 +180,8 @@
     $("empty").textContent = kept ? "" : `No head at L = ${L} matches the filters ` +
       `(${filters}): nothing to draw.`;
     const layout = { title: { text: title, y: 0.98 }, margin: { t: 80, l: 60, r: 20, b: 50 },
-      xaxis: { title: { text: "head" }, dtick: D.heads.length > 16 ? 2 : 1 },
-      yaxis: { title: { text: "layer" }, autorange: "reversed" },
+      xaxis: { title: { text: "head" }, dtick: D.heads.length > 16 ? 2 : 1, zeroline: false },
+      yaxis: { title: { text: "layer" }, autorange: "reversed", zeroline: false },
       legend: { orientation: "h", x: 0, y: 1.0, yanchor: "bottom" }, plot_bgcolor: BLANK,
       annotations: kept ? [] : [{ text: `no head matches: ${filters}`, showarrow: false,
         xref: "paper", yref: "paper", x: 0.5, y: 0.5, font: { size: 16, color: "#a33" } }] };
@@ -283,6 +284,7 @@
       draw();
       openHead(h);
     });
-    window.attnlimitsView = { state: state, draw: draw, showHead: showHead, ready: true };
+    window.attnlimitsView = { state: state, draw: draw, showHead: showHead, grids: D,
+      ready: true };
   });
 })();
