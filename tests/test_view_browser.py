@@ -67,8 +67,9 @@ def _browser() -> tuple[str, str] | str:
     return chromium, driver
 
 
-@pytest.fixture(scope="module")
-def browser():
+def _chrome(prefs: dict | None = None):
+    """A headless Chromium driver logging the console (skips the test, naming what is missing,
+    without one); ``prefs``: Chromium's preferences (e.g. where downloads go)."""
     found = _browser()
     if isinstance(found, str):
         pytest.skip(found)
@@ -82,7 +83,14 @@ def browser():
         options.add_argument(arg)
     options.binary_location = found[0]
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(found[1]), options=options)
+    if prefs:
+        options.add_experimental_option("prefs", prefs)
+    return webdriver.Chrome(service=Service(found[1]), options=options)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    driver = _chrome()
     yield driver
     driver.quit()
 

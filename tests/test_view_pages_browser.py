@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 from attnlimits.experiments.pages import write_page
-from test_view_browser import _browser, _compare_like, _errors, _open
+from test_view_browser import _chrome, _compare_like, _errors, _open
 
 
 @pytest.fixture(scope="module")
@@ -33,24 +33,9 @@ def downloads(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def chrome(downloads):
-    found = _browser()
-    if isinstance(found, str):
-        pytest.skip(found)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1300,1100", "--allow-file-access-from-files"):  # fmt: skip
-        options.add_argument(arg)
-    options.binary_location = found[0]
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    options.add_experimental_option(
-        "prefs",
-        {"download.default_directory": str(downloads), "download.prompt_for_download": False},
+    driver = _chrome(
+        {"download.default_directory": str(downloads), "download.prompt_for_download": False}
     )
-    driver = webdriver.Chrome(service=Service(found[1]), options=options)
     driver.execute_cdp_cmd(
         "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
     )
