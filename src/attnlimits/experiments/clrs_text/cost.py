@@ -27,7 +27,9 @@ __all__ = ["estimate", "scaling", "thirty"]
 
 #: s per token (as :func:`_text_bytes` counts them) and layer at width 64, one thread: the
 #: median 103 ms (softmax) and 123 ms (adaptive) per step of batch 32 in the default run
-#: (3 algorithms at lengths 4 and 5, 3,000 steps, two units side by side; 2026-11-26, AVX2)
+#: (3 algorithms at lengths 4 and 5, 3,000 steps, two units side by side; 2026-11-26, AVX2);
+#: counted per token of the padded batch, they predict 516 ms a step of the trace-format
+#: default, whose first units measured 488 and 491 ms (2026-11-27, AVX2)
 _TOKEN_LAYER = {"softmax": 2.0e-5, "other": 2.4e-5}
 _DECODE = 1.5e-3  # s per decoded answer byte and question (batched, cached), per layer
 _GENERATE = 2.0e-3  # s per generated question
