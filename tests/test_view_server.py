@@ -15,7 +15,6 @@ test_view_serves_the_page_and_what_it_shows_only``; the start-up time: benchmark
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import re
@@ -34,6 +33,7 @@ from attnlimits.cli.view import page_of, pair_server, server
 from attnlimits.experiments.pages import write_page
 from attnlimits.experiments.scan.synthetic import synthetic_scan
 from conftest import REPO
+from test_data_safety import _get
 from test_view_browser import _errors, browser  # noqa: F401 - the browser fixture
 
 HEAVY = ("torch", "scipy", "transformers", "pandas", "matplotlib", "plotly")
@@ -73,13 +73,8 @@ def test_the_server_answers_the_icon_without_an_error(tmp_path, capsys):
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
-        got = {}
-        for path in ("/favicon.ico", "/report.html"):
-            conn = http.client.HTTPConnection("127.0.0.1", httpd.server_address[1], timeout=60)
-            conn.request("GET", path)
-            resp = conn.getresponse()
-            got[path] = (resp.status, resp.read())
-            conn.close()
+        url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        got = {path: _get(url, path) for path in ("/favicon.ico", "/report.html")}
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -88,16 +83,6 @@ def test_the_server_answers_the_icon_without_an_error(tmp_path, capsys):
     assert got["/report.html"] == (200, page.read_bytes())
     log = capsys.readouterr().err
     assert "favicon" in log and " 404 " not in log and "error" not in log.lower(), log
-
-
-def _get(port: int, path: str) -> tuple[int, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    try:
-        conn.request("GET", path)
-        resp = conn.getresponse()
-        return resp.status, resp.read()
-    finally:
-        conn.close()
 
 
 def _run(
@@ -133,18 +118,19 @@ def pair(tmp_path):
 
 def test_view_a_b_serves_both_runs_and_their_claims_side_by_side(pair):
     a, b, port = pair
-    status, page = _get(port, "/pair.html")
-    assert status == 200 and _get(port, "/") == (200, page)
+    url = f"http://127.0.0.1:{port}"
+    status, page = _get(url, "/pair.html")
+    assert status == 200 and _get(url, "/") == (200, page)
     text = page.decode("utf-8")
     assert 'src="a/report.html"' in text and 'src="b/report.html"' in text
     row = re.search(r"<tr><td>\(ii\) two</td>(.*?)</tr>", text)
     assert row and "≠" in row.group(1) and "partly" in row.group(1)
     assert "not reproduced" in row.group(1)
-    assert _get(port, "/a/report.html") == (200, (a / "report.html").read_bytes())
-    assert _get(port, "/b/report.html") == (200, (b / "report.html").read_bytes())
+    assert _get(url, "/a/report.html") == (200, (a / "report.html").read_bytes())
+    assert _get(url, "/b/report.html") == (200, (b / "report.html").read_bytes())
     for path in ("/a/.env", "/b/run.json", "/a/", "/a/../b/report.html", "/a/%2e%2e/b/.env",
                  "/report.html", "/tables/claims.parquet"):  # fmt: skip
-        status, body = _get(port, path)
+        status, body = _get(url, path)
         assert status == 404 and b"SECRET" not in body, path
 
 
