@@ -47,8 +47,9 @@ def setup_table(meta: Mapping[str, Any]) -> pd.DataFrame:
              "paper B: all thirty; ours: a search, a sort and a graph task (bfs: the shortest "
              "graph traces) that fit two CPU cores"),
         _row("one model", "one model per arm and seed, trained on every algorithm together",
-             "ours", "§4.2: \"fine-tune Gemma 2B models ... on the thirty algorithmic execution "
-             "tasks\"; one model over all the tasks (not one per task) is our reading"),
+             "ours", "§4.2: \"fine-tune Gemma 2B models (Gemma Team et al., 2024) on the thirty "
+             "algorithmic execution tasks in CLRS-Text\"; one model over all the tasks (not one "
+             "per task) is our reading"),
         _row("training lengths",
              "CLRS-Text's per algorithm (4 to 31)" if paper_lengths else ", ".join(map(str, train)),
              "ours",
