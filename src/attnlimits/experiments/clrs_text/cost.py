@@ -18,10 +18,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import replace
 
+import numpy as np
+
 from attnlimits.experiments import budget
 from attnlimits.experiments.clrs_text.compute import workers
 from attnlimits.experiments.clrs_text.config import Config
 from attnlimits.experiments.clrs_text.data import ALGORITHMS
+from attnlimits.experiments.clrs_text.model import MICRO_BATCHES
 
 __all__ = ["estimate", "scaling", "thirty"]
 
@@ -107,9 +110,7 @@ def estimate(cfg: Config) -> budget.Estimate:
     """Peak memory and wall time of ``cfg``'s run."""
     train, test = cfg.split_lengths()
     scale = (cfg.width / 64) ** 2 * cfg.layers * (60.0 if cfg.model != "tiny" else 1.0)
-    # a batch is padded to its longest text: with the algorithms and lengths equally likely, a
-    # batch of 32 nearly always holds one at the longest training length (measured: 488 ms a
-    # step in the trace-format default of 2026-11-27, where the mean text predicted 225 ms)
+    # a step runs as micro-batches, each padded to its own longest text (model.step_gradients)
     seconds, mean_bytes = 0.0, _padded_train_bytes(cfg)
     for arm in cfg.arms:
         per_token = _TOKEN_LAYER["softmax" if arm == "softmax" else "other"] * scale
@@ -147,10 +148,21 @@ def estimate(cfg: Config) -> budget.Estimate:
     return budget.estimate(what, seconds, memory, device=cfg.device)
 
 
-def _padded_train_bytes(cfg: Config) -> float:
-    """:func:`_text_bytes` of the longest training text (what a batch is padded to)."""
+def _padded_train_bytes(cfg: Config, draws: int = 512) -> float:
+    """Mean tokens per text of a training step once padded: the step's ``batch`` texts
+    (algorithms, then their lengths, equally likely; :func:`_text_bytes`) sorted and split into
+    :data:`.model.MICRO_BATCHES` micro-batches, each padded to its longest, over ``draws``
+    simulated steps (a fixed seed, so the estimate is one number)."""
     train, _ = cfg.split_lengths()
-    return max(_text_bytes(a, max(ns), cfg.format) for a, ns in train.items())
+    cells = np.array([[_text_bytes(a, n, cfg.format) for n in ns] for a, ns in train.items()],
+                     dtype=object)  # fmt: skip
+    rng = np.random.default_rng(0)
+    algo = rng.integers(len(cells), size=(draws, cfg.batch))
+    pick = rng.random((draws, cfg.batch))
+    size = np.sort(np.vectorize(lambda a, u: cells[a][int(u * len(cells[a]))])(algo, pick), 1)
+    parts = np.array_split(size, min(MICRO_BATCHES, cfg.batch), axis=1)
+    padded = sum(part.max(1) * part.shape[1] for part in parts)
+    return float(padded.mean() / cfg.batch)
 
 
 def _mean_test_bytes(cfg: Config) -> float:
