@@ -19,10 +19,11 @@ COMBINE = [
     ([P, N], N),
     ([R, P, R], P),
     ([P], P),
-    ([R, NT], R),  # not testable ones are left out
+    ([R, NT], P),  # not testable ones are left out, and the finding is then at most partly
     ([N, NT], N),
     ([P, NA], P),  # n/a ones too
-    ([R, NA, NT], R),
+    ([R, NA, NT], P),
+    ([R, NA], P),
     ([NT], NT),
     ([NT, NT], NT),
     ([NT, NA], NT),  # none judged: not testable if any headline was

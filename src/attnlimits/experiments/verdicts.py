@@ -13,8 +13,9 @@ shown in their own table and never evidence for a finding.
 
 **The finding rule** (:func:`combine`, on the headline verdicts alone): all reproduced →
 reproduced; any not reproduced → not reproduced; otherwise partly. Not-testable and n/a
-headlines are left out (and named); when none is left: not testable if any headline was not
-testable, else n/a.
+headlines are left out (and named), and a finding with one left out is at most partly: a part
+of it was not tested; when none is left: not testable if any headline was not testable, else
+n/a.
 
 **Pooled, then parts.** A verdict is judged on the pooled statistic (windows, seeds pooled) with
 its interval; :func:`agreement` says how many parts (windows, seeds) alone give the same verdict,
@@ -65,8 +66,8 @@ FINDING = "finding"  # the role column of a finding's own row
 
 RULE = (
     "from its headline statements alone: all reproduced → reproduced; any not reproduced → "
-    "not reproduced; else partly (not testable and n/a ones left out; none left: not testable "
-    "if any was, else n/a)"
+    "not reproduced; else partly (not testable and n/a ones left out, and then at most partly; "
+    "none left: not testable if any was, else n/a)"
 )
 
 Row = dict[str, str]
@@ -83,7 +84,8 @@ def combine(headlines: Iterable[str]) -> str:
         return NOT_TESTABLE if NOT_TESTABLE in given else NA
     if NOT in judged:
         return NOT
-    return REPRODUCED if all(v == REPRODUCED for v in judged) else PARTLY
+    whole = len(judged) == len(given) and all(v == REPRODUCED for v in judged)
+    return REPRODUCED if whole else PARTLY
 
 
 def agreement(pooled: str, parts: Sequence[str], unit: str = "window") -> str:

@@ -7,7 +7,8 @@ RESULTS is the folder of ``attnlimits reproduce clrs-text``. :func:`extract` tak
 tables the doc shows from the run's tables (what was run, the learning rates chosen, exact match
 per arm, algorithm and length with the baselines, per-seed accuracies, the pooled paired
 comparison per regime, the claims) and writes them as CSV under ``--data``; :func:`render` turns
-them into Markdown blocks, which replace the doc's blocks between ``<!-- generated: NAME -->``
+them into Markdown blocks (and the default's set-up table, from the code's labels), which
+replace the doc's blocks between ``<!-- generated: NAME -->``
 and ``<!-- /generated: NAME -->`` (the markers of paper A's doc, :mod:`..limitations.doc`).
 ``tests/test_clrs_text_doc.py`` renders the committed CSVs and checks that the doc holds exactly
 those blocks, so the doc and the saved run's tables cannot drift apart. The trace-length table
@@ -17,15 +18,18 @@ those blocks, so the doc and the saved run's tables cannot drift apart. The trac
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from attnlimits.experiments.clrs_text.config import Config
+from attnlimits.experiments.clrs_text.setup import setup_table
 from attnlimits.experiments.report import block, fill, markdown_table
 
-__all__ = ["block", "extract", "fill", "load", "main", "render", "save"]
+__all__ = ["block", "default_setup", "extract", "fill", "load", "main", "render", "save"]
 
 Data = dict[str, pd.DataFrame]
 _RUN_KEYS = ("preset", "format", "algorithms", "train_lengths", "test_lengths", "seeds", "steps",
@@ -104,7 +108,15 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
         "clrs-paired": markdown_table(data["paired"]),
         "clrs-claims": markdown_table(data["claims"]),
         "clrs-trace-lengths": _lengths(data["trace_lengths"]),
+        "clrs-setup": default_setup(),
     }
+
+
+def default_setup() -> str:
+    """The set-up table (:func:`.setup.setup_table`) of the default run, as its report prints
+    it: the labels live in one place, the code."""
+    params = json.loads(json.dumps(dataclasses.asdict(Config())))
+    return markdown_table(setup_table({"params": params}))
 
 
 def _lengths(lengths: pd.DataFrame) -> str:

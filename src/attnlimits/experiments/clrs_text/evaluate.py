@@ -2,23 +2,32 @@
 
 **Seeds are the unit.** A seed is one trained model; the test questions are nested within it
 (every seed answers the same questions). Inference is over seeds: an arm's accuracy interval is
-mean ± t₀.₉₇₅,ₙ₋₁ · sd / √n over the n per-seed accuracies (``ci_seeds_*``), and the paired
-comparison of two arms is the per-seed accuracy difference (arm − baseline, same seed index,
-same questions), with the same t-interval over seeds and the two-sided one-sample t-test's p
-(:func:`seed_t`, :mod:`scipy.stats`). Wilson's 95 % score interval of the pooled answers
-(``ci_samples_*``) and the per-question counts (``wins``: questions only the arm answers,
+mean ± t₀.₉₇₅,ₙ₋₁ · sd / √n over the n per-seed accuracies (``ci_seeds_*``). The paired
+comparison of two arms is the mean over seeds of the per-seed accuracy difference (arm −
+baseline, same seed index, same questions), with a 95 % interval that counts both sources of
+chance (:func:`paired_interval`): the spread of the n seeds, and the sampling of the Q test
+questions, which every seed shares (so more seeds do not shrink it):
+mean ± t₀.₉₇₅,ν · √(sd²/n + var_q/Q), var_q the variance over questions of each question's
+difference averaged over seeds, ν the Welch–Satterthwaite degrees of freedom of the two
+variance estimates (ours: two equal seeds no longer give an interval of width 0; conservative,
+since the seed × question interaction counts in both terms).
+Fewer than :data:`MIN_SEEDS` seeds decide nothing. Wilson's 95 % score interval of the pooled
+answers (``ci_samples_*``) and the per-question counts (``wins``: questions only the arm answers,
 ``losses``: only the baseline) treat every (seed, question) pair as independent: they are
 description only and decide nothing.
 
 **Trivial baselines** (:func:`baseline_table`, per algorithm and length): ``chance``, always
-giving the most common test answer, and ``uniform``, a guess drawn uniformly over the answer's
+giving the most common answer of the test split itself (the best constant answer in hindsight,
+so biased upwards: a conservative bar; out of distribution no training questions exist at that
+length to take it from), and ``uniform``, a guess drawn uniformly over the answer's
 format (our reading: every integer among the length's n indices, every float among the 10³
 values of three decimals in [0, 1)); both for the whole answer and for the result only
 (``*_result``). ``baseline`` is the larger of the two.
 
-**Testable.** At a length where both arms' intervals over seeds reach ``baseline``, i.e.
-neither lower end is above it, nothing could be told apart: that length is ``testable = False``
-with the reason in ``why``, and is left out of its regime's pooled comparison (in distribution:
+**Testable.** A length is ``testable = False``, with every reason that applies in ``why``,
+when it has fewer than :data:`MIN_SEEDS` seeds, or when neither arm's interval over seeds has
+its lower end above ``baseline`` (nothing could be told apart from a trivial answer); it is
+left out of its regime's pooled comparison (in distribution:
 training lengths; interpolation: unseen lengths inside their range; extrapolation: outside).
 Out of distribution, an algorithm on which either arm is below :data:`CEILING` in distribution
 is not testable either: how far an arm generalises would then measure how far it learned.
@@ -36,11 +45,12 @@ from attnlimits.experiments.clrs_text.data import result_of
 
 __all__ = [
     "CEILING",
+    "MIN_SEEDS",
     "accuracy_table",
     "baseline_table",
     "choose_lr",
+    "paired_interval",
     "paired_table",
-    "seed_t",
     "wilson_interval",
 ]
 
@@ -58,6 +68,9 @@ def wilson_interval(correct: int, n: int, z: float = 1.959964) -> tuple[float, f
 #: ours: the in-distribution exact match both arms need before their out-of-distribution
 #: comparison on an algorithm is testable (the issue's "at least 90 %")
 CEILING = 0.90
+#: ours: the fewest seeds (trained models) a comparison is decided on; with two, a t-interval
+#: has 1 degree of freedom and two equal scores (common in steps of 1/Q) make it a point
+MIN_SEEDS = 3
 _FLOAT = r"\d+\.\d+"
 _INT = r"(?<![\d.])\d+(?![\d.])"
 
@@ -135,24 +148,37 @@ def accuracy_table(answers: pd.DataFrame, baselines: pd.DataFrame) -> pd.DataFra
     return table.sort_values(keys, ignore_index=True)
 
 
-def seed_t(per_seed: pd.DataFrame, keys: list[str], value: str = "difference") -> pd.DataFrame:
-    """Per ``keys`` group of ``per_seed`` (one row per seed): the mean of ``value``, its
-    t-interval over seeds (95 %) and the two-sided one-sample t-test's p against 0.
+def paired_interval(frame: pd.DataFrame, group: list[str]) -> pd.DataFrame:
+    """Per ``group`` of ``frame`` (a row per (seed, length, question) with ``correct`` and
+    ``base`` in {0, 1}): the mean over seeds of the per-seed accuracy difference, its 95 %
+    interval counting the seeds' spread and the questions' sampling (the module docstring:
+    mean ± t₀.₉₇₅,ν · √(sd²/n + var_q/Q), ν by Welch–Satterthwaite), the two-sided t-test's
+    ``p_t`` on that standard error and ν, ``seeds`` (n) and ``questions`` (Q).
 
-    With one seed the interval and p are nan; with no spread over seeds the interval is the
-    mean itself and p is 0 (1 where the mean is 0)."""
-    g = per_seed.groupby(keys, sort=True)[value].agg(["mean", "std", "count"]).reset_index()
+    One seed: interval and p are nan. No spread at all: the interval is the mean itself and p
+    is 0 (1 where the mean is 0)."""
+    d = frame.assign(d=frame["correct"].astype(float) - frame["base"].astype(float))
+    per_seed = d.groupby([*group, "seed"], sort=True)["d"].mean().rename("difference")
+    g = per_seed.reset_index().groupby(group, sort=True)["difference"].agg(["mean", "std", "count"])
+    inner = [c for c in ("length", "question") if c not in group]
+    q = d.groupby([*group, *inner], sort=True)["d"].mean().reset_index()
+    qv = q.groupby(group, sort=True)["d"].agg(["var", "count"])
     n = g["count"].to_numpy(float)
     mean, sd = g["mean"].to_numpy(float), g["std"].to_numpy(float)
-    df = np.where(n > 1, n - 1, np.nan)
-    se = sd / np.sqrt(n)
+    var_q = np.nan_to_num(qv["var"].to_numpy(float)) / qv["count"].to_numpy(float)
+    a, b, nq = sd**2 / n, var_q, qv["count"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):  # Welch–Satterthwaite
+        df = (a + b) ** 2 / (a**2 / (n - 1) + np.where(nq > 1, b**2 / (nq - 1), 0.0))
+    df = np.where(n > 1, np.where(np.isfinite(df), df, n - 1), np.nan)
+    se = np.sqrt(a + b)
     half = stats.t.ppf(0.975, df) * se
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(se > 0, mean / se, np.where(mean == 0, 0.0, np.inf))
     p = np.where(np.isnan(df), np.nan, 2 * stats.t.sf(np.abs(t), df))
-    return g[keys].assign(
-        seeds=n.astype(int), **{value: mean}, ci_low=mean - half, ci_high=mean + half, p_t=p
-    )
+    return g.reset_index()[group].assign(
+        seeds=n.astype(int), questions=qv["count"].to_numpy(int), difference=mean,
+        ci_low=mean - half, ci_high=mean + half, p_t=p,
+    )  # fmt: skip
 
 
 def _ceiling(accuracy: pd.DataFrame, arms: list[str]) -> pd.Series:
@@ -198,20 +224,26 @@ def paired_table(
          for arm in sorted(set(tested["arm"]))], ignore_index=True,
     )  # fmt: skip
     tested = tested.merge(ceiling, on=["arm", "algorithm"], how="left")
-    short = (tested["regime"] != "in distribution") & tested["c"].fillna("").ne("")
-    tested["why"] = np.where(
-        short, tested["c"].fillna(""),
-        np.where(arm_above | base_above, "",
-                 "both arms' 95 % intervals over seeds reach the baseline"),
-    )  # fmt: skip
+    n_seeds = joined.groupby([*cell, "regime"])["seed"].nunique().rename("n").reset_index()
+    tested = tested.merge(n_seeds, on=[*cell, "regime"], how="left")
+    few = np.where(tested["n"] < MIN_SEEDS,
+                   [f"{n} seed{'s' if n != 1 else ''}, fewer than {MIN_SEEDS}"
+                    for n in tested["n"]], "")  # fmt: skip
+    trivial = np.where(
+        arm_above | base_above,
+        "",
+        "neither arm's 95 % interval over seeds is above the trivial baseline",
+    )
+    ood = (tested["regime"] != "in distribution").to_numpy(bool)
+    short = np.where(ood, tested["c"].fillna("").to_numpy(object), "")
+    tested["why"] = ["; ".join(r for r in reasons if r)
+                     for reasons in zip(few, trivial, short, strict=True)]  # fmt: skip
     tested["testable"] = tested["why"] == ""
-    tested = tested.drop(columns="c")
+    tested = tested.drop(columns=["c", "n"])
     joined = joined.merge(tested, on=[*cell, "regime"])
 
     def table(frame: pd.DataFrame, group: list[str], scope: str) -> pd.DataFrame:
-        seeds = frame.groupby([*group, "seed"])[["correct", "base"]].mean().reset_index()
-        seeds["difference"] = seeds["correct"] - seeds["base"]
-        out = seed_t(seeds, group)
+        out = paired_interval(frame, group).drop(columns="questions")
         f = frame.assign(pairs=1.0, wins=frame["correct"] * (1 - frame["base"]),
                          losses=(1 - frame["correct"]) * frame["base"])  # fmt: skip
         counts = f.groupby(group).agg(correct=("correct", "mean"), base=("base", "mean"),
@@ -229,6 +261,8 @@ def paired_table(
     every = tested.groupby(regime)["why"].agg(lambda w: "; ".join(sorted(set(w)))).reset_index()
     none = every.merge(pooled[regime], how="left", indicator=True)
     none = none[none["_merge"] == "left_only"].drop(columns="_merge")
+    seeds_of = joined.groupby(regime)["seed"].nunique().rename("seeds").reset_index()
+    none = none.merge(seeds_of, on=regime, how="left")
     none = none.assign(scope="pooled", lengths="", testable=False)
     rows = pd.concat([per_length.drop(columns="length"), pooled, none], ignore_index=True)
     rows = rows.rename(columns={"correct": "accuracy", "base": "baseline_accuracy"})
