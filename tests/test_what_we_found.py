@@ -61,15 +61,16 @@ def test_missing_tables_are_named(tmp_path):
         what_we_found.render(tmp_path)
 
 
-def test_clrs_block_names_the_run_and_keeps_only_finding_and_headlines():
+def test_clrs_block_names_the_run_and_keeps_finding_headline_and_regimes():
     claims = pd.DataFrame(
         {
-            "claim": ["F", "(a) h", "(s) s"],
-            "role": ["finding", "headline", "supporting"],
-            "verdict": ["partly", "reproduced", "not reproduced"],
+            "claim": ["F", "h", "(a) r", "(softmax-learns) s"],
+            "role": ["finding", "headline", "supporting", "supporting"],
+            "verdict": ["partly", "reproduced", "not reproduced", "n/a"],
         }
     )
     run = pd.DataFrame({"setting": ["preset", "seeds", "width"], "value": ["default", "5", "64"]})
     text = what_we_found.clrs_text_block(claims, run)
     assert text.startswith("From the committed run (preset default, seeds 5).")
-    assert "| F | partly |" in text and "| (a) h | reproduced |" in text and "(s) s" not in text
+    assert "| F | finding | partly |" in text and "| h | headline | reproduced |" in text
+    assert "| (a) r | supporting | not reproduced |" in text and "learns" not in text

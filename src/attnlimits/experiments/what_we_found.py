@@ -10,7 +10,8 @@ the experiment's own doc is generated from (so README, docs and saved runs canno
   (``limitations/claims.csv``, the rows whose ``role`` is ``finding``);
 - ``found-max-retrieval``: paper B's headline accuracy table per test size
   (``softmax_not_enough/sizes.csv``) and its findings' verdicts (``claims.csv``);
-- ``found-clrs-text``: CLRS-Text's finding and headline verdicts (``clrs_text/claims.csv``) and
+- ``found-clrs-text``: CLRS-Text's finding, headline and per-regime verdicts
+  (``clrs_text/claims.csv``) and
   what run they come from (``clrs_text/run.csv``).
 """
 
@@ -71,8 +72,11 @@ def max_retrieval_block(sizes: pd.DataFrame, claims: pd.DataFrame) -> str:
 
 
 def clrs_text_block(claims: pd.DataFrame, run: pd.DataFrame) -> str:
-    """What CLRS-Text run the verdicts come from, then its finding and headline verdicts."""
-    rows = claims[claims["role"].isin(["finding", "headline"])][["claim", "verdict"]]
+    """What CLRS-Text run the verdicts come from, then its finding, headline and per-regime
+    verdicts (the preconditions left out: their verdict is n/a)."""
+    regimes = (claims["role"] == "supporting") & ~claims["claim"].str.contains("-learns)", regex=False)
+    rows = claims[claims["role"].isin(["finding", "headline"]) | regimes]
+    rows = rows[["claim", "role", "verdict"]]
     facts = dict(zip(run["setting"], run["value"], strict=True)) if len(run) else {}
     said = ", ".join(
         f"{k} {facts[k]}"
