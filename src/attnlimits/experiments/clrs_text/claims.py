@@ -284,7 +284,7 @@ def _arm_rows(paired: pd.DataFrame, arm: str) -> list[dict[str, str]]:
     if not ood:
         measured += "; no algorithm testable out of distribution (size generalisation untested)"
     s = S["advantage"]
-    head = dataclasses.replace(s, claim=f"{arm} {s.claim}", reading=reading + s.reading)
+    head = dataclasses.replace(s, claim=f"(h) {arm} {s.claim}", reading=reading + s.reading)
     return [head.judged(measured, _RULE + "; at most partly with nothing out of distribution",
                         verdict, reason), *rows]  # fmt: skip
 
