@@ -74,7 +74,8 @@ def max_retrieval_block(sizes: pd.DataFrame, claims: pd.DataFrame) -> str:
 def clrs_text_block(claims: pd.DataFrame, run: pd.DataFrame) -> str:
     """What CLRS-Text run the verdicts come from, then its finding, headline and per-regime
     verdicts (the preconditions left out: their verdict is n/a)."""
-    regimes = (claims["role"] == "supporting") & ~claims["claim"].str.contains("-learns)", regex=False)
+    learns = claims["claim"].str.contains("-learns)", regex=False)
+    regimes = (claims["role"] == "supporting") & ~learns
     rows = claims[claims["role"].isin(["finding", "headline"]) | regimes]
     rows = rows[["claim", "role", "verdict"]]
     facts = dict(zip(run["setting"], run["value"], strict=True)) if len(run) else {}

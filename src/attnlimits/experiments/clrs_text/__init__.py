@@ -7,7 +7,7 @@ tests) → ``figures`` and ``claims``. Run it with ``attnlimits reproduce clrs-t
 ``skeleton.run(EXPERIMENT, Config(), out)``.
 """
 
-from attnlimits.experiments.clrs_text.claims import EVIDENCE, claims, sections
+from attnlimits.experiments.clrs_text.claims import EVIDENCE, claims
 from attnlimits.experiments.clrs_text.compute import compute, load_dataset, run_arm_seed
 from attnlimits.experiments.clrs_text.config import (
     ARMS,
@@ -18,6 +18,7 @@ from attnlimits.experiments.clrs_text.config import (
 )
 from attnlimits.experiments.clrs_text.cost import estimate
 from attnlimits.experiments.clrs_text.figures import figures
+from attnlimits.experiments.clrs_text.sections import sections
 from attnlimits.experiments.skeleton import Experiment
 
 __all__ = [

@@ -1,18 +1,19 @@
 """CLRS-Text end to end (paper B §4.2): data, every (arm, seed) trained and evaluated, tables.
 
 Each (arm, learning rate, seed) is one unit of work: one model trained on every algorithm of
-the run together (the paper fine-tunes one model on the thirty), stopped by its validation exact
-match or the step cap, saved as a part when done (its test answers, training log and validation
-checks), so a killed run resumes at the next unit. First every arm's seed 0 trains at each
-learning rate of the grid; the rate with the best validation score is the arm's, and its other
-seeds train at it (the grid's seed-0 model at that rate is the arm's seed 0). The tiny model
-trains on one thread, so on the CPU the units run side by side, one process per thread torch
-would use (``torch.set_num_threads`` or ``OMP_NUM_THREADS`` sets how many); each unit seeds
-itself, so the tables are the same as one after another. Every arm trains with its
-normaliser in every head and is evaluated with the same one (paper B: adaptive temperature in
-fine-tuning *and* at inference). Seeds differ in the model's initialisation and the order of
-training batches; the data are the same for every arm and seed, so the comparison is paired
-question by question.
+the run together (by our reading, the paper fine-tunes one model on the thirty), stopped by its
+validation exact match or the step cap, saved as a part when done (its test answers, training
+log and validation checks), so a killed run resumes at the next unit. First every arm's seed 0
+trains at each learning rate of the grid; the rate with the best validation score is the
+arm's, and seeds 1 to ``seeds`` train at it and are compared (seed 0's model won the grid, on
+validation, and would carry that selection into its test score; with one rate, seeds 0 to
+``seeds`` − 1). The tiny model trains on one thread, so on the CPU the units run side by side,
+one process per thread torch would use (``torch.set_num_threads`` or ``OMP_NUM_THREADS`` sets
+how many); each unit seeds itself, so the tables are the same as one after another. Every arm
+trains with its normaliser in every head and is evaluated with the same one (paper B: adaptive
+temperature in fine-tuning *and* at inference). Seeds differ in the model's initialisation and
+the order of training batches; the data are the same for every arm and seed, so the comparison
+is paired question by question.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from attnlimits.experiments.clrs_text.model import (
 )
 from attnlimits.experiments.store import ResultStore, file_sha256
 
-__all__ = ["compute", "load_dataset", "run_arm_seed", "workers"]
+__all__ = ["compared_seeds", "compute", "load_dataset", "run_arm_seed", "workers"]
 
 
 def load_dataset(cfg: Config) -> tuple[pd.DataFrame, dict[str, object]]:
@@ -187,6 +188,13 @@ def _run_arm_seed(cfg: Config, data: pd.DataFrame, arm: str, lr: float, seed: in
     return answers.reset_index(drop=True), log, validation
 
 
+def compared_seeds(cfg: Config) -> range:
+    """The seeds whose test answers are compared: 0 to seeds − 1 with one learning rate; with a
+    grid, 1 to seeds, since seed 0's model won the grid on validation and would carry that
+    selection into its test score."""
+    return range(cfg.seeds) if len(cfg.lrs) == 1 else range(1, cfg.seeds + 1)
+
+
 def workers(cfg: Config, units: int) -> int:
     """Processes that train units side by side: for the tiny model on the CPU (one thread
     each), as many as torch's thread count, at most one per unit; otherwise 1."""
@@ -262,9 +270,10 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         done = _run_units(cfg, store, data, grid, progress)
         lrs = choose_lr(pd.concat([done[u][2] for u in grid], ignore_index=True))
         chosen = dict(zip(lrs.loc[lrs["chosen"], "arm"], lrs.loc[lrs["chosen"], "lr"], strict=True))
-        rest = [(arm, chosen[arm], seed) for arm in cfg.arms for seed in range(1, cfg.seeds)]
+        seeds = compared_seeds(cfg)
+        rest = [(arm, chosen[arm], seed) for arm in cfg.arms for seed in seeds if seed > 0]
         done |= _run_units(cfg, store, data, rest, progress)
-    units = [(arm, chosen[arm], seed) for arm in cfg.arms for seed in range(cfg.seeds)]
+    units = [(arm, chosen[arm], seed) for arm in cfg.arms for seed in seeds]
     answers = pd.concat([done[u][0] for u in units], ignore_index=True)
     test = data[data["split"] == "test"]
     counts = data.groupby(["split", "algorithm", "length"]).size().rename("questions")

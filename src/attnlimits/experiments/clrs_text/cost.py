@@ -122,10 +122,11 @@ def estimate(cfg: Config) -> budget.Estimate:
         checks = cfg.seeds * cfg.steps / cfg.eval_every  # validation checks, at most
         val = len(cfg.algorithms) * cfg.validation_samples * max(map(len, train.values()))
         seconds += checks * val * _DECODE * cfg.layers * 4 * (_mean_train_bytes(cfg) / 60)
-    seconds *= (cfg.seeds + len(cfg.lrs) - 1) / cfg.seeds  # the grid's extra seed-0 models
+    # the grid's seed-0 models, apart from the compared seeds when the grid has two rates or more
+    seconds *= (cfg.seeds + (len(cfg.lrs) if len(cfg.lrs) > 1 else 0)) / cfg.seeds
     # budget.estimate spreads one-thread seconds over the reference's two threads; units side
     # by side on ``processes`` cores do that, up to a last round with idle processes
-    units = len(cfg.arms) * cfg.seeds
+    units = len(cfg.arms) * (cfg.seeds + (len(cfg.lrs) if len(cfg.lrs) > 1 else 0))
     processes = workers(cfg, units)
     seconds *= math.ceil(units / processes) * processes / units
     seconds += _START

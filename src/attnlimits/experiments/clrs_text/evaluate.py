@@ -2,7 +2,8 @@
 
 **Seeds are the unit.** A seed is one trained model; the test questions are nested within it
 (every seed answers the same questions). Inference is over seeds: an arm's accuracy interval is
-mean ± t₀.₉₇₅,ₙ₋₁ · sd / √n over the n per-seed accuracies (``ci_seeds_*``). The paired
+the interval of :func:`paired_interval` against a baseline of 0 (``ci_seeds_*``: the seeds'
+spread and the questions' sampling, so three equal seeds do not give a point). The paired
 comparison of two arms is the mean over seeds of the per-seed accuracy difference (arm −
 baseline, same seed index, same questions), with a 95 % interval that counts both sources of
 chance (:func:`paired_interval`): the spread of the n seeds, and the sampling of the Q test
@@ -29,8 +30,9 @@ when it has fewer than :data:`MIN_SEEDS` seeds, or when neither arm's interval o
 its lower end above ``baseline`` (nothing could be told apart from a trivial answer); it is
 left out of its regime's pooled comparison (in distribution:
 training lengths; interpolation: unseen lengths inside their range; extrapolation: outside).
-Out of distribution, an algorithm on which either arm is below :data:`CEILING` in distribution
-is not testable either: how far an arm generalises would then measure how far it learned.
+An algorithm on which either arm is below :data:`CEILING` in distribution is not testable in any
+regime: below the ceiling a gap measures how fast an arm learns at this budget (in
+distribution) or how far it learned (out of distribution), not its profile.
 """
 
 from __future__ import annotations
@@ -138,10 +140,11 @@ def accuracy_table(answers: pd.DataFrame, baselines: pd.DataFrame) -> pd.DataFra
     bounds = [wilson_interval(int(k), int(n)) for k, n in zip(t["k"], t["n"], strict=True)]
     t["ci_samples_low"] = [lo for lo, _ in bounds]
     t["ci_samples_high"] = [hi for _, hi in bounds]
-    df = np.where(t["seeds"] > 1, t["seeds"] - 1, np.nan)
-    half = stats.t.ppf(0.975, df) * t["seed_sd"] / np.sqrt(t["seeds"])
-    t["ci_seeds_low"] = (t["accuracy"] - half).clip(lower=0.0)
-    t["ci_seeds_high"] = (t["accuracy"] + half).clip(upper=1.0)
+    # the interval counts the seeds' spread and the questions' sampling, as the paired one does
+    ci = paired_interval(answers.assign(base=0.0), keys).set_index(keys)
+    t = t.join(ci[["ci_low", "ci_high"]], on=keys)
+    t["ci_seeds_low"] = t["ci_low"].clip(lower=0.0)
+    t["ci_seeds_high"] = t["ci_high"].clip(upper=1.0)
     cols = [*keys, "seeds", "questions", "accuracy", "ci_samples_low", "ci_samples_high",
             "seed_sd", "ci_seeds_low", "ci_seeds_high", "result_accuracy"]  # fmt: skip
     table = t[cols].merge(baselines, on=["algorithm", "length"], how="left")
@@ -182,7 +185,7 @@ def paired_interval(frame: pd.DataFrame, group: list[str]) -> pd.DataFrame:
 
 
 def _ceiling(accuracy: pd.DataFrame, arms: list[str]) -> pd.Series:
-    """Per algorithm: why its out-of-distribution comparison of ``arms`` is not testable
+    """Per algorithm: why its comparison of ``arms`` is not testable in any regime
     (an arm below :data:`CEILING` in distribution), or "" where both reach it."""
     a = accuracy[accuracy["in_distribution"] & accuracy["arm"].isin(arms)]
     mean = a.assign(k=a["accuracy"] * a["questions"]).groupby(["algorithm", "arm"])
@@ -232,10 +235,9 @@ def paired_table(
     trivial = np.where(
         arm_above | base_above,
         "",
-        "neither arm's 95 % interval over seeds is above the trivial baseline",
+        "neither arm's 95 % interval is above the trivial baseline",
     )
-    ood = (tested["regime"] != "in distribution").to_numpy(bool)
-    short = np.where(ood, tested["c"].fillna("").to_numpy(object), "")
+    short = tested["c"].fillna("").to_numpy(object)
     tested["why"] = ["; ".join(r for r in reasons if r)
                      for reasons in zip(few, trivial, short, strict=True)]  # fmt: skip
     tested["testable"] = tested["why"] == ""

@@ -92,8 +92,8 @@ def setup_table(meta: Mapping[str, Any]) -> pd.DataFrame:
              "paper", "§4.2: \"we apply adaptive temperature both during fine-tuning and at "
              "inference time\""),
         _row("adaptive temperature", "the Fig. 4 listing's polynomial and threshold",
-             "paper", "\"exactly the same polynomial fit as in Figure 6\"; "
-             "normalizers.adaptive"),
+             "paper", "\"our adaptive temperature module exactly as-is (i.e., with exactly the "
+             "same polynomial fit as in Figure 6)\"; normalizers.adaptive"),
         _row("gradients through β", "yes", "ours",
              "our reading of the listing (no stop_gradient around β) and of \"learn how to "
              "compute key/query embeddings that can maximally exploit the temperature "
@@ -110,9 +110,9 @@ def setup_table(meta: Mapping[str, Any]) -> pd.DataFrame:
              "shared rate"),
         _row("seeds", str(p["seeds"]), "ours",
              "§4.2 never states its seeds; the unit of every interval that decides (at least "
-             "3 to decide anything). Seed 0's model is the winner of the rate grid on "
-             "validation and is scored with the others: a selection bias, on validation, "
-             "never on test"),
+             "3 to decide anything). With a rate grid the compared seeds are 1 to "
+             f"{p['seeds']}: seed 0's models choose the rate on validation and are not scored, "
+             "so the winner's selection does not reach the test"),
         _row("evaluation", "greedy decoding, exact match of the whole answer (trace and "
              "result); the result-only match beside it", "ours",
              "§4.2 names no metric and no decoding; exact match is CLRS-Text's (our reading of "
