@@ -437,6 +437,43 @@ def test_the_address_keeps_the_head_metric_and_length(browser, scan_page):
     assert _errors(browser) == []
 
 
+def test_the_address_keeps_a_head_and_a_tables_state_together(browser, scan_page, tmp_path):
+    """The scan's keys and a table's (view/address.js) share the hash: a link with both opens
+    the head and the sorted table; clicking a head keeps the table's keys, sorting keeps the
+    head's."""
+    from urllib.parse import parse_qsl
+
+    _, tables = scan_page
+    claims = pd.DataFrame({"claim": ["a", "b", "c"], "measured": [2.0, 3.0, 1.0],
+                           "verdict": ["reproduced", "partly", "not reproduced"]})  # fmt: skip
+    page = write_page(tmp_path, "Scan: synthetic", tables, {"experiment": "scan"}, claims)
+    browser.get("about:blank")
+    browser.get(page.resolve().as_uri() + "#layer=2&head=5&metric=max_weight&L=128"
+                "&t.claims.sort=-measured")  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not browser.execute_script("return !!(window.attnlimitsView && attnlimitsView.ready)"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert browser.execute_script("return attnlimitsView.state.clicked") == {"layer": 2, "head": 5}
+    assert "layer 2, head 5, L = 128" in browser.find_element("id", "tokens").text
+    column = """const box = document.querySelector('.tablebox[data-name="claims"]');
+        return [...box.querySelectorAll('tbody tr')].map(r => r.cells[0].textContent);"""
+    assert browser.execute_script(column) == ["b", "a", "c"]
+    browser.execute_script("scrollTo(0, 0)")
+    _click_head(browser, 4, 1)
+    state = lambda: dict(parse_qsl(browser.execute_script("return location.hash.slice(1)")))  # noqa: E731
+    assert state() == {"layer": "4", "head": "1", "metric": "max_weight", "L": "128",
+                       "t.claims.sort": "-measured"}  # fmt: skip
+    browser.execute_script(
+        """const box = document.querySelector('.tablebox[data-name="claims"]');
+        [...box.querySelectorAll('thead th')].find(h => h.textContent === 'claim').click();"""
+    )
+    assert browser.execute_script(column) == ["a", "b", "c"]
+    assert state() == {"layer": "4", "head": "1", "metric": "max_weight", "L": "128",
+                       "t.claims.sort": "claim"}  # fmt: skip
+    assert _errors(browser) == []
+
+
 def test_a_generic_page_loads_without_errors(browser, tmp_path):
     tables = {"values": pd.DataFrame({"step": [0, 1], "loss": [0.5, 0.25]})}
     claims = pd.DataFrame(

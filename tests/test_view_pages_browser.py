@@ -5,7 +5,8 @@ Fig. 2c draws each x source on its own plot, never their mean; plots name what t
 fix; equal lines stay told apart, estimates carry their error bars, the toolbar and legend
 cover no title; tables sort, filter, cut to a top 10 and download as CSV; every page has a
 table of contents, anchors below images land on their target, a figure an interactive plot
-mirrors is not shown twice; the explorer's choice is kept in the URL; the limitations
+mirrors is not shown twice; the explorer's choice and a table's sort and filter are kept
+in the URL; the limitations
 side-by-side page draws Fig. 2c of both models, colours their verdicts and fills its Run
 section from each run.json. Every test also checks that the page logs no console error.
 """
@@ -201,6 +202,47 @@ def test_tables_sort_filter_top_ten_and_download_csv(chrome, tmp_path, downloads
     assert list(got.columns) == list(df.columns)
     pd.testing.assert_frame_equal(got.reset_index(drop=True), top.reset_index(drop=True),
                                   check_dtype=False)  # fmt: skip
+    assert _errors(chrome) == []
+
+
+def _hash(driver) -> dict[str, str]:
+    from urllib.parse import parse_qsl
+
+    return dict(parse_qsl(driver.execute_script("return location.hash.slice(1)")))
+
+
+def test_a_tables_sort_and_filter_are_kept_in_the_url(chrome, tmp_path):
+    """Sorting and filtering write the table's state into the address; a link with it opens the
+    table sorted and filtered (and in view), a "top 10 by" link cut to its ten."""
+    page, df = _table_page(tmp_path)
+    chrome.get(page.resolve().as_uri())
+    box = chrome.find_element("css selector", '.tablebox[data-name="heads_table"]')
+    header = box.find_elements("css selector", "th")[3]  # entropy
+    header.click()
+    header.click()  # descending
+    box.find_element("css selector", ".t-filter").send_keys("Sink")
+    assert _hash(chrome) == {"t.heads_table.sort": "-entropy", "t.heads_table.q": "Sink"}
+    url = chrome.current_url
+    sink = df[df["kind"] == "sink"].sort_values("entropy", ascending=False)
+    chrome.get("about:blank")
+    chrome.get(url)
+    rows = _shown(chrome, "heads_table")
+    assert [float(r[3]) for r in rows] == sink["entropy"].tolist()
+    box = chrome.find_element("css selector", '.tablebox[data-name="heads_table"]')
+    assert box.find_element("css selector", ".t-filter").get_attribute("value") == "Sink"
+    assert box.find_elements("css selector", "th")[3].get_attribute("aria-sort") == "descending"
+    assert chrome.execute_script(
+        "const r = arguments[0].getBoundingClientRect(); return r.top >= -1 && r.top < innerHeight",
+        box,
+    )
+    chrome.get("about:blank")
+    chrome.get(page.resolve().as_uri() + "#t.heads_table.top=entropy")
+    rows = _shown(chrome, "heads_table")
+    assert [float(r[3]) for r in rows] == df.nlargest(10, "entropy")["entropy"].tolist()
+    box = chrome.find_element("css selector", '.tablebox[data-name="heads_table"]')
+    box.find_elements("css selector", "th")[0].click()  # a sort replaces the top 10
+    assert _hash(chrome) == {"t.heads_table.sort": "layer"}
+    assert len(_shown(chrome, "heads_table")) == len(df)
     assert _errors(chrome) == []
 
 
