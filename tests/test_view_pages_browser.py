@@ -393,3 +393,74 @@ def test_limitations_side_by_side_page(chrome, tmp_path):
     assert "1 window of 256 tokens" in report
     with io.StringIO((tmp_path / "tables" / "alg3.csv").read_text()) as f:
         assert {r["model"] for r in csv.DictReader(f)} == set(runs)
+
+
+def _compare_with_tokens() -> dict[str, pd.DataFrame]:
+    """A compare run's summary and its token view's tables: 3 normalisers, 2 layers × 3 heads,
+    L = 64 (whole rows) and 512 (top 8), weights made up (each row a distribution)."""
+    import torch
+
+    from attnlimits.experiments.token_rows import band_rows, rows_table
+
+    tables = _compare_like()
+    gen = torch.Generator().manual_seed(7)
+    frames = []
+    for spec in tables["summary"]["normalizer"].unique():
+        for layer in range(2):
+            for n in (64, 512):
+                idx = band_rows(n // 2, n)
+                keep = torch.arange(n)[None, :] <= idx[:, None]
+                w = torch.rand(3, len(idx), n, generator=gen, dtype=torch.float64) ** 8 * keep
+                w = w / w.sum(-1, keepdim=True)
+                frames.append(rows_table(idx, w, keep, n).assign(layer=layer, normalizer=spec))
+    tables["attention_rows"] = pd.concat(frames, ignore_index=True)
+    words = [f" w{i}" if i % 5 else f"\nn{i}" for i in range(512)]
+    tables["tokens"] = pd.DataFrame({"position": range(512), "token_id": range(512),
+                                     "text": words})  # fmt: skip
+    return tables
+
+
+def _tokens_in(driver, box: str) -> list[dict]:
+    return driver.execute_script(
+        """return [...document.querySelectorAll(`#${arguments[0]} span.tok`)].map(s => ({
+          text: s.textContent, query: s.classList.contains('query'),
+          key: s.dataset.key === undefined ? null : Number(s.dataset.key),
+          weight: s.dataset.weight === undefined ? null : Number(s.dataset.weight)}))""",
+        box,
+    )
+
+
+def test_compare_shows_one_head_under_two_normalisers_as_tokens(chrome, tmp_path):
+    """Choosing a layer, head, length, row and two normalisers shows, side by side, the row's
+    tokens with the weights of the stored attention_rows table (uint16 on the page)."""
+    from selenium.webdriver.support.ui import Select
+
+    tables = _compare_with_tokens()
+    page = write_page(tmp_path, "Compare", tables, {"experiment": "compare"})
+    _open(chrome, page)
+    assert chrome.execute_script("return !!(window.compareTokens && compareTokens.ready)")
+    assert chrome.execute_script("return document.getElementById('preset-1').data.length") > 0
+    rows, text = tables["attention_rows"], tables["tokens"].set_index("position")["text"]
+    for sel, value in (("ct-layer", "1"), ("ct-head", "2"), ("ct-length", "64"),
+                       ("ct-b", "logn:train_length=64"), ("ct-row", "2")):  # fmt: skip
+        Select(chrome.find_element("id", sel)).select_by_value(value)
+    at = rows[(rows["layer"] == 1) & (rows["head"] == 2) & (rows["length"] == 64)]
+    row = sorted(at["row"].unique())[2]
+    for box, spec in (("ct-left", "softmax"), ("ct-right", "logn:train_length=64")):
+        assert spec in chrome.find_element("id", box).text
+        shown = _tokens_in(chrome, box)
+        want = at[(at["normalizer"] == spec) & (at["row"] == row)].sort_values("key")
+        keyed = [s for s in shown if s["key"] is not None]
+        assert [s["key"] for s in keyed] == want["key"].tolist()  # every key of a whole row
+        np.testing.assert_allclose([s["weight"] for s in keyed], want["weight"], atol=0.6 / 65535)
+        assert [s["text"].replace("↵", "\n") for s in keyed] == text[want["key"]].tolist()
+        assert [s["key"] for s in shown if s["query"]] == [row]
+    Select(chrome.find_element("id", "ct-length")).select_by_value("512")  # top 8 in context
+    at = rows[(rows["layer"] == 1) & (rows["head"] == 2) & (rows["length"] == 512)]
+    row = sorted(at["row"].unique())[2]  # the third sampled row still
+    for box, spec in (("ct-left", "softmax"), ("ct-right", "logn:train_length=64")):
+        want = at[(at["normalizer"] == spec) & (at["row"] == row)].sort_values("key")
+        keyed = [s for s in _tokens_in(chrome, box) if s["key"] is not None]
+        assert len(want) == 8 and [s["key"] for s in keyed] == want["key"].tolist()
+        np.testing.assert_allclose([s["weight"] for s in keyed], want["weight"], atol=0.6 / 65535)
+    assert _errors(chrome) == []
