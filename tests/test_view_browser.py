@@ -511,6 +511,19 @@ def test_monitor_page_draws_steps_and_warnings(browser, tmp_path, images):
     browser.save_screenshot(str(images / "view-monitor.png"))
 
 
+def test_monitor_page_says_in_one_line_why_it_has_no_token_view(browser, tmp_path):
+    """The monitor keeps no token ids or tokenizer: its page says so, in one visible line."""
+    from attnlimits.view.monitor_page import write_monitor_page
+    from test_view import _monitor_table
+
+    _open(browser, write_monitor_page(tmp_path, _monitor_table()))
+    note = browser.find_element("id", "monitor-tokens")
+    assert note.is_displayed() and note.text.startswith("No token view:")
+    assert "token ids" in note.text and "tokenizer" in note.text and "\n" not in note.text
+    assert browser.find_elements("css selector", "span.tok") == []
+    assert _errors(browser) == []
+
+
 def _compare_like() -> dict[str, pd.DataFrame]:
     """A compare run's summary table: 3 normalisers × 3 lengths (numbers made up)."""
     rng = np.random.default_rng(5)

@@ -5,7 +5,8 @@ step, layer and head) into one (layer·head) × step grid per statistic, and the
 head's collapse or dispersion warning holds (the monitor's own rules, recomputed from the
 table's ``entropy_max`` and ``entropy_ratio_min``). ``monitor.js`` draws it: a step × head
 heatmap and one line per head of the chosen layer, the warnings marked on both.
-:func:`write_monitor_page` writes ``attention_monitor.html`` beside the monitor's Parquet.
+:func:`write_monitor_page` writes ``attention_monitor.html`` beside the monitor's Parquet. The
+page says in one line that it has no token view: the monitor keeps no token ids or tokenizer.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ from attnlimits.view._page import document, json_script
 __all__ = ["MONITOR_PAGE", "monitor_data", "monitor_page", "write_monitor_page"]
 
 _STATS = ("entropy", "max_weight", "sink_mass", "logit_spread")
+#: Why the page has no token view (the scan's and compare's pages have one).
+_NO_TOKENS = (
+    "No token view: the monitor keeps per-head statistics of q and k only, not its batches' "
+    "token ids or a tokenizer, so its rows cannot be shown over the text."
+)
 
 
 def _check_table(table: Any) -> pd.DataFrame:
@@ -95,6 +101,7 @@ applied to the table. The table: attention_monitor.parquet.</p>
 </div>
 <div id="main" style="height:{max(360, 14 * n + 160)}px"></div>
 <div id="lines" style="height:420px"></div>
+<p id="monitor-tokens" class="note">{_NO_TOKENS}</p>
 """
     glue = resources.files("attnlimits.view").joinpath("monitor.js").read_text(encoding="utf-8")
     scripts = [json_script("MONITOR", data), f"<script>{glue}</script>"]
