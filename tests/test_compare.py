@@ -219,8 +219,8 @@ def test_token_rows_are_the_weights_each_normaliser_applies_to_the_sampled_rows(
     """The token view's rows: under softmax every weight of each sampled row is the eager map's
     (whole rows at L <= 256); under topk:k=4 each row keeps its 4 nonzero weights among its
     top 8; one forward of 128 tokens gives L = 64 the rows a 64-token forward gives it."""
-    from attnlimits.experiments.token_rows import TOKEN_ROWS
-    from attnlimits.experiments.token_rows import band_rows as token_band
+    from attnlimits.capture.token_rows import TOKEN_ROWS
+    from attnlimits.capture.token_rows import band_rows as token_band
 
     model, ids = llama.model, _ids(llama, text)
     res = run_forward(model, ids, "softmax", {}, LENGTHS, rows=4, token_rows=True)

@@ -17,6 +17,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -511,15 +512,67 @@ def test_monitor_page_draws_steps_and_warnings(browser, tmp_path, images):
     browser.save_screenshot(str(images / "view-monitor.png"))
 
 
-def test_monitor_page_says_in_one_line_why_it_has_no_token_view(browser, tmp_path):
-    """The monitor keeps no token ids or tokenizer: its page says so, in one visible line."""
-    from attnlimits.view.monitor_page import write_monitor_page
-    from test_view import _monitor_table
+def _monitored(out: Path, tokenizer: Any = None, steps: int = 4) -> Any:
+    """A hand-written loop of ``steps`` steps under AttentionMonitor(every=2), its page in
+    ``out``; the monitor."""
+    import torch
 
-    _open(browser, write_monitor_page(tmp_path, _monitor_table()))
+    from attnlimits.monitor import AttentionMonitor
+    from test_monitor import batch, tiny
+
+    model = tiny("llama", "sdpa").eval()
+    with AttentionMonitor(every=2, out_dir=out, tokenizer=tokenizer).watch(model) as mon:
+        for step in range(steps):
+            ids, mask = batch(seed=step)
+            with torch.no_grad():
+                model(ids, attention_mask=mask)
+            mon.step()
+    return mon
+
+
+def test_monitor_page_shows_a_steps_tokens_with_the_kept_weights(browser, tmp_path):
+    """With a tokenizer: choosing a step, layer and head shows the first sequence's rows as
+    tokens, their text and weights the monitor's token_rows' (▶ steps through the rows)."""
+    from selenium.webdriver.support.ui import Select
+
+    from attnlimits.view import MONITOR_PAGE
+    from test_monitor import WordTokenizer
+
+    mon = _monitored(tmp_path, WordTokenizer())
+    rows, tokens = mon.token_rows()
+    _open(browser, tmp_path / MONITOR_PAGE)
+    for sel, value in (("mt-step", "2"), ("mt-layer", "1"), ("mt-head", "3")):
+        Select(browser.find_element("id", sel)).select_by_value(value)
+    at = rows[(rows["step"] == 2) & (rows["layer"] == 1) & (rows["head"] == 3)]
+    text = tokens[tokens["step"] == 2].set_index("position")["text"]
+    for n, row in enumerate(sorted(at["row"].unique())):
+        if n:
+            browser.find_element("id", "mt-next").click()
+        shown = browser.execute_script(
+            """return [...document.querySelectorAll('#monitor-tokens span.tok')].map(s => ({
+              text: s.textContent, key: s.dataset.key === undefined ? null : Number(s.dataset.key),
+              weight: s.dataset.weight === undefined ? null : Number(s.dataset.weight),
+              query: s.classList.contains('query')}))"""
+        )
+        want = at[at["row"] == row].sort_values("key")
+        keyed = [t for t in shown if t["key"] is not None]
+        assert [t["key"] for t in keyed] == want["key"].tolist()
+        np.testing.assert_allclose([t["weight"] for t in keyed], want["weight"], atol=0.6 / 65535)
+        assert [t["text"] for t in keyed] == text[want["key"]].tolist()
+        assert [t["key"] for t in shown if t["query"]] == [row]
+    assert "step 2" in browser.find_element("id", "monitor-tokens").text
+    assert _errors(browser) == []
+
+
+def test_monitor_page_says_in_one_line_why_it_has_no_token_view(browser, tmp_path):
+    """Without a tokenizer the page says so, in one visible line, and draws no token."""
+    from attnlimits.view import MONITOR_PAGE
+
+    _monitored(tmp_path)
+    _open(browser, tmp_path / MONITOR_PAGE)
     note = browser.find_element("id", "monitor-tokens")
-    assert note.is_displayed() and note.text.startswith("No token view:")
-    assert "token ids" in note.text and "tokenizer" in note.text and "\n" not in note.text
+    assert note.is_displayed() and note.text.startswith("No token view: no tokenizer was given")
+    assert "\n" not in note.text
     assert browser.find_elements("css selector", "span.tok") == []
     assert _errors(browser) == []
 

@@ -400,7 +400,7 @@ def _compare_with_tokens() -> dict[str, pd.DataFrame]:
     L = 64 (whole rows) and 512 (top 8), weights made up (each row a distribution)."""
     import torch
 
-    from attnlimits.experiments.token_rows import band_rows, rows_table
+    from attnlimits.capture.token_rows import band_rows, rows_table
 
     tables = _compare_like()
     gen = torch.Generator().manual_seed(7)

@@ -1,6 +1,6 @@
 """The token view's data: a run's ``attention_rows`` over its ``tokens``, packed for the page.
 
-The tables are :mod:`attnlimits.experiments.token_rows`'s (the scan's, and ``compare``'s per
+The tables are :mod:`attnlimits.capture.token_rows`'s (the scan's, and ``compare``'s per
 normaliser); ``token_view.js`` (beside this module, :func:`token_script`) draws them.
 
 Per length, every (layer, head) keeps the same sampled query rows (:mod:`.tokens`), each with

@@ -11,7 +11,7 @@ Tables: ``summary`` (normaliser × length), ``perplexity`` (… × sequence), ``
 (normaliser × length), ``probes`` (one row per probe and normaliser), ``heads`` (normaliser ×
 layer × head × length, mean over sequences); for the page's token view, of the first
 sequence: ``tokens`` (its text) and ``attention_rows`` (per normaliser, layer and head, a few
-query rows' largest weights, every weight at L ≤ 128: :mod:`attnlimits.experiments.token_rows`).
+query rows' largest weights, every weight at L ≤ 128: :mod:`attnlimits.capture.token_rows`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import torch
 from tqdm.auto import tqdm
 
 from attnlimits.capture import ModelInfo, is_causal_lm, load_model
+from attnlimits.capture.token_rows import token_table
 from attnlimits.corpus import describe_text, load_text, spread_windows, text_sha256
 from attnlimits.experiments._inputs import check_context, check_text_room, model_record
 from attnlimits.experiments.compare.config import BASELINE, Config, check_heads, check_probe_room
@@ -35,7 +36,6 @@ from attnlimits.experiments.compare.probe import (
     score_probes,
 )
 from attnlimits.experiments.store import ResultStore, params_hash
-from attnlimits.experiments.token_rows import token_table
 
 __all__ = ["check_model", "check_tokenizer", "compute", "summarize"]
 

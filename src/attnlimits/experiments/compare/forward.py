@@ -21,8 +21,8 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from attnlimits.experiments.token_rows import band_rows as token_band
-from attnlimits.experiments.token_rows import rows_table
+from attnlimits.capture.token_rows import band_rows as token_band
+from attnlimits.capture.token_rows import rows_table
 from attnlimits.hf_bridge import (
     attention_function,
     get_attn_implementation,
@@ -49,7 +49,7 @@ class ForwardResult(NamedTuple):
     logits_at: Callable[[Tensor], Tensor]  #: positions → logits predicting them (CPU)
     heads: pd.DataFrame  #: one row per layer, head, length: entropy, mass, max_weight
     seconds: float  #: wall time of the forward (the LM head and recording included)
-    #: with ``token_rows``: the token view's rows (:func:`~attnlimits.experiments.token_rows.
+    #: with ``token_rows``: the token view's rows (:func:`~attnlimits.capture.token_rows.
     #: rows_table` per layer and length, the weights the normaliser applies), else empty
     rows: pd.DataFrame = pd.DataFrame()
 
@@ -108,7 +108,7 @@ def run_forward(
     """Run ``model`` on ``ids`` ``[1, L]`` with normaliser ``name`` (``"softmax"``: the model's
     own SDPA) and return the losses, a logits accessor, per-head statistics and the time; with
     ``token_rows`` also the token view's rows (the scan's sampling: :data:`~attnlimits.
-    experiments.token_rows.TOKEN_ROWS` rows per length band, their top keys or whole rows)."""
+    capture.token_rows.TOKEN_ROWS` rows per length band, their top keys or whole rows)."""
     impl = "sdpa" if name == "softmax" else f"attnlimits_{name}"
     inner = attention_function(impl)
     sampled = band_rows(lengths, rows)

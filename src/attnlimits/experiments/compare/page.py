@@ -3,7 +3,7 @@ side, as coloured tokens (the renderer's token view, ``view/token_view.js``).
 
 The presets (:mod:`attnlimits.experiments.presets`) draw the summary's plots above it. The data
 are the run's ``tokens`` (the first sequence as text) and ``attention_rows`` (per normaliser,
-:mod:`attnlimits.experiments.token_rows`), packed per normaliser by
+:mod:`attnlimits.capture.token_rows`), packed per normaliser by
 :func:`attnlimits.view.tokens.token_data`; ``tokens.js`` beside this module keeps the
 selectors (layer, head, L, query row, the two normalisers) and both views in step.
 """

@@ -14,8 +14,8 @@ import pandas as pd
 import torch
 
 from attnlimits.capture import LayerQKV
+from attnlimits.capture.token_rows import band_rows
 from attnlimits.experiments.scan.config import Config, band
-from attnlimits.experiments.token_rows import band_rows
 from attnlimits.normalizers import softmax
 
 __all__ = ["PATTERN_BINS", "bin_columns", "pattern_sample", "row_weights"]

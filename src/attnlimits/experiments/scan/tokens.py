@@ -3,7 +3,7 @@
 For the first window, at every scanned length, :data:`TOKEN_ROWS` query rows evenly spaced over
 the length's band (the same rows for every head and in every run: no randomness) keep their
 :data:`TOP_K` largest weights and those keys, and every weight of the row where
-L ≤ :data:`FULL_ROWS_UP_TO` (:func:`attnlimits.experiments.token_rows.rows_table`, which
+L ≤ :data:`FULL_ROWS_UP_TO` (:func:`attnlimits.capture.token_rows.rows_table`, which
 ``compare`` uses too). The weights are the row's softmax over its first L keys (the model's own
 ``q·kᵀ`` and scale, float64, stored as float32), as
 :func:`~attnlimits.experiments.scan.patterns.row_weights` computes them for the binned
@@ -16,14 +16,14 @@ from __future__ import annotations
 import pandas as pd
 
 from attnlimits.capture import LayerQKV
-from attnlimits.experiments.scan.patterns import row_weights
-from attnlimits.experiments.token_rows import (
+from attnlimits.capture.token_rows import (
     FULL_ROWS_UP_TO,
     TOKEN_ROWS,
     TOP_K,
     rows_table,
     token_table,
 )
+from attnlimits.experiments.scan.patterns import row_weights
 
 __all__ = ["FULL_ROWS_UP_TO", "TOKEN_ROWS", "TOP_K", "attention_rows", "token_table"]
 

@@ -1,5 +1,6 @@
-"""Attention over the real tokens, shared by the scan and ``compare``: a few query rows per head
-with their largest weights (every weight at short lengths), and a window's tokens as text.
+"""Attention over the real tokens, shared by the scan, ``compare`` and the monitor: a few query
+rows per head with their largest weights (every weight at short lengths), and a window's
+tokens as text.
 
 The pages' token views (:mod:`attnlimits.view.tokens`, ``view/token_view.js``) show these
 tables. Per length, :data:`TOKEN_ROWS` query rows evenly spaced over its band keep
