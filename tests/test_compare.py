@@ -215,6 +215,35 @@ def test_swapped_forward_is_the_patched_model_and_one_forward_serves_every_lengt
         assert (res.heads["mass"] < 1).all()
 
 
+def test_token_rows_are_the_weights_each_normaliser_applies_to_the_sampled_rows(llama, text):
+    """The token view's rows: under softmax every weight of each sampled row is the eager map's
+    (whole rows at L <= 256); under topk:k=4 each row keeps its 4 nonzero weights among its
+    top 8; one forward of 128 tokens gives L = 64 the rows a 64-token forward gives it."""
+    from attnlimits.capture.token_rows import TOKEN_ROWS
+    from attnlimits.capture.token_rows import band_rows as token_band
+
+    model, ids = llama.model, _ids(llama, text)
+    res = run_forward(model, ids, "softmax", {}, LENGTHS, rows=4, token_rows=True)
+    with torch.no_grad():
+        maps = model(ids, output_attentions=True).attentions
+    rows = res.rows
+    assert set(rows.groupby(["layer", "head", "length"])["row"].nunique()) == {TOKEN_ROWS}
+    for (layer, length, head, row), at in rows.groupby(["layer", "length", "head", "row"]):
+        assert row in token_band(length // 2, length).tolist()
+        want = maps[layer][0, head, row, : row + 1].numpy()  # a causal row: keys 0 … row
+        assert at["key"].tolist() == list(range(row + 1))
+        np.testing.assert_allclose(at["weight"], want, atol=1e-5)
+        assert at["rank"].min() == 1 and (at["keys"] == row + 1).all()
+    short = run_forward(model, ids[:, :64], "softmax", {}, (64,), rows=4, token_rows=True)
+    pd.testing.assert_frame_equal(
+        rows[rows["length"] == 64].reset_index(drop=True), short.rows, atol=1e-5
+    )
+    top = run_forward(model, ids, "topk", {"k": 4}, LENGTHS, rows=4, token_rows=True).rows
+    nonzero = top[top["weight"] > 0].groupby(["layer", "head", "length", "row"])
+    assert set(nonzero.size()) == {4} and (nonzero["rank"].max() <= 4).all()
+    assert run_forward(model, ids, "softmax", {}, LENGTHS, rows=4).rows.empty  # not asked
+
+
 # ---- effects, end to end -----------------------------------------------------------------------
 
 
@@ -261,6 +290,12 @@ def test_compare_runs_end_to_end_resumes_and_redraws(model_dirs, tmp_path, monke
     assert "## Effects per normaliser" in report and "| topk:k=8 |" in report
     for name in ("perplexity", "retrieval", "entropy", "cost"):
         assert (out / "figures" / f"{name}.png").stat().st_size > 0
+    rows = pd.read_parquet(out / "tables" / "attention_rows.parquet")  # the token view's
+    tokens = pd.read_parquet(out / "tables" / "tokens.parquet")
+    assert list(rows["normalizer"].unique()) == ["softmax", "adaptive", "topk:k=8"]
+    assert rows.groupby(["normalizer", "layer", "head", "length"])["row"].nunique().eq(4).all()
+    assert (rows["sequence"] == 0).all() and len(tokens) == max(LENGTHS)
+    assert "COMPARE_TOKENS" in (out / "report.html").read_text(encoding="utf-8")
 
     def boom(*args, **kwargs):
         raise AssertionError("a resumed run recomputes nothing")

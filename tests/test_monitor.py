@@ -110,6 +110,58 @@ def test_recorded_stats_equal_a_dense_reference(family: str, impl: str) -> None:
     assert ref["entropy"].std() > 0.01  # the heads differ: the comparison discriminates
 
 
+class WordTokenizer:
+    """A tokenizer's ``batch_decode``: token id i as " t<i>"."""
+
+    def batch_decode(self, ids: Any, clean_up_tokenization_spaces: bool = False) -> list[str]:
+        return [f" t{int(i[0])}" for i in ids]
+
+
+@pytest.mark.parametrize("impl", ["eager", "sdpa"])
+def test_token_rows_are_the_eager_maps_rows_of_the_first_sequence(impl: str) -> None:
+    """With a tokenizer, a recorded step keeps, per layer and head, 4 rows of the first
+    sequence's band [L/2, L): every weight equal to the eager map's, the tokens its text."""
+    import numpy as np
+
+    from attnlimits.capture.token_rows import TOKEN_ROWS
+
+    model = tiny("llama", impl).eval()
+    ids, mask = batch()
+    with AttentionMonitor(every=2, tokenizer=WordTokenizer()).watch(model) as mon, torch.no_grad():
+        for _ in range(3):  # steps 1, 2, 3: step 2 recorded
+            model(ids, attention_mask=mask)
+            mon.step()
+    rows, tokens = mon.token_rows()
+    assert set(rows["step"]) == {2} and set(tokens["step"]) == {2}
+    assert tokens["text"].tolist() == [f" t{i}" for i in ids[0].tolist()]
+    model.set_attn_implementation("eager")
+    with torch.no_grad():
+        attns = model(ids, attention_mask=mask, output_attentions=True).attentions
+    assert rows.groupby(["layer", "head"])["row"].nunique().eq(TOKEN_ROWS).all()
+    assert sorted(rows["layer"].unique()) == list(range(len(attns)))
+    for (layer, head, row), at in rows.groupby(["layer", "head", "row"]):
+        assert SEQ // 2 <= row < SEQ and at["key"].tolist() == list(range(row + 1))
+        want = attns[layer][0, head, row, : row + 1].numpy()
+        np.testing.assert_allclose(at["weight"], want, atol=1e-5)
+    assert not any(h for h in model._forward_pre_hooks.values())  # the hook went with close()
+
+
+def test_token_rows_keep_a_few_steps_and_need_a_tokenizer() -> None:
+    model = tiny("gpt2", "sdpa").eval()
+    ids, mask = batch()
+    with AttentionMonitor(every=1, tokenizer=WordTokenizer()).watch(model) as mon, torch.no_grad():
+        for _ in range(10):
+            model(ids, attention_mask=mask)
+            mon.step()
+    steps = sorted(mon.token_rows()[0]["step"].unique())
+    assert len(steps) <= 8 and steps[0] == 1 and steps[-1] == 10, steps
+    with AttentionMonitor(every=1).watch(model) as mon, torch.no_grad():
+        model(ids, attention_mask=mask)
+        mon.step()
+    assert all(t.empty for t in mon.token_rows())
+    assert "no tokenizer" in mon._tokens.why
+
+
 class Recorder(TrainerCallback):
     """Keeps every ``logs`` dict it is shown, with the step."""
 
@@ -165,6 +217,25 @@ def test_trainer_writes_the_table_and_reporters_see_the_summaries(
     got = table[(table.step == 6) & (table.layer == 0)].sink_mass.mean()
     assert last[0]["attn/sink_mass/layer_0"] == pytest.approx(got)
     assert any("attn/entropy/layer_0" in h for h in trainer.state.log_history)
+
+
+def test_trainer_hands_the_monitor_its_tokenizer(tmp_path: Path) -> None:
+    """The Trainer's processing_class is the monitor's tokenizer: the page shows token rows."""
+    model = tiny("gpt2", "sdpa")
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=2, report_to=[],
+        use_cpu=True, save_strategy="no", disable_tqdm=True,
+    )  # fmt: skip
+    trainer = transformers.Trainer(
+        model, args, train_dataset=Tokens(), processing_class=WordTokenizer()
+    )
+    mon = AttentionMonitor(every=2).attach(trainer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AttentionHeadWarning)
+        trainer.train()
+    rows, tokens = mon.token_rows()
+    assert set(rows["step"]) == {2} and tokens["text"].str.startswith(" t").all()
+    assert "MONITOR_TOKENS" in (tmp_path / "attention_monitor.html").read_text(encoding="utf-8")
 
 
 def test_trainer_without_attach_warns_and_still_records(tmp_path: Path) -> None:

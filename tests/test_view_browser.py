@@ -17,6 +17,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -437,6 +438,43 @@ def test_the_address_keeps_the_head_metric_and_length(browser, scan_page):
     assert _errors(browser) == []
 
 
+def test_the_address_keeps_a_head_and_a_tables_state_together(browser, scan_page, tmp_path):
+    """The scan's keys and a table's (view/address.js) share the hash: a link with both opens
+    the head and the sorted table; clicking a head keeps the table's keys, sorting keeps the
+    head's."""
+    from urllib.parse import parse_qsl
+
+    _, tables = scan_page
+    claims = pd.DataFrame({"claim": ["a", "b", "c"], "measured": [2.0, 3.0, 1.0],
+                           "verdict": ["reproduced", "partly", "not reproduced"]})  # fmt: skip
+    page = write_page(tmp_path, "Scan: synthetic", tables, {"experiment": "scan"}, claims)
+    browser.get("about:blank")
+    browser.get(page.resolve().as_uri() + "#layer=2&head=5&metric=max_weight&L=128"
+                "&t.claims.sort=-measured")  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not browser.execute_script("return !!(window.attnlimitsView && attnlimitsView.ready)"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert browser.execute_script("return attnlimitsView.state.clicked") == {"layer": 2, "head": 5}
+    assert "layer 2, head 5, L = 128" in browser.find_element("id", "tokens").text
+    column = """const box = document.querySelector('.tablebox[data-name="claims"]');
+        return [...box.querySelectorAll('tbody tr')].map(r => r.cells[0].textContent);"""
+    assert browser.execute_script(column) == ["b", "a", "c"]
+    browser.execute_script("scrollTo(0, 0)")
+    _click_head(browser, 4, 1)
+    state = lambda: dict(parse_qsl(browser.execute_script("return location.hash.slice(1)")))  # noqa: E731
+    assert state() == {"layer": "4", "head": "1", "metric": "max_weight", "L": "128",
+                       "t.claims.sort": "-measured"}  # fmt: skip
+    browser.execute_script(
+        """const box = document.querySelector('.tablebox[data-name="claims"]');
+        [...box.querySelectorAll('thead th')].find(h => h.textContent === 'claim').click();"""
+    )
+    assert browser.execute_script(column) == ["a", "b", "c"]
+    assert state() == {"layer": "4", "head": "1", "metric": "max_weight", "L": "128",
+                       "t.claims.sort": "claim"}  # fmt: skip
+    assert _errors(browser) == []
+
+
 def test_a_generic_page_loads_without_errors(browser, tmp_path):
     tables = {"values": pd.DataFrame({"step": [0, 1], "loss": [0.5, 0.25]})}
     claims = pd.DataFrame(
@@ -472,6 +510,71 @@ def test_monitor_page_draws_steps_and_warnings(browser, tmp_path, images):
     names = browser.execute_script("return document.getElementById('lines').data.map(t => t.name)")
     assert names == ["head 0", "head 1", "collapsed", "dispersed"]
     browser.save_screenshot(str(images / "view-monitor.png"))
+
+
+def _monitored(out: Path, tokenizer: Any = None, steps: int = 4) -> Any:
+    """A hand-written loop of ``steps`` steps under AttentionMonitor(every=2), its page in
+    ``out``; the monitor."""
+    import torch
+
+    from attnlimits.monitor import AttentionMonitor
+    from test_monitor import batch, tiny
+
+    model = tiny("llama", "sdpa").eval()
+    with AttentionMonitor(every=2, out_dir=out, tokenizer=tokenizer).watch(model) as mon:
+        for step in range(steps):
+            ids, mask = batch(seed=step)
+            with torch.no_grad():
+                model(ids, attention_mask=mask)
+            mon.step()
+    return mon
+
+
+def test_monitor_page_shows_a_steps_tokens_with_the_kept_weights(browser, tmp_path):
+    """With a tokenizer: choosing a step, layer and head shows the first sequence's rows as
+    tokens, their text and weights the monitor's token_rows' (▶ steps through the rows)."""
+    from selenium.webdriver.support.ui import Select
+
+    from attnlimits.view import MONITOR_PAGE
+    from test_monitor import WordTokenizer
+
+    mon = _monitored(tmp_path, WordTokenizer())
+    rows, tokens = mon.token_rows()
+    _open(browser, tmp_path / MONITOR_PAGE)
+    for sel, value in (("mt-step", "2"), ("mt-layer", "1"), ("mt-head", "3")):
+        Select(browser.find_element("id", sel)).select_by_value(value)
+    at = rows[(rows["step"] == 2) & (rows["layer"] == 1) & (rows["head"] == 3)]
+    text = tokens[tokens["step"] == 2].set_index("position")["text"]
+    for n, row in enumerate(sorted(at["row"].unique())):
+        if n:
+            browser.find_element("id", "mt-next").click()
+        shown = browser.execute_script(
+            """return [...document.querySelectorAll('#monitor-tokens span.tok')].map(s => ({
+              text: s.textContent, key: s.dataset.key === undefined ? null : Number(s.dataset.key),
+              weight: s.dataset.weight === undefined ? null : Number(s.dataset.weight),
+              query: s.classList.contains('query')}))"""
+        )
+        want = at[at["row"] == row].sort_values("key")
+        keyed = [t for t in shown if t["key"] is not None]
+        assert [t["key"] for t in keyed] == want["key"].tolist()
+        np.testing.assert_allclose([t["weight"] for t in keyed], want["weight"], atol=0.6 / 65535)
+        assert [t["text"] for t in keyed] == text[want["key"]].tolist()
+        assert [t["key"] for t in shown if t["query"]] == [row]
+    assert "step 2" in browser.find_element("id", "monitor-tokens").text
+    assert _errors(browser) == []
+
+
+def test_monitor_page_says_in_one_line_why_it_has_no_token_view(browser, tmp_path):
+    """Without a tokenizer the page says so, in one visible line, and draws no token."""
+    from attnlimits.view import MONITOR_PAGE
+
+    _monitored(tmp_path)
+    _open(browser, tmp_path / MONITOR_PAGE)
+    note = browser.find_element("id", "monitor-tokens")
+    assert note.is_displayed() and note.text.startswith("No token view: no tokenizer was given")
+    assert "\n" not in note.text
+    assert browser.find_elements("css selector", "span.tok") == []
+    assert _errors(browser) == []
 
 
 def _compare_like() -> dict[str, pd.DataFrame]:

@@ -5,7 +5,8 @@ Fig. 2c draws each x source on its own plot, never their mean; plots name what t
 fix; equal lines stay told apart, estimates carry their error bars, the toolbar and legend
 cover no title; tables sort, filter, cut to a top 10 and download as CSV; every page has a
 table of contents, anchors below images land on their target, a figure an interactive plot
-mirrors is not shown twice; the explorer's choice is kept in the URL; the limitations
+mirrors is not shown twice; the explorer's choice and a table's sort and filter are kept
+in the URL; the limitations
 side-by-side page draws Fig. 2c of both models, colours their verdicts and fills its Run
 section from each run.json. Every test also checks that the page logs no console error.
 """
@@ -204,6 +205,47 @@ def test_tables_sort_filter_top_ten_and_download_csv(chrome, tmp_path, downloads
     assert _errors(chrome) == []
 
 
+def _hash(driver) -> dict[str, str]:
+    from urllib.parse import parse_qsl
+
+    return dict(parse_qsl(driver.execute_script("return location.hash.slice(1)")))
+
+
+def test_a_tables_sort_and_filter_are_kept_in_the_url(chrome, tmp_path):
+    """Sorting and filtering write the table's state into the address; a link with it opens the
+    table sorted and filtered (and in view), a "top 10 by" link cut to its ten."""
+    page, df = _table_page(tmp_path)
+    chrome.get(page.resolve().as_uri())
+    box = chrome.find_element("css selector", '.tablebox[data-name="heads_table"]')
+    header = box.find_elements("css selector", "th")[3]  # entropy
+    header.click()
+    header.click()  # descending
+    box.find_element("css selector", ".t-filter").send_keys("Sink")
+    assert _hash(chrome) == {"t.heads_table.sort": "-entropy", "t.heads_table.q": "Sink"}
+    url = chrome.current_url
+    sink = df[df["kind"] == "sink"].sort_values("entropy", ascending=False)
+    chrome.get("about:blank")
+    chrome.get(url)
+    rows = _shown(chrome, "heads_table")
+    assert [float(r[3]) for r in rows] == sink["entropy"].tolist()
+    box = chrome.find_element("css selector", '.tablebox[data-name="heads_table"]')
+    assert box.find_element("css selector", ".t-filter").get_attribute("value") == "Sink"
+    assert box.find_elements("css selector", "th")[3].get_attribute("aria-sort") == "descending"
+    assert chrome.execute_script(
+        "const r = arguments[0].getBoundingClientRect(); return r.top >= -1 && r.top < innerHeight",
+        box,
+    )
+    chrome.get("about:blank")
+    chrome.get(page.resolve().as_uri() + "#t.heads_table.top=entropy")
+    rows = _shown(chrome, "heads_table")
+    assert [float(r[3]) for r in rows] == df.nlargest(10, "entropy")["entropy"].tolist()
+    box = chrome.find_element("css selector", '.tablebox[data-name="heads_table"]')
+    box.find_elements("css selector", "th")[0].click()  # a sort replaces the top 10
+    assert _hash(chrome) == {"t.heads_table.sort": "layer"}
+    assert len(_shown(chrome, "heads_table")) == len(df)
+    assert _errors(chrome) == []
+
+
 def _png(path: Path, width: int, height: int) -> None:
     from PIL import Image
 
@@ -351,3 +393,74 @@ def test_limitations_side_by_side_page(chrome, tmp_path):
     assert "1 window of 256 tokens" in report
     with io.StringIO((tmp_path / "tables" / "alg3.csv").read_text()) as f:
         assert {r["model"] for r in csv.DictReader(f)} == set(runs)
+
+
+def _compare_with_tokens() -> dict[str, pd.DataFrame]:
+    """A compare run's summary and its token view's tables: 3 normalisers, 2 layers × 3 heads,
+    L = 64 (whole rows) and 512 (top 8), weights made up (each row a distribution)."""
+    import torch
+
+    from attnlimits.capture.token_rows import band_rows, rows_table
+
+    tables = _compare_like()
+    gen = torch.Generator().manual_seed(7)
+    frames = []
+    for spec in tables["summary"]["normalizer"].unique():
+        for layer in range(2):
+            for n in (64, 512):
+                idx = band_rows(n // 2, n)
+                keep = torch.arange(n)[None, :] <= idx[:, None]
+                w = torch.rand(3, len(idx), n, generator=gen, dtype=torch.float64) ** 8 * keep
+                w = w / w.sum(-1, keepdim=True)
+                frames.append(rows_table(idx, w, keep, n).assign(layer=layer, normalizer=spec))
+    tables["attention_rows"] = pd.concat(frames, ignore_index=True)
+    words = [f" w{i}" if i % 5 else f"\nn{i}" for i in range(512)]
+    tables["tokens"] = pd.DataFrame({"position": range(512), "token_id": range(512),
+                                     "text": words})  # fmt: skip
+    return tables
+
+
+def _tokens_in(driver, box: str) -> list[dict]:
+    return driver.execute_script(
+        """return [...document.querySelectorAll(`#${arguments[0]} span.tok`)].map(s => ({
+          text: s.textContent, query: s.classList.contains('query'),
+          key: s.dataset.key === undefined ? null : Number(s.dataset.key),
+          weight: s.dataset.weight === undefined ? null : Number(s.dataset.weight)}))""",
+        box,
+    )
+
+
+def test_compare_shows_one_head_under_two_normalisers_as_tokens(chrome, tmp_path):
+    """Choosing a layer, head, length, row and two normalisers shows, side by side, the row's
+    tokens with the weights of the stored attention_rows table (uint16 on the page)."""
+    from selenium.webdriver.support.ui import Select
+
+    tables = _compare_with_tokens()
+    page = write_page(tmp_path, "Compare", tables, {"experiment": "compare"})
+    _open(chrome, page)
+    assert chrome.execute_script("return !!(window.compareTokens && compareTokens.ready)")
+    assert chrome.execute_script("return document.getElementById('preset-1').data.length") > 0
+    rows, text = tables["attention_rows"], tables["tokens"].set_index("position")["text"]
+    for sel, value in (("ct-layer", "1"), ("ct-head", "2"), ("ct-length", "64"),
+                       ("ct-b", "logn:train_length=64"), ("ct-row", "2")):  # fmt: skip
+        Select(chrome.find_element("id", sel)).select_by_value(value)
+    at = rows[(rows["layer"] == 1) & (rows["head"] == 2) & (rows["length"] == 64)]
+    row = sorted(at["row"].unique())[2]
+    for box, spec in (("ct-left", "softmax"), ("ct-right", "logn:train_length=64")):
+        assert spec in chrome.find_element("id", box).text
+        shown = _tokens_in(chrome, box)
+        want = at[(at["normalizer"] == spec) & (at["row"] == row)].sort_values("key")
+        keyed = [s for s in shown if s["key"] is not None]
+        assert [s["key"] for s in keyed] == want["key"].tolist()  # every key of a whole row
+        np.testing.assert_allclose([s["weight"] for s in keyed], want["weight"], atol=0.6 / 65535)
+        assert [s["text"].replace("↵", "\n") for s in keyed] == text[want["key"]].tolist()
+        assert [s["key"] for s in shown if s["query"]] == [row]
+    Select(chrome.find_element("id", "ct-length")).select_by_value("512")  # top 8 in context
+    at = rows[(rows["layer"] == 1) & (rows["head"] == 2) & (rows["length"] == 512)]
+    row = sorted(at["row"].unique())[2]  # the third sampled row still
+    for box, spec in (("ct-left", "softmax"), ("ct-right", "logn:train_length=64")):
+        want = at[(at["normalizer"] == spec) & (at["row"] == row)].sort_values("key")
+        keyed = [s for s in _tokens_in(chrome, box) if s["key"] is not None]
+        assert len(want) == 8 and [s["key"] for s in keyed] == want["key"].tolist()
+        np.testing.assert_allclose([s["weight"] for s in keyed], want["weight"], atol=0.6 / 65535)
+    assert _errors(chrome) == []

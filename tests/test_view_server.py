@@ -211,3 +211,25 @@ def test_view_a_b_of_two_scans_aligns_heads_and_their_difference(browser, tmp_pa
     diff = got[2]["z"]
     for (layer, head), value in (vb - va).items():
         assert diff[layer][head] == pytest.approx(value, rel=1e-12, abs=1e-15), (layer, head)
+
+
+def test_view_a_b_keeps_its_choice_in_the_url(browser, pair):  # noqa: F811
+    """A link with a diagnostic and a length opens the pair on them; a choice made on the page
+    is written back into the address."""
+    from urllib.parse import parse_qsl
+
+    from selenium.webdriver.support.ui import Select
+
+    _, _, port = pair
+    browser.get(f"http://127.0.0.1:{port}/pair.html#metric=max_weight&L=16")
+    _wait(browser, "window.attnlimitsPair && attnlimitsPair.ready")
+    state = browser.execute_script("return attnlimitsPair.state")
+    assert (state["metric"], state["length"]) == ("max_weight", "16")
+    assert browser.find_element("id", "pair-metric").get_attribute("value") == "max_weight"
+    assert browser.find_element("id", "pair-length").get_attribute("value") == "16"
+    title = browser.execute_script("return document.getElementById('pair-a').layout.title.text")
+    assert "L = 16" in title, title
+    Select(browser.find_element("id", "pair-length")).select_by_value("32")
+    got = dict(parse_qsl(browser.execute_script("return location.hash.slice(1)")))
+    assert got == {"metric": "max_weight", "L": "32"}
+    assert _errors(browser) == []

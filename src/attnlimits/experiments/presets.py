@@ -214,10 +214,10 @@ def page_of(
     tables: Mapping[str, pd.DataFrame],
     meta: Mapping[str, Any],
 ) -> Page:
-    """What the page of a run of kind ``name`` shows beyond its tables: the kind's own views
-    (``own``, its ``Experiment.page``), else its presets and the tables they draw; neither
-    lists the tables of :data:`UNLISTED`."""
+    """What the page of a run of kind ``name`` shows beyond its tables: its presets and the
+    tables they draw, and the kind's own views (``own``, its ``Experiment.page``: the scan's
+    heatmaps, compare's token view); neither lists the tables of :data:`UNLISTED`."""
     page = own(tables, meta) if own is not None else Page()
-    if not page.body:
-        page = replace(page, presets=PRESETS.get(name, ()), derived=derived(name, tables, meta))
+    if not page.presets and name in PRESETS:
+        page = replace(page, presets=PRESETS[name], derived=derived(name, tables, meta))
     return replace(page, unlisted=frozenset(page.unlisted) | UNLISTED)

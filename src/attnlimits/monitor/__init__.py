@@ -46,12 +46,12 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from attnlimits._checks import check_in_range, check_int_at_least
-from attnlimits._paths import inside, probe_write
+from attnlimits.monitor._files import COLUMNS, TABLE_NAME, earlier_rows, writable
 from attnlimits.monitor._session import MONITOR_PREFIX, STATS, Session
+from attnlimits.monitor._tokens import TokenSample
 
 __all__ = [
     "COLUMNS",
@@ -62,61 +62,11 @@ __all__ = [
     "AttentionMonitor",
 ]
 
-TABLE_NAME = "attention_monitor.parquet"
-#: Columns of the table: per-head row means of :data:`STATS`, the largest row entropy and the
-#: smallest ``H / log n_keys`` (rows with n_keys ≥ 2: the warnings' inputs), the key length
-#: and the number of rows averaged.
-COLUMNS = ("step", "layer", "head", *STATS, "entropy_max", "entropy_ratio_min", "length", "n_rows")
-
 M = TypeVar("M", bound="_Monitor")
 
 
 class AttentionHeadWarning(UserWarning):
     """A head whose attention collapsed onto one key, or dispersed to near-uniform weights."""
-
-
-def _writable(path: str | os.PathLike[str], what: str) -> Path:
-    """``path`` created if missing and probed for writing; ``ValueError`` naming it otherwise
-    (an empty path too: it would mean the current folder)."""
-    if isinstance(path, str) and not path.strip():
-        raise ValueError(f"{what} is empty ({path!r}); name a folder for the monitor's table")
-    out = Path(path)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe_write(out, prefix=".attnlimits-monitor-probe-")
-    except OSError as err:
-        raise ValueError(f"{what} {str(out)!r} is not a writable folder: {err}") from None
-    return out
-
-
-def _earlier_rows(out_dir: Path) -> list[dict[str, Any]]:
-    """The rows of the table the monitor wrote in ``out_dir`` before (none where there is
-    none). ``ValueError`` naming the file for a table there that is not the monitor's own (not
-    Parquet, or other columns), a page there without the monitor's table beside it, and a
-    symbolic link at either: the monitor never replaces them."""
-    from attnlimits.view.monitor_page import MONITOR_PAGE
-
-    table, page = out_dir / TABLE_NAME, out_dir / MONITOR_PAGE
-    inside(out_dir, table)
-    inside(out_dir, page)
-    why = "the monitor appends only to its own table: move it away, or pass another out_dir"
-    if not table.exists():
-        if page.exists():
-            raise ValueError(f"{page} is not the monitor's page (no {TABLE_NAME} beside it); {why}")
-        return []
-    import pandas as pd
-
-    try:
-        old = pd.read_parquet(table)
-    except (OSError, ValueError):  # pyarrow's ArrowInvalid is a ValueError
-        raise ValueError(f"{table} is not a Parquet table; {why}") from None
-    ints = all(pd.api.types.is_integer_dtype(old[c]) for c in ("step", "layer", "head") if c in old)
-    if list(old.columns) != list(COLUMNS) or not ints:
-        raise ValueError(
-            f"{table} is not the monitor's table (columns {', '.join(map(str, old.columns))}); "
-            f"{why}"
-        )
-    return old.to_dict("records")
 
 
 class _Monitor:
@@ -145,6 +95,10 @@ class _Monitor:
     block_size : int
         Query rows and key columns per block of the streamed statistics (memory per recorded
         call: about batch × heads × block_size² floats).
+    tokenizer : optional
+        For the page's token view (default: the Trainer's ``processing_class``): on recorded
+        steps, a few query rows of the first sequence per layer and head with its tokens as
+        text (:meth:`token_rows`; at most 8 steps kept). Without one the page says so.
 
     Use with ``transformers.Trainer``: ``monitor.attach(trainer)`` before ``trainer.train()``
     (it puts the monitor first among the callbacks so that the reporting callbacks of
@@ -165,6 +119,7 @@ class _Monitor:
         collapse_entropy: float = 0.05,
         disperse_ratio: float = 0.95,
         block_size: int = 128,
+        tokenizer: Any = None,
     ) -> None:
         check_int_at_least(every, "every", 1)
         check_int_at_least(block_size, "block_size", 1)
@@ -172,10 +127,11 @@ class _Monitor:
         check_in_range(disperse_ratio, "disperse_ratio", 0.0, 1.0, closed=(False, True))
         self.every, self.block_size = every, block_size
         self.collapse_entropy, self.disperse_ratio = float(collapse_entropy), float(disperse_ratio)
-        self.out_dir = None if out_dir is None else _writable(out_dir, "out_dir")
-        self.records = [] if self.out_dir is None else _earlier_rows(self.out_dir)
+        self.out_dir = None if out_dir is None else writable(out_dir, "out_dir")
+        self.records = [] if self.out_dir is None else earlier_rows(self.out_dir)
         self.last_summaries: dict[str, float] = {}
         self._session = Session(block_size)
+        self._tokens = self._session.tokens = TokenSample(tokenizer)
         self._done = 0
         self._warned: set[tuple[Any, ...]] = set()
         self._pending: dict[str, float] = {}
@@ -194,6 +150,7 @@ class _Monitor:
         if self._session.model is not None:
             raise ValueError("this AttentionMonitor already watches a model; close() it first")
         self._session.install(model)
+        self._tokens.hook(model, lambda: self._session.armed)
         self._set_done(max((int(r["step"]) for r in self.records), default=0))
         return self
 
@@ -201,6 +158,7 @@ class _Monitor:
         """Write the table and its page, restore the model's attention implementation, stop
         watching."""
         self._flush(page=True)
+        self._tokens.unhook()
         self._session.uninstall()
 
     def __enter__(self: M) -> M:
@@ -228,6 +186,13 @@ class _Monitor:
 
         return pd.DataFrame(self.records, columns=list(COLUMNS))
 
+    def token_rows(self) -> tuple[Any, Any]:
+        """The token view's tables (pandas DataFrames; empty without a tokenizer): the kept
+        steps' sampled rows (``step``, ``layer``, ``head``, ``row``, ``key``, ``weight``, ``rank``,
+        ``keys``, ``length``) and their first sequences' tokens (``step``, ``position``,
+        ``token_id``, ``text``)."""
+        return self._tokens.tables()
+
     # ---- recording ------------------------------------------------------------------------
     def _set_done(self, done: int) -> None:
         """``done`` steps are finished: arm the wrapper if step ``done + 1`` is recorded."""
@@ -236,6 +201,8 @@ class _Monitor:
 
     def _end_step(self, step: int) -> dict[str, float] | None:
         summaries = self._finish(step) if self._session.armed else None
+        if self._session.armed:
+            self._tokens.end_step(step)
         self._set_done(step)
         return summaries
 
@@ -309,7 +276,9 @@ class _Monitor:
         if page:
             from attnlimits.view.monitor_page import write_monitor_page
 
-            write_monitor_page(self.out_dir, table, self.collapse_entropy, self.disperse_ratio)
+            rows, tokens = self._tokens.tables()
+            write_monitor_page(self.out_dir, table, self.collapse_entropy, self.disperse_ratio,
+                               (rows, tokens, self._tokens.why))  # fmt: skip
 
     # ---- transformers.Trainer -------------------------------------------------------------
     def attach(self: M, trainer: Any) -> M:
@@ -332,9 +301,12 @@ class _Monitor:
                 UserWarning,
                 stacklevel=2,
             )
+        if self._tokens.tokenizer is None:  # the Trainer's tokenizer, for the token view
+            found = kwargs.get("processing_class") or kwargs.get("tokenizer")
+            self._tokens.tokenizer = found if hasattr(found, "batch_decode") else None
         if self.out_dir is None:
-            self.out_dir = _writable(args.output_dir, "args.output_dir")
-            self.records = _earlier_rows(self.out_dir)
+            self.out_dir = writable(args.output_dir, "args.output_dir")
+            self.records = earlier_rows(self.out_dir)
         if self.records and state.global_step == 0:
             steps = [int(r["step"]) for r in self.records]
             raise ValueError(

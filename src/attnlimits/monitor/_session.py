@@ -157,6 +157,7 @@ class Session:
         self.modules: list[nn.Module] = []
         self.sums: dict[int, HeadSums] = {}
         self.skipped: dict[int, str] = {}
+        self.tokens: Any = None  # the token view's sample (monitor/_tokens.py), if kept
 
     def install(self, model: Any) -> None:
         """Swap ``model``'s attention implementation for its recording wrapper."""
@@ -211,6 +212,8 @@ class Session:
             causal = False
         scaling = kwargs.get("scaling", args[0] if args else None)
         with torch.no_grad():
+            if self.tokens is not None:
+                self.tokens.record(layer, query.detach(), key.detach(), keep, causal, scaling)
             try:
                 rs = _row_stats()(
                     query.detach(), key.detach(), mask=keep, causal=causal, scale=scaling,

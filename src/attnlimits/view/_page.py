@@ -52,6 +52,11 @@ td.verdict-reproduced, td.verdict-partly, td.verdict-not-reproduced, td.verdict-
 img.fig { max-width: 100%; height: auto; border: 1px solid #eee; }
 :target { outline: 3px solid #e0a000; outline-offset: 2px; scroll-margin-top: 2em; }
 .row { display: flex; gap: 1em; flex-wrap: wrap; } .row > div { flex: 1 1 480px; min-width: 0; }
+.tok-text { font-family: ui-monospace, monospace; font-size: 0.85em; line-height: 1.9;
+  white-space: pre-wrap; max-height: 320px; overflow: auto; border: 1px solid #ddd;
+  padding: 4px; }
+.tok { border-radius: 2px; padding: 1px 0; } .tok.query { font-weight: bold; }
+.gap { color: #999; }
 """
 
 
@@ -308,14 +313,18 @@ def _contents(body: str) -> tuple[str, str]:
 
 def document(title: str, body: str, *, scripts: Sequence[str] = (), plotly: bool = True) -> str:
     """A whole page: its table of contents, ``body`` after plotly.js (unless not ``plotly``);
-    ``scripts`` (whole ``<script>`` elements) last, then the tables' glue."""
+    the address's glue (``address.js``: state in the URL's hash), ``scripts`` (whole
+    ``<script>`` elements), then the tables' glue."""
     body, toc = _contents(body)
-    tables = resources.files("attnlimits.view").joinpath("tables.js").read_text(encoding="utf-8")
+    here = resources.files("attnlimits.view")
+    tables = here.joinpath("tables.js").read_text(encoding="utf-8")
+    address = here.joinpath("address.js").read_text(encoding="utf-8")
     js = f'<script type="text/javascript">{_plotly_js()}</script>' if plotly else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style>"
         f"{js}</head>\n"
-        f"<body><h1>{html.escape(title)}</h1>\n{toc}\n{body}\n{''.join(scripts)}"
+        f"<body><h1>{html.escape(title)}</h1>\n{toc}\n{body}\n<script>{address}</script>"
+        f"{''.join(scripts)}"
         f"<script>{tables}</script></body></html>\n"
     )

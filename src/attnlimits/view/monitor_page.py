@@ -5,11 +5,14 @@ step, layer and head) into one (layer·head) × step grid per statistic, and the
 head's collapse or dispersion warning holds (the monitor's own rules, recomputed from the
 table's ``entropy_max`` and ``entropy_ratio_min``). ``monitor.js`` draws it: a step × head
 heatmap and one line per head of the chosen layer, the warnings marked on both.
-:func:`write_monitor_page` writes ``attention_monitor.html`` beside the monitor's Parquet.
+:func:`write_monitor_page` writes ``attention_monitor.html`` beside the monitor's Parquet. With
+the monitor's token rows (it had a tokenizer and its batches input_ids) the page shows them as
+coloured tokens per kept step, layer and head; without, one line says why.
 """
 
 from __future__ import annotations
 
+import html
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -20,10 +23,48 @@ import pandas as pd
 from attnlimits._files import atomic_write_text
 from attnlimits.view import MONITOR_PAGE
 from attnlimits.view._page import document, json_script
+from attnlimits.view.tokens import token_data, token_script
 
 __all__ = ["MONITOR_PAGE", "monitor_data", "monitor_page", "write_monitor_page"]
 
 _STATS = ("entropy", "max_weight", "sink_mass", "logit_spread")
+#: A token view: (rows, tokens, why none) as ``AttentionMonitor.token_rows`` and its reason.
+Tokens = tuple[pd.DataFrame, pd.DataFrame, str]
+
+
+def _token_view(tokens: Tokens | None) -> tuple[str, list[str]]:
+    """The token view's HTML and scripts: per kept step, its first sequence's sampled rows as
+    coloured tokens (``monitor_tokens.js``); without rows, one line saying why."""
+    rows, text, why = tokens if tokens is not None else (pd.DataFrame(), pd.DataFrame(), "")
+    if rows.empty or text.empty:
+        why = why or "the monitor kept no token rows"
+        return f'<p id="monitor-tokens" class="note">No token view: {html.escape(why)}.</p>', []
+    layers = sorted(int(v) for v in rows["layer"].unique())
+    heads = sorted(int(v) for v in rows["head"].unique())
+    steps = sorted(int(v) for v in rows["step"].unique())
+    data = {
+        "layers": layers,
+        "heads": heads,
+        "steps": steps,
+        "packed": {
+            str(s): token_data(rows[rows["step"] == s], text[text["step"] == s], layers, heads)
+            for s in steps
+        },
+    }
+    options = {k: "".join(f'<option value="{v}">{v}</option>' for v in data[k])
+               for k in ("steps", "layers", "heads")}  # fmt: skip
+    body = f"""<h2>Attention over the tokens</h2>
+<div class="controls">
+ <label>step <select id="mt-step">{options["steps"]}</select></label>
+ <label>layer <select id="mt-layer">{options["layers"]}</select></label>
+ <label>head <select id="mt-head">{options["heads"]}</select></label>
+</div>
+<p class="note">The first sequence of each kept step's first batch: a few query rows of its
+band, the softmax of that call's q·kᵀ under its mask; the query outlined, keys shaded by weight
+over the row's largest, the weight on hover; ◀ ▶ through the rows.</p>
+<div id="monitor-tokens"></div>"""
+    glue = resources.files("attnlimits.view").joinpath("monitor_tokens.js").read_text("utf-8")
+    return body, [json_script("MONITOR_TOKENS", data), token_script(), f"<script>{glue}</script>"]
 
 
 def _check_table(table: Any) -> pd.DataFrame:
@@ -78,12 +119,14 @@ def monitor_page(
     collapse_entropy: float = 0.05,
     disperse_ratio: float = 0.95,
     title: str = "Attention during training",
+    tokens: Tokens | None = None,
 ) -> str:
-    """The whole page of a monitor's table."""
+    """The whole page of a monitor's table (and its token view's ``tokens``)."""
     data = monitor_data(table, collapse_entropy, disperse_ratio)
     stats = "".join(f'<option value="{s}">{s}</option>' for s in data["stats"])
     layers = "".join(f'<option value="{v}">{v}</option>' for v in data["layers"])
     n = len(data["heads"])
+    view, view_scripts = _token_view(tokens)
     body = f"""
 <p class="note">Per layer and head, the row means AttentionMonitor recorded on every recorded
 step. Warnings (marked: × collapsed, entropy below {collapse_entropy:g} nats on every row;
@@ -95,9 +138,10 @@ applied to the table. The table: attention_monitor.parquet.</p>
 </div>
 <div id="main" style="height:{max(360, 14 * n + 160)}px"></div>
 <div id="lines" style="height:420px"></div>
+{view}
 """
     glue = resources.files("attnlimits.view").joinpath("monitor.js").read_text(encoding="utf-8")
-    scripts = [json_script("MONITOR", data), f"<script>{glue}</script>"]
+    scripts = [json_script("MONITOR", data), f"<script>{glue}</script>", *view_scripts]
     return document(title, body, scripts=scripts)
 
 
@@ -106,8 +150,10 @@ def write_monitor_page(
     table: pd.DataFrame,
     collapse_entropy: float = 0.05,
     disperse_ratio: float = 0.95,
+    tokens: Tokens | None = None,
 ) -> Path:
     """Write ``out_dir/attention_monitor.html`` atomically; returns its path."""
     path = Path(out_dir) / MONITOR_PAGE
-    atomic_write_text(path, monitor_page(table, collapse_entropy, disperse_ratio))
+    page = monitor_page(table, collapse_entropy, disperse_ratio, tokens=tokens)
+    atomic_write_text(path, page)
     return path

@@ -44,8 +44,9 @@ class Page:
     ``body`` and ``scripts``: views of its own (HTML, and the ``<script>`` elements that draw
     them); ``plots``: figure name -> the id of the element on the page that mirrors it (a claim
     naming that figure links there); ``shown``: tables those views show (not listed again).
-    Without a body, ``presets`` (:mod:`attnlimits.experiments.presets`'s specs) are drawn from
-    the tables and ``derived`` (tables the presets draw that the run's lack). ``unlisted``:
+    ``presets`` (:mod:`attnlimits.experiments.presets`'s specs) are drawn from the tables and
+    ``derived`` (tables the presets draw that the run's lack), with the explorer, before the
+    body; without presets or a body, the explorer alone. ``unlisted``:
     tables too big or too raw to list on the page (they stay in tables/, Parquet and CSV).
     """
 
@@ -111,10 +112,10 @@ def page_html(
     shown = set(page.shown) if body else set()
     listed = [t for t in sorted(tables) if t not in set(page.unlisted) | shown and t != "claims"]
     plots: dict[str, str] = dict(page.plots) if body else {}
-    if not body:  # a kind without views of its own: its tables as interactive plots
+    if page.presets or not body:  # its tables as interactive plots, then its own views
         explore = explore_data(tables, listed, page.presets, page.derived)
-        body, scripts = explore_body(explore), explore_scripts(explore)
-        plots = figure_targets(explore)
+        body, scripts = explore_body(explore) + body, explore_scripts(explore) + scripts
+        plots = figure_targets(explore) | plots
     parts = [f'<p class="note">{html.escape(name)} · report.md holds the same claims and '
              "sections; tables/ holds every table as Parquet and CSV.</p>"]  # fmt: skip
     if claims is not None and len(claims):

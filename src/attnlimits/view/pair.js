@@ -3,6 +3,7 @@
 // cells[L][col][i][j], none[L][col][i][j] > 0 where "none found"), it draws A and B on one
 // colour scale and B − A, heads matched by (layer, head), on the layers, heads, lengths and
 // diagnostics both have, and says what only one has. Pages without grids: the section goes.
+// The address keeps the choice (#metric=…&L=…, view/address.js): a link opens on it.
 (function () {
   "use strict";
   const $ = (id) => document.getElementById(id);
@@ -156,12 +157,16 @@
     }
     fill("pair-metric", S.metrics.map((m) => m.col), S.metrics.map((m) => m.title));
     fill("pair-length", S.lengths, S.lengths);
-    state.metric = S.metrics[0].col;
-    state.length = S.lengths[S.lengths.length - 1];
+    const h = window.attnlimitsAddress.get();  // a link's choice (metric, L), if both have it
+    state.metric = S.metrics.some((m) => m.col === h.metric) ? h.metric : S.metrics[0].col;
+    state.length = S.lengths.includes(h.L) ? h.L : S.lengths[S.lengths.length - 1];
+    $("pair-metric").value = state.metric;
     $("pair-length").value = state.length;
+    const keep = () => window.attnlimitsAddress.set({ metric: state.metric, L: state.length });
     for (const [id, key] of [["pair-metric", "metric"], ["pair-length", "length"]]) {
-      $(id).addEventListener("change", (e) => { state[key] = e.target.value; draw(); });
+      $(id).addEventListener("change", (e) => { state[key] = e.target.value; keep(); draw(); });
     }
+    if (h.metric !== undefined || h.L !== undefined) keep();  // what was kept of the link
     draw().then(() => {
       window.attnlimitsPair = { ready: true, grids: true, state: state, draw: draw, shared: S,
         unshared: missing };

@@ -2,7 +2,8 @@
 
 ``config`` (normaliser specs, lengths, sequences) → ``probe`` (the retrieval probe written
 into the book) → ``forward`` (one swapped forward: losses, probe logits, head entropy) →
-``compute`` (parts per normaliser and sequence, the tables) → ``figures`` and ``claims``. Run
+``compute`` (parts per normaliser and sequence, the tables) → ``figures`` and ``claims``;
+``page`` (report.html's token view: one head under two normalisers). Run
 it with ``attnlimits compare`` or ``skeleton.run(EXPERIMENT, Config(), out)``.
 """
 
@@ -11,6 +12,7 @@ from attnlimits.experiments.compare.compute import compute, summarize
 from attnlimits.experiments.compare.config import BASELINE, Config, parse_normalizer
 from attnlimits.experiments.compare.cost import estimate
 from attnlimits.experiments.compare.figures import figures
+from attnlimits.experiments.compare.page import page
 from attnlimits.experiments.compare.probe import build_probes, score_probes
 from attnlimits.experiments.skeleton import Experiment
 
@@ -40,4 +42,5 @@ EXPERIMENT = Experiment(
     evidence=EVIDENCE,
     sections=sections,
     estimate=estimate,
+    page=page,
 )

@@ -9,7 +9,9 @@ Resumable per (normaliser, sequence).
 
 Tables: ``summary`` (normaliser × length), ``perplexity`` (… × sequence), ``retrieval``
 (normaliser × length), ``probes`` (one row per probe and normaliser), ``heads`` (normaliser ×
-layer × head × length, mean over sequences).
+layer × head × length, mean over sequences); for the page's token view, of the first
+sequence: ``tokens`` (its text) and ``attention_rows`` (per normaliser, layer and head, a few
+query rows' largest weights, every weight at L ≤ 128: :mod:`attnlimits.capture.token_rows`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import torch
 from tqdm.auto import tqdm
 
 from attnlimits.capture import ModelInfo, is_causal_lm, load_model
+from attnlimits.capture.token_rows import token_table
 from attnlimits.corpus import describe_text, load_text, spread_windows, text_sha256
 from attnlimits.experiments._inputs import check_context, check_text_room, model_record
 from attnlimits.experiments.compare.config import BASELINE, Config, check_heads, check_probe_room
@@ -74,18 +77,19 @@ def _band_nll(nll: torch.Tensor, book: torch.Tensor, lengths: tuple[int, ...]) -
 
 def _one(
     loaded: Any, ids: torch.Tensor, book: torch.Tensor, probes: pd.DataFrame, spec: str,
-    name: str, params: dict[str, Any], cfg: Config,
+    name: str, params: dict[str, Any], cfg: Config, token_rows: bool,
 ) -> dict[str, pd.DataFrame]:  # fmt: skip
     res = run_forward(
-        loaded.model, ids[None], name, params, cfg.lengths, cfg.rows, block_size=cfg.block_size
-    )
+        loaded.model, ids[None], name, params, cfg.lengths, cfg.rows, block_size=cfg.block_size,
+        token_rows=token_rows,
+    )  # fmt: skip
     ppl = _band_nll(res.nll, book, cfg.lengths)
     scored = score_probes(probes, ids, res.logits_at)
     timing = pd.DataFrame({"seconds": [res.seconds], "tokens": [ids.shape[0]]})
-    return {
-        name_: df.assign(normalizer=spec)
-        for name_, df in (("ppl", ppl), ("probes", scored), ("heads", res.heads), ("time", timing))
-    }
+    parts = [("ppl", ppl), ("probes", scored), ("heads", res.heads), ("time", timing)]
+    if token_rows:
+        parts.insert(0, ("attention_rows", res.rows))
+    return {name_: df.assign(normalizer=spec) for name_, df in parts}
 
 
 def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[str, pd.DataFrame]:
@@ -122,6 +126,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     cache = cfg.cache_params(cfg.model, sha) | {"model_content": loaded.content}
     device = next(loaded.model.parameters()).device
     frames: dict[str, list[pd.DataFrame]] = {"ppl": [], "probes": [], "heads": [], "time": []}
+    rows: list[pd.DataFrame] = []  # the token view's, of the first sequence
     bar = tqdm(
         total=len(specs) * cfg.sequences, desc="compare", unit="forward", disable=not progress
     )
@@ -134,18 +139,23 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
                     table = probes.table[probes.table["sequence"] == s]
                     parts = _one(
                         loaded, probes.ids[s].to(device), probes.book[s], table, spec, name,
-                        params, cfg,
+                        params, cfg, token_rows=s == 0,
                     )  # fmt: skip
-                    for stage in ("ppl", "probes", "heads", "time"):  # "time" last: the marker
+                    for stage in parts:  # "time" last: the marker
                         store.save_part(stage, cache, key, parts[stage].assign(sequence=s))
                 for stage in frames:
                     frames[stage].append(store.load_part(stage, cache, key))
+                if s == 0 and store.has_part("attention_rows", cache, key):  # older runs: none
+                    rows.append(store.load_part("attention_rows", cache, key))
                 bar.update(1)
     bar.close()
     cat = {k: pd.concat(v, ignore_index=True) for k, v in frames.items()}
     tables = summarize(cat["ppl"], cat["probes"], cat["heads"], cat["time"], list(specs))
     for df in tables.values():
         df.insert(0, "model", cfg.model)
+    if rows:  # the token view (report.html): the first sequence's tokens and sampled rows
+        tables["attention_rows"] = _order(pd.concat(rows, ignore_index=True), list(specs))
+        tables["tokens"] = token_table(loaded.tokenizer, probes.ids[0])
     return tables
 
 

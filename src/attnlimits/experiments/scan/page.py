@@ -21,8 +21,8 @@ import pandas as pd
 
 from attnlimits.experiments.scan.figures import HEATMAPS
 from attnlimits.experiments.scan.taxonomy import FLAGS, KINDS
-from attnlimits.experiments.scan.token_view import token_data
 from attnlimits.view import Page, json_script, table_html
+from attnlimits.view.tokens import token_data, token_script
 
 __all__ = ["KIND_COLORS", "METRICS", "page", "scan", "scan_body", "scan_data", "scan_script"]
 
@@ -170,11 +170,7 @@ def scan_data(
 
 
 _STYLE = """<style>
-.tok-text { font-family: ui-monospace, monospace; font-size: 0.85em; line-height: 1.9;
-  white-space: pre-wrap; max-height: 320px; overflow: auto; border: 1px solid #ddd;
-  padding: 4px; }
-.tok { border-radius: 2px; padding: 1px 0; } .tok.query { font-weight: bold; }
-.gap { color: #999; } #thumbs { display: flex; flex-wrap: wrap; gap: 6px; }
+#thumbs { display: flex; flex-wrap: wrap; gap: 6px; }
 #thumbs figure { margin: 0; text-align: center; font-size: 0.75em; cursor: pointer; }
 #thumbs canvas { width: 96px; height: 48px; image-rendering: pixelated; border: 1px solid #ccc; }
 #thumbs canvas.picked { outline: 2px solid #d62728; } #thumbs p { flex-basis: 100%; }
@@ -231,9 +227,10 @@ head, diagnostic and L: copy it to share the view.</p>
 
 
 def scan_script(data: Mapping[str, Any]) -> list[str]:
-    """The page's scripts: its data, then the glue (``token_view.js``, ``scan.js``)."""
+    """The page's scripts: its data, the renderer's token view, then the glue (this
+    package's ``token_view.js``: thumbnails; ``scan.js``)."""
     here = resources.files(__package__)
-    return [json_script("SCAN", data)] + [
+    return [json_script("SCAN", data), token_script()] + [
         f"<script>{here.joinpath(js).read_text(encoding='utf-8')}</script>"
         for js in ("token_view.js", "scan.js")
     ]

@@ -14,6 +14,7 @@ import pandas as pd
 import torch
 
 from attnlimits.capture import LayerQKV
+from attnlimits.capture.token_rows import band_rows
 from attnlimits.experiments.scan.config import Config, band
 from attnlimits.normalizers import softmax
 
@@ -35,7 +36,7 @@ def row_weights(
     randomness): (their indices ``[R]``, their softmax weights over the first ``length`` keys
     ``[head, R, L]`` in float64, masked keys exactly 0, and the keep-mask ``[R, L]``)."""
     a, b = band(length, qkv.causal)
-    idx = torch.linspace(a, b - 1, rows).round().long().unique()
+    idx = band_rows(a, b, rows)
     q = qkv.q[0, :, idx.to(qkv.q.device)].double()  # (head, R, d)
     k = qkv.k[0, qkv.kv_head_of, :length].double()  # (head, L, d)
     scores = q @ k.transpose(-1, -2) * qkv.scaling  # (head, R, L)

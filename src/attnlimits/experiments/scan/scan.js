@@ -29,14 +29,13 @@
     kind: "", flag: "", rescale: false, clicked: null };
 
   function fromHash() {
-    const h = location.hash.slice(1);
-    return h.includes("=") ? Object.fromEntries(new URLSearchParams(h)) : {};
+    return window.attnlimitsAddress.get();
   }
 
-  function toHash() {
-    const p = new URLSearchParams({ metric: state.metric, L: state.length });
-    if (state.clicked) { p.set("layer", state.clicked.layer); p.set("head", state.clicked.head); }
-    history.replaceState(null, "", "#" + p.toString());
+  function toHash() {  // the scan's keys; the tables' keep theirs (view/address.js)
+    const c = state.clicked;
+    window.attnlimitsAddress.set({ metric: state.metric, L: state.length,
+      layer: c ? c.layer : null, head: c ? c.head : null });
   }
 
   function fmt(v) {
@@ -278,7 +277,7 @@
     if (!openHead(hash)) thumbs(D.layers[0]);
     window.addEventListener("hashchange", () => {  // a link to a view, followed on the page
       const h = fromHash();
-      if (!Object.keys(h).length) return;
+      if (h.metric === undefined && h.L === undefined && h.layer === undefined) return;
       if (metricOk(h.metric)) state.metric = $("metric").value = h.metric;
       if (D.lengths.includes(Number(h.L))) state.length = $("length").value = String(Number(h.L));
       draw();

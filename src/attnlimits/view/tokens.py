@@ -1,22 +1,26 @@
-"""The token view's data: a scan's ``attention_rows`` over its ``tokens``, packed for the page.
+"""The token view's data: a run's ``attention_rows`` over its ``tokens``, packed for the page.
+
+The tables are :mod:`attnlimits.capture.token_rows`'s (the scan's, and ``compare``'s per
+normaliser); ``token_view.js`` (beside this module, :func:`token_script`) draws them.
 
 Per length, every (layer, head) keeps the same sampled query rows (:mod:`.tokens`), each with
 the same number of kept keys in every head, so one length packs as, per layer, the heads' rows
 one after the other: weights as base64 uint16 (weight · 65535, rounded, as the patterns) and,
 unless every row's keys are simply ``0 … keys − 1`` (a full causal row: ``dense``), the keys
 as base64 uint16 (uint32 past 65,535 positions). A row with fewer stored keys than another
-head's same row is padded with weight 0 at key ``2**bits − 1``. ``tokenView.js`` unpacks it.
+head's same row is padded with weight 0 at key ``2**bits − 1``. ``token_view.js`` unpacks it.
 """
 
 from __future__ import annotations
 
 import base64
+from importlib import resources
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["token_data"]
+__all__ = ["token_data", "token_script"]
 
 _COLUMNS = ("layer", "head", "length", "row", "key", "weight", "rank", "keys")
 
@@ -73,3 +77,10 @@ def token_data(
             str(int(n)): _one_length(at, layers, heads) for n, at in rows.groupby("length")
         },
     }
+
+
+def token_script() -> str:
+    """The token view's renderer (``token_view.js``) as a ``<script>`` element: a page that
+    shows token rows puts it before its own glue."""
+    js = resources.files(__package__).joinpath("token_view.js").read_text(encoding="utf-8")
+    return f"<script>{js}</script>"
