@@ -55,43 +55,46 @@ def chunked_attention(
     Hkv, Lk = k.shape[1], k.shape[2]
     G = Hq // Hkv
     work = torch.float32 if q.dtype in (torch.float16, torch.bfloat16) else q.dtype
-    kf, vf = k.to(work)[:, :, None], v.to(work)[:, :, None]  # (B, Hkv, 1, Lk, d)
+    # (B·Hkv, Lk, d): the query heads of one key/value head share it, no copy per query head
+    kf = k.to(work).contiguous().flatten(0, 1)
+    vf = v.to(work).contiguous().flatten(0, 1)
     out = torch.empty((B, Hq, Lq, v.shape[-1]), dtype=q.dtype, device=q.device)
     if normalizer == "topk":  # the sparse path: parameters checked once, as the normaliser does
         fn(torch.zeros(1, 1), **params)
         k_top = int(params.get("k", inspect.signature(fn).parameters["k"].default))
-        v_heads = vf[:, :, 0].repeat_interleave(G, dim=1)  # (B, Hq, Lk, dv)
     for i0 in range(0, Lq, chunk_rows):
         i1 = min(i0 + chunk_rows, Lq)
+        c = i1 - i0
         # causal: keys past the chunk's last row are masked for every row of it, and a masked
         # key is the same as a missing one (the normalisers' contract), so they are skipped
         lk = max(1, min(Lk, Lk - Lq + i1)) if causal else Lk
-        qc = q[:, :, i0:i1].to(work).unflatten(1, (Hkv, G))  # (B, Hkv, G, c, d)
-        scores = (qc @ kf[..., :lk, :].transpose(-1, -2) * scale).flatten(1, 2)  # (B, Hq, c, lk)
-        keep = torch.ones((1, 1, i1 - i0, lk), dtype=torch.bool, device=q.device)
+        qc = q[:, :, i0:i1].to(work).reshape(B * Hkv, G * c, -1)  # G query heads' rows each
+        scores = torch.baddbmm(  # scale·q·kᵀ in one product (the scale is the GEMM's alpha)
+            qc.new_empty(()), qc, kf[:, :lk].transpose(-1, -2), beta=0.0, alpha=scale
+        ).view(B, Hq, c, lk)
+        keep = torch.ones((1, 1, c, lk), dtype=torch.bool, device=q.device)
         if causal:
             pos = torch.arange(i0, i1, device=q.device) + (Lk - Lq)
             keep = keep & (torch.arange(lk, device=q.device)[None, :] <= pos[:, None])
         if mask is not None:
             keep = keep & mask[:, :, i0:i1, :lk]
         if normalizer == "topk":
-            out[:, :, i0:i1] = _topk_rows(scores, keep, v_heads[:, :, :lk], k_top).to(q.dtype)
-            continue
-        weights = fn(scores, mask=keep, **params).unflatten(1, (Hkv, G))  # (B, Hkv, G, c, lk)
-        out[:, :, i0:i1] = (weights @ vf[..., :lk, :]).flatten(1, 2).to(q.dtype)
+            weights = _topk_weights(scores, keep, k_top)
+        else:
+            weights = fn(scores, mask=keep, **params)
+        o = torch.bmm(weights.reshape(B * Hkv, G * c, lk), vf[:, :lk])  # (B·Hkv, G·c, dv)
+        out[:, :, i0:i1] = o.view(B, Hq, c, -1).to(q.dtype)
     return out
 
 
-def _topk_rows(scores: Tensor, keep: Tensor, v: Tensor, k: int) -> Tensor:
-    """Top-k attention without the dense map: softmax over each row's k largest kept scores,
-    then those k value rows of ``v`` ``[B, Hq, lk, dv]`` gathered, ``[B, Hq, c, dv]``. The same
-    selection (``torch.topk`` on the same masked scores, ties included) as
-    :func:`~attnlimits.normalizers.topk_softmax`, which the tests compare it with
-    (``benchmarks/bench_chunked.py`` times it)."""
-    B, Hq, c, lk = scores.shape
-    top = scores.masked_fill(~keep, -math.inf).topk(min(k, lk), dim=-1)  # (B, Hq, c, k)
-    w = torch.softmax(top.values, dim=-1).nan_to_num(0.0)  # an all-masked row: 0
-    picked = torch.gather(  # (B, Hq, c·k, dv): the chosen value rows
-        v, 2, top.indices.reshape(B, Hq, -1, 1).expand(-1, -1, -1, v.shape[-1])
-    )
-    return (w.unsqueeze(-1) * picked.view(B, Hq, c, -1, v.shape[-1])).sum(-2)
+def _topk_weights(scores: Tensor, keep: Tensor, k: int) -> Tensor:
+    """Top-k attention's weights, written over ``scores`` ``[B, Hq, c, lk]`` (consumed): softmax
+    over each row's k largest kept scores, 0 elsewhere. The same selection (``torch.topk`` on
+    the same masked scores, ties included) as :func:`~attnlimits.normalizers.topk_softmax`,
+    which the tests compare it with. The weights then go through one dense product with the
+    values, as softmax's do: gathering each row's k value rows instead (k·dv scattered floats
+    a row, then a product and a sum over them) took 2.3× as long for the whole kernel at
+    L = 4096 with SmolLM2's heads (``benchmarks/bench_chunked.py``)."""
+    top = scores.masked_fill_(~keep, -math.inf).topk(min(k, scores.shape[-1]), dim=-1)
+    w = torch.softmax(top.values, dim=-1).nan_to_num_(0.0)  # an all-masked row: 0
+    return scores.zero_().scatter_(-1, top.indices, w)
