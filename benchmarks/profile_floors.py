@@ -152,6 +152,13 @@ def main() -> None:
     ap.add_argument("--length", type=int, default=None, help="L (default: 2048, paper A 1024)")
     ap.add_argument("--tiny", action="store_true", help="compare/scan on the 2-layer model")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads (1: the streamed kernels' block threads, which "
+        "torch.profiler does not follow, stay off)",
+    )
     ap.add_argument("--top", type=int, default=12, help="operations listed")
     ap.add_argument(
         "--by",
@@ -161,7 +168,12 @@ def main() -> None:
         "paper A, whose numba kernels torch does not see; torch otherwise)",
     )
     a = ap.parse_args()
+    import torch
+
     from _floors_common import best, interleaved
+
+    if a.threads:
+        torch.set_num_threads(a.threads)
 
     L = a.length or (1024 if a.stage in PAPER_A else 2048)
     if a.stage in PAPER_A:

@@ -79,7 +79,10 @@ def chunked_attention(
         if mask is not None:
             keep = keep & mask[:, :, i0:i1, :lk]
         if normalizer == "topk":
-            weights = _topk_weights(scores, keep, k_top)
+            # causal, no mask: every row of the block sees the keys before its first row's
+            # position, so only the last columns need the mask
+            t0 = max(0, lk - c) if causal and mask is None else 0
+            weights = _topk_weights(scores, keep[..., t0:], t0, k_top)
         else:
             weights = fn(scores, mask=keep, **params)
         o = torch.bmm(weights.reshape(B * Hkv, G * c, lk), vf[:, :lk])  # (B·Hkv, G·c, dv)
@@ -87,14 +90,16 @@ def chunked_attention(
     return out
 
 
-def _topk_weights(scores: Tensor, keep: Tensor, k: int) -> Tensor:
+def _topk_weights(scores: Tensor, keep: Tensor, t0: int, k: int) -> Tensor:
     """Top-k attention's weights, written over ``scores`` ``[B, Hq, c, lk]`` (consumed): softmax
-    over each row's k largest kept scores, 0 elsewhere. The same selection (``torch.topk`` on
+    over each row's k largest kept scores, 0 elsewhere; ``keep`` masks the columns from ``t0``
+    on (those before are kept in every row). The same selection (``torch.topk`` on
     the same masked scores, ties included) as :func:`~attnlimits.normalizers.topk_softmax`,
     which the tests compare it with. The weights then go through one dense product with the
     values, as softmax's do: gathering each row's k value rows instead (k·dv scattered floats
     a row, then a product and a sum over them) took 2.3× as long for the whole kernel at
     L = 4096 with SmolLM2's heads (``benchmarks/bench_chunked.py``)."""
-    top = scores.masked_fill_(~keep, -math.inf).topk(min(k, scores.shape[-1]), dim=-1)
+    scores[..., t0:].masked_fill_(~keep, -math.inf)
+    top = scores.topk(min(k, scores.shape[-1]), dim=-1)
     w = torch.softmax(top.values, dim=-1).nan_to_num_(0.0)  # an all-masked row: 0
     return scores.zero_().scatter_(-1, top.indices, w)
