@@ -17,6 +17,7 @@ import math
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from attnlimits._checks import check_int_at_least
@@ -62,6 +63,9 @@ def chunked_attention(
     if normalizer == "topk":  # the sparse path: parameters checked once, as the normaliser does
         fn(torch.zeros(1, 1), **params)
         k_top = int(params.get("k", inspect.signature(fn).parameters["k"].default))
+        v_rows = vf.flatten(0, 1)  # (B·Hkv·Lk, dv); query head h reads rows from first[h]
+        first = (torch.arange(B * Hkv, device=q.device) * Lk).view(B, Hkv, 1)
+        first = first.repeat_interleave(G, dim=1).view(B, Hq, 1, 1)
     for i0 in range(0, Lq, chunk_rows):
         i1 = min(i0 + chunk_rows, Lq)
         c = i1 - i0
@@ -72,34 +76,40 @@ def chunked_attention(
         scores = torch.baddbmm(  # scale·q·kᵀ in one product (the scale is the GEMM's alpha)
             qc.new_empty(()), qc, kf[:, :lk].transpose(-1, -2), beta=0.0, alpha=scale
         ).view(B, Hq, c, lk)
-        keep = torch.ones((1, 1, c, lk), dtype=torch.bool, device=q.device)
+        # top-k, causal, no mask: every row of the block sees the keys before its first row's
+        # position, so the mask covers only the columns from t0 on
+        t0 = max(0, lk - c) if normalizer == "topk" and causal and mask is None else 0
+        keep = torch.ones((1, 1, c, lk - t0), dtype=torch.bool, device=q.device)
         if causal:
             pos = torch.arange(i0, i1, device=q.device) + (Lk - Lq)
-            keep = keep & (torch.arange(lk, device=q.device)[None, :] <= pos[:, None])
+            keep = keep & (torch.arange(t0, lk, device=q.device)[None, :] <= pos[:, None])
         if mask is not None:
             keep = keep & mask[:, :, i0:i1, :lk]
         if normalizer == "topk":
-            # causal, no mask: every row of the block sees the keys before its first row's
-            # position, so only the last columns need the mask
-            t0 = max(0, lk - c) if causal and mask is None else 0
-            weights = _topk_weights(scores, keep[..., t0:], t0, k_top)
-        else:
-            weights = fn(scores, mask=keep, **params)
+            o = _topk_rows(scores, keep, t0, k_top, v_rows, first)
+            out[:, :, i0:i1] = o.to(q.dtype)
+            continue
+        weights = fn(scores, mask=keep, **params)
         o = torch.bmm(weights.reshape(B * Hkv, G * c, lk), vf[:, :lk])  # (B·Hkv, G·c, dv)
         out[:, :, i0:i1] = o.view(B, Hq, c, -1).to(q.dtype)
     return out
 
 
-def _topk_weights(scores: Tensor, keep: Tensor, t0: int, k: int) -> Tensor:
-    """Top-k attention's weights, written over ``scores`` ``[B, Hq, c, lk]`` (consumed): softmax
-    over each row's k largest kept scores, 0 elsewhere; ``keep`` masks the columns from ``t0``
-    on (those before are kept in every row). The same selection (``torch.topk`` on
-    the same masked scores, ties included) as :func:`~attnlimits.normalizers.topk_softmax`,
-    which the tests compare it with. The weights then go through one dense product with the
-    values, as softmax's do: gathering each row's k value rows instead (k·dv scattered floats
-    a row, then a product and a sum over them) took 2.3× as long for the whole kernel at
-    L = 4096 with SmolLM2's heads (``benchmarks/bench_chunked.py``)."""
+def _topk_rows(
+    scores: Tensor, keep: Tensor, t0: int, k: int, v_rows: Tensor, first: Tensor
+) -> Tensor:
+    """Top-k attention without the dense map, ``[B, Hq, c, dv]``: softmax over each row's k
+    largest kept scores (``scores`` ``[B, Hq, c, lk]``, consumed; ``keep`` masks the columns
+    from ``t0`` on, those before are kept in every row), then the weighted sum of those k rows
+    of ``v_rows`` (a head's keys start at row ``first`` ``[B, Hq, 1, 1]``) by
+    ``embedding_bag``. The same selection (``torch.topk`` on the same masked scores, ties
+    included) as :func:`~attnlimits.normalizers.topk_softmax`, which the tests compare it with.
+    For SmolLM2's heads at L = 8192 the weighted sum took 13 ms a block of 512 rows, where
+    the weights scattered into the block and one product with the values took 208 ms, and
+    ``gather`` then ``mul`` and ``sum`` more (``benchmarks/bench_chunked.py`` times the kernel)."""
     scores[..., t0:].masked_fill_(~keep, -math.inf)
     top = scores.topk(min(k, scores.shape[-1]), dim=-1)
     w = torch.softmax(top.values, dim=-1).nan_to_num_(0.0)  # an all-masked row: 0
-    return scores.zero_().scatter_(-1, top.indices, w)
+    rows = (top.indices + first).flatten(0, 2)  # (B·Hq·c, k)
+    summed = F.embedding_bag(rows, v_rows, per_sample_weights=w.flatten(0, 2), mode="sum")
+    return summed.view(*scores.shape[:3], -1)
