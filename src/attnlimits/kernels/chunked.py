@@ -109,7 +109,7 @@ def _topk_rows(
     ``gather`` then ``mul`` and ``sum`` more (``benchmarks/bench_chunked.py`` times the kernel)."""
     scores[..., t0:].masked_fill_(~keep, -math.inf)
     top = scores.topk(min(k, scores.shape[-1]), dim=-1)
-    w = torch.softmax(top.values, dim=-1).nan_to_num_(0.0)  # an all-masked row: 0
+    w = torch.softmax(top.values, dim=-1).nan_to_num(0.0)  # an all-masked row: 0
     rows = (top.indices + first).flatten(0, 2)  # (B·Hq·c, k)
     summed = F.embedding_bag(rows, v_rows, per_sample_weights=w.flatten(0, 2), mode="sum")
     return summed.view(*scores.shape[:3], -1)
