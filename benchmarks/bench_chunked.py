@@ -6,8 +6,8 @@ normaliser over every key of the block, then ``@ v``), on causal attention with 
 head shape (9 query heads, 3 key/value heads, d = 64) at ``--L`` tokens:
 
 - every normaliser: a causal block reads only the keys its last row can see;
-- ``topk``: softmax over each row's k largest scores and those k value rows gathered, no dense
-  map.
+- ``topk``: softmax over each row's k largest scores, then the weighted sum of those k value
+  rows by ``embedding_bag``, no dense map.
 
 Each variant runs ``--repeats`` times in turn (so that a change in machine load hits all alike);
 the median seconds and the ratio to the dense loop are printed, and the outputs are checked to

@@ -292,6 +292,32 @@ def test_top_order_is_the_stable_descending_argsort(seed, q, k, m, ties):
         assert torch.equal(got[r, : min(m, kept)], want[r, : min(m, kept)])
 
 
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    k=st.integers(1, 300),
+    m=st.integers(1, 40),
+    law=st.sampled_from(["uniform", "skewed", "ties"]),
+)
+def test_top_order_of_uniforms_is_the_stable_descending_argsort(seed, k, m, law):
+    """E exact's random orders (``uniform=True``: only keys above a threshold enter the heap)
+    are the stable descending argsort of the draws; values that are not uniform (skewed: too
+    few above the threshold; ties) fall back to every key and still give that order."""
+    g = torch.Generator().manual_seed(seed)
+    u = torch.rand(3, k, generator=g)
+    if law == "skewed":
+        u = u**16  # mostly near 0: fewer than m above 1 − (m + 4√m + 8)/n
+    elif law == "ties":
+        u = (u * 4).floor() / 4 + 0.5
+    keep = torch.rand(3, k, generator=g) > 0.2
+    m = min(m, k)
+    rows = _fused.flat_rows(torch.where(keep, 1.0, 0.0), keep, torch.zeros(1, k, 1))
+    got = torch.from_numpy(_fused.top_order(rows, m, u.numpy(), uniform=True))
+    want = u.masked_fill(~keep, -1.0).argsort(dim=-1, descending=True, stable=True)[:, :m]
+    for r in range(3):
+        kept = int(keep[r].sum())  # slots past the kept keys are unspecified
+        assert torch.equal(got[r, : min(m, kept)], want[r, : min(m, kept)])
+
+
 def test_results_do_not_depend_on_the_thread_count(monkeypatch):
     attn, x, keep = _case(5, 3, 64, 64, 8, "causal", "gqa", torch.float32, False)
     ns = [1, 2, 5, 10, 20]
@@ -335,7 +361,7 @@ def test_a_map_keeps_its_top_order_while_other_maps_are_scored(monkeypatch):
     calls = []
     kernel = fused_rows._top_kernel
     monkeypatch.setattr(
-        fused_rows, "_top_kernel", lambda *a: (calls.append(a[3].shape), kernel(*a))[1]
+        fused_rows, "_top_kernel", lambda *a: (calls.append(a[-1].shape), kernel(*a))[1]
     )
 
     def score_slices(n: int, hold: bool) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -60,6 +60,27 @@ def test_chunks_do_not_change_the_result(name: str, chunk: int) -> None:
     torch.testing.assert_close(a, b)
 
 
+@pytest.mark.parametrize("masked", [False, True])
+def test_topk_path_has_the_tensor_functions_gradients(masked: bool) -> None:
+    """The sparse top-k path (weights summed by ``embedding_bag``) is differentiable and gives
+    the dense ``topk_softmax(scores) @ v``'s gradients, causal and with a padding mask."""
+    gen = torch.Generator().manual_seed(2)
+    q = torch.randn(2, 4, 9, 6, generator=gen, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(2, 2, 9, 6, generator=gen, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(2, 2, 9, 5, generator=gen, dtype=torch.float64, requires_grad=True)
+    keep = torch.ones(2, 1, 9, 9, dtype=torch.bool).tril()
+    if masked:
+        keep[1, ..., :3] = False
+        keep[1, :, :3, 0] = True
+    kw = {"mask": keep} if masked else {"causal": True}
+    out = chunked_attention(q, k, v, "topk", chunk_rows=4, k=3, **kw)
+    got = torch.autograd.grad(out.square().sum(), (q, k, v))
+    scores = q @ k.repeat_interleave(2, 1).transpose(-1, -2) * 6**-0.5
+    want = nz.get("topk")(scores, mask=keep, k=3) @ v.repeat_interleave(2, 1)
+    for a, b in zip(got, torch.autograd.grad(want.square().sum(), (q, k, v)), strict=True):
+        torch.testing.assert_close(a, b)
+
+
 def _tiny_bert() -> BertModel:
     torch.manual_seed(0)
     cfg = BertConfig(vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=2,

@@ -201,7 +201,7 @@ def _fused_draws(rep: TopNRows, u: Tensor, n_values: tuple[int, ...]) -> Tensor 
     if gram is None:
         return None
     uniforms = u.expand(*rows.batch, *u.shape[-2:]).reshape(rows.alpha.shape).contiguous()
-    order = _fused.top_order(rows, n_values[-1], uniforms.numpy())
+    order = _fused.top_order(rows, n_values[-1], uniforms.numpy(), uniform=True)
     out = _fused.topn_rows(rows, order, gram, n_values)
     assert out.distance is not None
     return out.distance

@@ -246,19 +246,29 @@ def _sift(a: Any, heap: Any, size: int, p: int) -> None:  # pragma: no cover - n
 
 
 @njit(parallel=True, cache=True)
-def _top_kernel(alpha: Any, keep: Any, kend: Any, out: Any) -> None:  # pragma: no cover
+def _top_kernel(alpha: Any, keep: Any, kend: Any, low: Any, out: Any) -> None:  # pragma: no cover
     """The first m kept keys of each row by descending weight, ties by key index: a heap of the
     m best so far (its root the one ranked last; a key enters only if it beats the root, so a
-    row costs O(K) comparisons when few keys do), then popped into order. Plain loops: numba
-    compiles them in about a second (its ``np.partition``/``argsort`` take ten)."""
+    row costs O(K) comparisons when few keys do), then popped into order. Only keys at or above
+    ``low[r]`` enter when at least m kept keys are (then every one of the first m is): for
+    uniform weights most keys would otherwise enter the heap early and be pushed out again.
+    Plain loops: numba compiles them in about a second (its ``np.partition``/``argsort`` take
+    ten)."""
     rows = alpha.shape[0]
     m = out.shape[1]
     for r in prange(rows):
         a = alpha[r]
+        lo = low[r]
+        if lo > -np.inf:
+            above = 0
+            for i in range(kend[r]):
+                above += 1 if keep[r, i] and a[i] >= lo else 0
+            if above < m:  # too few: every kept key is a candidate
+                lo = -np.inf
         heap = np.empty(m, dtype=np.int64)
         size = 0
         for i in range(kend[r]):
-            if not keep[r, i]:
+            if not keep[r, i] or a[i] < lo:
                 continue
             if size < m:  # push: sift up
                 p = size
@@ -278,15 +288,25 @@ def _top_kernel(alpha: Any, keep: Any, kend: Any, out: Any) -> None:  # pragma: 
 
 
 @threads
-def top_order(rows: FlatRows, m: int, values: np.ndarray | None = None) -> np.ndarray:
+def top_order(
+    rows: FlatRows, m: int, values: np.ndarray | None = None, *, uniform: bool = False
+) -> np.ndarray:
     """The first ``m`` kept keys of each row by descending weight (or by ``values`` [R, K], e.g.
     uniforms for random subsets), ties broken by key index (the order of a stable descending
-    ``argsort``), int64 [R, m]; slots past a row's kept keys hold 0 (no valid N reads them)."""
+    ``argsort``), int64 [R, m]; slots past a row's kept keys hold 0 (no valid N reads them).
+    ``uniform``: ``values`` are i.i.d. uniforms on [0, 1), so a row's m-th largest of n lies
+    near 1 − m/n, and only keys above 1 − (m + 4√m + 8)/n enter the heap (the same order: a
+    row with fewer than m kept keys above that takes every key)."""
     shared = rows.memo if values is None else None
     if shared is not None and "order" in shared and shared["order"].shape[1] >= m:
         return np.ascontiguousarray(shared["order"][:, :m])  # the top m of a longer order
     out = np.zeros((rows.alpha.shape[0], m), dtype=np.int64)
-    _top_kernel(rows.alpha if values is None else values, rows.keep, rows.kend, out)
+    if uniform and values is not None:
+        n = np.maximum(rows.n_keys, 1).astype(np.float64)
+        low = 1.0 - np.minimum(1.0, (m + 4.0 * np.sqrt(m) + 8.0) / n)
+    else:
+        low = np.full(rows.alpha.shape[0], -np.inf)
+    _top_kernel(rows.alpha if values is None else values, rows.keep, rows.kend, low, out)
     if shared is not None:
         shared["order"] = out
     return out
