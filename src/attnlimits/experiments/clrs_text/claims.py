@@ -67,7 +67,11 @@ __all__ = [
 #: text, figure names, table names).
 EVIDENCE = (
     (r"reaches the ceiling", ("profile",), ("accuracy",)),
-    (r"advantage", ("profile",), ("paired", "accuracy")),
+    (
+        r"advantage|in distribution \(|by interpolation|by extrapolation",
+        ("profile",),
+        ("paired", "accuracy"),
+    ),
 )
 
 #: ours: "nearly all" algorithms, three in four or more of the run's
