@@ -12,7 +12,9 @@ replace the doc's blocks between ``<!-- generated: NAME -->``
 and ``<!-- /generated: NAME -->`` (the markers of paper A's doc, :mod:`..limitations.doc`).
 ``tests/test_clrs_text_doc.py`` renders the committed CSVs and checks that the doc holds exactly
 those blocks, so the doc and the saved run's tables cannot drift apart. The trace-length table
-(``trace_lengths.csv``) comes from ``benchmarks/clrs_text_trace_lengths.py``.
+(``trace_lengths.csv``) comes from ``benchmarks/clrs_text_trace_lengths.py``; the sizing probe's
+(``probe_validation.csv``, ``probe_test.csv``) from the probe run that sized the default
+(docs/clrs_text.md, "Sizing the default").
 """
 
 from __future__ import annotations
@@ -109,7 +111,27 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
         "clrs-claims": markdown_table(data["claims"]),
         "clrs-trace-lengths": _lengths(data["trace_lengths"]),
         "clrs-setup": default_setup(),
+        "clrs-probe-validation": _probe_validation(data["probe_validation"]),
+        "clrs-probe-test": _probe_test(data["probe_test"]),
     }
+
+
+def _probe_validation(v: pd.DataFrame) -> str:
+    """The sizing probe's validation exact match per check: a row per step, a column per arm
+    and algorithm (``probe_validation.csv``, from the probe run's ``tables/validation``)."""
+    wide = v.pivot_table(index="step", columns=["arm", "algorithm"], values="accuracy")
+    wide.columns = [f"{arm}: {algo}" for arm, algo in wide.columns]
+    return markdown_table(wide.round(2).reset_index())
+
+
+def _probe_test(t: pd.DataFrame) -> str:
+    """The sizing probe's test exact match (whole answer, result only in brackets) per
+    algorithm and length, a column per arm (``probe_test.csv``)."""
+    t = t.assign(cell=[f"{a:.2f} ({r:.2f})" for a, r in
+                       zip(t["accuracy"], t["result_accuracy"], strict=True)])  # fmt: skip
+    wide = t.pivot_table(index=["algorithm", "length", "regime"], columns="arm", values="cell",
+                         aggfunc="first")  # fmt: skip
+    return markdown_table(wide.reset_index())
 
 
 def default_setup() -> str:
