@@ -185,16 +185,21 @@ class Tokens(torch.utils.data.Dataset):
         return {"input_ids": ids, "labels": ids}
 
 
+def _training_args(tmp_path: Path, **given: int) -> transformers.TrainingArguments:
+    """The tests' Trainer settings: CPU, batches of 2, no reports, saves or progress bars."""
+    return transformers.TrainingArguments(
+        output_dir=str(tmp_path), per_device_train_batch_size=2, report_to=[], use_cpu=True,
+        save_strategy="no", disable_tqdm=True, **given,
+    )  # fmt: skip
+
+
 def test_trainer_writes_the_table_and_reporters_see_the_summaries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reporting = "get_reporting_integration_callbacks"  # report_to's callbacks: put Reporter there
     monkeypatch.setattr(transformers.trainer, reporting, lambda _: [Reporter])
     model = tiny("gpt2", "sdpa")
-    args = transformers.TrainingArguments(
-        output_dir=str(tmp_path), max_steps=6, per_device_train_batch_size=2, report_to=[],
-        use_cpu=True, logging_steps=3, save_strategy="no", disable_tqdm=True,
-    )  # fmt: skip
+    args = _training_args(tmp_path, max_steps=6, logging_steps=3)
     recorder = Recorder()
     trainer = transformers.Trainer(model, args, train_dataset=Tokens(), callbacks=[recorder])
     (reporter,) = [cb for cb in trainer.callback_handler.callbacks if isinstance(cb, Reporter)]
@@ -222,10 +227,7 @@ def test_trainer_writes_the_table_and_reporters_see_the_summaries(
 def test_trainer_hands_the_monitor_its_tokenizer(tmp_path: Path) -> None:
     """The Trainer's processing_class is the monitor's tokenizer: the page shows token rows."""
     model = tiny("gpt2", "sdpa")
-    args = transformers.TrainingArguments(
-        output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=2, report_to=[],
-        use_cpu=True, save_strategy="no", disable_tqdm=True,
-    )  # fmt: skip
+    args = _training_args(tmp_path, max_steps=2)
     trainer = transformers.Trainer(
         model, args, train_dataset=Tokens(), processing_class=WordTokenizer()
     )
@@ -240,10 +242,7 @@ def test_trainer_hands_the_monitor_its_tokenizer(tmp_path: Path) -> None:
 
 def test_trainer_without_attach_warns_and_still_records(tmp_path: Path) -> None:
     model = tiny("gpt2", "eager")
-    args = transformers.TrainingArguments(
-        output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=2, report_to=[],
-        use_cpu=True, save_strategy="no", disable_tqdm=True,
-    )  # fmt: skip
+    args = _training_args(tmp_path, max_steps=2)
     trainer = transformers.Trainer(
         model, args, train_dataset=Tokens(), callbacks=[AttentionMonitor(every=1)]
     )
