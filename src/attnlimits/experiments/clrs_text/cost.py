@@ -155,12 +155,14 @@ def _padded_train_bytes(cfg: Config, draws: int = 512) -> float:
     :data:`.model.MICRO_BATCHES` micro-batches, each padded to its longest, over ``draws``
     simulated steps (a fixed seed, so the estimate is one number)."""
     train, _ = cfg.split_lengths()
-    cells = np.array([[_text_bytes(a, n, cfg.format) for n in ns] for a, ns in train.items()],
-                     dtype=object)  # fmt: skip
+    counts = np.array([len(ns) for ns in train.values()])
+    cells = np.zeros((len(train), int(counts.max())))  # a row per algorithm, its lengths' sizes
+    for i, (a, ns) in enumerate(train.items()):
+        cells[i, : len(ns)] = [_text_bytes(a, n, cfg.format) for n in ns]
     rng = np.random.default_rng(0)
     algo = rng.integers(len(cells), size=(draws, cfg.batch))
     pick = rng.random((draws, cfg.batch))
-    size = np.sort(np.vectorize(lambda a, u: cells[a][int(u * len(cells[a]))])(algo, pick), 1)
+    size = np.sort(cells[algo, (pick * counts[algo]).astype(int)], 1)
     parts = np.array_split(size, min(MICRO_BATCHES, cfg.batch), axis=1)
     padded = sum(part.max(1) * part.shape[1] for part in parts)
     return float(padded.mean() / cfg.batch)
