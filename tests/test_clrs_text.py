@@ -116,6 +116,15 @@ def test_cached_greedy_decoding_is_plain_greedy_decoding(arm):
     got = greedy_answers(model, tok, qs, 6, batch=2)
     with torch.no_grad():
         assert got == [_greedy_without_cache(model, tok, q, 6) for q in qs]
+        # one budget per question: each row is cut at its own, whatever shares its batch
+        budgets = [3, 7, 2]
+        got = greedy_answers(model, tok, qs, budgets, batch=2)
+        want = [_greedy_without_cache(model, tok, q, n) for q, n in zip(qs, budgets, strict=True)]
+        assert got == want
+    with pytest.raises(ValueError, match="max_new"):
+        greedy_answers(model, tok, qs, [3, 0, 2])
+    with pytest.raises(ValueError, match="max_new"):
+        greedy_answers(model, tok, qs, [3, 2])
 
 
 def _sharp(impl: str):
@@ -633,7 +642,7 @@ def test_each_arm_trains_every_seed_at_the_rate_chosen_on_validation(tmp_path, m
     cfg = Config(**(TINY | {"lrs": (1e-3, 3e-3), "seeds": 3}))
     report = skeleton.run(EXPERIMENT, cfg, tmp_path / "run", progress=False)
     grid = [(a, lr, 0) for a in ("softmax", "adaptive") for lr in (1e-3, 3e-3)]
-    assert calls[:4] == grid
+    assert sorted(calls[:4]) == sorted(grid)  # every grid unit before any compared seed
     assert sorted(calls[4:]) == sorted([(a, lr, s) for a, lr in (("softmax", 3e-3),
                                         ("adaptive", 1e-3)) for s in (1, 2, 3)])  # fmt: skip
     answers = pd.read_parquet(report.parent / "tables" / "answers.parquet")
@@ -644,6 +653,43 @@ def test_each_arm_trains_every_seed_at_the_rate_chosen_on_validation(tmp_path, m
     assert sorted(set(answers["seed"])) == [1, 2, 3]
     lrs = pd.read_parquet(report.parent / "tables" / "learning_rate.parquet")
     assert lrs["chosen"].sum() == 2 and len(lrs) == 4
+
+
+def test_an_arms_compared_seeds_start_before_the_other_arms_grid_is_done(tmp_path, monkeypatch):
+    """No barrier between the grid and the compared seeds: with three workers, adaptive's
+    seed 1 starts while softmax's grid is still training (a softmax grid unit waits for it;
+    behind a barrier it would wait in vain)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    compute_module = importlib.import_module("attnlimits.experiments.clrs_text.compute")
+    started, waited = threading.Event(), []
+
+    def fake(cfg, data, arm, lr, seed):
+        if arm == "softmax" and seed == 0:
+            waited.append(started.wait(timeout=20))
+        if arm == "adaptive" and seed > 0:
+            started.set()
+        test = data[data["split"] == "test"]
+        cols = ["algorithm", "length", "regime", "in_distribution", "question", "answer"]
+        answers = test[cols].assign(arm=arm, lr=lr, seed=seed, predicted=test["answer"],
+                                    correct=True, result_correct=True)  # fmt: skip
+        val = pd.DataFrame({"algorithm": ["minimum"], "accuracy": [0.9], "step": [2],
+                            "score": [0.9], "arm": arm, "lr": lr, "seed": seed})  # fmt: skip
+        log = pd.DataFrame({"arm": [arm], "lr": lr, "seed": seed, "steps_taken": 2, "step": 0,
+                            "loss": 1.0, "seconds_per_step": 0.1, "cpu_seconds_per_step": 0.1,
+                            "eval_seconds": 0.1})  # fmt: skip
+        return answers.reset_index(drop=True), log, val
+
+    monkeypatch.setattr(compute_module, "run_arm_seed", fake)
+    monkeypatch.setattr(compute_module, "workers", lambda cfg, n: 3)
+    monkeypatch.setattr(
+        compute_module, "ProcessPoolExecutor",
+        lambda max_workers, mp_context: ThreadPoolExecutor(max_workers),
+    )  # fmt: skip
+    cfg = Config(**(TINY | {"lrs": (1e-3, 3e-3), "seeds": 3}))
+    skeleton.run(EXPERIMENT, cfg, tmp_path / "run", progress=False)
+    assert waited == [True, True]
 
 
 def test_training_stops_on_validation_and_keeps_the_best_check():

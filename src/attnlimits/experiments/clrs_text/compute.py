@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -131,11 +131,13 @@ def run_arm_seed(cfg: Config, data: pd.DataFrame, arm: str, lr: float, seed: int
 def _answer(
     cfg: Config, model: torch.nn.Module, tok: ByteTokenizer | HFTokenizer, rows: pd.DataFrame
 ) -> pd.DataFrame:
-    """``rows`` with the greedy answer, whole-answer and result-only exact match."""
-    longest = int(rows["answer"].str.len().max()) + 1  # bytes: the most tokens an answer takes
-    if cfg.model != "tiny":  # a subword token may hold several bytes; bytes bound the count
-        longest = int(max(len(t) for t in tok.encode(rows["answer"].tolist()))) + 1
-    got = greedy_answers(model, tok, rows["question"].tolist(), longest, device=cfg.device)
+    """``rows`` with the greedy answer, whole-answer and result-only exact match.
+
+    Each question's answer is made for as many tokens as its right answer takes, and one more
+    (ours): enough to match it exactly, and a longer text is wrong whole whatever follows; its
+    result is read from the text made by then."""
+    budget = [len(t) + 1 for t in tok.encode(rows["answer"].tolist())]
+    got = greedy_answers(model, tok, rows["question"].tolist(), budget, device=cfg.device)
     out = rows.assign(predicted=got)
     out["correct"] = out["predicted"] == out["answer"]
     out["result_correct"] = result_of(out["predicted"]) == result_of(out["answer"])
@@ -203,54 +205,102 @@ def workers(cfg: Config, units: int) -> int:
     return max(1, min(torch.get_num_threads(), units))
 
 
-def _units(
-    cfg: Config, data: pd.DataFrame, todo: Sequence[Unit], processes: int
-) -> Iterator[tuple[Unit, Tables]]:
-    """(unit, its tables) of each unit, in the order they finish."""
-    if processes == 1:
-        for unit in todo:
-            yield unit, run_arm_seed(cfg, data, *unit)
-        return
-    spawn = multiprocessing.get_context("spawn")  # no fork of a process holding torch threads
-    with ProcessPoolExecutor(max_workers=processes, mp_context=spawn) as pool:
-        running = {pool.submit(run_arm_seed, cfg, data, *unit): unit for unit in todo}
-        try:
-            for done in as_completed(running):
-                yield running[done], done.result()
-        finally:  # an error or an interrupt: units not yet started are not started
-            for future in running:
-                future.cancel()
-
-
 _PARTS = ("answers", "log", "validation")
 
 
+class _Inline:
+    """Runs a submitted unit at once in this process (one worker: no process to spawn)."""
+
+    def submit(self, fn: Callable[..., Tables], *args: object) -> Future[Tables]:
+        future: Future[Tables] = Future()
+        try:
+            future.set_result(fn(*args))
+        except BaseException as err:  # the error surfaces where the result is read
+            future.set_exception(err)
+        return future
+
+
+def _priority(unit: Unit, grid: set[Unit]) -> tuple[bool, bool, int]:
+    """The order pending units start in: the learning-rate grid first (every compared seed of
+    an arm waits for its grid), then the other arms before softmax (SDPA, the fastest to train:
+    the longest units first leave the least idle time at the end), then by seed."""
+    return unit not in grid, unit[0] == "softmax", unit[2]
+
+
 def _run_units(
-    cfg: Config, store: ResultStore, data: pd.DataFrame, units: list[Unit], progress: bool
-) -> dict[Unit, Tables]:
-    """Every unit's tables: read from its saved parts, or trained now (side by side)."""
+    cfg: Config, store: ResultStore, data: pd.DataFrame, progress: bool
+) -> tuple[dict[Unit, Tables], pd.DataFrame, list[Unit], list[Unit]]:
+    """Every unit's tables (read from its saved parts, or trained now, side by side), the grid
+    table of :func:`choose_lr`, the grid's units and the compared ones.
+
+    An arm's compared seeds are queued as soon as its own grid is done, so no worker waits for
+    another arm's grid; the workers take the pending units in :func:`_priority`'s order."""
     params = {k: v for k, v in vars(cfg).items() if k != "preset"}
-    key = {u: f"{u[0]}-lr{u[1]:g}-seed{u[2]}" for u in units}
-    todo = [u for u in units if not all(store.has_part(p, params, key[u]) for p in _PARTS)]
+    grid = [(arm, lr, 0) for arm in cfg.arms for lr in cfg.lrs]
+    seeds = compared_seeds(cfg)
     got: dict[Unit, Tables] = {}
-    for unit, tables in _units(cfg, data, todo, workers(cfg, len(todo))):
-        for name, table in zip(_PARTS, tables, strict=True):
-            store.save_part(name, params, key[unit], table)
+    chosen: dict[str, float] = {}
+    pending: list[Unit] = list(grid)
+
+    def key(u: Unit) -> str:
+        return f"{u[0]}-lr{u[1]:g}-seed{u[2]}"
+
+    def finished(unit: Unit, tables: Tables) -> None:
         got[unit] = tables
-        if progress:
-            a, log, _ = tables
-            acc = a.groupby("regime")["correct"].mean().round(3).to_dict()
-            cps = float(log["cpu_seconds_per_step"].iloc[0])
-            print(
-                f"clrs-text: {key[unit]}: {int(log['steps_taken'].iloc[0])} steps, "
-                f"{cps * 1e3:.0f} ms CPU/step, exact match by regime {acc}",
-                flush=True,
-            )
-    for u in units:
-        if u not in got:
-            loaded = [store.load_part(p, params, key[u]) for p in _PARTS]
-            got[u] = loaded[0], loaded[1], loaded[2]
-    return got
+        arm = unit[0]
+        mine = [u for u in grid if u[0] == arm]
+        if unit in grid and arm not in chosen and all(u in got for u in mine):
+            lrs = choose_lr(pd.concat([got[u][2] for u in mine], ignore_index=True))
+            chosen[arm] = float(lrs.loc[lrs["chosen"], "lr"].iloc[0])
+            pending.extend((arm, chosen[arm], seed) for seed in seeds if seed > 0)
+
+    processes = workers(cfg, len(cfg.arms) * max(len(cfg.lrs), cfg.seeds))
+    spawn = multiprocessing.get_context("spawn")  # no fork of a process holding torch threads
+    with ExitStack() as stack:
+        pool: _Inline | ProcessPoolExecutor = _Inline()
+        running: dict[Future[Tables], Unit] = {}
+        try:
+            while pending or running:
+                pending.sort(key=lambda u: _priority(u, set(grid)))
+                while pending and len(running) < processes:
+                    unit = pending.pop(0)
+                    if all(store.has_part(p, params, key(unit)) for p in _PARTS):
+                        loaded = [store.load_part(p, params, key(unit)) for p in _PARTS]
+                        finished(unit, (loaded[0], loaded[1], loaded[2]))
+                        continue
+                    if processes > 1 and isinstance(pool, _Inline):
+                        pool = stack.enter_context(
+                            ProcessPoolExecutor(max_workers=processes, mp_context=spawn)
+                        )
+                    running[pool.submit(run_arm_seed, cfg, data, *unit)] = unit
+                if not running:
+                    continue
+                for future in wait(running, return_when=FIRST_COMPLETED).done:
+                    unit = running.pop(future)
+                    tables = future.result()
+                    for name, table in zip(_PARTS, tables, strict=True):
+                        store.save_part(name, params, key(unit), table)
+                    finished(unit, tables)
+                    if progress:
+                        _report(key(unit), tables)
+        finally:  # an error or an interrupt: units not yet started are not started
+            for future in running:
+                future.cancel()
+    lrs = choose_lr(pd.concat([got[u][2] for u in grid], ignore_index=True))
+    compared = [(arm, chosen[arm], seed) for arm in cfg.arms for seed in seeds]
+    return got, lrs, grid, compared
+
+
+def _report(name: str, tables: Tables) -> None:
+    """One progress line for a finished unit."""
+    a, log, _ = tables
+    acc = a.groupby("regime")["correct"].mean().round(3).to_dict()
+    cps = float(log["cpu_seconds_per_step"].iloc[0])
+    print(
+        f"clrs-text: {name}: {int(log['steps_taken'].iloc[0])} steps, "
+        f"{cps * 1e3:.0f} ms CPU/step, exact match by regime {acc}",
+        flush=True,
+    )
 
 
 def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[str, pd.DataFrame]:
@@ -266,14 +316,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         processes=workers(cfg, len(cfg.arms) * max(len(cfg.lrs), cfg.seeds)),
     )
     with store.timed("train"):
-        grid = [(arm, lr, 0) for arm in cfg.arms for lr in cfg.lrs]
-        done = _run_units(cfg, store, data, grid, progress)
-        lrs = choose_lr(pd.concat([done[u][2] for u in grid], ignore_index=True))
-        chosen = dict(zip(lrs.loc[lrs["chosen"], "arm"], lrs.loc[lrs["chosen"], "lr"], strict=True))
-        seeds = compared_seeds(cfg)
-        rest = [(arm, chosen[arm], seed) for arm in cfg.arms for seed in seeds if seed > 0]
-        done |= _run_units(cfg, store, data, rest, progress)
-    units = [(arm, chosen[arm], seed) for arm in cfg.arms for seed in seeds]
+        done, lrs, grid, units = _run_units(cfg, store, data, progress)
     answers = pd.concat([done[u][0] for u in units], ignore_index=True)
     test = data[data["split"] == "test"]
     counts = data.groupby(["split", "algorithm", "length"]).size().rename("questions")
@@ -285,7 +328,9 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         "baselines": baselines,
         "paired": paired_table(answers, accuracy, cfg.arms[0]),
         # in the units' own order, not the order the parallel workers finished them
-        "validation": pd.concat([done[u][2] for u in [*grid, *rest]], ignore_index=True),
+        "validation": pd.concat(
+            [done[u][2] for u in [*grid, *(u for u in units if u not in grid)]], ignore_index=True
+        ),
         "learning_rate": lrs,
         "training": pd.concat([done[u][1] for u in units], ignore_index=True),
         "dataset": counts.reset_index(),

@@ -267,18 +267,25 @@ def greedy_answers(
     model: nn.Module,
     tokenizer: ByteTokenizer | HFTokenizer,
     questions: Sequence[str],
-    max_new: int,
+    max_new: int | Sequence[int],
     *,
     batch: int = 64,
     device: str = "cpu",
 ) -> list[str]:
     """Greedy continuations of ``questions``, cut after the first blank line (the answer's end).
 
-    Questions of equal byte length are decoded together (no padding, so no mask), with the
-    model's key-value cache, ``max_new`` tokens at most; with byte tokens a batch stops once
-    every row has made its blank line.
+    ``max_new``: the most tokens made for each question (one number for all, or one per
+    question); a row's text is cut at its own count, so it does not depend on which questions
+    share its batch. Questions of equal byte length are decoded together (no padding, so no
+    mask), with the model's key-value cache, for the most tokens any row of the batch may
+    make; with byte tokens a batch stops once every row has made its blank line.
     """
     ids = tokenizer.encode(questions)
+    budget = [max_new] * len(ids) if isinstance(max_new, int) else list(max_new)
+    if len(budget) != len(ids) or min(budget, default=1) < 1:
+        raise ValueError(
+            f"max_new must be ≥ 1, one for all or one per question ({len(ids)}), got {max_new!r}"
+        )
     bytewise = isinstance(tokenizer, ByteTokenizer)
     out: list[str] = [""] * len(ids)
     by_length: dict[int, list[int]] = {}
@@ -293,7 +300,7 @@ def greedy_answers(
             past, nxt = res.cache, res.logits[:, -1].argmax(-1)
             made = [nxt]
             ended = torch.zeros_like(nxt, dtype=torch.bool)  # a blank line made: the answer's end
-            for _ in range(max_new - 1):
+            for _ in range(max(budget[r] for r in rows) - 1):
                 res = model(input_ids=nxt[:, None], cache=past, use_cache=True)
                 past, prev, nxt = res.cache, nxt, res.logits[:, -1].argmax(-1)
                 made.append(nxt)
@@ -302,7 +309,7 @@ def greedy_answers(
                     break
             gen = torch.stack(made, 1).tolist()
             for r, toks in zip(rows, gen, strict=True):
-                text = tokenizer.decode(toks)
+                text = tokenizer.decode(toks[: budget[r]])
                 cut = text.find(_STOP)
                 out[r] = text if cut < 0 else text[: cut + len(_STOP)]
     return out
