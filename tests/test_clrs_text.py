@@ -892,3 +892,21 @@ def test_the_report_states_how_the_thirty_would_scale():
         )
     )
     assert "1 thread;" in text and "the thirty algorithms at CLRS-Text's lengths" in text
+
+
+def test_each_test_answer_is_decoded_for_twice_its_right_answers_tokens(monkeypatch):
+    """compute._answer: the budget per question is BUDGET × its answer's tokens + 1 (room to
+    read a result after a trace of the wrong length), not the set's longest answer."""
+    compute_module = importlib.import_module("attnlimits.experiments.clrs_text.compute")
+    seen = {}
+
+    def fake(model, tok, questions, max_new, device="cpu"):
+        seen["budget"] = list(max_new)
+        return ["0 | 1\n\n"] * len(questions)
+
+    monkeypatch.setattr(compute_module, "greedy_answers", fake)
+    rows = pd.DataFrame({"question": ["q1", "q2"], "answer": ["0 | 1\n\n", "0, 1, 1 | 1\n\n"]})
+    got = compute_module._answer(Config(**TINY), None, ByteTokenizer(), rows)
+    assert compute_module.BUDGET == 2 and seen["budget"] == [2 * 7 + 1, 2 * 13 + 1]
+    assert got["correct"].tolist() == [True, False]
+    assert got["result_correct"].tolist() == [True, True]

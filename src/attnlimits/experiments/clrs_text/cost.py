@@ -34,7 +34,11 @@ __all__ = ["estimate", "scaling", "thirty"]
 #: counted per token of the padded batch, they predict 516 ms a step of the trace-format
 #: default, whose first units measured 488 and 491 ms (2026-11-27, AVX2)
 _TOKEN_LAYER = {"softmax": 2.0e-5, "other": 2.4e-5}
-_DECODE = 1.5e-3  # s per decoded answer byte and question (batched, cached), per layer
+#: s per decoded answer byte and question (batched, cached), per layer: the default's test
+#: decoding, each answer made for its own length + 1 tokens, took 714 s of one thread over its
+#: 14 units (2026-11-27, AVX2), 0.40 of what 1.5e-3 (measured when every answer ran to the
+#: set's longest) predicted
+_DECODE = 6.0e-4
 _GENERATE = 2.0e-3  # s per generated question
 _START = 20.0  # imports, dataset checks, figures and report
 #: bytes of a question and its trace-format answer ≈ a + b·n + c·n² + d·n³, coefficients ≥ 0 so
@@ -137,8 +141,8 @@ def estimate(cfg: Config) -> budget.Estimate:
     longest = max(_text_bytes(a, max(ns), cfg.format) for a, ns in test.items())
     memory = {
         "Python and its libraries": budget.BASE_BYTES * processes,
-        "one training batch's activations": float(
-            cfg.batch * longest * cfg.width * cfg.layers * 4 * 40
+        "a training batch's activations in each process": float(
+            processes * cfg.batch * longest * cfg.width * cfg.layers * 4 * 40
         ),
         "the dataset": float(generated * 200),
     }
