@@ -683,10 +683,7 @@ def test_an_arms_compared_seeds_start_before_the_other_arms_grid_is_done(tmp_pat
 
     monkeypatch.setattr(compute_module, "run_arm_seed", fake)
     monkeypatch.setattr(compute_module, "workers", lambda cfg, n: 3)
-    monkeypatch.setattr(
-        compute_module, "ProcessPoolExecutor",
-        lambda max_workers, mp_context: ThreadPoolExecutor(max_workers),
-    )  # fmt: skip
+    monkeypatch.setattr(compute_module, "_pool", ThreadPoolExecutor)
     cfg = Config(**(TINY | {"lrs": (1e-3, 3e-3), "seeds": 3}))
     skeleton.run(EXPERIMENT, cfg, tmp_path / "run", progress=False)
     assert waited == [True, True]
@@ -894,9 +891,9 @@ def test_the_report_states_how_the_thirty_would_scale():
     assert "1 thread;" in text and "the thirty algorithms at CLRS-Text's lengths" in text
 
 
-def test_each_test_answer_is_decoded_for_twice_its_right_answers_tokens(monkeypatch):
-    """compute._answer: the budget per question is BUDGET × its answer's tokens + 1 (room to
-    read a result after a trace of the wrong length), not the set's longest answer."""
+def test_each_test_answer_is_decoded_for_its_right_answers_tokens_and_a_slack(monkeypatch):
+    """compute._answer: the budget per question is its answer's tokens + SLACK + 1 (room to
+    read a result after a trace a little too long), not the set's longest answer."""
     compute_module = importlib.import_module("attnlimits.experiments.clrs_text.compute")
     seen = {}
 
@@ -907,6 +904,6 @@ def test_each_test_answer_is_decoded_for_twice_its_right_answers_tokens(monkeypa
     monkeypatch.setattr(compute_module, "greedy_answers", fake)
     rows = pd.DataFrame({"question": ["q1", "q2"], "answer": ["0 | 1\n\n", "0, 1, 1 | 1\n\n"]})
     got = compute_module._answer(Config(**TINY), None, ByteTokenizer(), rows)
-    assert compute_module.BUDGET == 2 and seen["budget"] == [2 * 7 + 1, 2 * 13 + 1]
+    assert compute_module.SLACK == 32 and seen["budget"] == [7 + 33, 13 + 33]
     assert got["correct"].tolist() == [True, False]
     assert got["result_correct"].tolist() == [True, True]

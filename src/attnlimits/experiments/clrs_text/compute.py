@@ -19,6 +19,7 @@ is paired question by question.
 from __future__ import annotations
 
 import multiprocessing
+import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -133,11 +134,11 @@ def _answer(
 ) -> pd.DataFrame:
     """``rows`` with the greedy answer, whole-answer and result-only exact match.
 
-    Each question's answer is made for at most :data:`BUDGET` times as many tokens as its right
-    answer takes, and one more (ours): enough to match it exactly, and to read the result after
-    a trace of the wrong length (at unseen lengths the model writes one, e.g. a step too many),
-    so that the result-only match stays comparable with the answer format's."""
-    budget = [BUDGET * len(t) + 1 for t in tok.encode(rows["answer"].tolist())]
+    Each question's answer is made for at most as many tokens as its right answer takes, and
+    :data:`SLACK` + 1 more (ours): enough to match it exactly, and to read the result after a
+    trace a little too long (at unseen lengths the model writes one, e.g. a step too many), so
+    that the result-only match stays comparable with the answer format's."""
+    budget = [len(t) + SLACK + 1 for t in tok.encode(rows["answer"].tolist())]
     got = greedy_answers(model, tok, rows["question"].tolist(), budget, device=cfg.device)
     out = rows.assign(predicted=got)
     out["correct"] = out["predicted"] == out["answer"]
@@ -207,11 +208,12 @@ def workers(cfg: Config, units: int) -> int:
 
 
 _PARTS = ("answers", "log", "validation")
-#: ours: the most tokens a test answer is made for, in multiples of its right answer's (and one
-#: more). On the 2026-11-27 default's answers, made to the set's longest answer, reading the
-#: results from the first 1, 1.5, 2 or 3 times gave a result-only match out of distribution of
-#: 0.012, 0.0207, 0.0208 and 0.0208 against 0.0208 in full: twice loses none of them.
-BUDGET = 2
+#: ours: the tokens a test answer may run past its right answer's length (and one more). On the
+#: 2026-11-27 default's answers (made to the set's longest answer), reading each result from
+#: the first 1×, 2× or 1× + 8, 16, 32 of its right answer's tokens gave a result-only match out
+#: of distribution of 0.012, 0.0208, 0.0207, 0.0208, 0.0208 (0.0208 in full) for 98k, 147k,
+#: 101k, 103k, 108k decoding steps (209k in full): 32 keeps every result at 10 % more steps.
+SLACK = 32
 
 
 class _Inline:
@@ -261,7 +263,6 @@ def _run_units(
             pending.extend((arm, chosen[arm], seed) for seed in seeds if seed > 0)
 
     processes = workers(cfg, len(cfg.arms) * max(len(cfg.lrs), cfg.seeds))
-    spawn = multiprocessing.get_context("spawn")  # no fork of a process holding torch threads
     with ExitStack() as stack:
         pool: _Inline | ProcessPoolExecutor = _Inline()
         running: dict[Future[Tables], Unit] = {}
@@ -275,9 +276,7 @@ def _run_units(
                         finished(unit, (loaded[0], loaded[1], loaded[2]))
                         continue
                     if processes > 1 and isinstance(pool, _Inline):
-                        pool = stack.enter_context(
-                            ProcessPoolExecutor(max_workers=processes, mp_context=spawn)
-                        )
+                        pool = stack.enter_context(_pool(processes))
                     running[pool.submit(run_arm_seed, cfg, data, *unit)] = unit
                 if not running:
                     continue
@@ -295,6 +294,16 @@ def _run_units(
     lrs = choose_lr(pd.concat([got[u][2] for u in grid], ignore_index=True))
     compared = [(arm, chosen[arm], seed) for arm in cfg.arms for seed in seeds]
     return got, lrs, grid, compared
+
+
+def _pool(processes: int) -> ProcessPoolExecutor:
+    """Spawned worker processes (no fork of a process holding torch threads), each running one
+    unit and then replaced (Python ≥ 3.11): a process kept for seven units grew to 3 to 10 GB
+    (2026-11-27, the default run, one-unit peaks 0.9 to 1.4 GB)."""
+    spawn = multiprocessing.get_context("spawn")
+    if sys.version_info >= (3, 11):
+        return ProcessPoolExecutor(max_workers=processes, mp_context=spawn, max_tasks_per_child=1)
+    return ProcessPoolExecutor(max_workers=processes, mp_context=spawn)
 
 
 def _report(name: str, tables: Tables) -> None:

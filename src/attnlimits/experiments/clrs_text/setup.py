@@ -113,13 +113,13 @@ def setup_table(meta: Mapping[str, Any]) -> pd.DataFrame:
              "3 to decide anything). With a rate grid the compared seeds are 1 to "
              f"{p['seeds']}: seed 0's models choose the rate on validation and are not scored, "
              "so the winner's selection does not reach the test"),
-        _row("evaluation", "greedy decoding, for at most twice as many tokens as the right "
-             "answer takes and one more; exact match of the whole answer (trace and result); the "
-             "result-only match beside it", "ours",
+        _row("evaluation", "greedy decoding, for at most the right answer's tokens + 33; "
+             "exact match of the whole answer (trace and result); the result-only match beside "
+             "it", "ours",
              "§4.2 names no metric and no decoding; exact match is CLRS-Text's (our reading of "
              "\"the protocol\"); greedy decoding and the result-only match are ours (the "
-             "latter comparable across formats); twice the answer leaves room to read the result "
-             "after a trace of the wrong length"),
+             "latter comparable across formats); the 33 leave room to read the result after a "
+             "trace a little too long"),
         _row("baselines", "per algorithm and length: the most common test answer; a uniform "
              "guess over the answer's format", "ours",
              "§4.2 shows none; a comparison counts only where an arm is above both (the "
