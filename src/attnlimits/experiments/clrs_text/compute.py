@@ -5,11 +5,12 @@ the run together (by our reading, the paper fine-tunes one model on the thirty),
 validation exact match or the step cap, saved as a part when done (its test answers, training
 log and validation checks), so a killed run resumes at the next unit. First every arm's seed 0
 trains at each learning rate of the grid; the rate with the best validation score is the
-arm's, and seeds 1 to ``seeds`` train at it and are compared (seed 0's model won the grid, on
-validation, and would carry that selection into its test score; with one rate, seeds 0 to
-``seeds`` − 1). The tiny model trains on one thread, so on the CPU the units run side by side,
-one process per thread torch would use (``torch.set_num_threads`` or ``OMP_NUM_THREADS`` sets
-how many); each unit seeds itself, so the tables are the same as one after another. Every arm
+arm's, and seeds 1 to ``seeds`` train at it, starting as soon as that arm's grid is done, and
+are compared (seed 0's model won the grid, on validation, and would carry that selection into
+its test score; with one rate, seeds 0 to ``seeds`` − 1). The tiny model trains on one thread,
+so on the CPU the units run side by side, one process per thread torch would use
+(``torch.set_num_threads`` or ``OMP_NUM_THREADS`` sets how many), a fresh one for each unit;
+each unit seeds itself, so the tables are the same as one after another. Every arm
 trains with its normaliser in every head and is evaluated with the same one (paper B: adaptive
 temperature in fine-tuning *and* at inference). Seeds differ in the model's initialisation and
 the order of training batches; the data are the same for every arm and seed, so the comparison
@@ -298,8 +299,8 @@ def _run_units(
 
 def _pool(processes: int) -> ProcessPoolExecutor:
     """Spawned worker processes (no fork of a process holding torch threads), each running one
-    unit and then replaced (Python ≥ 3.11): a process kept for seven units grew to 3 to 10 GB
-    (2026-11-27, the default run, one-unit peaks 0.9 to 1.4 GB)."""
+    unit and then replaced (Python ≥ 3.11): a process kept for seven units peaked at 3 to 10 GB
+    in the default run (2026-11-27); with one unit a process, 3.81 GB."""
     spawn = multiprocessing.get_context("spawn")
     if sys.version_info >= (3, 11):
         return ProcessPoolExecutor(max_workers=processes, mp_context=spawn, max_tasks_per_child=1)
