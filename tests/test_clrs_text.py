@@ -615,6 +615,21 @@ def test_a_run_on_the_fixture_writes_tables_claims_and_resumes(tmp_path, monkeyp
     skeleton.run(EXPERIMENT, cfg, out, progress=False)
 
 
+def _fake_unit(data, arm, lr, seed, score):
+    """A unit's tables as run_arm_seed returns them: every test answer right, one validation
+    check of ``score``."""
+    test = data[data["split"] == "test"]
+    cols = ["algorithm", "length", "regime", "in_distribution", "question", "answer"]
+    answers = test[cols].assign(arm=arm, lr=lr, seed=seed, predicted=test["answer"],
+                                correct=True, result_correct=True)  # fmt: skip
+    val = pd.DataFrame({"algorithm": ["minimum"], "accuracy": [score], "step": [2],
+                        "score": [score], "arm": arm, "lr": lr, "seed": seed})  # fmt: skip
+    log = pd.DataFrame({"arm": [arm], "lr": lr, "seed": seed, "steps_taken": 2, "step": 0,
+                        "loss": 1.0, "seconds_per_step": 0.1, "cpu_seconds_per_step": 0.1,
+                        "eval_seconds": 0.1})  # fmt: skip
+    return answers.reset_index(drop=True), log, val
+
+
 def test_each_arm_trains_every_seed_at_the_rate_chosen_on_validation(tmp_path, monkeypatch):
     """Seed 0 of each arm at every rate of the grid; seeds 1 to ``seeds`` at the arm's best
     (softmax: the larger rate, adaptive: the smaller, as the fake validation scores say), and
@@ -624,18 +639,8 @@ def test_each_arm_trains_every_seed_at_the_rate_chosen_on_validation(tmp_path, m
 
     def fake(cfg, data, arm, lr, seed):
         calls.append((arm, lr, seed))
-        test = data[data["split"] == "test"]
-        cols = ["algorithm", "length", "regime", "in_distribution", "question", "answer"]
-        answers = test[cols].assign(arm=arm, lr=lr, seed=seed, predicted=test["answer"],
-                                    correct=True, result_correct=True)  # fmt: skip
         good = (lr == 3e-3) == (arm == "softmax")
-        val = pd.DataFrame({"algorithm": ["minimum"], "accuracy": [0.9 if good else 0.5],
-                            "step": [2], "score": [0.9 if good else 0.5], "arm": arm, "lr": lr,
-                            "seed": seed})  # fmt: skip
-        log = pd.DataFrame({"arm": [arm], "lr": lr, "seed": seed, "steps_taken": 2, "step": 0,
-                            "loss": 1.0, "seconds_per_step": 0.1, "cpu_seconds_per_step": 0.1,
-                            "eval_seconds": 0.1})  # fmt: skip
-        return answers.reset_index(drop=True), log, val
+        return _fake_unit(data, arm, lr, seed, 0.9 if good else 0.5)
 
     monkeypatch.setattr(compute_module, "run_arm_seed", fake)
     monkeypatch.setattr(compute_module, "workers", lambda cfg, n: 1)
@@ -670,16 +675,7 @@ def test_an_arms_compared_seeds_start_before_the_other_arms_grid_is_done(tmp_pat
             waited.append(started.wait(timeout=20))
         if arm == "adaptive" and seed > 0:
             started.set()
-        test = data[data["split"] == "test"]
-        cols = ["algorithm", "length", "regime", "in_distribution", "question", "answer"]
-        answers = test[cols].assign(arm=arm, lr=lr, seed=seed, predicted=test["answer"],
-                                    correct=True, result_correct=True)  # fmt: skip
-        val = pd.DataFrame({"algorithm": ["minimum"], "accuracy": [0.9], "step": [2],
-                            "score": [0.9], "arm": arm, "lr": lr, "seed": seed})  # fmt: skip
-        log = pd.DataFrame({"arm": [arm], "lr": lr, "seed": seed, "steps_taken": 2, "step": 0,
-                            "loss": 1.0, "seconds_per_step": 0.1, "cpu_seconds_per_step": 0.1,
-                            "eval_seconds": 0.1})  # fmt: skip
-        return answers.reset_index(drop=True), log, val
+        return _fake_unit(data, arm, lr, seed, 0.9)
 
     monkeypatch.setattr(compute_module, "run_arm_seed", fake)
     monkeypatch.setattr(compute_module, "workers", lambda cfg, n: 3)
