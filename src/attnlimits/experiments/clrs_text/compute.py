@@ -237,7 +237,7 @@ def _priority(unit: Unit, grid: set[Unit]) -> tuple[bool, bool, int]:
 
 
 def _run_units(
-    cfg: Config, store: ResultStore, data: pd.DataFrame, progress: bool
+    cfg: Config, store: ResultStore, data: pd.DataFrame, processes: int, progress: bool
 ) -> tuple[dict[Unit, Tables], pd.DataFrame, list[Unit], list[Unit]]:
     """Every unit's tables (read from its saved parts, or trained now, side by side), the grid
     table of :func:`choose_lr`, the grid's units and the compared ones.
@@ -246,6 +246,7 @@ def _run_units(
     another arm's grid; the workers take the pending units in :func:`_priority`'s order."""
     params = {k: v for k, v in vars(cfg).items() if k != "preset"}
     grid = [(arm, lr, 0) for arm in cfg.arms for lr in cfg.lrs]
+    in_grid = set(grid)
     seeds = compared_seeds(cfg)
     got: dict[Unit, Tables] = {}
     chosen: dict[str, float] = {}
@@ -263,13 +264,12 @@ def _run_units(
             chosen[arm] = float(lrs.loc[lrs["chosen"], "lr"].iloc[0])
             pending.extend((arm, chosen[arm], seed) for seed in seeds if seed > 0)
 
-    processes = workers(cfg, len(cfg.arms) * max(len(cfg.lrs), cfg.seeds))
     with ExitStack() as stack:
         pool: _Inline | ProcessPoolExecutor = _Inline()
         running: dict[Future[Tables], Unit] = {}
         try:
             while pending or running:
-                pending.sort(key=lambda u: _priority(u, set(grid)))
+                pending.sort(key=lambda u: _priority(u, in_grid))
                 while pending and len(running) < processes:
                     unit = pending.pop(0)
                     if all(store.has_part(p, params, key(unit)) for p in _PARTS):
@@ -326,13 +326,14 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     ``training`` (loss curves, seconds per step), ``dataset`` (questions per split and cell)."""
     with store.timed("data"):
         data, record = load_dataset(cfg)
+    processes = workers(cfg, len(cfg.arms) * max(len(cfg.lrs), cfg.seeds))
     store.update_meta(
         dataset=record,
         torch_threads=1 if _one_thread(cfg) else torch.get_num_threads(),
-        processes=workers(cfg, len(cfg.arms) * max(len(cfg.lrs), cfg.seeds)),
+        processes=processes,
     )
     with store.timed("train"):
-        done, lrs, grid, units = _run_units(cfg, store, data, progress)
+        done, lrs, grid, units = _run_units(cfg, store, data, processes, progress)
     answers = pd.concat([done[u][0] for u in units], ignore_index=True)
     test = data[data["split"] == "test"]
     counts = data.groupby(["split", "algorithm", "length"]).size().rename("questions")
