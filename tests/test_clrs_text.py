@@ -27,6 +27,7 @@ from attnlimits.experiments.clrs_text.claims import (
     comparison_verdict,
     learned,
     outcome,
+    outlier_verdict,
     profile,
 )
 from attnlimits.experiments.clrs_text.config import regime
@@ -381,6 +382,28 @@ def test_comparison_verdict_never_rises_when_an_undecided_algorithm_turns_agains
         comparison_verdict(-1, 0, 0, 0)
 
 
+@pytest.mark.parametrize(
+    ("outs", "expected"),
+    [({}, "not testable"), ({"minimum": "worse"}, "not testable"),
+     ({"heapsort": "worse", "mst_kruskal": "mixed", "bubble_sort": "worse"}, "reproduced"),
+     ({"heapsort": "worse", "mst_kruskal": "better", "bubble_sort": "worse"}, "partly"),
+     ({"heapsort": "worse"}, "partly"),  # one of the three in the run: at most partly
+     ({"heapsort": "better", "mst_kruskal": "equivalent", "bubble_sort": "better"},
+      "not reproduced"),
+     ({"heapsort": "worse", "mst_kruskal": "inconclusive", "bubble_sort": "better"}, "partly"),
+     ({"heapsort": "worse", "mst_kruskal": "worse", "bubble_sort": "not testable"},
+      "not testable"),  # reproduced or partly, by the undecided one
+     ({"heapsort": "better", "mst_kruskal": "not testable"}, "not testable")],
+)  # fmt: skip
+def test_outlier_verdict_rule(outs, expected):
+    """§4.2's named outliers: behind softmax (worse or mixed) on all three in the run is
+    reproduced, on some partly, on none not reproduced; undecided ones that could change the
+    verdict make it not testable, and so does a run without any of the three."""
+    verdict, reason = outlier_verdict(outs)
+    assert verdict == expected
+    assert bool(reason) is (expected == "not testable")
+
+
 def _synthetic(cells: dict[tuple[str, str, int], list[int]], chance: float = 0.2, q: int = 10):
     """Answers where (arm, algorithm, length) has ``cells[...][seed]`` of ``q`` questions right
     (the first ones), lengths 4 and 6 in distribution, 5 interpolation, 8 and 10 extrapolation,
@@ -460,6 +483,24 @@ def test_comparison_verdicts_known_answers_over_seeds(cells, in_dist, out_dist, 
     untestable = paired[(paired["scope"] == "length") & ~paired["testable"]]
     reasons = "above the trivial baseline|below the 90% ceiling|fewer than 3"
     assert untestable["why"].str.contains(reasons).all()
+
+
+def test_adaptive_also_gets_the_outliers_and_inference_only_statements():
+    """§4.2's two other statements about adaptive temperature are rows of their own: the named
+    outliers judged on the run's profiles (here heapsort, behind softmax out of distribution:
+    partly, as mst_kruskal and bubble_sort are not in the run), inference only not testable."""
+    cells = {("softmax", "heapsort", 4): _TOP, ("adaptive", "heapsort", 4): _TOP,
+             ("softmax", "heapsort", 8): [45, 45, 46],
+             ("adaptive", "heapsort", 8): [20, 22, 21]}  # fmt: skip
+    _, got, rows = _synthetic(cells, q=50)
+    head = "(o) adaptive is behind softmax on heapsort, mst_kruskal and bubble_sort"
+    assert (
+        got[head] == "partly" and "heapsort: worse" in rows.set_index("claim").loc[head, "measured"]
+    )
+    only = [c for c in got if c.startswith("(i) adaptive temperature at inference only")]
+    assert [got[c] for c in only] == ["not testable"]
+    findings = rows[rows["role"] == verdicts.FINDING].set_index("claim")["verdict"]
+    assert sorted(findings) == ["not reproduced", "not testable", "partly"]
 
 
 def test_pooling_over_lengths_does_not_hide_a_sign_change():

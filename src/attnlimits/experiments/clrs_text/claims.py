@@ -1,8 +1,9 @@
 """Claims of a CLRS-Text run (paper B §4.2, Figure 8), judged on its tables, and its sections.
 
-The statements (:data:`S`) use the shared vocabulary and finding rule of
-:mod:`attnlimits.experiments.verdicts`: each carries the paper's words (``quote``, word for word
-in ../shared/papers/paper-b-softmax-not-enough.txt; the test finds them) and our ``reading``.
+The statements (:data:`S`, from :mod:`.statements`) use the shared vocabulary and finding rule
+of :mod:`attnlimits.experiments.verdicts`: each carries the paper's words (``quote``, word for
+word in ../shared/papers/paper-b-softmax-not-enough.txt; the test finds them) and our
+``reading``.
 §4.2's claim is per **algorithm**: "a significant advantage of the adaptive temperature-backed
 model on nearly all of the thirty algorithms under study", seen in "performance profiles in-
 and out-of-distribution". So, per arm other than softmax, one **headline** statement counts
@@ -31,6 +32,12 @@ Each rule is a small pure function with named thresholds (all ours; known-answer
   *not testable*.
 - The headline is at most *partly* unless at least :data:`OOD_SHARE` of the run's algorithms
   have a decided out-of-distribution regime: the profiles' point, sizes not trained on.
+- :func:`outlier_verdict`: §4.2's outliers ("Heapsort, MST Kruskal and Bubble Sort"), for
+  adaptive temperature: each of :data:`OUTLYING` in the run is *behind* softmax when its profile
+  is worse or mixed; all three in the run and behind: *reproduced*; at least one: *partly*;
+  none: *not reproduced*; *not testable* where the undecided ones could change it. §4.2's
+  inference-only statement is always *not testable*: no arm decodes a softmax-trained model
+  with adaptive temperature.
 - :func:`learned`: our precondition, an arm at :data:`~.evaluate.CEILING` or more in
   distribution on an algorithm (supporting rows, verdict n/a: it is not a paper's claim).
 """
@@ -47,7 +54,7 @@ import pandas as pd
 from attnlimits.experiments import verdicts
 from attnlimits.experiments.clrs_text.config import REGIMES
 from attnlimits.experiments.clrs_text.evaluate import CEILING, MIN_SEEDS
-from attnlimits.experiments.verdicts import FINDING, HEADLINE, SUPPORTING, Statement
+from attnlimits.experiments.clrs_text.statements import S
 
 __all__ = [
     "EQUIVALENT",
@@ -55,11 +62,13 @@ __all__ = [
     "NEARLY_ALL",
     "OOD_SHARE",
     "OUTLIERS",
+    "OUTLYING",
     "S",
     "claims",
     "comparison_verdict",
     "learned",
     "outcome",
+    "outlier_verdict",
     "profile",
 ]
 
@@ -68,7 +77,7 @@ __all__ = [
 EVIDENCE = (
     (r"reaches the ceiling", ("profile",), ("accuracy",)),
     (
-        r"advantage|in distribution \(|by interpolation|by extrapolation",
+        r"advantage|in distribution \(|by interpolation|by extrapolation|behind softmax",
         ("profile",),
         ("paired", "accuracy"),
     ),
@@ -86,17 +95,8 @@ EQUIVALENT = 0.05
 #: which the headline is at most partly
 OOD_SHARE = 0.5
 
-_ADVANTAGE = (
-    "they demonstrate a significant advantage of the adaptive temperature-backed model on "
-    "nearly all of the thirty algorithms under study"
-)
-_PROFILES = (
-    "plotting their performance profiles in- and out-of-distribution at various problem sizes"
-)
-_FINE_TUNE = (
-    "fine-tune Gemma 2B models (Gemma Team et al., 2024) on the thirty algorithmic execution "
-    "tasks in CLRS-Text"
-)
+#: ours: the three "outlying algorithms" §4.2 names, by their CLRS-Text names
+OUTLYING = ("heapsort", "mst_kruskal", "bubble_sort")
 _RULE = (
     f"per algorithm and regime, the paired difference's 95 % interval (seeds' spread and "
     f"questions' sampling, ≥ {MIN_SEEDS} seeds, both arms ≥ {CEILING:.0%} in distribution) "
@@ -106,55 +106,7 @@ _RULE = (
     "or mixed; partly: ≥ half better and fewer against than better; given only where the "
     "undecided algorithms cannot change it, else not testable (ours)"
 )
-_REGIME_READING = (
-    "ours: Fig. 8's profiles (\"" + _PROFILES + '", a sentence on the method) read at {}, '
-    "counted by the headline's rule; shown, deciding nothing"
-)
-#: The statements, by key: "finding", "advantage" (per other arm), one per regime, "learns".
-S: dict[str, Statement] = {
-    "finding": Statement(
-        f'"{_ADVANTAGE}" (§4.2)',
-        FINDING,
-        _ADVANTAGE,
-        "per arm other than softmax, on this run's algorithms",
-    ),
-    "advantage": Statement(
-        "has an advantage on nearly all algorithms, each judged over its profile",
-        HEADLINE,
-        _ADVANTAGE,
-        "ours: an algorithm shows the advantage when the arm is better than softmax in one "
-        'regime of its profile (in distribution, interpolation, extrapolation: "'
-        + _PROFILES
-        + '") and worse in none, a tie in distribution counting for nothing; at most partly '
-        "unless half the algorithms are decided out of distribution",
-    ),
-    "in distribution": Statement(
-        "(a) in distribution (the training lengths)",
-        SUPPORTING,
-        _ADVANTAGE,
-        _REGIME_READING.format("the training lengths"),
-    ),
-    "interpolation": Statement(
-        "(b) by interpolation (unseen lengths inside the training range)",
-        SUPPORTING,
-        _ADVANTAGE,
-        _REGIME_READING.format("unseen lengths inside the training range"),
-    ),
-    "extrapolation": Statement(
-        "(c) by extrapolation (lengths outside the training range)",
-        SUPPORTING,
-        _ADVANTAGE,
-        _REGIME_READING.format("lengths outside the training range"),
-    ),
-    "learns": Statement(
-        "reaches the ceiling on every trained algorithm in distribution (our precondition)",
-        SUPPORTING,
-        _FINE_TUNE,
-        f"our precondition, not the paper's claim (verdict n/a): exact match ≥ {CEILING:.0%} "
-        "in distribution on each algorithm it is trained on, else its out-of-distribution "
-        "comparison on that algorithm is not testable",
-    ),
-}
+
 _OTHER_ARM = (
     "ours, an extension: §4.2 makes this claim for adaptive temperature only; for {} the same "
     "rule is applied. "
@@ -224,6 +176,31 @@ def comparison_verdict(
     return verdicts.NOT_TESTABLE
 
 
+def outlier_verdict(outs: Mapping[str, str]) -> tuple[str, str]:
+    """(verdict, reason when not testable) on §4.2's outliers from the run's per-algorithm
+    profiles ``outs`` (algorithm → :func:`profile`): each of :data:`OUTLYING` in the run is
+    behind (worse or mixed), not behind (better or equivalent) or undecided. All three in the
+    run and behind: reproduced; at least one behind: partly; none: not reproduced; given only
+    where the undecided ones cannot change it, else not testable."""
+    named = [a for a in OUTLYING if a in outs]
+    if not named:
+        return verdicts.NOT_TESTABLE, f"none of {', '.join(OUTLYING)} is in this run"
+    behind = sum(outs[a] in ("worse", "mixed") for a in named)
+    undecided = sum(outs[a] in ("inconclusive", "not testable") for a in named)
+
+    def full(k: int) -> str:
+        if k == len(OUTLYING):
+            return verdicts.REPRODUCED
+        return verdicts.PARTLY if k else verdicts.NOT
+
+    if full(behind) == full(behind + undecided):
+        return full(behind), ""
+    return verdicts.NOT_TESTABLE, (
+        f"{undecided} of the {len(named)} named algorithms in the run undecided, enough to "
+        "change the verdict"
+    )
+
+
 def _learn_row(acc: pd.DataFrame, arm: str) -> dict[str, str]:
     a = acc[(acc["arm"] == arm) & acc["in_distribution"]]
     pooled = a.assign(k=a["accuracy"] * a["questions"]).groupby("algorithm")
@@ -278,6 +255,33 @@ def _detail(rows: pd.DataFrame) -> str:
     )  # fmt: skip
 
 
+def _profiles(pooled: pd.DataFrame) -> pd.Series:
+    """Each algorithm's :func:`profile` over its testable regimes (``_outcomes``' table)."""
+    algos = sorted(set(pooled["algorithm"]))
+    testable = pooled[pooled["outcome"] != "not testable"]
+    pairs = {a: list(zip(g["regime"], g["outcome"], strict=True))
+             for a, g in testable.groupby("algorithm")}  # fmt: skip
+    return pd.Series([profile(pairs.get(a, [])) for a in algos], index=algos, dtype=object)
+
+
+def _adaptive_only_rows(paired: pd.DataFrame) -> list[dict[str, str]]:
+    """§4.2's two other statements about adaptive temperature: the outliers it names, and
+    that applying it at inference only does not work well (no arm of ours tests that)."""
+    outs = _profiles(_outcomes(paired, "adaptive"))
+    named = {a: outs[a] for a in OUTLYING if a in outs.index}
+    verdict, reason = outlier_verdict(named)
+    measured = "; ".join(f"{a}: {o}" for a, o in named.items())
+    rule = (
+        "per named algorithm in the run, its profile (the headline's rule): worse or mixed = "
+        "behind; all three in the run and behind: reproduced; at least one behind: partly; none: "
+        "not reproduced; given only where the undecided ones cannot change it (ours)"
+    )
+    out = verdicts.finding(S["outlying"], [S["outliers"].judged(measured, rule, verdict, reason)])
+    none = "no arm trained with softmax and decoded with adaptive temperature (not built)"
+    head = S["inference only"].judged("", "an inference-only arm", verdicts.NOT_TESTABLE, none)
+    return out + verdicts.finding(S["inference"], [head])
+
+
 def _arm_rows(paired: pd.DataFrame, arm: str) -> list[dict[str, str]]:
     """The headline (per algorithm over its profile) and the three regimes' rows of ``arm``."""
     pooled = _outcomes(paired, arm)
@@ -295,9 +299,7 @@ def _arm_rows(paired: pd.DataFrame, arm: str) -> list[dict[str, str]]:
         )
         rows.append(s.judged(f"{words}: {_detail(mine)}", _RULE, verdict, reason))
     testable = pooled[pooled["outcome"] != "not testable"]
-    pairs = {a: list(zip(g["regime"], g["outcome"], strict=True))
-             for a, g in testable.groupby("algorithm")}  # fmt: skip
-    outs = pd.Series([profile(pairs.get(a, [])) for a in algos], index=algos, dtype=object)
+    outs = _profiles(pooled)
     verdict, words, reason = _count(outs)
     out = testable[(testable["regime"] != REGIMES[0]) & testable["outcome"].isin(DECIDED)]
     ood = out["algorithm"].nunique()
@@ -317,7 +319,8 @@ def _arm_rows(paired: pd.DataFrame, arm: str) -> list[dict[str, str]]:
 
 def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.DataFrame:
     """Per other arm: the finding, its headline (per algorithm over its profile) and the three
-    regimes' rows, then the arms' ceiling rows (supporting, our precondition, n/a)."""
+    regimes' rows (for adaptive temperature §4.2's outliers and inference-only statements
+    too), then the arms' ceiling rows (supporting, our precondition, n/a)."""
     acc, paired = tables["accuracy"], tables["paired"]
     arms = list(meta["params"]["arms"])
     learn = {arm: _learn_row(acc, arm) for arm in arms}
@@ -329,5 +332,7 @@ def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.Da
         f = S["finding"]
         f = dataclasses.replace(f, claim=f"{arm} {f.claim}", reading=reading + f.reading)
         out += verdicts.finding(f, [*_arm_rows(paired, arm), learn[arms[0]], learn[arm]])
+        if arm == "adaptive":
+            out += _adaptive_only_rows(paired)
     out += [r for r in learn.values() if r not in out]
     return pd.DataFrame(out)

@@ -82,8 +82,9 @@ def setup_table(meta: Mapping[str, Any]) -> pd.DataFrame:
              "§4.2: \"fine-tune Gemma 2B models\"; SmolLM2 is a smaller pretrained model"),
         _row("tokens", "bytes (ASCII): every number spelt digit by digit" if tiny
              else "the pretrained model's tokenizer", "ours",
-             "§4.2 gives why adaptive temperature must be trained with: \"individual numbers "
-             "often span multiple tokens\"; bytes keep that property (our choice of tokenizer)"),
+             "§4.2's reason why applying adaptive temperature at inference only does not work "
+             "well: \"individual numbers often span multiple tokens\"; bytes keep that "
+             "property (our choice of tokenizer)"),
         _row("positions", "RoPE; extrapolation lengths run past the longest training text",
              "ours", "a model trained from scratch has never seen those positions, so "
              "extrapolation also tests RoPE's length extrapolation, which a pretrained Gemma "
