@@ -77,10 +77,12 @@ __all__ = [
 EVIDENCE = (
     (r"reaches the ceiling", ("profile",), ("accuracy",)),
     (
-        r"advantage|in distribution \(|by interpolation|by extrapolation|behind softmax",
+        r"advantage|in distribution \(|by interpolation|by extrapolation|behind softmax|outlying",
         ("profile",),
         ("paired", "accuracy"),
     ),
+    # no arm tests it: the trained arms' profiles, which an inference-only arm would join
+    (r"inference", ("profile",), ("accuracy",)),
 )
 
 #: ours: "nearly all" algorithms, three in four or more of the run's
