@@ -266,10 +266,10 @@ def _profiles(pooled: pd.DataFrame) -> pd.Series:
     return pd.Series([profile(pairs.get(a, [])) for a in algos], index=algos, dtype=object)
 
 
-def _adaptive_only_rows(paired: pd.DataFrame) -> list[dict[str, str]]:
-    """§4.2's two other statements about adaptive temperature: the outliers it names, and
-    that applying it at inference only does not work well (no arm of ours tests that)."""
-    outs = _profiles(_outcomes(paired, "adaptive"))
+def _adaptive_only_rows(outs: pd.Series) -> list[dict[str, str]]:
+    """§4.2's two other statements about adaptive temperature, from its per-algorithm profiles
+    ``outs`` (:func:`_profiles`): the outliers it names, and that applying it at inference
+    only does not work well (no arm of ours tests that)."""
     named = {a: outs[a] for a in OUTLYING if a in outs.index}
     verdict, reason = outlier_verdict(named)
     measured = "; ".join(f"{a}: {o}" for a, o in named.items())
@@ -284,10 +284,9 @@ def _adaptive_only_rows(paired: pd.DataFrame) -> list[dict[str, str]]:
     return out + verdicts.finding(S["inference"], [head])
 
 
-def _arm_rows(paired: pd.DataFrame, arm: str) -> list[dict[str, str]]:
-    """The headline (per algorithm over its profile) and the three regimes' rows of ``arm``."""
-    pooled = _outcomes(paired, arm)
-    algos = sorted(set(pooled["algorithm"]))
+def _arm_rows(pooled: pd.DataFrame, outs: pd.Series, arm: str) -> list[dict[str, str]]:
+    """The headline (per algorithm over its profile, ``outs``) and the three regimes' rows of
+    ``arm`` (``pooled``: :func:`_outcomes`)."""
     reading = _OTHER_ARM.format(arm) if arm != "adaptive" else ""
     rows = []
     for key in REGIMES:
@@ -301,13 +300,12 @@ def _arm_rows(paired: pd.DataFrame, arm: str) -> list[dict[str, str]]:
         )
         rows.append(s.judged(f"{words}: {_detail(mine)}", _RULE, verdict, reason))
     testable = pooled[pooled["outcome"] != "not testable"]
-    outs = _profiles(pooled)
     verdict, words, reason = _count(outs)
     out = testable[(testable["regime"] != REGIMES[0]) & testable["outcome"].isin(DECIDED)]
     ood = out["algorithm"].nunique()
     measured = words + ": " + "; ".join(f"{a}: {o}" for a, o in outs.items())
-    measured += f"; {ood} of {len(algos)} decided out of distribution"
-    if ood < OOD_SHARE * len(algos):
+    measured += f"; {ood} of {len(outs)} decided out of distribution"
+    if ood < OOD_SHARE * len(outs):
         measured += " (size generalisation barely tested: at most partly)"
         if verdict == verdicts.REPRODUCED:
             verdict = verdicts.PARTLY
@@ -333,8 +331,10 @@ def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.Da
         reading = _OTHER_ARM.format(arm) if arm != "adaptive" else ""
         f = S["finding"]
         f = dataclasses.replace(f, claim=f"{arm} {f.claim}", reading=reading + f.reading)
-        out += verdicts.finding(f, [*_arm_rows(paired, arm), learn[arms[0]], learn[arm]])
+        pooled = _outcomes(paired, arm)
+        outs = _profiles(pooled)
+        out += verdicts.finding(f, [*_arm_rows(pooled, outs, arm), learn[arms[0]], learn[arm]])
         if arm == "adaptive":
-            out += _adaptive_only_rows(paired)
+            out += _adaptive_only_rows(outs)
     out += [r for r in learn.values() if r not in out]
     return pd.DataFrame(out)

@@ -299,8 +299,8 @@ def _run_units(
 
 def _pool(processes: int) -> ProcessPoolExecutor:
     """Spawned worker processes (no fork of a process holding torch threads), each running one
-    unit and then replaced (Python ≥ 3.11): a process kept for seven units peaked at 3 to 10 GB
-    in the default run (2026-11-27); with one unit a process, 3.81 GB."""
+    unit and then replaced (Python ≥ 3.11): a process kept for seven units peaked at 3 to 11 GB
+    in the default run (2026-11-27); with one unit a process, 3.4 to 4.0 GB."""
     spawn = multiprocessing.get_context("spawn")
     if sys.version_info >= (3, 11):
         return ProcessPoolExecutor(max_workers=processes, mp_context=spawn, max_tasks_per_child=1)
