@@ -18,7 +18,7 @@ from typing import Any
 COLUMNS = [
     "name", "workload", "stage", "time_s", "floor_s", "ratio", "floor", "note",
     "kind", "cpu", "cores", "torch", "threads", "omp_wait_policy", "load_start", "load_end",
-    "date", "quick",
+    "date", "quick", "neighbours",
 ]  # fmt: skip
 
 

@@ -89,3 +89,36 @@ def test_check_reports_a_stale_block(tmp_path):
     (tmp_path / "none.md").write_text("no markers")
     with pytest.raises(ValueError, match="no <!-- generated: floors -->"):
         floors.write_doc(CSV, tmp_path / "none.md", check=True)
+
+
+def test_a_loaded_run_joins_the_table_beside_the_unloaded_rows(tmp_path):
+    """Known answers for --neighbours: a loaded run replaces only the loaded rows of its
+    workload, an unloaded one only the unloaded rows; a table without the column reads as
+    unloaded; the block names the neighbours in the machine line and the stage."""
+    floors = _floors()
+    committed = pd.read_csv(CSV)
+    old = tmp_path / "old.csv"
+    committed.drop(columns="neighbours").to_csv(old, index=False)
+    paper_b = committed[committed["name"] == "paper-b"].copy()
+    loaded = paper_b.assign(neighbours=1, time_s=9.0, floor_s=3.0, ratio=3.0, load_start=2.5)
+    once = floors.merged(loaded, old)
+    assert list(once.columns) == floors.COLUMNS
+    assert len(once) == len(committed) + 1
+    pb = once[once["name"] == "paper-b"]
+    assert list(pb["neighbours"]) == [0, 1] and list(pb["ratio"])[1] == 3.0
+    once.to_csv(old, index=False)
+    twice = floors.merged(loaded.assign(ratio=4.0), old)  # the loaded row replaced, not added
+    assert len(twice) == len(once)
+    assert list(twice.loc[twice["name"] == "paper-b", "ratio"])[1] == 4.0
+    idle = floors.merged(paper_b.assign(ratio=0.25), old)  # the unloaded row replaced
+    assert list(idle.loc[idle["name"] == "paper-b", "ratio"]) == [0.25, 3.0]
+    block = floors.render(once)
+    assert "2.50 at the start and 1.94 at the end — **beside 1 busy neighbour(s)**" in block
+    assert "per step, beside 1 busy neighbour(s) | 9 | 3 | 3.00 |" in block
+    assert block.count("busy neighbour(s)") == 2  # the unloaded rows say nothing of one
+
+
+def test_neighbours_must_not_be_negative():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--neighbours", "-1"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2 and "--neighbours must be 0 or more" in done.stderr
