@@ -76,6 +76,14 @@ def test_a_finding_follows_its_headlines_alone():
     rows[0] = HEAD.judged("", "r", NT, "the grid ends below N = 16")
     out = V.finding(FIND, rows)
     assert out[0]["verdict"] == NT and "left out: (x.a) not testable" in out[0]["measured"]
+    assert out[0]["measured"].startswith("not testable: no headline statement could be tested; "
+                                         "headline: —; supporting")  # fmt: skip
+    other = V.Statement("(x.d) it holds too", V.HEADLINE, "more of the paper's words")
+    mixed = V.finding(FIND, [HEAD.judged("1", "r", R), other.judged("", "r", NT, "no data")])
+    assert mixed[0]["verdict"] == P
+    assert mixed[0]["measured"].count("(x.d)") == 1  # named once, as left out, not as counted
+    assert mixed[0]["measured"].startswith("headline: (x.a) reproduced; supporting")
+    assert mixed[0]["measured"].endswith("; left out: (x.d) not testable")
     assert rows[0]["measured"] == "not testable: the grid ends below N = 16"
     with pytest.raises(ValueError, match="no headline"):
         V.finding(FIND, rows[1:])

@@ -146,8 +146,9 @@ def finding(statement: Statement, rows: Sequence[Row]) -> list[Row]:
         return ", ".join(f"{r['claim'].split(' ')[0]} {r['verdict']}" for r in rs) or "—"
 
     left_out = [r for r in heads if r["verdict"] in (NOT_TESTABLE, NA)]
+    judged = [r for r in heads if r not in left_out]  # each headline named once: judged or not
     supporting = [r for r in rows if r["role"] == SUPPORTING]
-    measured = f"headline: {names(heads)}; supporting (not deciding): {names(supporting)}"
+    measured = f"headline: {names(judged)}; supporting (not deciding): {names(supporting)}"
     if left_out:
         measured += f"; left out: {names(left_out)}"
     verdict = combine(r["verdict"] for r in heads)
