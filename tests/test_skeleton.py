@@ -292,3 +292,47 @@ def test_a_resume_refuses_a_part_copied_from_another_table(tmp_path):
     with pytest.raises(ValueError, match=r"^part .*s1\.parquet cannot be reused: it holds the "):
         skeleton.run(TOY, ToyConfig(), out, progress=False)
     assert CALLS == [0, 1, 2] and part.is_file()  # nothing recomputed over it, nothing deleted
+
+
+_TRIM_PROBE = """
+import ctypes, os, sys
+from attnlimits.experiments import _allocator
+if sys.argv[1] == "tuned":
+    _allocator.tune()
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+blocks = [libc.malloc(60 << 20) for _ in range(5)]  # 300 MB in the heap once tuned
+for b in blocks:
+    ctypes.memset(b, 1, 60 << 20)
+before = rss()
+for b in blocks[:-1]:  # the last one stays: the heap's top is in use, so only trim frees
+    libc.free(b)
+kept = rss()
+trimmed = _allocator.trim()
+print(before, kept, rss(), trimmed)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+@pytest.mark.parametrize("mode", ["tuned", "default"])
+def test_trim_gives_the_heaps_freed_pages_back_only_when_tuned(mode):
+    """Tuned, 240 MB freed below a live block stay resident until trim() gives them back;
+    untuned, the blocks were mapped apart, freed at once, and trim() does nothing."""
+    import subprocess
+
+    env = {**os.environ, "ATTNLIMITS_MALLOC": "" if mode == "tuned" else "default"}
+    out = subprocess.run([sys.executable, "-c", _TRIM_PROBE, mode], env=env,
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    before, kept, after, trimmed = out.split()
+    before, kept, after = int(before), int(kept), int(after)
+    freed = 240 << 20
+    if mode == "tuned":
+        assert trimmed == "True"
+        assert kept > before - freed / 2  # freed, but kept in the heap
+        assert after < kept - freed / 2  # trim gave it back
+    else:
+        assert trimmed == "False"
+        assert kept < before - freed / 2  # mmap'd blocks went back at free

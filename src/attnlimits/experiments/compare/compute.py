@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 from attnlimits.capture import ModelInfo, is_causal_lm, load_model
 from attnlimits.capture.token_rows import token_table
 from attnlimits.corpus import describe_text, load_text, spread_windows, text_sha256
+from attnlimits.experiments import _allocator
 from attnlimits.experiments._inputs import check_context, check_text_room, model_record
 from attnlimits.experiments.compare.config import BASELINE, Config, check_heads, check_probe_room
 from attnlimits.experiments.compare.forward import run_forward
@@ -143,6 +144,8 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
                     )  # fmt: skip
                     for stage in parts:  # "time" last: the marker
                         store.save_part(stage, cache, key, parts[stage].assign(sequence=s))
+                    del parts
+                    _allocator.trim()  # the forward's freed blocks back to the system
                 for stage in frames:
                     frames[stage].append(store.load_part(stage, cache, key))
                 if s == 0 and store.has_part("attention_rows", cache, key):  # older runs: none

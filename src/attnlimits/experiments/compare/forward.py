@@ -34,11 +34,11 @@ from attnlimits.kernels.hf import config_params
 from attnlimits.kernels.spec import resolve_params, sink_logits
 from attnlimits.normalizers import get
 
-__all__ = ["FULL_ROWS_UP_TO", "ForwardResult", "band_rows", "run_forward"]
+__all__ = ["FULL_ROWS_UP_TO", "LOGIT_CHUNK", "ForwardResult", "band_rows", "run_forward"]
 
 _RECORDER = "attnlimits_compare_recorder"
 _STATS = ("entropy", "mass", "max_weight")
-_LOGIT_CHUNK = 1024  # positions per slice of the LM head: [1024, vocab] floats at a time
+LOGIT_CHUNK = 1024  # positions per slice of the LM head: [1024, vocab] floats at a time
 #: Lengths up to which the token view keeps every weight of a row (the scan: 256; here every
 #: normaliser multiplies the rows: the quick run's page stays about 6 MB, not 7.6 MB)
 FULL_ROWS_UP_TO = 128
@@ -148,17 +148,17 @@ def run_forward(
         config_params(model, {**params, "block_size": block_size}),
         using_attention(model, _RECORDER),
     ):
-        hidden = model.base_model(ids).last_hidden_state[0]  # (L, d)
+        hidden = model.base_model(ids, use_cache=False).last_hidden_state[0]  # (L, d)
         head = model.get_output_embeddings()
         n = ids.shape[1] - 1  # rows with a next token
         nll = torch.cat(
             [
                 nn.functional.cross_entropy(
-                    head(hidden[i : min(i + _LOGIT_CHUNK, n)]).float(),
-                    ids[0, i + 1 : min(i + _LOGIT_CHUNK, n) + 1],
+                    head(hidden[i : min(i + LOGIT_CHUNK, n)]).float(),
+                    ids[0, i + 1 : min(i + LOGIT_CHUNK, n) + 1],
                     reduction="none",
                 )
-                for i in range(0, n, _LOGIT_CHUNK)
+                for i in range(0, n, LOGIT_CHUNK)
             ]
         )
     seconds = time.perf_counter() - start
