@@ -11,8 +11,9 @@ heap and are reused. The numbers do not change; memory freed during a run is kep
 ``ATTNLIMITS_MALLOC=default`` leaves the allocator alone; other C libraries are left alone.
 
 What the heap keeps between the stages of a run, a run gives back with :func:`trim` (glibc's
-``malloc_trim``): ``compare`` calls it after each forward of 8,192 tokens, whose mixed sizes
-of freed blocks (6 to 400 MB) otherwise grow the heap from forward to forward.
+``malloc_trim``): ``compare`` calls it after each forward of 8,192 tokens, so that one
+forward's freed blocks (6 to 400 MB) are not held through the next (the effect on its peak,
+measured once, is within the runs' spread: docs/compare.md#speed).
 """
 
 from __future__ import annotations

@@ -4,9 +4,10 @@ One forward of the longest L per normaliser and sequence: the linear layers and 
 (:meth:`ModelShape.forward_flops`) and the attention at the normaliser's price relative to
 SDPA (:data:`ATTENTION_COST`: docs/compare.md's seconds per forward of 8192 tokens, less the
 forward's other work). Memory: no path holds an [head, L, L] map (SDPA's CPU kernel streams
-it, the other normalisers stream or chunk it); the peak is the model, one layer's working
-tensors, a slice of the LM head's logits and top-k's score block, with no KV cache (the
-forward passes ``use_cache=False``) and the heap trimmed after each forward (docs/compare.md).
+it, the other normalisers stream or chunk it); the peak is counted as the model, the
+forward's working memory per token of L (fitted to measured peaks, not itemised), a slice of
+the LM head's logits and top-k's score block; the forward keeps no KV cache
+(``use_cache=False``) and the heap is trimmed after each forward (docs/compare.md#speed).
 
 Coefficients: ``_FLOP`` from the default run (36.7 s per SDPA forward of 8192 tokens on the
 reference machine, docs/compare.md), in the measured units of :mod:`.budget`; ``_START`` is
