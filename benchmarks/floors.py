@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -45,7 +44,7 @@ import _floors_a
 import _floors_b
 import _floors_lm
 from _floors_common import COLUMNS, machine
-from neighbour import BUSY
+from neighbour import beside
 
 ROOT = Path(__file__).resolve().parents[1]
 CSV = ROOT / "docs" / "data" / "benchmarks" / "floors.csv"
@@ -64,17 +63,12 @@ def measure(names: list[str], quick: bool, neighbours: int = 0) -> pd.DataFrame:
     the machine's columns."""
     start = machine(os.getloadavg()[0])
     rows = []
-    busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(neighbours)]
-    try:
+    with beside(neighbours):
         for name in names:
             for r in WORKLOADS[name](quick):
                 rows.append(r | {"name": name})
                 print(f"{r['workload']:20} {r['stage']:42} {r['time_s']:9.4f} s  floor "
                       f"{r['floor_s']:9.4f} s  ratio {r['ratio']:6.2f}", flush=True)  # fmt: skip
-    finally:
-        for p in busy:
-            p.kill()
-            p.wait()
     df = pd.DataFrame(rows)
     for key, value in start.items():
         df[key] = value

@@ -29,22 +29,31 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 BUSY = "while True:\n    pass\n"
 
 
-def timed(command: list[str], env: dict[str, str], neighbours: int) -> float:
-    """Wall seconds of one run of ``command`` beside ``neighbours`` busy loops."""
+@contextmanager
+def beside(neighbours: int) -> Iterator[None]:
+    """``neighbours`` busy-loop processes running for the ``with`` block, ended after it."""
     busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(neighbours)]
     try:
-        time.sleep(0.2 if busy else 0.0)  # the neighbours are running before the command starts
-        start = time.perf_counter()
-        done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL)
-        took = time.perf_counter() - start
+        time.sleep(0.2 if busy else 0.0)  # the neighbours are running before the block starts
+        yield
     finally:
         for p in busy:
             p.kill()
             p.wait()
+
+
+def timed(command: list[str], env: dict[str, str], neighbours: int) -> float:
+    """Wall seconds of one run of ``command`` beside ``neighbours`` busy loops."""
+    with beside(neighbours):
+        start = time.perf_counter()
+        done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL)
+        took = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"error: {' '.join(command)} exited {done.returncode}")
     return took

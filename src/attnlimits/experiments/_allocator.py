@@ -27,6 +27,7 @@ __all__ = ["state", "trim", "tune"]
 #: mallopt's parameter numbers (glibc's malloc.h).
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _THRESHOLD = 1 << 30
+_TUNED = "mmap and trim thresholds"  # how state() begins once tune() raised them
 _STATE: dict[str, object] = {}
 
 
@@ -45,9 +46,7 @@ def tune() -> dict[str, object]:
             done = mallopt(_M_MMAP_THRESHOLD, _THRESHOLD) and mallopt(_M_TRIM_THRESHOLD, _THRESHOLD)
         except (OSError, AttributeError):  # pragma: no cover - a libc without mallopt
             done = 0
-        _STATE["malloc"] = (
-            f"mmap and trim thresholds {_THRESHOLD} bytes" if done else "default (mallopt refused)"
-        )
+        _STATE["malloc"] = f"{_TUNED} {_THRESHOLD} bytes" if done else "default (mallopt refused)"
     return _STATE
 
 
@@ -60,7 +59,7 @@ def trim() -> bool:
     """Give the heap's free pages back to the system (glibc's ``malloc_trim(0)``) when
     :func:`tune` raised the thresholds; True if it ran. Between stages, not inside one: pages
     given back are faulted in again on their next use."""
-    if not str(_STATE.get("malloc", "")).startswith("mmap and trim thresholds"):
+    if not state().startswith(_TUNED):
         return False
     try:
         malloc_trim = ctypes.CDLL(None).malloc_trim
