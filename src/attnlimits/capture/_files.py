@@ -22,6 +22,7 @@ __all__ = [
     "check_gguf",
     "check_safetensors",
     "first_line",
+    "needs_remote_code",
 ]
 
 #: ggml type id -> (elements per block, bytes per block) for the types in common GGUF files;
@@ -194,3 +195,10 @@ def first_line(err: BaseException) -> str:
     """An exception's first line (a loader's message can run to a page)."""
     lines = str(err).strip().splitlines()
     return lines[0] if lines else type(err).__name__
+
+
+def needs_remote_code(err: BaseException) -> bool:
+    """Whether transformers refused a model because it needs the model's own Python code (an
+    ``auto_map`` with no class in transformers), which attnlimits never runs: transformers
+    words this as advice to pass ``trust_remote_code=True``."""
+    return isinstance(err, ValueError) and "trust_remote_code=True" in str(err)

@@ -56,9 +56,11 @@ def gguf_dir(gguf: Path, *, allow: bool = False) -> Path:
     check_gguf(gguf)  # truncated or corrupt: one line naming the file, before transformers
     check_cache("models")  # a cache that cannot take the entry: refused before the slow load
     try:  # loaded before the cache is touched: a file it cannot read leaves nothing there
-        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        # never the folder's own code: a GGUF's folder may hold anything beside it
+        safe = {"gguf_file": gguf.name, "trust_remote_code": False}
+        tok = AutoTokenizer.from_pretrained(gguf.parent, **safe)
         load = partial(AutoModelForCausalLM.from_pretrained, gguf.parent)
-        model, problems = checked_load(load, gguf_file=gguf.name, dtype=torch.float32)
+        model, problems = checked_load(load, dtype=torch.float32, **safe)
     except LOAD_ERRORS as err:  # what the header check cannot see
         raise ModelUnavailableError(f"could not read GGUF file {gguf}: {first_line(err)}") from err
     refuse(f"GGUF file {gguf}", model, problems, allow=allow)

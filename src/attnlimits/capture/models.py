@@ -34,6 +34,7 @@ from attnlimits.capture._files import (
     check_gguf,
     check_safetensors,
     first_line,
+    needs_remote_code,
 )
 from attnlimits.capture._hub import hub_unreachable
 from attnlimits.capture._sources import content_of, gguf_dir, gguf_note
@@ -326,7 +327,10 @@ def load_model(
     source = _resolve(name_or_path, allow_incomplete_weights)
     # a hub id with the hub out of reach: the local cache only, at once (not ~25 s of retries)
     offline = None if Path(source).is_dir() else hub_unreachable()
-    local = {"local_files_only": True} if offline else {}
+    local: dict[str, Any] = {"local_files_only": True} if offline else {}
+    # Never a model's own Python code (an ``auto_map`` in its config or tokenizer config): said
+    # explicitly, so transformers neither runs it nor asks on stdin (where a "y" would run it).
+    local["trust_remote_code"] = False
     try:
         config = AutoConfig.from_pretrained(source, **local)
         tokenizer = AutoTokenizer.from_pretrained(source, **local)
@@ -355,6 +359,12 @@ def _unavailable(
 ) -> ModelUnavailableError:
     """What :func:`load_model` raises when transformers cannot load the model: offline, the
     alternatives; a local folder, what is wrong with it; else the error's first line."""
+    if needs_remote_code(err):
+        return ModelUnavailableError(
+            f"model {name_or_path} needs its own Python code to load (an auto_map in its "
+            "config.json or tokenizer_config.json), and attnlimits never runs a model's code: "
+            "use a model whose architecture transformers implements"
+        )
     if offline:
         online = (
             " (or set HF_HUB_OFFLINE=0 if this machine is online)"

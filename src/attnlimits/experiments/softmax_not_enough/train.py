@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import math
+import pickle
 from collections.abc import Sequence
 from dataclasses import asdict
 from functools import partial
@@ -32,7 +33,14 @@ from attnlimits.experiments.softmax_not_enough.config import ModelConfig, TrainC
 from attnlimits.experiments.softmax_not_enough.model import MaxRetrievalModel, make_seed_batches
 from attnlimits.experiments.store import atomic_write_bytes, params_hash
 
-__all__ = ["LOG_COLUMNS", "checkpoint_path", "lr_factor", "train"]
+__all__ = [
+    "LOG_COLUMNS",
+    "CheckpointError",
+    "checkpoint_path",
+    "load_checkpoint",
+    "lr_factor",
+    "train",
+]
 
 LOG_COLUMNS = ["step", "seed", "size", "lr", "loss", "acc", "spread", "bound"]
 
@@ -57,6 +65,35 @@ def lr_factor(step: int, *, steps: int, warmup: int, schedule: str) -> float:
         return 1.0
     t = (step - warmup) / max(1, steps - warmup)
     return 0.5 * (1.0 + math.cos(math.pi * min(t, 1.0)))
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be resumed from: not plain training state, or unreadable."""
+
+
+def load_checkpoint(path: Path, device: str | torch.device) -> dict[str, Any]:
+    """A checkpoint's state, read as plain data only (``weights_only=True``: tensors, numbers,
+    strings, lists and dicts), never by running what a pickle asks for. A results folder may
+    come from anyone, and a pickle replaced by one with a ``__reduce__`` payload would run it
+    on every rerun. Anything else is refused in one line (:class:`CheckpointError`), without
+    pickle's advice to load with ``weights_only=False``."""
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+    except pickle.UnpicklingError:
+        raise CheckpointError(
+            f"checkpoint {path} holds more than plain training state, so it is not loaded (a "
+            "checkpoint could run code): remove it, or rerun with --fresh, to train afresh"
+        ) from None
+    except (RuntimeError, EOFError, OSError) as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise CheckpointError(
+            f"checkpoint {path} cannot be read ({first}): remove it, or rerun with --fresh"
+        ) from None
+    if not isinstance(state, dict):
+        raise CheckpointError(
+            f"checkpoint {path} is not a training state (a {type(state).__name__})"
+        )
+    return state
 
 
 def _save(path: Path, state: dict[str, Any]) -> None:
@@ -118,7 +155,7 @@ def train(
     )[:2]
     step, log = 0, []
     if ckpt is not None and Path(ckpt).exists():
-        state = torch.load(ckpt, map_location=dev, weights_only=False)
+        state = load_checkpoint(Path(ckpt), dev)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         sched.load_state_dict(state["sched"])
