@@ -93,3 +93,16 @@ def book_path() -> Path:
     if not path.is_file():
         pytest.skip(f"book text not found at {path}")
     return path
+
+
+#: The papers' own text, the ground truth for every quote (absent in a clone outside this
+#: workplace).
+PAPERS = Path(__file__).resolve().parents[1].parent / "shared" / "papers"
+
+
+@pytest.fixture(scope="session")
+def paper_texts() -> list[str]:
+    """Both papers' text files (../shared/papers); skip where they are absent."""
+    if not PAPERS.is_dir():
+        pytest.skip("../shared/papers is absent")
+    return [p.read_text(encoding="utf-8") for p in sorted(PAPERS.glob("paper-*.txt"))]

@@ -15,8 +15,10 @@ import torch
 from attnlimits import hf_bridge
 from attnlimits.capture import capture_all, load_model
 from attnlimits.experiments import long_context as lc
-from attnlimits.experiments import skeleton
+from attnlimits.experiments import skeleton, verdicts
+from attnlimits.experiments.long_context import statements as lc_statements
 from attnlimits.experiments.long_context import summarize
+from attnlimits.experiments.long_context.claims import COLUMNS
 from attnlimits.kernels import patch
 from attnlimits.metrics import attention_entropy
 from tiny_models import tiny_model_dir
@@ -189,7 +191,7 @@ def test_pipeline_tiny_llama_end_to_end_and_resume(tiny, tmp_path, monkeypatch) 
     monkeypatch.setattr(compute_module, "_run_cell", boom)
     skeleton.run(lc.EXPERIMENT, cfg, tmp_path, progress=False)
     claims = pd.read_parquet(tmp_path / "tables" / "claims.parquet")
-    assert list(claims.columns) == ["claim", "paper", "measured", "rule", "verdict"]
+    assert list(claims.columns) == COLUMNS
     shutil.rmtree(tmp_path / "figures")
     (tmp_path / "report.md").unlink()
     (tmp_path / "tables" / "claims.parquet").unlink()
@@ -243,11 +245,12 @@ def test_claims_sections_figures_from_tables(modes, ns, judged) -> None:
     tables = _tables(modes, ns)
     meta = {"params": {"model": "m", "prompts": 2, "low": LOW, "high": HIGH}}
     table = lc.claims(tables, meta)
-    assert list(table.columns) == ["claim", "paper", "measured", "rule", "verdict"]
+    assert list(table.columns) == COLUMNS
     first_two = table["verdict"].iloc[:2]
     assert int((first_two != "n/a").sum()) == judged
     assert first_two.iloc[1] in ("n/a", "not reproduced")  # equal accuracy at every n
-    assert ("adaptive temperature at inference helps" in set(table["claim"])) == (len(modes) == 2)
+    helps = lc_statements.ADAPTIVE_HELPS.claim
+    assert (helps in set(table["claim"])) == (len(modes) == 2)
     assert any(line.startswith("| adaptive |") for line in lc.sections(tables, meta)) == (
         "adaptive" in modes
     )
@@ -272,3 +275,38 @@ def test_cli_demo_rejects_bad_input(tmp_path):
         app, ["demo", "long-context", "--prompts", "0", "--quick", "--out", str(tmp_path)]
     )
     assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+def _judged(tables: dict[str, pd.DataFrame], claim: str) -> str:
+    meta = {"params": {"model": "m", "prompts": 2, "low": LOW, "high": HIGH}}
+    table = lc.claims(tables, meta).set_index("claim")
+    return str(table.loc[claim, "verdict"])
+
+
+def test_claims_verdicts_known_answers() -> None:
+    """Each rule's verdicts in the shared vocabulary, from made-up tables: entropy that rises or
+    not, accuracy that falls by more or less than the standard errors' multiple, more or fewer
+    prompts right only with adaptive."""
+    S = lc_statements
+    tables = _tables(("softmax", "adaptive"), (2, 3))
+    mean, acc = tables["mean_entropy"], tables["accuracy"]
+    soft_hi = (mean["mode"] == "softmax") & (mean["n"] == 3)
+    rises = tables | {"mean_entropy": mean.assign(entropy=mean["entropy"] + soft_hi * 0.5)}
+    assert _judged(rises, S.DISPERSES.claim) == verdicts.REPRODUCED
+    assert _judged(tables, S.DISPERSES.claim) == verdicts.NOT  # equal: it does not rise
+    first = (acc["mode"] == "softmax") & (acc["n"] == 2)
+    for accuracy, se, expected in ((1.0, 0.01, verdicts.REPRODUCED), (0.52, 0.05, verdicts.NOT)):
+        a = acc.assign(accuracy=acc["accuracy"].where(~first, accuracy), se=se)
+        got = _judged(tables | {"accuracy": a}, S.ACCURACY_FALLS.claim)
+        assert got == expected, (accuracy, se)
+    answers = tables["answers"]
+    flip = (answers["mode"] == "adaptive") & (answers["prompt"] == 1)
+    better = tables | {"answers": answers.assign(correct=answers["correct"] | flip)}
+    assert _judged(better, S.ADAPTIVE_HELPS.claim) == verdicts.REPRODUCED
+    assert _judged(tables, S.ADAPTIVE_HELPS.claim) == verdicts.NOT  # none either way
+
+
+def test_statements_quote_paper_b_word_for_word(paper_texts: list[str]) -> None:
+    quotes = [s.quote for s in lc_statements.ALL]
+    assert verdicts.missing_quotes(quotes, paper_texts) == []
+    assert verdicts.missing_quotes(["coefficients fall to O(1/n)"], paper_texts)  # it can fail

@@ -20,16 +20,8 @@ __all__ = [
     "block_pattern",
     "fill",
     "markdown_table",
-    "verdict",
     "write_report",
 ]
-
-
-def verdict(checks: list[bool]) -> str:
-    """ "reproduced" if every check passed, "partly" if some did, else "not reproduced"."""
-    if all(checks):
-        return "reproduced"
-    return "partly" if any(checks) else "not reproduced"
 
 
 def markdown_table(df: pd.DataFrame) -> str:

@@ -8,7 +8,6 @@ statistics during the forward pass) → ``compute`` (cells, summaries, spreads o
 
 from attnlimits.experiments.long_context.claims import (
     EVIDENCE,
-    GEMMA_SPREADS,
     claims,
     paired_counts,
     sections,
@@ -36,7 +35,6 @@ from attnlimits.experiments.skeleton import Experiment
 __all__ = [
     "ANSWER_PREFIX",
     "EXPERIMENT",
-    "GEMMA_SPREADS",
     "MODES",
     "QUESTION",
     "Config",

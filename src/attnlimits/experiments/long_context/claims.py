@@ -2,8 +2,9 @@
 
 Paper B (Veličković et al.): attention disperses as the number of items grows (Lemma 2.1,
 Theorem 2.2), so accuracy on a max-finding task falls with n; adaptive temperature sharpens
-high-entropy heads at inference; real LMs' per-head logit spreads are bounded (its Fig. 3,
-Gemma). Each becomes a claims row judged on this run's tables.
+high-entropy heads at inference; real LMs' per-head logit spreads are contained (its Fig. 3,
+Gemma). Each is a statement of ``statements.py``, judged on this run's tables in the shared
+vocabulary (:mod:`attnlimits.experiments.verdicts`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,16 @@ from typing import Any
 
 import pandas as pd
 
-from attnlimits.experiments.report import verdict
+from attnlimits.experiments.long_context.statements import (
+    ACCURACY_FALLS,
+    ADAPTIVE_HELPS,
+    DISPERSES,
+    SE_MULTIPLE,
+    SPREADS,
+)
+from attnlimits.experiments.verdicts import NA, NOT, REPRODUCED
 
-__all__ = ["EVIDENCE", "GEMMA_SPREADS", "claims", "paired_counts", "sections"]
+__all__ = ["COLUMNS", "EVIDENCE", "claims", "paired_counts", "sections"]
 
 #: What decides each claim (report.html links the verdict to them): (pattern in the claim's
 #: text, figure names, table names).
@@ -25,10 +33,13 @@ EVIDENCE = (
     (r"accuracy falls|adaptive temperature", ("accuracy",), ("accuracy", "answers")),
     (r"logit spreads", ("spread",), ("spread",)),
 )
+#: The claims table's columns, as every reproduction's (:meth:`Statement.judged`).
+COLUMNS = ["claim", "role", "paper", "reading", "measured", "rule", "verdict"]
+_TWO_N = "needs the softmax mode at two or more n"
 
-#: Paper B's Gemma logit spreads over a 9,000-token code file (second-hand, unverified):
-#: (lowest head, highest head, mean over heads).
-GEMMA_SPREADS = {"Gemma 2B": (2.3, 14.8, 5.7), "Gemma 7B": (0.1, 32.7, 5.8)}
+
+def _yes(passed: bool) -> str:
+    return REPRODUCED if passed else NOT
 
 
 def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.DataFrame:
@@ -36,63 +47,49 @@ def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.Da
     acc, mean = tables["accuracy"], tables["mean_entropy"]
     soft = mean[mean["mode"] == "softmax"].sort_values("n")
     a_soft = acc[acc["mode"] == "softmax"].sort_values("n")
-    rows = [
-        {
-            "claim": "attention disperses as n grows (Lemma 2.1, Theorem 2.2)",
-            "paper": "coefficients fall to O(1/n); entropy approaches log n",
-            "rule": "mean entropy larger at the largest n than at the smallest",
-        },
-        {
-            "claim": "max-finding accuracy falls as n grows",
-            "paper": "sharp retrieval fails out of distribution (Fig. 2)",
-            "rule": "accuracy at the largest n below the smallest by more than 2 SE",
-        },
-    ]
+    rule = "the reading's comparison holds → reproduced, else not reproduced"
     if len(soft) < 2:  # a run without the softmax mode, or with one n, cannot judge them
-        for row in rows:
-            row |= {"measured": "needs the softmax mode at two or more n", "verdict": "n/a"}
+        rows = [s.judged(_TWO_N, rule, NA) for s in (DISPERSES, ACCURACY_FALLS)]
     else:
         lo, hi = soft.iloc[0], soft.iloc[-1]
-        rows[0] |= {
-            "measured": f"softmax answer-row entropy {lo.entropy:.2f} nats at n = {lo.n} "
-            f"→ {hi.entropy:.2f} at n = {hi.n}; H / log L {lo.entropy_ratio:.2f} → "
-            f"{hi.entropy_ratio:.2f}",
-            "verdict": verdict([bool(hi.entropy > lo.entropy)]),
-        }
         first, last = a_soft.iloc[0], a_soft.iloc[-1]
         drop = first.accuracy - last.accuracy
-        rows[1] |= {
-            "measured": f"softmax accuracy {first.accuracy:.2f} ± {first.se:.2f} at n = "
-            f"{first.n} → {last.accuracy:.2f} ± {last.se:.2f} at n = {last.n}",
-            "verdict": verdict([bool(drop > 2 * math.hypot(first.se, last.se))]),
-        }
+        rows = [
+            DISPERSES.judged(
+                f"softmax answer-row entropy {lo.entropy:.2f} nats at n = {lo.n} → "
+                f"{hi.entropy:.2f} at n = {hi.n}; H / log L {lo.entropy_ratio:.2f} → "
+                f"{hi.entropy_ratio:.2f}",
+                rule,
+                _yes(bool(hi.entropy > lo.entropy)),
+            ),
+            ACCURACY_FALLS.judged(
+                f"softmax accuracy {first.accuracy:.2f} ± {first.se:.2f} at n = {first.n} → "
+                f"{last.accuracy:.2f} ± {last.se:.2f} at n = {last.n}",
+                rule,
+                _yes(bool(drop > SE_MULTIPLE * math.hypot(first.se, last.se))),
+            ),
+        ]
     paired = paired_counts(tables["answers"])
     if len(paired):
         s_only, a_only = int(paired["softmax_only"].sum()), int(paired["adaptive_only"].sum())
         rows.append(
-            {
-                "claim": "adaptive temperature at inference helps",
-                "paper": "adaptive θ improves out-of-distribution accuracy (Table 1)",
-                "measured": f"prompts right only with adaptive: {a_only}; only with softmax: "
-                f"{s_only} (paired, all n)",
-                "rule": "more prompts right only with adaptive than only with softmax",
-                "verdict": verdict([a_only > s_only]),
-            }
+            ADAPTIVE_HELPS.judged(
+                f"prompts right only with adaptive: {a_only}; only with softmax: {s_only} "
+                "(paired, all n)",
+                rule,
+                _yes(a_only > s_only),
+            )
         )
     if "spread" in tables:
         ph = tables["spread"].groupby(["layer", "head"])["spread_max"].mean()
-        g_lo, g_hi, g_mu = GEMMA_SPREADS["Gemma 2B"]
         rows.append(
-            {
-                "claim": "per-head logit spreads of a real LM are bounded (Fig. 3)",
-                "paper": f"Gemma 2B {g_lo}–{g_hi}, mean {g_mu} (second-hand)",
-                "measured": f"max over rows per head: {ph.min():.2f}–{ph.max():.2f}, "
-                f"mean {ph.mean():.2f}",
-                "rule": "informative only: a different model and text",
-                "verdict": "n/a",
-            }
+            SPREADS.judged(
+                f"max over rows per head: {ph.min():.2f}–{ph.max():.2f}, mean {ph.mean():.2f}",
+                "informative only: no verdict",
+                NA,
+            )
         )
-    return pd.DataFrame(rows, columns=["claim", "paper", "measured", "rule", "verdict"])
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def paired_counts(answers: pd.DataFrame) -> pd.DataFrame:
@@ -155,11 +152,9 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
             lines.append(
                 f"| {label} | {v.min():.2f} | {v.median():.2f} | {v.mean():.2f} | {v.max():.2f} |"
             )
-        lo, hi, mu = GEMMA_SPREADS["Gemma 2B"]
         lines += [
             "",
-            f"Paper B reports (second-hand, over a 9,000-token code file) Gemma 2B spreads of "
-            f"about {lo}–{hi}, mean {mu}; Gemma 7B "
-            "{}–{}, mean {}.".format(*GEMMA_SPREADS["Gemma 7B"]),
+            "Paper B gives Gemma 2B's and 7B's spreads over a code file; the values are lost in "
+            "our copy of the paper, so none is shown beside these.",
         ]
     return lines

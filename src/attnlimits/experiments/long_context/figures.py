@@ -16,8 +16,6 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
-from attnlimits.experiments.long_context.claims import GEMMA_SPREADS
-
 __all__ = ["fig_accuracy", "fig_head_entropy", "fig_mean_entropy", "fig_spread", "figures"]
 
 _STYLE = {"softmax": ("C0", "o"), "adaptive": ("C3", "s")}
@@ -85,7 +83,8 @@ def fig_head_entropy(head: pd.DataFrame) -> Figure:
 
 
 def fig_spread(spread: pd.DataFrame) -> Figure:
-    """Histogram of per-head logit spreads on War and Peace, with paper B's Gemma ranges."""
+    """Histogram of per-head logit spreads on War and Peace (paper B's Gemma values, which its
+    Fig. 3 analogue would sit beside, are lost in our copy of the paper)."""
     per_head = spread.groupby(["layer", "head"])[["spread_max", "spread_mean"]].mean()
     fig = Figure(figsize=(5.5, 3.8))
     ax = fig.add_subplot()
@@ -93,9 +92,6 @@ def fig_spread(spread: pd.DataFrame) -> Figure:
     bins = np.linspace(0, max(top, 15.0) * 1.02, 40).tolist()
     ax.hist(per_head["spread_max"], bins=bins, alpha=0.6, label="max over rows")
     ax.hist(per_head["spread_mean"], bins=bins, alpha=0.6, label="mean over rows")
-    lo, hi, mu = GEMMA_SPREADS["Gemma 2B"]
-    ax.axvspan(lo, hi, color="0.8", alpha=0.5, zorder=0, label="paper B, Gemma 2B range")
-    ax.axvline(mu, color="k", ls="--", lw=1, label="paper B, Gemma 2B mean")
     L = int(spread["length"].iloc[0])
     ax.set(xlabel=f"spread max − min of scaled scores (L = {L})", ylabel="heads")
     ax.set_title("Per-head logit spread (paper B, Fig. 3 analogue)")
