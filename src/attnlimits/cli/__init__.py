@@ -4,8 +4,9 @@ Every command follows one path: options are parsed and typed here, the experimen
 checks them (bad input ends before any folder, model or text is touched), the device is
 checked, then :func:`attnlimits.experiments.skeleton.run` does the work. Heavy imports (torch,
 transformers) happen inside the commands, so ``--help`` is instant. Bad input of any kind ends
-in one line on stderr and exit code 2, never a traceback; Ctrl-C ends with one line saying
-what was saved and how to resume (exit 130).
+in one line on stderr and exit code 2, never a traceback (unless ``--traceback`` or
+``ATTNLIMITS_TRACEBACK=1`` asks for it); Ctrl-C ends with one line saying what was saved and
+how to resume (exit 130).
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from typing import Annotated, Any
 import typer
 
 from attnlimits.cli._budget import Yes, check_models
-from attnlimits.cli._errors import OneLineGroup, no_empty_folders_left, one_line_warnings
+from attnlimits.cli._errors import (
+    TRACEBACK_ENV,
+    OneLineGroup,
+    no_empty_folders_left,
+    one_line_warnings,
+    show_tracebacks,
+)
 from attnlimits.cli._errors import fail as _fail
 from attnlimits.cli._options import AllowIncomplete, Beyond, Device, Fresh, Model, Quick, Text
 from attnlimits.cli._options import names as _names
@@ -38,6 +45,23 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 reproduce = typer.Typer(help="Reproduce a paper's experiments end to end.", no_args_is_help=True)
+
+
+@app.callback()
+def _root(
+    traceback: Annotated[
+        bool,
+        typer.Option(
+            "--traceback",
+            help=f"On an error, print its full traceback above the one-line message (for a "
+            f"bug report); {TRACEBACK_ENV}=1 in the environment does the same.",
+        ),
+    ] = False,
+) -> None:
+    # the root command's own options, read before any command runs
+    show_tracebacks(traceback)
+
+
 app.add_typer(reproduce, name="reproduce")
 demo = typer.Typer(help="Demonstrations on real models.", no_args_is_help=True)
 app.add_typer(demo, name="demo")
