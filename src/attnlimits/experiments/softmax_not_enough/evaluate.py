@@ -210,12 +210,13 @@ def summary_table(
 def paired_t(x: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     """``scipy.stats.ttest_rel(x, b)``'s t and two-sided p, except where the paired
     differences are equal up to float rounding: there the SD of the differences is 0, so t is
-    ±inf and p is 0 (NaN and NaN where every difference is 0). Accuracies are counts over
-    n_sets, so seeds that differ by the same count give differences such as 0.93 − 0.91 and
-    0.95 − 0.93 that differ in their last bit: scipy then divides by rounding noise, returns
-    t ≈ 4e14 instead of inf and warns of "catastrophic cancellation", a warning no user can act
-    on (issue 54). Real differences between seeds differ by at least 1/n_sets, far above the
-    rounding tolerance used here (8 ulp of the largest accuracy)."""
+    ±inf and p is 0 (NaN and NaN where every difference is 0). On exactly equal differences
+    scipy warns of "catastrophic cancellation", a warning no user can act on (issue 54); and
+    accuracies are counts over n_sets, so seeds that differ by the same count can give
+    differences such as 0.93 − 0.91 and 0.95 − 0.93 that differ in their last bit, where scipy
+    divides by rounding noise and returns t ≈ 4e14 for inf. Real differences between seeds
+    differ by at least 1/n_sets, far above the tolerance used here (8 ulp of the largest
+    accuracy)."""
     d = x - b
     tol = 8 * np.finfo(float).eps * max(1.0, float(np.abs(x).max()), float(np.abs(b).max()))
     mean = float(d.mean())
