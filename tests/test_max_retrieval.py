@@ -29,7 +29,7 @@ from attnlimits.experiments.softmax_not_enough import (
     train,
     uncertainty,
 )
-from attnlimits.experiments.softmax_not_enough.evaluate import P_BOOT_ROW, P_TTEST_ROW
+from attnlimits.experiments.softmax_not_enough.evaluate import P_BOOT_ROW, P_TTEST_ROW, paired_t
 from attnlimits.experiments.softmax_not_enough.uncertainty import (
     crossed_bootstrap,
     pack_hits,
@@ -561,7 +561,7 @@ def test_bootstrap_counts_the_shared_set_error_the_t_test_misses() -> None:
     soft[np.arange(10), rng.integers(0, 32, 10)] ^= True  # a little seed-to-seed noise
     adap = soft.copy()
     adap[:, np.flatnonzero(~base)[:2]] = True  # the same two sets won by every seed
-    t_p = ttest_rel(adap.mean(1), soft.mean(1)).pvalue
+    t_p = paired_t(adap.mean(1), soft.mean(1))[1]  # the report's t-test (scipy warns here)
     r = crossed_bootstrap(np.stack([soft, adap]), baseline=0, n_boot=4000)
     assert t_p < 1e-6 and r.p_value[1] > 0.1 and r.diff_low[1] <= 0 <= r.diff_high[1]
     assert r.diff[1] == pytest.approx(2 / 32) and np.isnan(r.p_value[0])
