@@ -19,14 +19,9 @@ from typing import Annotated, Any
 import typer
 
 from attnlimits.cli._budget import Yes, check_models
-from attnlimits.cli._errors import (
-    TRACEBACK_ENV,
-    OneLineGroup,
-    no_empty_folders_left,
-    one_line_warnings,
-    show_tracebacks,
-)
+from attnlimits.cli._errors import OneLineGroup, no_empty_folders_left, one_line_warnings
 from attnlimits.cli._errors import fail as _fail
+from attnlimits.cli._errors import root_options as _root_options
 from attnlimits.cli._options import AllowIncomplete, Beyond, Device, Fresh, Model, Quick, Text
 from attnlimits.cli._options import names as _names
 from attnlimits.cli._options import numbers as _numbers
@@ -44,24 +39,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+app.callback()(_root_options)  # its own options: --traceback (cli/_errors.py)
 reproduce = typer.Typer(help="Reproduce a paper's experiments end to end.", no_args_is_help=True)
-
-
-@app.callback()
-def _root(
-    traceback: Annotated[
-        bool,
-        typer.Option(
-            "--traceback",
-            help=f"On an error, print its full traceback above the one-line message (for a "
-            f"bug report); {TRACEBACK_ENV}=1 in the environment does the same.",
-        ),
-    ] = False,
-) -> None:
-    # the root command's own options, read before any command runs
-    show_tracebacks(traceback)
-
-
 app.add_typer(reproduce, name="reproduce")
 demo = typer.Typer(help="Demonstrations on real models.", no_args_is_help=True)
 app.add_typer(demo, name="demo")

@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -32,6 +32,7 @@ __all__ = [
     "no_empty_folders_left",
     "one_line_warnings",
     "parse_error",
+    "root_options",
     "show_tracebacks",
 ]
 
@@ -56,6 +57,21 @@ def show_tracebacks(asked: bool) -> None:
     """Whether :func:`fail` shows the traceback of the exception being handled (``--traceback``;
     ``ATTNLIMITS_TRACEBACK=1`` shows it either way)."""
     _TRACEBACK["asked"] = bool(asked)
+
+
+def root_options(
+    traceback: Annotated[
+        bool,
+        typer.Option(
+            "--traceback",
+            help=f"On an error, print its full traceback above the one-line message (for a "
+            f"bug report); {TRACEBACK_ENV}=1 in the environment does the same.",
+        ),
+    ] = False,
+) -> None:
+    """The root command's own options (``attnlimits --traceback COMMAND ...``), read before
+    any command runs: the app's callback."""
+    show_tracebacks(traceback)
 
 
 def _tracebacks() -> bool:
