@@ -11,17 +11,19 @@ from float_tolerance import FACTOR, assert_float32_close, float32_atol
 
 
 def _ssmax_outputs() -> tuple[torch.Tensor, torch.Tensor]:
-    """SSMax over 1500 keys (scale 0.8·ln 1500 ≈ 5.9, logits up to ~70): float64, float32."""
+    """SSMax over 1500 keys (scale 0.8·ln 1500 ≈ 5.9): float64, float32 outputs."""
     gen = torch.Generator().manual_seed(0)
-    q = torch.randn(1, 2, 64, 16, generator=gen) * 3
+    q = torch.randn(1, 2, 512, 16, generator=gen) * 3
     k, v = torch.randn(1, 2, 1500, 16, generator=gen), torch.randn(1, 2, 1500, 16, generator=gen)
     ref64 = naive_attention(q.double(), k.double(), v.double(), "ssmax", s=0.8)
     return ref64, naive_attention(q, k, v, "ssmax", s=0.8)
 
 
-def test_float32_itself_misses_a_fixed_1e5_but_passes_the_derived_tolerance() -> None:
+def test_float32_itself_passes_the_derived_tolerance_where_a_fixed_one_is_tight() -> None:
+    """float32 torch misses float64 by 1.3e-5 here (AVX2 kind: 2 of 16,384 outputs beyond a
+    fixed 1e-5; logits up to ~110), and passes the derived tolerance (5e-5)."""
     ref64, ref32 = _ssmax_outputs()
-    assert float((ref32.double() - ref64).abs().max()) > 1e-6  # rounding of ~70-sized logits
+    assert float((ref32.double() - ref64).abs().max()) > 5e-6  # rounding of large logits
     assert_float32_close(ref32, ref64, ref32, "output")
     assert float32_atol(ref32, ref64) < 1e-3  # a tolerance, not a pass for anything
 
