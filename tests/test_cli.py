@@ -301,6 +301,7 @@ def _invoke(args, setup, env, out: Path, scratch: Path) -> Result:
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(cwd)
         mp.setenv("ATTNLIMITS_CACHE_DIR", str(cache))
+        mp.delenv("ATTNLIMITS_TRACEBACK", raising=False)  # the table shows the one line
         # the memory refusals name the machine's memory: the table shows a 16 GB machine
         mp.setattr(budget, "available_memory", lambda device="cpu": 16e9)
         if setup == "cache_is_file":

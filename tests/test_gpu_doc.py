@@ -4,7 +4,9 @@ output (docs/data/gpu/), so every GPU figure in the docs comes from a file in th
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,41 @@ def test_gpu_block_reads_what_the_files_say(tmp_path):
 def test_fill_refuses_a_doc_without_markers():
     with pytest.raises(SystemExit, match="markers"):
         _doc_module().fill("no block here", "x")
+
+
+def _session(tmp_path: Path, *stages: str, rc: int = 0) -> tuple[list[str], int]:
+    """Run session.sh's ``stages`` with a stand-in Python that records each call and exits
+    ``rc``: the commands the GPU machine would run, without running them."""
+    calls = tmp_path / "calls.txt"
+    stub = tmp_path / "python"
+    stub.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexit {rc}\n')
+    stub.chmod(0o755)
+    env = {
+        "PATH": os.environ["PATH"],
+        "PYTHON": str(stub),
+        "STAGE": str(tmp_path / "stage"),
+        "RES": str(tmp_path / "res"),
+    }
+    argv = ["bash", "benchmarks/gpu/session.sh", *stages]
+    res = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    return calls.read_text().splitlines() if calls.exists() else [], res.returncode
+
+
+def test_recheck_repeats_the_kernel_tests_and_limitations_on_cuda(tmp_path):
+    """Issue 54: one stage, one call, repeats what the first H100 session left open: the CUDA
+    kernel tests and ``reproduce limitations --quick --device cuda``, its traceback kept."""
+    calls, rc = _session(tmp_path, "recheck")
+    assert rc == 0 and len(calls) == 2, calls
+    assert calls[0].startswith("-m pytest") and "tests/test_kernels_triton.py" in calls[0]
+    assert "-k cuda or hopper" in calls[0] and "--junitxml" in calls[0]
+    assert calls[1].startswith("-m attnlimits.cli --traceback reproduce limitations --quick")
+    assert "--device cuda" in calls[1]
+    smoke = (tmp_path / "res" / "smoke.md").read_text()
+    assert "| limitations | 0 |" in smoke
+
+
+def test_recheck_runs_both_halves_and_fails_when_either_does(tmp_path):
+    calls, rc = _session(tmp_path, "recheck", rc=1)
+    assert len(calls) == 2 and rc == 1  # the limitations run despite the failed kernel tests
+    log = (tmp_path / "res" / "session.log").read_text()
+    assert "== recheck: rc 1" in log

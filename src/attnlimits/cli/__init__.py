@@ -4,8 +4,9 @@ Every command follows one path: options are parsed and typed here, the experimen
 checks them (bad input ends before any folder, model or text is touched), the device is
 checked, then :func:`attnlimits.experiments.skeleton.run` does the work. Heavy imports (torch,
 transformers) happen inside the commands, so ``--help`` is instant. Bad input of any kind ends
-in one line on stderr and exit code 2, never a traceback; Ctrl-C ends with one line saying
-what was saved and how to resume (exit 130).
+in one line on stderr and exit code 2, never a traceback (unless ``--traceback`` or
+``ATTNLIMITS_TRACEBACK=1`` asks for it); Ctrl-C ends with one line saying what was saved and
+how to resume (exit 130).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import typer
 from attnlimits.cli._budget import Yes, check_models
 from attnlimits.cli._errors import OneLineGroup, no_empty_folders_left, one_line_warnings
 from attnlimits.cli._errors import fail as _fail
+from attnlimits.cli._errors import root_options as _root_options
 from attnlimits.cli._options import AllowIncomplete, Beyond, Device, Fresh, Model, Quick, Text
 from attnlimits.cli._options import names as _names
 from attnlimits.cli._options import numbers as _numbers
@@ -37,6 +39,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+app.callback()(_root_options)  # its own options: --traceback (cli/_errors.py)
 reproduce = typer.Typer(help="Reproduce a paper's experiments end to end.", no_args_is_help=True)
 app.add_typer(reproduce, name="reproduce")
 demo = typer.Typer(help="Demonstrations on real models.", no_args_is_help=True)

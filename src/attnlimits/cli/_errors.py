@@ -4,22 +4,41 @@ and how it shows a warning: one line, ``warning: ...``.
 Parse errors (an unknown option, ``--windows abc``, a missing MODEL) are caught once for the
 whole app by :class:`OneLineGroup`, the root command's class: they print one ``error:`` line,
 then at most one ``usage:`` line, and exit 2, instead of typer's framed panel.
+
+``--traceback`` (an option of the root command) or ``ATTNLIMITS_TRACEBACK=1`` in the
+environment puts the full traceback of the failure above the ``error:`` line: for reporting a
+bug, or for finding where a one-line error came from.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 import sys
+import traceback
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
 
-__all__ = ["OneLineGroup", "fail", "no_empty_folders_left", "one_line_warnings", "parse_error"]
+__all__ = [
+    "TRACEBACK_ENV",
+    "OneLineGroup",
+    "fail",
+    "no_empty_folders_left",
+    "one_line_warnings",
+    "parse_error",
+    "root_options",
+    "show_tracebacks",
+]
+
+#: The environment variable that, set to 1, shows a failure's traceback as ``--traceback`` does.
+TRACEBACK_ENV = "ATTNLIMITS_TRACEBACK"
+_TRACEBACK = {"asked": False}  # --traceback of the command being run (set by the root command)
 
 #: The parse-error classes of whichever click typer runs on (its own copy since typer 0.23).
 _MRO = {cls.__name__: cls for cls in typer.BadParameter.__mro__}
@@ -34,14 +53,44 @@ _EXPECTED = {
 }
 
 
+def show_tracebacks(asked: bool) -> None:
+    """Whether :func:`fail` shows the traceback of the exception being handled (``--traceback``;
+    ``ATTNLIMITS_TRACEBACK=1`` shows it either way)."""
+    _TRACEBACK["asked"] = bool(asked)
+
+
+def root_options(
+    traceback: Annotated[
+        bool,
+        typer.Option(
+            "--traceback",
+            help=f"On an error, print its full traceback above the one-line message (for a "
+            f"bug report); {TRACEBACK_ENV}=1 in the environment does the same.",
+        ),
+    ] = False,
+) -> None:
+    """The root command's own options (``attnlimits --traceback COMMAND ...``), read before
+    any command runs: the app's callback."""
+    show_tracebacks(traceback)
+
+
+def _tracebacks() -> bool:
+    env = os.environ.get(TRACEBACK_ENV, "").strip().lower()
+    return _TRACEBACK["asked"] or env not in ("", "0", "false", "no")
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print ``error: message`` on stderr and exit with ``code`` (2: bad input).
 
     Progress bars a failed step left open are closed first, so that the error is the last line
-    (an open tqdm bar redraws itself when it is garbage-collected)."""
+    (an open tqdm bar redraws itself when it is garbage-collected). Called while an exception
+    is handled, with ``--traceback`` or ``ATTNLIMITS_TRACEBACK=1``, that exception's full
+    traceback is printed first."""
     tqdm = sys.modules.get("tqdm")
     for bar in list(getattr(getattr(tqdm, "tqdm", None), "_instances", ())):
         bar.close()
+    if _tracebacks() and sys.exc_info()[1] is not None:
+        typer.echo(traceback.format_exc().rstrip("\n"), err=True)
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code=code)
 

@@ -53,6 +53,7 @@ __all__ = [
     "jsonable",
     "listing",
     "machine_info",
+    "numerics",
     "package_versions",
     "params_hash",
     "read_run_json",
@@ -144,6 +145,16 @@ def params_hash(params: Any) -> str:
     """A short stable hash of parameters (dataclass, mapping, or JSON-able value)."""
     blob = json.dumps(jsonable(params), sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:12]
+
+
+def numerics(config: Any) -> dict[str, str]:
+    """What a run's numbers depend on beyond its own settings, for its parts' key: the kind of
+    device (``cpu``, ``cuda``, ``mps``), whose kernels round differently and whose random
+    generators draw other numbers from the same seed (the limitations experiment's Monte Carlo
+    estimate of exact E, for one). A cache key holds this beside its settings, so results
+    computed on one device are never resumed into a run on another. The device's index is left
+    out: ``cuda:0`` and ``cuda:1`` compute alike."""
+    return {"device": str(config.device).split(":")[0]}
 
 
 class ResultStore:

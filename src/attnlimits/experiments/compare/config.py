@@ -228,11 +228,14 @@ class Config:
         return cls(**values)
 
     def cache_params(self, model_id: str, text_sha: str) -> dict[str, object]:
-        """What one (normaliser, sequence) forward's results depend on."""
+        """What one (normaliser, sequence) forward's results depend on, the device's kind
+        (:func:`~attnlimits.experiments.store.numerics`) included."""
+        from attnlimits.experiments.store import numerics
+
         params = asdict(self)
         for key in ("device", "text", "model", "beyond_context", "normalizers", "block_size"):
             params.pop(key)
-        return {**params, "model_id": model_id, "text_sha256": text_sha}
+        return {**params, **numerics(self), "model_id": model_id, "text_sha256": text_sha}
 
 
 def check_probe_room(cfg: Config, query_tokens: int) -> None:

@@ -189,13 +189,16 @@ class Config:
         return cls(**values)
 
     def cache_params(self, model_id: str, text_sha: str) -> dict[str, object]:
-        """What the per-layer results depend on (not the device; the window count only when the
-        windows are spread, since consecutive windows do not move with their count)."""
+        """What the per-layer results depend on: the settings, the device's kind
+        (:func:`~attnlimits.experiments.store.numerics`), and the window count only when the
+        windows are spread, since consecutive windows do not move with their count."""
+        from attnlimits.experiments.store import numerics
+
         params = asdict(self)
         dropped = ("device", "text", "model", "windows")
         for key in dropped if self.placement == "start" else dropped[:-1]:
             params.pop(key)
-        return {**params, "model_id": model_id, "text_sha256": text_sha}
+        return {**params, **numerics(self), "model_id": model_id, "text_sha256": text_sha}
 
 
 LimitationsConfig = Config  # the name of releases before the experiment skeleton

@@ -36,7 +36,7 @@ from attnlimits.experiments._inputs import model_record
 from attnlimits.experiments.long_context.config import Config
 from attnlimits.experiments.long_context.prompts import MaxPrompt, build_prompts, parse_answer
 from attnlimits.experiments.long_context.recording import generate_answers, recording
-from attnlimits.experiments.store import ResultStore
+from attnlimits.experiments.store import ResultStore, numerics
 from attnlimits.metrics import logit_spread
 
 __all__ = ["compute", "head_spreads", "summarize"]
@@ -152,6 +152,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
             sha = text_sha256(text)
             sp = {"model": cfg.model, "L": cfg.spread_length, "text_sha256": sha,
                   "model_content": loaded.content}  # fmt: skip
+            sp |= numerics(cfg)
 
             def spreads() -> pd.DataFrame:
                 ids = token_windows(loaded.tokenizer, text, cfg.spread_length, cfg.spread_windows)

@@ -100,11 +100,14 @@ class Config:
         return cls(**{**base, **fields})
 
     def cache_params(self) -> dict[str, Any]:
-        """What one (mode, n) part depends on (not the grid, prompt count or device)."""
+        """What one (mode, n) part depends on: not the grid or prompt count, but the device's
+        kind (:func:`~attnlimits.experiments.store.numerics`)."""
+        from attnlimits.experiments.store import numerics
+
         params = asdict(self)
         for key in ("ns", "modes", "prompts", "device", "spread_length", "spread_windows", "text"):
             params.pop(key)
-        return params
+        return {**params, **numerics(self)}
 
 
 LongContextConfig = Config  # the name of releases before the experiment skeleton

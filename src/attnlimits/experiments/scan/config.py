@@ -89,12 +89,15 @@ class Config:
         return cls(**values)
 
     def cache_params(self, model_id: str, text_sha: str) -> dict[str, object]:
-        """What a window's per-layer results depend on (not the device or the window count:
-        window i's tokens move with the count, so the count stays in)."""
+        """What a window's per-layer results depend on, the device's kind
+        (:func:`~attnlimits.experiments.store.numerics`) and the window count included (window
+        i's tokens move with the count)."""
+        from attnlimits.experiments.store import numerics
+
         params = asdict(self)
         for key in ("device", "text", "model", "beyond_context"):
             params.pop(key)
-        return {**params, "model_id": model_id, "text_sha256": text_sha}
+        return {**params, **numerics(self), "model_id": model_id, "text_sha256": text_sha}
 
 
 def band(length: int, causal: bool) -> tuple[int, int]:

@@ -4,6 +4,7 @@ seeds *and* test sets (:mod:`.uncertainty`), beside the paper's paired t-test ov
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,6 +35,7 @@ __all__ = [
     "attention_profile",
     "evaluate",
     "gain_matrix",
+    "paired_t",
     "paired_table",
     "pooled_gain",
     "summary_table",
@@ -185,9 +187,7 @@ def summary_table(
         p = t = float("nan")
         if norm != baseline and b is not None and b.notna().sum() >= 2:
             ok = b.notna()
-            with np.errstate(all="ignore"):
-                res = ttest_rel(x[ok], b[ok])
-            t, p = float(res.statistic), float(res.pvalue)
+            t, p = paired_t(x[ok].to_numpy(float), b[ok].to_numpy(float))
         rows.append(
             {
                 "norm": norm,
@@ -205,6 +205,26 @@ def summary_table(
     table = pd.DataFrame(rows)
     boot = _bootstrap_columns(acc, baseline, n_boot=n_boot, seed=seed)
     return table.merge(boot, on=["norm", "mode", "size"], how="left")
+
+
+def paired_t(x: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """``scipy.stats.ttest_rel(x, b)``'s t and two-sided p, except where the paired
+    differences are equal up to float rounding: there the SD of the differences is 0, so t is
+    ±inf and p is 0 (NaN and NaN where every difference is 0). On exactly equal differences
+    scipy warns of "catastrophic cancellation", a warning no user can act on (issue 54); and
+    accuracies are counts over n_sets, so seeds that differ by the same count can give
+    differences such as 0.93 − 0.91 and 0.95 − 0.93 that differ in their last bit, where scipy
+    divides by rounding noise and returns t ≈ 4e14 for inf. Real differences between seeds
+    differ by at least 1/n_sets, far above the tolerance used here (8 ulp of the largest
+    accuracy)."""
+    d = x - b
+    tol = 8 * np.finfo(float).eps * max(1.0, float(np.abs(x).max()), float(np.abs(b).max()))
+    mean = float(d.mean())
+    if float(np.abs(d - mean).max()) <= tol:
+        return (math.copysign(math.inf, mean), 0.0) if abs(mean) > tol else (math.nan, math.nan)
+    with np.errstate(all="ignore"):
+        res = ttest_rel(x, b)
+    return float(res.statistic), float(res.pvalue)
 
 
 _BOOT = ["se_boot", "ci_low", "ci_high", "diff", "diff_low", "diff_high", "p_value"]
