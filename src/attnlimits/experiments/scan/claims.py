@@ -2,7 +2,7 @@
 
 The claims are the papers' statements (``statements.py``: the paper's words, our reading)
 judged by the rules of ``rules.py``, in the shared vocabulary
-(:mod:`attnlimits.experiments.verdicts`).
+(:mod:`attnlimits.claims.verdicts`).
 Reads the ``heads`` and ``head_summary`` tables and ``run.json`` only.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from attnlimits.claims.verdicts import NA, NOT_TESTABLE
 from attnlimits.experiments.report import markdown_table
 from attnlimits.experiments.scan.rules import (
     ABOUT,
@@ -35,7 +36,6 @@ from attnlimits.experiments.scan.taxonomy import (
     KINDS,
     VANISHING_JACOBIAN,
 )
-from attnlimits.experiments.verdicts import NA, NOT_TESTABLE
 
 #: The claims table's columns, as the reproductions' (:meth:`Statement.judged`).
 COLUMNS = ["claim", "role", "paper", "reading", "measured", "rule", "verdict"]

@@ -3,7 +3,7 @@
 Each rule turns numbers measured on a scan into ``"reproduced"``, ``"partly"`` or ``"not
 reproduced"``, and ``"n/a"`` where the scan lacks the numbers; "not testable" (a precondition
 fails in the data) is decided where the tables are read (``claims.py``), with its reason. The
-vocabulary is shared by every experiment (:mod:`attnlimits.experiments.verdicts`).
+vocabulary is shared by every experiment (:mod:`attnlimits.claims.verdicts`).
 ``tests/test_scan_claims.py`` holds known answers for every verdict on both sides of each
 threshold.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 
+from attnlimits.claims.verdicts import NA, NOT, PARTLY, REPRODUCED
 from attnlimits.experiments.paper_a_readings import ABOUT, BAND, PAPER_FRACTION, about_fraction
-from attnlimits.experiments.verdicts import NA, NOT, PARTLY, REPRODUCED
 
 __all__ = ["ABOUT", "BAND", "PAPER_FRACTION", "about_fraction", "disperses", "distinct", "in_band"]
 
