@@ -157,8 +157,10 @@ def install(module: ModuleType, pristine: dict, source: str, path: str) -> None:
             continue
         for name, value in list(vars(user).items()):
             ours = callable(value) and getattr(value, "__module__", None) == module.__name__
-            shared = isinstance(value, (int, float, tuple)) and before.get(name) is value
-            if ours or shared:  # a function, or a threshold imported by name (rules' BAND)
+            # a name imported from the module: a threshold, a declared rule (rules' BAND_LO,
+            # about_fraction), a constant
+            shared = before.get(name) is value and not isinstance(value, ModuleType)
+            if ours or shared:
                 setattr(user, name, module.__dict__.get(name, value))
 
 
