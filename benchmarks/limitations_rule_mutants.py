@@ -15,7 +15,7 @@ tables, in ``tests/test_limitations_claims.py`` and ``tests/test_verdicts.py``):
   bound's rounding slack), how it aggregates (median or mean over heads, maximum or minimum
   over heads), the N a change is measured from, the signs of slopes, the censoring of lengths
   that never accept, and "not testable";
-- the combine rule of ``experiments/verdicts.py`` (any not reproduced → not reproduced, not
+- the combine rule of ``claims/verdicts.py`` (any not reproduced → not reproduced, not
   testable left out, headlines alone decide, agreement counted against the pooled verdict);
 - pooled against windows in ``claims.py`` (the windows joined into the verdict, as before
   issue 40).
@@ -38,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
 
 import test_limitations_claims as T
 import test_verdicts as TV
-from attnlimits.experiments import paper_a_readings, verdicts
+from attnlimits.claims import verdicts
+from attnlimits.experiments import paper_a_readings
 from attnlimits.experiments.limitations import findings, rules
 
 claims_module = sys.modules["attnlimits.experiments.limitations.claims"]
@@ -94,7 +95,7 @@ FINDINGS = [
     # "collapse": the spread over ε, at T ≥ 1
     ("(high.max(axis=1) / high.min(axis=1))", "(high.max(axis=0) / high.min(axis=0))"),
 ]  # fmt: skip
-VERDICTS = [  # the combine rule and agreement (experiments/verdicts.py)
+VERDICTS = [  # the combine rule and agreement (claims/verdicts.py)
     ("    if NOT in judged:\n        return NOT\n", ""),  # the old rule: [R, N] -> partly
     ("judged = [v for v in given if v not in (NOT_TESTABLE, NA)]",
      "judged = [v for v in given if v not in (NA,)]"),
@@ -112,12 +113,17 @@ CLAIMS = [  # pooled against windows (claims.py): the old rule joined the window
 ]  # fmt: skip
 
 
+#: A string literal on one line: masked (same length) before numbers and comparisons are sought,
+#: so that a threshold's reason ("within 0.3 of 1") is not mutated as if it were code.
+_STRINGS = re.compile(r"\"[^\"]*\"|'[^']*'")
+
+
 def rule_mutants(source: str, name: str) -> list[tuple[str, str]]:
     """(label, mutated source) for each threshold and comparison of the rules' file ``name``."""
     lines = source.splitlines(keepends=True)
     out, in_doc = [], False
     for i, line in enumerate(lines):
-        code = line.split("#")[0]
+        code = _STRINGS.sub(lambda m: " " * len(m.group(0)), line.split("#")[0])
         if code.count('"""') == 1:
             in_doc = not in_doc
             continue
@@ -151,8 +157,10 @@ def install(module: ModuleType, pristine: dict, source: str, path: str) -> None:
             continue
         for name, value in list(vars(user).items()):
             ours = callable(value) and getattr(value, "__module__", None) == module.__name__
-            shared = isinstance(value, (int, float, tuple)) and before.get(name) is value
-            if ours or shared:  # a function, or a threshold imported by name (rules' BAND)
+            # a name imported from the module: a threshold, a declared rule (rules' BAND_LO,
+            # about_fraction), a constant
+            shared = before.get(name) is value and not isinstance(value, ModuleType)
+            if ours or shared:
                 setattr(user, name, module.__dict__.get(name, value))
 
 

@@ -6,12 +6,13 @@
   imported from outside the (sub)package that holds it;
 - a lower layer never imports a higher one (:data:`LAYERS`);
 - only ``attnlimits.hf_bridge`` imports transformers' attention internals;
-- no file under ``src/`` or ``benchmarks/`` is longer than 400 lines.
+- a file under ``src/`` or ``benchmarks/`` longer than 600 lines is named in a warning.
 """
 
 from __future__ import annotations
 
 import ast
+import warnings
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,7 @@ LAYERS = {
     "theory": 1,
     "corpus": 1,
     "metrics": 2,
+    "claims": 2,  # the claims engine: pure Python, below the view that renders its verdicts
     "capture": 3,
     "kernels": 3,
     "view": 3,  # a renderer: the experiments and the monitor hand it what their pages show
@@ -49,7 +51,8 @@ INTERNALS = (
     "transformers.integrations",
 )
 INTERNAL_NAMES = {"AttentionInterface", "AttentionMaskInterface", "ALL_ATTENTION_FUNCTIONS"}
-MAX_LINES = 400
+#: Past this many lines a file is named in a warning (STYLE.md: a hint, not a rule).
+LONG_FILE = 600
 
 
 def _modules() -> dict[str, Path]:
@@ -269,10 +272,13 @@ def test_only_the_bridge_touches_transformers_internals() -> None:
 
 
 @pytest.mark.parametrize("folder", ["src", "benchmarks"])
-def test_no_file_over_400_lines(folder: str) -> None:
+def test_long_files_are_named(folder: str) -> None:
+    """No hard cap (a cap turned into squeezed lines, issue 55): a file past
+    :data:`LONG_FILE` lines is named in a warning, a hint that an idea may want its own module."""
     long = {
         str(p.relative_to(REPO)): n
         for p in sorted((REPO / folder).rglob("*.py"))
-        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > LONG_FILE
     }
-    assert long == {}
+    if long:
+        warnings.warn(f"files over {LONG_FILE} lines: {long}", stacklevel=1)

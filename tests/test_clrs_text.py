@@ -18,8 +18,9 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from attnlimits.claims import verdicts
 from attnlimits.cli import app
-from attnlimits.experiments import skeleton, verdicts
+from attnlimits.experiments import skeleton
 from attnlimits.experiments.clrs_text import EXPERIMENT, Config, attn_implementation
 from attnlimits.experiments.clrs_text.claims import (
     S,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from attnlimits.experiments import verdicts
+from attnlimits.claims import verdicts
 from attnlimits.experiments.compare import rules
 from attnlimits.experiments.compare.claims import claims, sections
 from attnlimits.experiments.compare.statements import ALL

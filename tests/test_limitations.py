@@ -14,11 +14,11 @@ import torch
 from typer.testing import CliRunner
 
 from attnlimits.capture import capture, load_model
+from attnlimits.claims.verdicts import VERDICTS
 from attnlimits.cli import app
 from attnlimits.corpus import load_text, token_windows
 from attnlimits.experiments import skeleton
 from attnlimits.experiments.limitations import EXPERIMENT, Config, compute_layer
-from attnlimits.experiments.verdicts import VERDICTS
 from conftest import torch_release
 from tiny_models import tiny_model_dir
 

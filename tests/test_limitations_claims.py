@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from attnlimits.experiments import verdicts
+from attnlimits.claims import verdicts
 from attnlimits.experiments.limitations import Config, claims, rules
 from attnlimits.experiments.limitations.critical import (
     critical_n_table,

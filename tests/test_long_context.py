@@ -14,8 +14,9 @@ import torch
 
 from attnlimits import hf_bridge
 from attnlimits.capture import capture_all, load_model
+from attnlimits.claims import verdicts
 from attnlimits.experiments import long_context as lc
-from attnlimits.experiments import skeleton, verdicts
+from attnlimits.experiments import skeleton
 from attnlimits.experiments.long_context import statements as lc_statements
 from attnlimits.experiments.long_context import summarize
 from attnlimits.experiments.long_context.claims import COLUMNS

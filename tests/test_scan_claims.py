@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from attnlimits.experiments import verdicts
+from attnlimits.claims import verdicts
 from attnlimits.experiments.scan import rules
 from attnlimits.experiments.scan.claims import claims
 from attnlimits.experiments.scan.statements import ALL

@@ -170,8 +170,8 @@ def test_the_adaptive_headline_is_pooled_over_larger_sizes_not_per_size():
 
 
 def test_paper_b_claims_quote_its_text():
+    from attnlimits.claims.verdicts import missing_quotes
     from attnlimits.experiments.softmax_not_enough.claims import QUOTES
-    from attnlimits.experiments.verdicts import missing_quotes
 
     if not PAPER_B.exists():
         pytest.skip(f"{PAPER_B} is absent (a clone outside this workplace)")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnlimits.experiments import verdicts as V
-from attnlimits.experiments.verdicts import NA, NOT, NOT_TESTABLE, PARTLY, REPRODUCED
+from attnlimits.claims import verdicts as V
+from attnlimits.claims.verdicts import NA, NOT, NOT_TESTABLE, PARTLY, REPRODUCED
 
 R, P, N, NT = REPRODUCED, PARTLY, NOT, NOT_TESTABLE
 

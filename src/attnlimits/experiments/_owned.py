@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
-from attnlimits._files import TMP_SUFFIX, record, recording
+from attnlimits._files import TMP_SUFFIX, file_mode, record, recording
 from attnlimits._paths import inside, open_no_follow, refuse_links
 
 __all__ = [
@@ -126,7 +126,7 @@ class Manifest:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write("".join(f"{rel}\n" for rel in sorted(self.listed)))
-            os.chmod(tmp, 0o666 & ~_umask())
+            os.chmod(tmp, file_mode())
             os.replace(tmp, self.path)
         finally:
             Path(tmp).unlink(missing_ok=True)  # a name only mkstemp gave: ours
@@ -225,12 +225,6 @@ class Manifest:
             if self._reachable(self.root / name):
                 (self.root / name).unlink(missing_ok=True)
         remove_empty(new_folders)
-
-
-def _umask() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return umask
 
 
 def make_folder(root: Path) -> list[Path]:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from attnlimits.claims.verdicts import CHECK
 from attnlimits.experiments.store import ResultStore, atomic_write_text
-from attnlimits.experiments.verdicts import CHECK
 
 __all__ = [
     "MARK",
@@ -95,7 +95,7 @@ def write_report(
     sections: Sequence[str] = (),
 ) -> Path:
     """``report.md``: title, claims table, the experiment's own sections, figures, run facts.
-    Where the claims have a ``role`` column (:mod:`attnlimits.experiments.verdicts`), the checks
+    Where the claims have a ``role`` column (:mod:`attnlimits.claims.verdicts`), the checks
     (properties a theorem guarantees) get their own table after the findings."""
     lines = [f"# {title}", "", *_incomplete_weights(store), "## Claims", ""]
     if "role" in claims and (claims["role"] == CHECK).any():

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from attnlimits.claims.verdicts import NA, VERDICTS
+
 __all__ = ["document", "figure_links", "json_script", "markdown_html", "run_facts", "table_html"]
 
 #: Rows of a table shown on a page (the whole table is in ``tables/<name>.csv``).
@@ -94,8 +96,13 @@ def _cell(value: Any) -> str:
     return html.escape(str(value))
 
 
-#: A cell that starts with a verdict (the side-by-side's model columns) is coloured as a row.
-_VERDICT = re.compile(r"\W*(reproduced|partly|not reproduced|not testable)\b")
+#: A cell that starts with a verdict (the side-by-side's model columns) is coloured as a row;
+#: the words are the claims engine's (longest first, so "not reproduced" is never "reproduced").
+_VERDICT = re.compile(
+    r"\W*("
+    + "|".join(re.escape(v) for v in sorted(set(VERDICTS) - {NA}, key=len, reverse=True))
+    + r")\b"
+)
 
 
 def _text(value: Any) -> str:

@@ -1,7 +1,7 @@
 """Claims of a CLRS-Text run (paper B §4.2, Figure 8), judged on its tables, and its sections.
 
 The statements (:data:`S`, from :mod:`.statements`) use the shared vocabulary and finding rule
-of :mod:`attnlimits.experiments.verdicts`: each carries the paper's words (``quote``, word for
+of :mod:`attnlimits.claims.verdicts`: each carries the paper's words (``quote``, word for
 word in ../shared/papers/paper-b-softmax-not-enough.txt; the test finds them) and our
 ``reading``.
 §4.2's claim is per **algorithm**: "a significant advantage of the adaptive temperature-backed
@@ -51,7 +51,7 @@ from typing import Any
 
 import pandas as pd
 
-from attnlimits.experiments import verdicts
+from attnlimits.claims import verdicts
 from attnlimits.experiments.clrs_text.config import REGIMES
 from attnlimits.experiments.clrs_text.evaluate import CEILING, MIN_SEEDS
 from attnlimits.experiments.clrs_text.statements import S

@@ -5,8 +5,8 @@ finds them) and our reading of each. The rules that judge them are in :mod:`.cla
 
 from __future__ import annotations
 
+from attnlimits.claims.verdicts import FINDING, HEADLINE, SUPPORTING, Statement
 from attnlimits.experiments.clrs_text.evaluate import CEILING
-from attnlimits.experiments.verdicts import FINDING, HEADLINE, SUPPORTING, Statement
 
 __all__ = ["S"]
 

@@ -1,5 +1,5 @@
 """The comparison's report: the papers' statements about normalisers judged on the swap (the
-shared vocabulary, :mod:`attnlimits.experiments.verdicts`; ``statements.py``, ``rules.py``), then
+shared vocabulary, :mod:`attnlimits.claims.verdicts`; ``statements.py``, ``rules.py``), then
 per normaliser where it helps or hurts and what it costs.
 
 Reads the ``summary`` table and ``run.json`` only.
@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from attnlimits import normalizers as nz
+from attnlimits.claims.verdicts import NA, NOT_TESTABLE, Statement
 from attnlimits.experiments.compare.config import BASELINE
 from attnlimits.experiments.compare.rules import (
     CONSTANT,
@@ -33,7 +34,6 @@ from attnlimits.experiments.compare.statements import (
     LENGTH_AWARE,
 )
 from attnlimits.experiments.report import markdown_table
-from attnlimits.experiments.verdicts import NA, NOT_TESTABLE, Statement
 
 __all__ = ["COLUMNS", "EVIDENCE", "SOURCES", "claims", "effects", "sections"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from attnlimits.experiments.verdicts import NA, NOT, PARTLY, REPRODUCED
+from attnlimits.claims.verdicts import NA, NOT, PARTLY, REPRODUCED
 
 __all__ = ["CONSTANT", "MUCH_LONGER", "more_performant", "preferred", "roughly_constant", "sharper"]
 

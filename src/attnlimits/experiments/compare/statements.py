@@ -10,8 +10,8 @@ get no claim; the report's effects table shows them.
 
 from __future__ import annotations
 
+from attnlimits.claims.verdicts import HEADLINE, SUPPORTING, Statement
 from attnlimits.experiments.compare.rules import CONSTANT, MUCH_LONGER
-from attnlimits.experiments.verdicts import HEADLINE, SUPPORTING, Statement
 
 __all__ = ["ADAPTIVE", "ADAPTIVE_SHARPER", "ALL", "COVERS", "LENGTH_AWARE", "TOPK"]
 

@@ -10,7 +10,7 @@ Columns: the statement, its role (finding, headline, supporting, check), the pap
 of E it uses, the verdict under each alternative reading, and whether it is robust to them.
 
 **Verdicts and findings** use one vocabulary and one rule, shared by every experiment
-(:mod:`attnlimits.experiments.verdicts`): a finding's verdict comes from its headline statements
+(:mod:`attnlimits.claims.verdicts`): a finding's verdict comes from its headline statements
 alone; checks (properties a theorem guarantees) are never evidence for a finding.
 
 **Windows.** A row's verdict is its verdict on the windows pooled; the verdict in each window
@@ -36,7 +36,7 @@ import pandas as pd
 import torch
 
 from attnlimits import theory
-from attnlimits.experiments import verdicts
+from attnlimits.claims import verdicts
 from attnlimits.experiments.limitations import rules
 from attnlimits.experiments.limitations.config import E_COLUMNS
 from attnlimits.experiments.limitations.findings import (
@@ -158,8 +158,7 @@ def claim_jensen(df: pd.DataFrame) -> list[Row]:
     return [S["Theorem"].judged(
         f"over {len(rows)} (window, layer, head, L, N) at Alg. 1/2's N: ε ≥ 0 in {pos:.1%}; "
         f"{within} (all to 3 SE of E exact)",
-        f"each check (ε ≥ 0, ε ≤ each bound) holds to 3 SE in ≥ {rules.WITHIN_SE:.0%} "
-        "of the cells (chance alone leaves about 0.1 % out): all: reproduced; some: partly",
+        rules.within_noise.text(),
         rules.within_noise([pos, *held.values()]),
     )]  # fmt: skip
 

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from attnlimits.claims import Threshold
+from attnlimits.experiments.limitations import rules
 from attnlimits.experiments.limitations.sections import (
     e_forms_table,
     fmt,
@@ -166,6 +168,67 @@ def _statements() -> str:
     return markdown_table(table)
 
 
+#: The rules in the order the findings use them (:mod:`.rules`).
+_RULES = (
+    "linear_growth",
+    "holds",
+    "bound_loose",
+    "plateau",
+    "tightens",
+    "converges",
+    "share",
+    "about_fraction",
+    "sub_linear",
+    "falls",
+    "saturates",
+    "in_band",
+    "tracks",
+    "lower_loose",
+    "one_over_t",
+    "drops",
+    "collapses",
+    "within_noise",
+)
+
+
+def _rules() -> str:
+    """Every rule as the reports print it, formatted from its thresholds (never retyped)."""
+    table = pd.DataFrame(
+        {
+            "rule": [f"`{name}`" for name in _RULES],
+            "as the claims table prints it": [getattr(rules, name).text() for name in _RULES],
+            "thresholds": [
+                ", ".join(t.name for t in _thresholds_of(getattr(rules, name))) or "—"
+                for name in _RULES
+            ],
+        }
+    )
+    return markdown_table(table)
+
+
+def _thresholds_of(rule: object) -> tuple[Threshold, ...]:
+    found = getattr(rule, "thresholds", ())
+    return tuple(found() if callable(found) else found)
+
+
+def _thresholds() -> str:
+    """Every threshold once: its value, provenance, reason and the rules that use it."""
+    users = {
+        t.name: [f"`{name}`" for name in _RULES if t in _thresholds_of(getattr(rules, name))]
+        for t in rules.THRESHOLDS.values()
+    }
+    table = pd.DataFrame(
+        {
+            "threshold": [f"`{t.name}`" for t in rules.THRESHOLDS.values()],
+            "value": [str(t) for t in rules.THRESHOLDS.values()],
+            "provenance": [t.provenance for t in rules.THRESHOLDS.values()],
+            "why": [t.reason or "the paper's number" for t in rules.THRESHOLDS.values()],
+            "used by": [", ".join(users[t.name]) or "—" for t in rules.THRESHOLDS.values()],
+        }
+    )
+    return markdown_table(table)
+
+
 def _fraction(text: str, length: int) -> str:
     """A critical N as a fraction of L ("> 28" → "> 0.875"; N = 1: KS accepts at once)."""
     if text.startswith("> "):
@@ -231,6 +294,8 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
     out = {
         "run": "\n".join(lines),
         "statements": _statements(),
+        "rules": _rules(),
+        "thresholds": _thresholds(),
         "verdicts": _verdicts(claims[~checks]),
         "checks": _verdicts(claims[checks]),
     }

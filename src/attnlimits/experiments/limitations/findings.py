@@ -4,7 +4,7 @@ the rules of :mod:`.rules`.
 Every ``claim_*`` function takes the tables of one x source (windows pooled, or one window) and
 the reading it is judged under (the form of E, the KS level, the ε range, the statistic) and
 returns rows ``claim, role, paper, reading, measured, rule, verdict``: the finding first, its
-verdict from its headline statements alone (:func:`attnlimits.experiments.verdicts.finding`),
+verdict from its headline statements alone (:func:`attnlimits.claims.verdicts.finding`),
 then one row per statement (headline, supporting, check; :mod:`.statements` holds their roles
 and the paper's words). "Not testable" is decided here, where a statement's precondition fails
 in the data, with the reason. :mod:`.claims` judges them over windows and under each
@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from attnlimits.experiments import verdicts
+from attnlimits.claims import verdicts
 from attnlimits.experiments.limitations import rules
 from attnlimits.experiments.limitations.statements import S
 
@@ -79,12 +79,6 @@ def _finding(key: str, rows: list[Row]) -> list[Row]:
     return out
 
 
-_LINEAR = (
-    f"log-log slope in [{rules.ROUGHLY_LINEAR[0]}, {rules.ROUGHLY_LINEAR[1]}]: reproduced; "
-    f"≥ {rules.GROWS}: "
-    "partly (grows, not linearly); below: not reproduced"
-)
-
 # ---- (i) and (ii): distances against L and N --------------------------------------------------
 
 
@@ -113,15 +107,32 @@ def claim_i(alg1: pd.DataFrame, form: str) -> list[Row]:
     loose = float((ph["bound"] / ph["distance"]).median())
     e_over_d = at_top[form] / at_top["distance"]
     rows = [
-        _row("(i.a)", f"slope {slope_d:.2f}", _LINEAR, rules.linear_growth(slope_d)),
-        _row("(i.b)", f"E {E_COLS[form]}: slope {slopes_e[form]:.2f}; E / d̃ at L = {top}: "
-             f"{e_over_d:.3g}", _LINEAR, rules.linear_growth(slopes_e[form]), uses_e=True),
-        _row("(i.c)", f"bound ≥ d̃ in {safe:.1%} of (head, L)",
-             "≥ d̃ in every (head, L): reproduced; else not (a bound)", rules.holds(safe)),
-        _row("(i.d)", f"median bound / d̃ = {loose:.2f}",
-             f"≥ {rules.LOOSE}: reproduced; ≥ {rules.TIGHT}: partly; below: not reproduced",
-             rules.bound_loose(loose)),
-    ]  # fmt: skip
+        _row(
+            "(i.a)",
+            f"slope {slope_d:.2f}",
+            rules.linear_growth.text(),
+            rules.linear_growth(slope_d),
+        ),
+        _row(
+            "(i.b)",
+            f"E {E_COLS[form]}: slope {slopes_e[form]:.2f}; E / d̃ at L = {top}: {e_over_d:.3g}",
+            rules.linear_growth.text(),
+            rules.linear_growth(slopes_e[form]),
+            uses_e=True,
+        ),
+        _row(
+            "(i.c)",
+            f"bound ≥ d̃ in {safe:.1%} of (head, L)",
+            "bound ≥ d̃ in every (head, L): reproduced; else not (a bound)",
+            rules.holds(safe),
+        ),
+        _row(
+            "(i.d)",
+            f"median bound / d̃ = {loose:.2f}",
+            rules.bound_loose.text(),
+            rules.bound_loose(loose),
+        ),
+    ]
     return _finding("(i)", rows)
 
 
@@ -161,21 +172,29 @@ def claim_ii(alg2: pd.DataFrame, form: str) -> list[Row]:
     n_at = 100 if 100 in mean.index else n_hi
     ratio = mean["bound"] / mean["distance"]
     r, r_lo, r_hi = converge_interval(alg2, form, n_at)
-    lo, hi = 1 - rules.CONVERGED, 1 + rules.CONVERGED
     rows = [
-        _row("(ii.a)", f"d̃ changes {change:+.1%} from N = {n_from} to N = {n_hi}",
-             f"|change| ≤ {rules.PLATEAU:.0%}: reproduced; ≤ {rules.PLATEAU_PARTLY:.0%}: "
-             "partly; more: not reproduced", rules.plateau(change)),
-        _row("(ii.b)", f"bound / d̃ {ratio.loc[n_from]:.2f} (N = {n_from}) → "
-             f"{ratio.loc[n_hi]:.2f} (N = {n_hi}); {ratio.loc[n_lo]:.2f} at N = {n_lo}",
-             f"(bound / d̃ at the largest N) / (at N = {n_from}, Fig. 2b's 'beyond 20') ≤ "
-             f"{rules.TIGHTENS}: reproduced; ≤ {rules.LOOSENS}: partly; above (loosens): not "
-             "reproduced", rules.tightens(float(ratio.loc[n_hi] / ratio.loc[n_from]))),
-        _row("(ii.c)", f"E {E_COLS[form]} / d̃ at N = {n_at}: {r:.3f} [{r_lo:.3f}, {r_hi:.3f}]"
-             + ("" if n_at == 100 else " (the run has no N = 100: its largest N)"),
-             f"95 % interval within [{lo:g}, {hi:g}]: reproduced; outside it: not reproduced; "
-             "across its edge: partly", rules.converges(r_lo, r_hi), uses_e=True),
-    ]  # fmt: skip
+        _row(
+            "(ii.a)",
+            f"d̃ changes {change:+.1%} from N = {n_from} to N = {n_hi}",
+            rules.plateau.text(),
+            rules.plateau(change),
+        ),
+        _row(
+            "(ii.b)",
+            f"bound / d̃ {ratio.loc[n_from]:.2f} (N = {n_from}) → "
+            f"{ratio.loc[n_hi]:.2f} (N = {n_hi}); {ratio.loc[n_lo]:.2f} at N = {n_lo}",
+            rules.tightens.text() + f" (measured from N = {n_from}, Fig. 2b's 'beyond 20')",
+            rules.tightens(float(ratio.loc[n_hi] / ratio.loc[n_from])),
+        ),
+        _row(
+            "(ii.c)",
+            f"E {E_COLS[form]} / d̃ at N = {n_at}: {r:.3f} [{r_lo:.3f}, {r_hi:.3f}]"
+            + ("" if n_at == 100 else " (the run has no N = 100: its largest N)"),
+            rules.converges.text(),
+            rules.converges(r_lo, r_hi),
+            uses_e=True,
+        ),
+    ]
     return _finding("(ii)", rows)
 
 
@@ -232,7 +251,7 @@ def claim_iii(crit: pd.DataFrame, label: str) -> list[Row]:
     fractions = [
         None if pd.isna(c) else c / n for c, n in zip(ok["critical_n"], ok["L"], strict=True)
     ]
-    lo, hi = rules.PAPER_FRACTION, rules.PAPER_FRACTION * rules.ABOUT
+    lo, hi = rules.PAPER_FRACTION.value, rules.PAPER_FRACTION * rules.ABOUT
     below = sum(f is not None and f <= lo for f in fractions)
     near = sum(f is not None and f <= hi for f in fractions)
     censored = ok["critical_n"].isna().to_numpy()
@@ -248,14 +267,15 @@ def claim_iii(crit: pd.DataFrame, label: str) -> list[Row]:
         about = _row("(iii.b)", "", "", verdicts.NOT_TESTABLE, why, uses_e=True)
     else:
         about = _row(
-            "(iii.b)", f"critical N / L ≤ {lo:.2g} at {below}, ≤ {hi:.2g} at {near} of "
+            "(iii.b)",
+            f"critical N / L ≤ {lo:.2g} at {below}, ≤ {hi:.2g} at {near} of "
             f"{len(ok)} L"
             + (f" ({n_cens} with none up to 0.9·L: > 0.9·L)" if n_cens else "")
             + (blind_note if blind.any() else ""),
-            f"≤ {lo:g} ('fewer than 6 %') at every testable L: reproduced; ≤ {hi:g} ('≈ "
-            "0.06L') or ≤ 0.06 at some: partly; above at every L: not reproduced",
-            rules.about_fraction(fractions), uses_e=True,
-        )  # fmt: skip
+            rules.about_fraction.text(),
+            rules.about_fraction(fractions),
+            uses_e=True,
+        )
     if len(ok) < 2:
         sub = _row(
             "(iii.c)", "", "", verdicts.NOT_TESTABLE, why + " (fewer than 2 L left)", uses_e=True
@@ -263,18 +283,24 @@ def claim_iii(crit: pd.DataFrame, label: str) -> list[Row]:
     else:
         slope = f"{s_min:.2f}" if s_min == s_max else f"in [{s_min:.2f}, {s_max:.2f}]"
         sub = _row(
-            "(iii.c)", f"log-log slope {slope} over {len(ok)} L"
+            "(iii.c)",
+            f"log-log slope {slope} over {len(ok)} L"
             + (f" ({n_cens} censored: critical N in (n_max, L])" if n_cens else ""),
-            f"slope ≤ {rules.SUB_LINEAR} (at the censored lengths' worst): reproduced; ≥ "
-            f"{rules.LINEAR} (linear or faster) at their best: not reproduced; else partly",
-            rules.sub_linear(s_min, s_max), uses_e=True)  # fmt: skip
+            rules.sub_linear.text(),
+            rules.sub_linear(s_min, s_max),
+            uses_e=True,
+        )
     rows = [
-        _row("(iii.a)", f"{label}: {_crit_text(crit)}",
-             "at every L: reproduced; some: partly; none: not reproduced",
-             rules.share(found.tolist()), uses_e=True),
+        _row(
+            "(iii.a)",
+            f"{label}: {_crit_text(crit)}",
+            "at every L: reproduced; some: partly; none: not reproduced",
+            rules.share(found.tolist()),
+            uses_e=True,
+        ),
         about,
         sub,
-    ]  # fmt: skip
+    ]
     return _finding("(iii)", rows)
 
 
@@ -304,38 +330,55 @@ def claim_iv(alg4: pd.DataFrame) -> list[Row]:
     top = bounds.groupby("N").agg(max_ratio=("ratio", "max"), upper=("upper", "max"))
     gap = float((bounds["ratio"] - bounds["lower"]).median()) if len(bounds) else math.nan
     slack = 1e-6 * bounds["ratio"].abs()  # float rounding of the per-head means
-    valid = ((bounds["lower"] <= bounds["ratio"] + slack)
-             & (bounds["ratio"] <= bounds["upper"] + slack)).tolist()  # fmt: skip
+    valid = (
+        (bounds["lower"] <= bounds["ratio"] + slack) & (bounds["ratio"] <= bounds["upper"] + slack)
+    ).tolist()
     tail_txt = ", ".join(f"N={n}: {v:.2f}" for n, v in tail.items())
     track_txt = ", ".join(f"N={n}: {r.max_ratio:.2f}/{r.upper:.2f}" for n, r in top.iterrows())
     no_delta = "" if len(bounds) else "δ = 0 (Assumption 2 fails) in every head at every N ≥ 2"
     untested = verdicts.NOT_TESTABLE if no_delta else None
     flat = float(top["upper"].max() - top["upper"].min()) if len(top) else math.nan
     rows = [
-        _row("(iv.a)", f"median over heads N={first}: {med.get(first, math.nan):.2f} → N={n16}: "
-             f"{med.get(n16, math.nan):.2f} (N = 1 left out: 1 by definition)",
-             f"drop ≥ {rules.FALLS}: reproduced; > 0: partly; none: not reproduced",
-             rules.falls(drop)),
-        _row("(iv.b)", f"median changes {change:+.2f} from N = {n16} to N = {ns[-1]}"
-             if not math.isnan(change) else f"the run's grid ends at N = {ns[-1]}",
-             f"|change| ≤ {rules.SATURATED}: reproduced; ≤ {rules.SATURATED_PARTLY}: partly; "
-             "more: not reproduced (n/a: no N beyond 16)", rules.saturates(change)),
-        _row("(iv.c)", f"median {tail_txt}",
-             f"in [{rules.BAND[0]}, {rules.BAND[1]}] at every N ≥ 16: reproduced; some: "
-             "partly; none: not reproduced", rules.in_band(tail.tolist())),
-        _row("(iv.d)", f"max N_s/N / max upper bound over heads with δ > 0: {track_txt}; the "
-             f"bound's range over N {flat:.3f}",
-             f"max ≤ upper ≤ max + {rules.TRACKS} at every N ≥ 2 (N = 1: below by "
-             "construction, docs/errata.md): reproduced; some: partly; none, or a bound "
-             f"constant over N (range ≤ {rules.FLAT}): not reproduced",
-             untested or rules.tracks(top["max_ratio"].tolist(), top["upper"].tolist()), no_delta),
-        _row("(iv.e)", f"median N_s/N − lower bound = {gap:.2f} (heads with δ > 0, N ≥ 2)",
-             f"≥ {rules.LOWER_LOOSE}: reproduced; ≥ {rules.LOWER_TIGHT}: partly; below: not",
-             untested or rules.lower_loose(gap), no_delta),
-        _row("(iv.f)", f"lower ≤ N_s/N ≤ upper in {np.mean(valid) if valid else math.nan:.1%} "
-             "of (head with δ > 0, N ≥ 2)", "in every (head, N): reproduced; else not (a bound)",
-             untested or rules.holds(float(np.mean(valid)) if valid else math.nan), no_delta),
-    ]  # fmt: skip
+        _row(
+            "(iv.a)",
+            f"median over heads N={first}: {med.get(first, math.nan):.2f} → N={n16}: "
+            f"{med.get(n16, math.nan):.2f} (N = 1 left out: 1 by definition)",
+            rules.falls.text(),
+            rules.falls(drop),
+        ),
+        _row(
+            "(iv.b)",
+            f"median changes {change:+.2f} from N = {n16} to N = {ns[-1]}"
+            if not math.isnan(change)
+            else f"the run's grid ends at N = {ns[-1]}",
+            rules.saturates.text() + " (n/a: no N beyond 16)",
+            rules.saturates(change),
+        ),
+        _row("(iv.c)", f"median {tail_txt}", rules.in_band.text(), rules.in_band(tail.tolist())),
+        _row(
+            "(iv.d)",
+            f"max N_s/N / max upper bound over heads with δ > 0: {track_txt}; the "
+            f"bound's range over N {flat:.3f}",
+            rules.tracks.text(),
+            untested or rules.tracks(top["max_ratio"].tolist(), top["upper"].tolist()),
+            no_delta,
+        ),
+        _row(
+            "(iv.e)",
+            f"median N_s/N − lower bound = {gap:.2f} (heads with δ > 0, N ≥ 2)",
+            rules.lower_loose.text(),
+            untested or rules.lower_loose(gap),
+            no_delta,
+        ),
+        _row(
+            "(iv.f)",
+            f"lower ≤ N_s/N ≤ upper in {np.mean(valid) if valid else math.nan:.1%} "
+            "of (head with δ > 0, N ≥ 2)",
+            "in every (head, N): reproduced; else not (a bound)",
+            untested or rules.holds(float(np.mean(valid)) if valid else math.nan),
+            no_delta,
+        ),
+    ]
     return _finding("(iv)", rows)
 
 
@@ -356,8 +399,9 @@ def claim_v(alg5: pd.DataFrame, eps: str = "all", statistic: str = "sensitivity"
     # flat in T), so an ε is judged over the T < 0.1 above it and left out with fewer than two
     deriv = [low[low.index > e][e] for e in top.columns]
     capped = [len(d) < 2 for d in deriv]
-    slopes = [math.nan if c else loglog_slope(d.index, d)
-              for d, c in zip(deriv, capped, strict=True)]  # fmt: skip
+    slopes = [
+        math.nan if c else loglog_slope(d.index, d) for d, c in zip(deriv, capped, strict=True)
+    ]
     order = [bool((np.diff(r) <= np.abs(r[:-1]) * 1e-9).all()) for r in low.to_numpy()]
     t_lo, t_hi = top.index[top.index <= 0.1], top.index[top.index >= 1]
     factor = factor_a = math.nan  # reading (b), from T = 0.01; (a), from T = 0.1
@@ -374,21 +418,32 @@ def claim_v(alg5: pd.DataFrame, eps: str = "all", statistic: str = "sensitivity"
     cap_note = "no ε is below two T < 0.1 (the finite difference is not the derivative)"
     spread_txt = ", ".join(f"T={t:g}: {v:.2f}" for t, v in zip(t_hi, spread, strict=False))
     rows = [
-        _row("(v.a)", f"log-log slopes over T in (ε, 0.1): {slopes_txt}",
-             f"within {rules.ONE_OVER_T} of −1, over the T in (ε, 0.1), for every ε with two "
-             "such T (others named, left out): reproduced; some: partly; none: not",
-             verdicts.NOT_TESTABLE if all(capped) else rules.one_over_t(slopes),
-             cap_note if all(capped) else ""),
-        _row("(v.b)", f"values fall with ε at {sum(order)} of {len(order)} T < 0.1",
-             "at every T < 0.1: reproduced; some: partly; none: not (n/a: one ε)",
-             rules.share(order) if top.shape[1] > 1 else rules.NA),
-        _row("(v.c)", f"smallest factor over ε from T = {t_from:g} to T = "
-             f"{t_hi.min() if len(t_hi) else math.nan:g}: {factor:.3g}× (reading (b); from "
-             f"T = {t_lo.max() if len(t_lo) else math.nan:g}, reading (a): {factor_a:.3g}×)",
-             f"≥ 10^1.5 ≈ {rules.DROP_ABOUT:.0f}×: reproduced; ≥ {rules.DROP_SOME:.1f}×: partly; "
-             "less: not reproduced", rules.drops(factor)),
-        _row("(v.d)", f"max / min over ε: {spread_txt or '—'}",
-             f"≤ {rules.COLLAPSED} at every T ≥ 1: reproduced; some: partly; none: not (n/a: "
-             "one ε)", rules.collapses(spread)),
-    ]  # fmt: skip
+        _row(
+            "(v.a)",
+            f"log-log slopes over T in (ε, 0.1): {slopes_txt}",
+            rules.one_over_t.text(),
+            verdicts.NOT_TESTABLE if all(capped) else rules.one_over_t(slopes),
+            cap_note if all(capped) else "",
+        ),
+        _row(
+            "(v.b)",
+            f"values fall with ε at {sum(order)} of {len(order)} T < 0.1",
+            "at every T < 0.1: reproduced; some: partly; none: not (n/a: one ε)",
+            rules.share(order) if top.shape[1] > 1 else rules.NA,
+        ),
+        _row(
+            "(v.c)",
+            f"smallest factor over ε from T = {t_from:g} to T = "
+            f"{t_hi.min() if len(t_hi) else math.nan:g}: {factor:.3g}× (reading (b); from "
+            f"T = {t_lo.max() if len(t_lo) else math.nan:g}, reading (a): {factor_a:.3g}×)",
+            rules.drops.text(),
+            rules.drops(factor),
+        ),
+        _row(
+            "(v.d)",
+            f"max / min over ε: {spread_txt or '—'}",
+            rules.collapses.text(),
+            rules.collapses(spread),
+        ),
+    ]
     return _finding("(v)", rows)

@@ -1,23 +1,43 @@
-"""The verdict rules of paper A's statements: one pure function per rule, its thresholds named.
+"""The verdict rules of paper A's statements, declared on the claims engine from named
+thresholds (:mod:`attnlimits.claims`).
 
 Each rule turns numbers measured on a run into ``"reproduced"``, ``"partly"`` or ``"not
-reproduced"`` (a bound either holds or not: :func:`holds` has no "partly"), and ``"n/a"`` only
+reproduced"`` (a bound either holds or not: :data:`holds` has no "partly"), and ``"n/a"`` only
 where the run lacks the numbers (a NaN slope, an empty list). "Not testable" (a precondition of
 the statement fails in the data) is decided where the data are read (``findings.py``), with its
-reason. The vocabulary and the rule that joins statements into a finding are shared by every
-experiment (:mod:`attnlimits.experiments.verdicts`). The docstrings say which reading of the
-paper each rule takes; the report prints the same thresholds (``findings.py`` formats them from
-these constants). ``tests/test_limitations_claims.py`` holds known answers for every verdict of
-every rule and its boundaries.
+reason. Every threshold is a :class:`~attnlimits.claims.Threshold` written once below, with its
+provenance and reason; each rule's ``text()`` is what the report's ``rule`` column and the docs
+print, formatted from those thresholds, so docstrings name thresholds and never repeat their
+values. ``tests/test_limitations_claims.py`` holds known answers for every verdict of every rule
+on both sides of each threshold, and changes a threshold to see the text follow.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
-from attnlimits.experiments.paper_a_readings import ABOUT, BAND, PAPER_FRACTION, about_fraction
-from attnlimits.experiments.verdicts import NA, NOT, PARTLY, REPRODUCED
+from attnlimits.claims import (
+    NA,
+    NOT,
+    OURS,
+    PARTLY,
+    REPRODUCED,
+    Band,
+    Graded,
+    Holds,
+    Rule,
+    Share,
+    Threshold,
+    finite,
+)
+from attnlimits.experiments.paper_a_readings import (
+    ABOUT,
+    BAND,
+    BAND_HI,
+    BAND_LO,
+    PAPER_FRACTION,
+    about_fraction,
+)
 
 __all__ = [
     "ABOUT",
@@ -27,6 +47,7 @@ __all__ = [
     "PAPER_FRACTION",
     "PARTLY",
     "REPRODUCED",
+    "THRESHOLDS",
     "about_fraction",
     "bound_loose",
     "collapses",
@@ -47,207 +68,234 @@ __all__ = [
     "within_noise",
 ]
 
-# (i) "grow roughly linearly": log-log slope in ROUGHLY_LINEAR; from GROWS it grows, not linearly
-ROUGHLY_LINEAR = (0.7, 1.3)
-GROWS = 0.1
-# (i) "the bound is loose": median bound / d̃ over heads
-LOOSE, TIGHT = 2.0, 1.2
-# (ii) "plateaus": relative change of d̃ from N = 20 to the largest N
-PLATEAU, PLATEAU_PARTLY = 0.25, 0.5
-# (ii) "the bound tightens": (bound / d̃ at the largest N) / (at the smallest N)
-TIGHTENS, LOOSENS = 0.9, 1.1
-# (ii) "true and expected distances converge near N = 100": E / d̃ within 1 ± CONVERGED at N = 100
-CONVERGED = 0.25
-# (iii) "grows sub-linearly": log-log slope of critical N against L at most SUB_LINEAR; from
-# LINEAR on it is linear or faster (a fixed fraction of L has slope 1)
-SUB_LINEAR, LINEAR = 0.9, 1.0
-# (iv) "falls until N ≈ 16": median N_s/N drops by FALLS from the first N > 1 to N = 16
-FALLS = 0.05
-# (iv) "then saturates": |change of the median| from N = 16 to the largest N
-SATURATED, SATURATED_PARTLY = 0.05, 0.15
-# (iv) "the upper bound tracks the maxima": max ≤ upper ≤ max + TRACKS at an N, and the bound
-# not constant over N (its range over N above FLAT)
-TRACKS, FLAT = 0.1, 0.01
-# (iv) "the lower bound is loose": median over heads and N of N_s/N − lower bound
-LOWER_LOOSE, LOWER_TIGHT = 0.3, 0.1
-# (v) "follow 1/T": log-log slope within ONE_OVER_T of −1
-ONE_OVER_T = 0.2
-# (v) "drop by about two orders of magnitude": factor ≥ 10^1.5 (two orders, to half an order)
-DROP_ABOUT, DROP_SOME = 10**1.5, 10**0.5
-# (v) "all curves collapse" for T ≥ 1: max / min over ε of the curves at most COLLAPSED at a T
-COLLAPSED = 1.1
-# Theorem 1.2's ε: a check "holds to 3 SE" in this share of cells (chance leaves ~0.1 % out)
-WITHIN_SE = 0.99
+
+def _ours(name: str, value: float, reason: str, fmt: str = "g") -> Threshold:
+    return Threshold(name, value, OURS, reason, fmt)
 
 
-def _bad(value: float) -> bool:
-    return value is None or not math.isfinite(value)
+# ---- the thresholds, each once -----------------------------------------------------------------
+ROUGHLY_LO = _ours("ROUGHLY_LO", 0.7, "'roughly linearly' as a log-log slope within 0.3 of 1")
+ROUGHLY_HI = _ours("ROUGHLY_HI", 1.3, "'roughly linearly' as a log-log slope within 0.3 of 1")
+GROWS = _ours("GROWS", 0.1, "a slope below it is no visible growth over the grid's ×32 in L")
+LOOSE = _ours("LOOSE", 2.0, "'conservative': the bound at least twice the distance")
+TIGHT = _ours("TIGHT", 1.2, "within 20 % of the distance the bound is tight, not loose")
+PLATEAU = _ours("PLATEAU", 0.25, "'plateaus': d̃ moves at most a quarter", ".0%")
+PLATEAU_PARTLY = _ours("PLATEAU_PARTLY", 0.5, "up to half: slowing, not flat", ".0%")
+TIGHTENS = _ours("TIGHTENS", 0.9, "'tightens': bound / d̃ falls by 10 % or more")
+LOOSENS = _ours("LOOSENS", 1.1, "bound / d̃ rising by more than 10 %: the bound loosens")
+CONVERGED = _ours("CONVERGED", 0.25, "'converge': E / d̃ within a quarter of 1")
+SUB_LINEAR = _ours("SUB_LINEAR", 0.9, "'sub-linearly': a log-log slope clearly below 1")
+LINEAR = _ours("LINEAR", 1.0, "a fixed fraction of L has slope 1: linear, not sub-linear")
+FALLS = _ours("FALLS", 0.05, "'declines': the median N_s/N drops by 5 points or more")
+ANY_DROP = _ours("ANY_DROP", 0.0, "any drop at all, smaller than FALLS")
+SATURATED = _ours("SATURATED", 0.05, "'saturates': the median moves at most 5 points")
+SATURATED_PARTLY = _ours("SATURATED_PARTLY", 0.15, "up to 15 points: slowing, not flat")
+TRACKS = _ours("TRACKS", 0.1, "'tracks closely': the bound at most 0.1 above the maxima")
+FLAT = _ours("FLAT", 0.01, "a bound whose range over N is this small follows nothing")
+LOWER_LOOSE = _ours("LOWER_LOOSE", 0.3, "the lower bound 0.3 or more below N_s/N: loose")
+LOWER_TIGHT = _ours("LOWER_TIGHT", 0.1, "within 0.1 of N_s/N the lower bound is tight")
+ONE_OVER_T = _ours("ONE_OVER_T", 0.2, "'follow 1/T': a log-log slope within 0.2 of −1")
+DROP_ABOUT = _ours("DROP_ABOUT", 10**1.5, "'about two orders': to within half an order", ".0f")
+DROP_SOME = _ours("DROP_SOME", 10**0.5, "half an order: a drop, not of two orders", ".1f")
+COLLAPSED = _ours("COLLAPSED", 1.1, "'collapse': the ε curves within 10 % of each other")
+WITHIN_SE = _ours(
+    "WITHIN_SE", 0.99, "3 standard errors leave about 0.1 % of the cells out by chance", ".0%"
+)
+#: Every threshold of paper A's rules, by name (the docs' provenance table is drawn from it).
+THRESHOLDS = {
+    t.name: t
+    for t in (
+        ROUGHLY_LO,
+        ROUGHLY_HI,
+        GROWS,
+        LOOSE,
+        TIGHT,
+        PLATEAU,
+        PLATEAU_PARTLY,
+        TIGHTENS,
+        LOOSENS,
+        CONVERGED,
+        SUB_LINEAR,
+        LINEAR,
+        PAPER_FRACTION,
+        ABOUT,
+        FALLS,
+        ANY_DROP,
+        SATURATED,
+        SATURATED_PARTLY,
+        BAND_LO,
+        BAND_HI,
+        TRACKS,
+        FLAT,
+        LOWER_LOOSE,
+        LOWER_TIGHT,
+        ONE_OVER_T,
+        DROP_ABOUT,
+        DROP_SOME,
+        COLLAPSED,
+        WITHIN_SE,
+    )
+}
+
+# ---- the rules ---------------------------------------------------------------------------------
+
+share = Share("share", "it holds", "case")
+holds = Holds("holds", "the bound holds", "case")
+
+#: (i) "grow roughly linearly in L", read as a log-log slope in [ROUGHLY_LO, ROUGHLY_HI]; a slope
+#: of at least GROWS outside it grows, but not linearly (partly); below it does not grow.
+linear_growth = Graded(
+    "linear_growth", "log-log slope", Band(ROUGHLY_LO, ROUGHLY_HI), Band(lo=GROWS)
+)
+#: (i) "the bound is ... conservative": median over heads of bound / d̃ at least LOOSE (partly
+#: from TIGHT; below, the bound is tight, not loose).
+bound_loose = Graded("bound_loose", "median bound / d̃", Band(lo=LOOSE), Band(lo=TIGHT))
+#: (ii) "d̃ plateaus beyond N ≈ 20": |relative change of mean d̃ from N = 20 to the largest N|
+#: at most PLATEAU (partly up to PLATEAU_PARTLY).
+plateau = Graded("plateau", "|change|", Band(hi=PLATEAU), Band(hi=PLATEAU_PARTLY), magnitude=True)
+#: (ii) "while the bound tightens", read relative to d̃: (bound / d̃ at the largest N) over
+#: (bound / d̃ at N = 20) at most TIGHTENS; up to LOOSENS it stays (partly); above, it loosens.
+tightens = Graded(
+    "tightens", "(bound / d̃) at the largest N over N = 20", Band(hi=TIGHTENS), Band(hi=LOOSENS)
+)
+#: (iv) "N_s/N falls until N ≈ 16": the median over heads drops by at least FALLS from the first
+#: N > 1 to N = 16 (N = 1 is left out: N_s/N = 1 there by definition); any drop below that is
+#: partly; none is not reproduced.
+falls = Graded("falls", "drop", Band(lo=FALLS), Band(lo=ANY_DROP, open_lo=True))
+#: (iv) "then saturates": |change of the median| from N = 16 to the largest N at most SATURATED
+#: (partly up to SATURATED_PARTLY).
+saturates = Graded(
+    "saturates", "|change|", Band(hi=SATURATED), Band(hi=SATURATED_PARTLY), magnitude=True
+)
+#: (iv) "the lower bound is loose": median over heads and N of N_s/N − lower bound at least
+#: LOWER_LOOSE (partly from LOWER_TIGHT).
+lower_loose = Graded(
+    "lower_loose", "median N_s/N − lower bound", Band(lo=LOWER_LOOSE), Band(lo=LOWER_TIGHT)
+)
+#: (v) "drop by about two orders of magnitude", counted from T = 0.01 to T = 1 (reading (b) of
+#: docs/errata.md, finding_v_two_orders: the reading under which it agrees with "follow 1/T"):
+#: the smallest factor over ε at least DROP_ABOUT (partly from DROP_SOME: a drop, not of two
+#: orders).
+drops = Graded("drops", "smallest factor over ε", Band(lo=DROP_ABOUT), Band(lo=DROP_SOME))
 
 
-def share(flags: Sequence[bool]) -> str:
-    """A statement made for every case (every head, layer, T, L, ...): reproduced if it holds
-    in all, not reproduced if in none, partly otherwise; "n/a" without cases."""
-    if len(flags) == 0:
+def _converges(ratio_lo: float, ratio_hi: float) -> str:
+    if not (finite(ratio_lo) and finite(ratio_hi)):
         return NA
-    if all(flags):
-        return REPRODUCED
-    return PARTLY if any(flags) else NOT
-
-
-def holds(fraction: float) -> str:
-    """A bound as a theorem states it: reproduced if it holds in every case (``fraction`` = 1),
-    not reproduced otherwise; a bound that fails somewhere is not a bound, so no "partly"."""
-    if _bad(fraction):
-        return NA
-    return REPRODUCED if fraction >= 1.0 else NOT
-
-
-def linear_growth(slope: float) -> str:
-    """(i) "grow roughly linearly in L", read as a log-log slope in [0.7, 1.3]; a slope ≥ 0.1
-    outside that band grows, but not linearly (partly); below 0.1 it does not grow."""
-    if _bad(slope):
-        return NA
-    if ROUGHLY_LINEAR[0] <= slope <= ROUGHLY_LINEAR[1]:
-        return REPRODUCED
-    return PARTLY if slope >= GROWS else NOT
-
-
-def bound_loose(ratio: float) -> str:
-    """(i) "the bound is ... loose": median over heads of bound / d̃ at least 2 (partly from
-    1.2; below, the bound is tight, not loose)."""
-    if _bad(ratio):
-        return NA
-    if ratio >= LOOSE:
-        return REPRODUCED
-    return PARTLY if ratio >= TIGHT else NOT
-
-
-def plateau(change: float) -> str:
-    """(ii) "d̃ plateaus beyond N ≈ 20": |relative change of mean d̃ from N = 20 to the largest
-    N| at most 25 % (partly up to 50 %)."""
-    if _bad(change):
-        return NA
-    if abs(change) <= PLATEAU:
-        return REPRODUCED
-    return PARTLY if abs(change) <= PLATEAU_PARTLY else NOT
-
-
-def tightens(ratio_change: float) -> str:
-    """(ii) "while the bound tightens", read relative to d̃: (bound / d̃ at the largest N) over
-    (bound / d̃ at the smallest N) at most 0.9; within ±10 % it stays (partly); above, the
-    bound loosens."""
-    if _bad(ratio_change):
-        return NA
-    if ratio_change <= TIGHTENS:
-        return REPRODUCED
-    return PARTLY if ratio_change <= LOOSENS else NOT
-
-
-def converges(ratio_lo: float, ratio_hi: float) -> str:
-    """(ii) "true and expected distances converge" as N approaches 100: the 95 % interval
-    [``ratio_lo``, ``ratio_hi``] of E / d̃ at N = 100 lies within 1 ± 0.25 (reproduced), outside
-    it entirely (not reproduced), or across its edge (partly: the data cannot tell). A shrinking
-    gap alone is not convergence: E / d̃ → 1 as N → L on any head (Corollary 2)."""
-    if _bad(ratio_lo) or _bad(ratio_hi):
-        return NA
-    lo, hi = 1 - CONVERGED, 1 + CONVERGED
+    lo, hi = 1 - CONVERGED.value, 1 + CONVERGED.value
     if lo <= ratio_lo and ratio_hi <= hi:
         return REPRODUCED
     return NOT if ratio_hi < lo or ratio_lo > hi else PARTLY
 
 
-def sub_linear(slope_min: float, slope_max: float) -> str:
-    """(iii) "grows sub-linearly": the log-log slope of critical N against L, as the interval
-    [``slope_min``, ``slope_max``] the censored lengths leave (a length that never accepts has a
-    critical N somewhere in (0.9·L, L]). At most 0.9 at its top: reproduced; at least 1 (linear,
-    as a fixed fraction of L is, or faster) at its bottom: not reproduced; otherwise partly (a
-    slope in (0.9, 1), or censoring that leaves both open)."""
-    if _bad(slope_min) or _bad(slope_max):
+#: (ii) "true and expected distances converge" as N approaches 100: the 95 % interval
+#: [``ratio_lo``, ``ratio_hi``] of E / d̃ at N = 100 lies within 1 ± CONVERGED (reproduced),
+#: outside it entirely (not reproduced), or across its edge (partly: the data cannot tell). A
+#: shrinking gap alone is not convergence: E / d̃ → 1 as N → L on any head (Corollary 2).
+converges = Rule(
+    "converges",
+    _converges,
+    lambda: (
+        f"95 % interval of E / d̃ within [{1 - CONVERGED.value:g}, "
+        f"{1 + CONVERGED.value:g}]: reproduced; wholly outside: not reproduced; across its edge: "
+        "partly"
+    ),
+    (CONVERGED,),
+)
+
+
+def _sub_linear(slope_min: float, slope_max: float) -> str:
+    if not (finite(slope_min) and finite(slope_max)):
         return NA
-    if slope_max <= SUB_LINEAR:
+    if slope_max <= SUB_LINEAR.value:
         return REPRODUCED
-    return NOT if slope_min >= LINEAR else PARTLY
+    return NOT if slope_min >= LINEAR.value else PARTLY
 
 
-def falls(drop: float) -> str:
-    """(iv) "N_s/N falls until N ≈ 16": the median over heads drops by at least 0.05 from the
-    first N > 1 to N = 16 (N = 1 is left out: N_s/N = 1 there by definition); any drop below
-    that is partly; none is not reproduced."""
-    if _bad(drop):
-        return NA
-    if drop >= FALLS:
-        return REPRODUCED
-    return PARTLY if drop > 0 else NOT
+#: (iii) "grows sub-linearly": the log-log slope of critical N against L, as the interval
+#: [``slope_min``, ``slope_max``] the censored lengths leave (a length that never accepts has a
+#: critical N somewhere in (0.9·L, L]). At most SUB_LINEAR at its top: reproduced; at least
+#: LINEAR (linear, as a fixed fraction of L is, or faster) at its bottom: not reproduced;
+#: otherwise partly.
+sub_linear = Rule(
+    "sub_linear",
+    _sub_linear,
+    lambda: (
+        f"slope ≤ {SUB_LINEAR} (at the censored lengths' worst): reproduced; ≥ {LINEAR} "
+        "(linear or faster) at their best: not reproduced; else partly"
+    ),
+    (SUB_LINEAR, LINEAR),
+)
+
+#: (iv) "between 0.7 and 0.85": the median over heads in [BAND_LO, BAND_HI] at every N ≥ 16 /
+#: some / none.
+in_band = Rule(
+    "in_band",
+    lambda medians: share([BAND_LO.value <= m <= BAND_HI.value for m in medians]),
+    lambda: (
+        f"in [{BAND_LO}, {BAND_HI}] at every N ≥ 16: reproduced; some: partly; none: not reproduced"
+    ),
+    (BAND_LO, BAND_HI),
+)
 
 
-def saturates(change: float) -> str:
-    """(iv) "then saturates": |change of the median| from N = 16 to the largest N at most 0.05
-    (partly up to 0.15)."""
-    if _bad(change):
-        return NA
-    if abs(change) <= SATURATED:
-        return REPRODUCED
-    return PARTLY if abs(change) <= SATURATED_PARTLY else NOT
-
-
-def in_band(medians: Sequence[float]) -> str:
-    """(iv) "between 0.70 and 0.85": the median over heads in [0.70, 0.85] at every N ≥ 16 /
-    some / none."""
-    return share([BAND[0] <= m <= BAND[1] for m in medians])
-
-
-def tracks(maxima: Sequence[float], uppers: Sequence[float]) -> str:
-    """(iv) "the upper bound tracks the empirical maxima closely": at an N, the bound's maximum
-    over heads lies above the largest N_s/N and within 0.1 of it; every N given / some / none.
-    A bound constant over N (range at most 0.01, e.g. 1.00 at every N) follows nothing: not
-    reproduced. Callers leave N = 1 out, where the bound is below N_s/N = 1 by construction
-    (docs/errata.md, Theorem 2); fewer than two N: n/a."""
+def _tracks(maxima: Sequence[float], uppers: Sequence[float]) -> str:
     if len(uppers) < 2:
         return NA
-    if max(uppers) - min(uppers) <= FLAT:
+    if max(uppers) - min(uppers) <= FLAT.value:
         return NOT
-    return share([m <= u <= m + TRACKS for m, u in zip(maxima, uppers, strict=True)])
+    return share([m <= u <= m + TRACKS.value for m, u in zip(maxima, uppers, strict=True)])
 
 
-def lower_loose(gap: float) -> str:
-    """(iv) "the lower bound is loose": median over heads and N of N_s/N − lower bound at least
-    0.3 (partly from 0.1)."""
-    if _bad(gap):
-        return NA
-    if gap >= LOWER_LOOSE:
-        return REPRODUCED
-    return PARTLY if gap >= LOWER_TIGHT else NOT
+#: (iv) "the upper bound tracks the empirical maxima closely": at an N, the bound's maximum over
+#: heads lies above the largest N_s/N and within TRACKS of it; every N given / some / none. A
+#: bound constant over N (range at most FLAT, e.g. 1.00 at every N) follows nothing: not
+#: reproduced. Callers leave N = 1 out, where the bound is below N_s/N = 1 by construction
+#: (docs/errata.md, Theorem 2); fewer than two N: n/a.
+tracks = Rule(
+    "tracks",
+    _tracks,
+    lambda: (
+        f"max ≤ upper ≤ max + {TRACKS} at every N ≥ 2 (N = 1: below by construction, "
+        "docs/errata.md): reproduced; some: partly; none, or a bound constant over N (range ≤ "
+        f"{FLAT}): not reproduced"
+    ),
+    (TRACKS, FLAT),
+)
 
 
-def one_over_t(slopes: Sequence[float]) -> str:
-    """(v) "for T < 0.1 the curves follow 1/T": per ε, log-log slope of the curve over T < 0.1
-    within 0.2 of −1. Every ε / some / none."""
-    known = [s for s in slopes if not _bad(s)]
-    lo, hi = -1 - ONE_OVER_T, -1 + ONE_OVER_T  # [−1.2, −0.8], as a band: its ends are exact
-    return share([lo <= s <= hi for s in known])
+def _one_over_t(slopes: Sequence[float]) -> str:
+    lo, hi = -1 - ONE_OVER_T.value, -1 + ONE_OVER_T.value  # a band: its ends are exact
+    return share([lo <= s <= hi for s in slopes if finite(s)])
 
 
-def drops(factor: float) -> str:
-    """(v) "for T ≥ 1 they drop by about two orders of magnitude": the smallest factor over ε
-    from T = 0.01 to T = 1 at least 10^1.5 (partly from 10^0.5: a drop, not of two orders).
-    Counted from T = 0.01, reading (b) of docs/errata.md (finding_v_two_orders): the reading
-    under which it agrees with "follow 1/T" (from T = 0.1 a 1/T curve falls only 10×, so the
-    statement could not hold where the headline does)."""
-    if _bad(factor):
-        return NA
-    if factor >= DROP_ABOUT:
-        return REPRODUCED
-    return PARTLY if factor >= DROP_SOME else NOT
-
-
-def collapses(spreads: Sequence[float]) -> str:
-    """(v) "once T ≥ 1 all curves collapse": at each T ≥ 1, max / min over ε of the curves at
-    most 1.1 (they meet). Every T / some / none; n/a without a T ≥ 1 (or with one ε)."""
-    return share([s <= COLLAPSED for s in spreads if not _bad(s)])
-
-
-def within_noise(shares: Sequence[float]) -> str:
-    """Theorem 1.2's ε = E exact − E derived: each check (ε ≥ 0, ε ≤ each printed bound) holds
-    to 3 standard errors of E exact in at least 99 % of the cells (3 SE leave about 0.1 % out
-    by chance alone). Every check / some / none."""
-    return share([s >= WITHIN_SE for s in shares if not _bad(s)])
+#: (v) "for T < 0.1 the curves follow 1/T": per ε, the log-log slope of the curve over the T in
+#: (ε, 0.1) within ONE_OVER_T of −1. Every ε / some / none.
+one_over_t = Rule(
+    "one_over_t",
+    _one_over_t,
+    lambda: (
+        f"within {ONE_OVER_T} of −1, over the T in (ε, 0.1), for every ε with two such T "
+        "(others named, left out): reproduced; some: partly; none: not"
+    ),
+    (ONE_OVER_T,),
+)
+#: (v) "once T ≥ 1 all curves collapse": at each T ≥ 1, max / min over ε of the curves at most
+#: COLLAPSED (they meet). Every T / some / none; n/a without a T ≥ 1 (or with one ε).
+collapses = Rule(
+    "collapses",
+    lambda spreads: share([s <= COLLAPSED.value for s in spreads if finite(s)]),
+    lambda: f"≤ {COLLAPSED} at every T ≥ 1: reproduced; some: partly; none: not (n/a: one ε)",
+    (COLLAPSED,),
+)
+#: Theorem 1.2's ε = E exact − E derived: each check (ε ≥ 0, ε ≤ each printed bound) holds to 3
+#: standard errors of E exact in at least WITHIN_SE of the cells. Every check / some / none.
+within_noise = Rule(
+    "within_noise",
+    lambda shares: share([s >= WITHIN_SE.value for s in shares if finite(s)]),
+    lambda: (
+        f"each check (ε ≥ 0, ε ≤ each bound) holds to 3 SE in ≥ {WITHIN_SE} of the cells "
+        "(chance alone leaves about 0.1 % out): all: reproduced; some: partly"
+    ),
+    (WITHIN_SE,),
+)

@@ -1,7 +1,7 @@
 """Paper A's statements as the claims table judges them: name, role, the paper's words, our reading.
 
 Each finding (i)–(v) of the paper's Experiments section lists its **headline** statements (the
-quantitative claim; they alone decide the finding, :func:`attnlimits.experiments.verdicts.combine`),
+quantitative claim; they alone decide the finding, :func:`attnlimits.claims.verdicts.combine`),
 its **supporting** ones (judged and shown, never deciding) and the **checks** near it
 (properties a theorem guarantees: shown in their own table, never evidence for a finding).
 ``quote`` is the paper's text, word for word up to whitespace in ../shared/papers (the NeurIPS
@@ -16,7 +16,7 @@ two orders of magnitude" (``python -m attnlimits.errata finding_v_two_orders``).
 
 from __future__ import annotations
 
-from attnlimits.experiments.verdicts import CHECK, FINDING, HEADLINE, SUPPORTING, Statement
+from attnlimits.claims.verdicts import CHECK, FINDING, HEADLINE, SUPPORTING, Statement
 
 __all__ = ["ALL", "S"]
 

@@ -4,7 +4,7 @@ Paper B (Veličković et al.): attention disperses as the number of items grows 
 Theorem 2.2), so accuracy on a max-finding task falls with n; adaptive temperature sharpens
 high-entropy heads at inference; real LMs' per-head logit spreads are contained (its Fig. 3,
 Gemma). Each is a statement of ``statements.py``, judged on this run's tables in the shared
-vocabulary (:mod:`attnlimits.experiments.verdicts`).
+vocabulary (:mod:`attnlimits.claims.verdicts`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from attnlimits.claims.verdicts import NA, NOT, REPRODUCED
 from attnlimits.experiments.long_context.statements import (
     ACCURACY_FALLS,
     ADAPTIVE_HELPS,
@@ -22,7 +23,6 @@ from attnlimits.experiments.long_context.statements import (
     SE_MULTIPLE,
     SPREADS,
 )
-from attnlimits.experiments.verdicts import NA, NOT, REPRODUCED
 
 __all__ = ["COLUMNS", "EVIDENCE", "claims", "paired_counts", "sections"]
 

@@ -8,7 +8,7 @@ them on a pretrained LM's max-finding prompts, at inference. Every setting of th
 
 from __future__ import annotations
 
-from attnlimits.experiments.verdicts import HEADLINE, SUPPORTING, Statement
+from attnlimits.claims.verdicts import HEADLINE, SUPPORTING, Statement
 
 __all__ = ["ACCURACY_FALLS", "ADAPTIVE_HELPS", "ALL", "DISPERSES", "SE_MULTIPLE", "SPREADS"]
 

@@ -2,7 +2,7 @@
 
 The claims are the papers' statements (``statements.py``: the paper's words, our reading)
 judged by the rules of ``rules.py``, in the shared vocabulary
-(:mod:`attnlimits.experiments.verdicts`).
+(:mod:`attnlimits.claims.verdicts`).
 Reads the ``heads`` and ``head_summary`` tables and ``run.json`` only.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from attnlimits.claims.verdicts import NA, NOT_TESTABLE
 from attnlimits.experiments.report import markdown_table
 from attnlimits.experiments.scan.rules import (
     ABOUT,
@@ -35,7 +36,6 @@ from attnlimits.experiments.scan.taxonomy import (
     KINDS,
     VANISHING_JACOBIAN,
 )
-from attnlimits.experiments.verdicts import NA, NOT_TESTABLE
 
 #: The claims table's columns, as the reproductions' (:meth:`Statement.judged`).
 COLUMNS = ["claim", "role", "paper", "reading", "measured", "rule", "verdict"]
@@ -109,7 +109,7 @@ def _frac_range(values: pd.Series) -> str:
 
 def _critical_row(heads: pd.DataFrame) -> dict[str, str]:
     s = CRITICAL_N
-    rule = "per L: critical N / L ≤ 0.06 R, ≤ 0.12 P, above or none N; all R → R, none R or P → N"
+    rule = about_fraction.text()
     analysed = heads.dropna(subset=["separability"])["length"].max()
     model_n = heads.groupby("length")["critical_n_model"].first().dropna()
     model_n = model_n[model_n.index <= analysed]
@@ -149,8 +149,8 @@ def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.Da
             f"median slope {slopes.median():.2f}; {share:.0%} of heads ≤ {DISPERSING_SLOPE}"
             if len(slopes)
             else "no slope: fewer than two lengths",
-            f"median head's slope ≤ {DISPERSING_SLOPE} R; some heads' P; none N",
-            disperses(slopes.median(), share, DISPERSING_SLOPE),
+            disperses.text(),
+            disperses(slopes.median(), share),
         )
     )
     rows.append(_separability_row(heads))
@@ -159,7 +159,7 @@ def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.Da
         ASSUMPTION2.judged(
             f"fails for {int(dup.sum())} of {len(dup)} heads (layers "
             f"{sorted({int(l) for l, _ in dup[dup].index}) or '—'})",
-            "no head with two equal value vectors R; else N",
+            distinct.text(),
             distinct(int(dup.sum()), len(dup)),
         )
     )
@@ -167,7 +167,7 @@ def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.Da
 
 
 def _separability_row(heads: pd.DataFrame) -> dict[str, str]:
-    s, rule = SEPARABILITY, "median head in [0.70, 0.85] R; IQR meeting it P; else N"
+    s, rule = SEPARABILITY, in_band.text()
     if not heads["separability"].notna().any():
         return s.judged("N_s/N not measured (no length up to analysis_max_length)", rule, NA)
     at = _at_longest(heads, "separability")

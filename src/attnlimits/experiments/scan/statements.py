@@ -5,14 +5,14 @@ reading.
 (``tests/test_scan_claims.py`` finds every quote there); ``reading`` is ours: how the quote
 becomes a test on this model, and where the scan's statistic is not the paper's. Paper A's
 empirical statements are headlines; properties a theorem states or assumes (Lemma 2.1's
-dispersion with bounded logits, Assumption 2) are checks (:mod:`attnlimits.experiments.verdicts`).
+dispersion with bounded logits, Assumption 2) are checks (:mod:`attnlimits.claims.verdicts`).
 """
 
 from __future__ import annotations
 
+from attnlimits.claims.verdicts import CHECK, HEADLINE, Statement
 from attnlimits.experiments.scan.rules import ABOUT, BAND, PAPER_FRACTION
 from attnlimits.experiments.scan.taxonomy import DISPERSING_SLOPE
-from attnlimits.experiments.verdicts import CHECK, HEADLINE, Statement
 
 __all__ = ["ALL", "ASSUMPTION2", "CRITICAL_N", "DISPERSION", "SEPARABILITY"]
 

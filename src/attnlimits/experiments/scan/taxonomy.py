@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from attnlimits.experiments.scan.rules import ABOUT
+from attnlimits.experiments.scan.rules import ABOUT, DISPERSING
 
 __all__ = [
     "DISPERSING_SLOPE",
@@ -56,8 +56,9 @@ KINDS: tuple[tuple[str, str, float, str], ...] = (
     ("sharp", "max_weight", 0.3, "maximum weight ≥ 0.3 elsewhere: retrieval-like"),
     ("broad", "", 0.0, "none of the above: the weight is spread (dispersed)"),
 )  # fmt: skip
-#: A head disperses where log max weight falls at least this fast in log L (1/L is −1).
-DISPERSING_SLOPE = -0.5
+#: A head disperses where log max weight falls at least this fast in log L (1/L is −1): the
+#: claims' threshold (:data:`.rules.DISPERSING`, with its provenance), as a number.
+DISPERSING_SLOPE = DISPERSING.value
 #: A head's gradients vanish where its mean exact ‖J‖₂ (T = 1) is below this (bound: 1/2).
 VANISHING_JACOBIAN = 0.01
 #: Flag -> what the paper says (the report prints it beside the flagged heads).

@@ -14,9 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from attnlimits.experiments.softmax_not_enough.evaluate import pooled_gain
-from attnlimits.experiments.softmax_not_enough.temperature_fit import fold_label
-from attnlimits.experiments.verdicts import (
+from attnlimits.claims.verdicts import (
     CHECK,
     HEADLINE,
     NA,
@@ -27,6 +25,8 @@ from attnlimits.experiments.verdicts import (
     agreement,
     finding,
 )
+from attnlimits.experiments.softmax_not_enough.evaluate import pooled_gain
+from attnlimits.experiments.softmax_not_enough.temperature_fit import fold_label
 
 __all__ = [
     "ALPHA",
@@ -289,7 +289,7 @@ def _checks(tables: Mapping[str, pd.DataFrame]) -> list[dict[str, str]]:
 
 
 def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.DataFrame:
-    """Paper B's findings on the shared vocabulary (:mod:`attnlimits.experiments.verdicts`):
+    """Paper B's findings on the shared vocabulary (:mod:`attnlimits.claims.verdicts`):
     each finding's row (its verdict from its headline statements), its statements, then the
     theorems' checks (their own table in the report, never evidence)."""
     id_size = int(meta["benchmark"]["train"]["max_size"])

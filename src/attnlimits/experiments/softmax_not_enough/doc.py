@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from attnlimits.claims.verdicts import CHECK
 from attnlimits.experiments.report import as_text, fill, markdown_table
 from attnlimits.experiments.softmax_not_enough.claims import held_out_refits, size_table
 from attnlimits.experiments.softmax_not_enough.config import Config
@@ -37,7 +38,6 @@ from attnlimits.experiments.softmax_not_enough.sections import (
     norm_table,
 )
 from attnlimits.experiments.softmax_not_enough.temperature_fit import fold_label
-from attnlimits.experiments.verdicts import CHECK
 
 __all__ = ["ABLATION_NAMES", "extract", "extract_ablation", "load", "main", "render", "save"]
 
