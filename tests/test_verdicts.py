@@ -1,4 +1,4 @@
-"""The shared verdict vocabulary (``experiments/verdicts.py``): known answers for every verdict of
+"""The shared verdict vocabulary (``claims/verdicts.py``): known answers for every verdict of
 the finding rule, pooled against parts, statements and the quote check."""
 
 from __future__ import annotations
