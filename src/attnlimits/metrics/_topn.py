@@ -194,23 +194,30 @@ def _gram_products(
     prev = 0
     for n in ns:
         if n > prev:
-            idx = flat_order[:, prev:n]
-            c = n - prev
-            crow = torch.arange(0, rows * c + 1, c, device=attn.device)
-            with warnings.catch_warnings():  # CSR support is marked beta; this use is basic
-                warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
-                sel = torch.sparse_csr_tensor(
-                    crow,
-                    idx.reshape(-1),
-                    flat_attn.gather(-1, idx).reshape(-1),
-                    size=(rows, k),
-                    check_invariants=False,
-                )
-                inner = inner + sel @ gram
+            inner = inner + selection_csr(flat_attn, flat_order[:, prev:n]) @ gram
         prev = n
         top = flat_order[:, :n]
         s_sq = (flat_attn.gather(-1, top) * inner.gather(-1, top)).sum(-1, keepdim=True)
         yield n, inner.view(attn.shape), s_sq.view(*attn.shape[:-1], 1)
+
+
+def selection_csr(attn: Tensor, idx: Tensor) -> Tensor:
+    """The rows of ``attn`` [R, K] kept at the keys ``idx`` [R, c] (distinct per row), as a CSR
+    matrix [R, K] with each row's column indices sorted: the layout cuSPARSE documents and
+    torch's ``check_invariants`` demands (``idx`` comes in weight order; the CPU kernel took it
+    unsorted, CUDA's need not)."""
+    rows, k = attn.shape
+    cols = idx.sort(-1).values
+    crow = torch.arange(0, rows * cols.shape[-1] + 1, cols.shape[-1], device=attn.device)
+    with warnings.catch_warnings():  # CSR support is marked beta; this use is basic
+        warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+        return torch.sparse_csr_tensor(
+            crow,
+            cols.reshape(-1),
+            attn.gather(-1, cols).reshape(-1),
+            size=(rows, k),
+            check_invariants=False,  # sorted and distinct by construction (tested)
+        )
 
 
 def query_blocks(
