@@ -10,6 +10,7 @@ on both paths, and the two paths must agree.
 
 from __future__ import annotations
 
+import math
 import os
 
 import pytest
@@ -18,9 +19,11 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
+from attnlimits import theory
 from attnlimits.metrics import separability_curve, separability_metrics
 from attnlimits.metrics._rows import row_mean
 from attnlimits.metrics._topn import selection_csr
+from attnlimits.theory.geometry import separability_bounds
 from test_fused import _count_range as count_range
 
 TIES = ["exact", "ulp", "1e-4"]
@@ -149,3 +152,25 @@ def test_selection_csr_passes_torch_invariant_check():
             attn.shape,
             check_invariants=True,
         )
+
+
+def test_zero_radius_takes_the_limit_and_keeps_gradients_finite():
+    """r = 0 (measured): the lower bound's limit r → 0⁺ of 1 − Σξ_i/(rN), 1 where Σξ = 0
+    (N = 1) and −inf otherwise; the upper bound its formula at r = 0; no NaN in either, nor in
+    the gradients (the double where keeps 0/0 out of them)."""
+    one = torch.tensor([[0.7]], dtype=torch.float64, requires_grad=True)
+    two = torch.tensor([[0.5, 0.3]], dtype=torch.float64, requires_grad=True)
+    r = torch.zeros(1, dtype=torch.float64)
+    lower1, upper1 = separability_bounds(one, r, 1.0, 0.5, check=False)
+    assert lower1.tolist() == [1.0] and upper1.tolist() == [1.0]
+    lower2, upper2 = separability_bounds(two, r, 1.0, 0.5, check=False)
+    assert lower2.tolist() == [-math.inf]
+    xi_ = theory.xi(two.detach(), 1.0, 0.5)
+    torch.testing.assert_close(upper2, torch.exp(-(xi_**2) / 16).mean(-1))
+    # continuous at N = 1: a tiny positive r gives the same values
+    tiny = torch.full((1,), 1e-300, dtype=torch.float64)
+    assert separability_bounds(one, tiny, 1.0, 0.5, check=False)[0].tolist() == [1.0]
+    (lower1.sum() + upper1.sum() + upper2.sum()).backward()
+    assert torch.isfinite(one.grad).all() and torch.isfinite(two.grad).all()
+    with pytest.raises(ValueError, match="r"):  # the public check still wants r > 0
+        separability_bounds(one.detach(), r, 1.0, 0.5)
