@@ -175,9 +175,10 @@ def _no_bound(args: dict[str, Any], path: str, out: Any) -> Any:
 
 
 def _zero_ball(args: dict[str, Any], path: str, out: Any) -> Any:
-    """separability: the lower bound is NaN where the ball radius r is 0, and -inf where r is
-    so small that Σξ/(rN) overflows: a vacuous bound (documented)."""
-    return path == "[1]" and ((out.r == 0) | torch.isneginf(out.lower))
+    """separability: the lower bound is -inf where the ball radius r is 0 and Σξ > 0 (its
+    limit r → 0⁺) or r is so small that Σξ/(rN) overflows: a vacuous bound (documented); never
+    NaN in a valid row (issue 54: r = 0 gave NaN)."""
+    return path == "[1]" and torch.isneginf(out.lower)
 
 
 def _no_valid_row(args: dict[str, Any], path: str, out: Any) -> Any:

@@ -20,18 +20,25 @@ from attnlimits.corpus import word_tokenizer
 
 
 def tiny_model_dir(
-    root: Path, family: str, text: str, *, max_positions: int = 256, digits: bool = False
+    root: Path,
+    family: str,
+    text: str,
+    *,
+    max_positions: int = 256,
+    digits: bool = False,
+    hidden_size: int = 32,
 ) -> Path:
     """Save a tiny random ``family`` model ("llama" with GQA, "gpt2", "bert") under ``root``;
-    ``digits``: its tokenizer splits numbers into digits (:func:`word_tokenizer`)."""
+    ``digits``: its tokenizer splits numbers into digits (:func:`word_tokenizer`);
+    ``hidden_size``: a multiple of 4 (the heads)."""
     torch.manual_seed(0)
     tok = word_tokenizer(text, digits=digits)
     vocab = len(tok)
     if family == "llama":
         cfg = LlamaConfig(
             vocab_size=vocab,
-            hidden_size=32,
-            intermediate_size=64,
+            hidden_size=hidden_size,
+            intermediate_size=2 * hidden_size,
             num_hidden_layers=2,
             num_attention_heads=4,
             num_key_value_heads=2,
@@ -40,14 +47,14 @@ def tiny_model_dir(
         model: torch.nn.Module = LlamaForCausalLM(cfg)
     elif family == "gpt2":
         cfg = GPT2Config(
-            vocab_size=vocab, n_embd=32, n_layer=2, n_head=4, n_positions=max_positions
+            vocab_size=vocab, n_embd=hidden_size, n_layer=2, n_head=4, n_positions=max_positions
         )
         model = GPT2LMHeadModel(cfg)
     elif family == "bert":
         cfg = BertConfig(
             vocab_size=vocab,
-            hidden_size=32,
-            intermediate_size=64,
+            hidden_size=hidden_size,
+            intermediate_size=2 * hidden_size,
             num_hidden_layers=2,
             num_attention_heads=4,
             max_position_embeddings=max_positions,

@@ -194,31 +194,37 @@ def _gram_products(
     prev = 0
     for n in ns:
         if n > prev:
-            idx = flat_order[:, prev:n]
-            c = n - prev
-            crow = torch.arange(0, rows * c + 1, c, device=attn.device)
-            # Two torch notices no user can act on (issue 54), each once per process: CSR support
-            # is marked beta (this use is basic: build, then multiply by a dense matrix), and
-            # torch 2.11 on CUDA reported "Sparse invariant checks are implicitly disabled" from
-            # this block (H100 smoke, docs/data/gpu/h100-2026-11-26), though the tensor is built
-            # with check_invariants=False and its indices are valid by construction. Filtered
-            # here only; torch.sparse.check_sparse_tensor_invariants(False) would also silence
-            # it, but leaves the process-wide flag set for the user's own sparse tensors.
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
-                warnings.filterwarnings("ignore", "Sparse invariant checks are implicitly")
-                sel = torch.sparse_csr_tensor(
-                    crow,
-                    idx.reshape(-1),
-                    flat_attn.gather(-1, idx).reshape(-1),
-                    size=(rows, k),
-                    check_invariants=False,
-                )
-                inner = inner + sel @ gram
+            inner = inner + selection_csr(flat_attn, flat_order[:, prev:n]) @ gram
         prev = n
         top = flat_order[:, :n]
         s_sq = (flat_attn.gather(-1, top) * inner.gather(-1, top)).sum(-1, keepdim=True)
         yield n, inner.view(attn.shape), s_sq.view(*attn.shape[:-1], 1)
+
+
+def selection_csr(attn: Tensor, idx: Tensor) -> Tensor:
+    """The rows of ``attn`` [R, K] kept at the keys ``idx`` [R, c] (distinct per row), as a CSR
+    matrix [R, K] with each row's column indices sorted: the layout cuSPARSE documents and
+    torch's ``check_invariants`` demands (``idx`` comes in weight order; the CPU kernel took it
+    unsorted, CUDA's need not)."""
+    rows, k = attn.shape
+    cols = idx.sort(-1).values
+    crow = torch.arange(0, rows * cols.shape[-1] + 1, cols.shape[-1], device=attn.device)
+    # Two torch notices no user can act on (issue 54), each once per process: CSR support is
+    # marked beta (this use is basic: build, then multiply by a dense matrix), and torch 2.11 on
+    # CUDA reported "Sparse invariant checks are implicitly disabled" from this block (H100
+    # smoke, docs/data/gpu/h100-2026-11-26), though the indices are valid by construction.
+    # Filtered here only; torch.sparse.check_sparse_tensor_invariants(False) would also silence
+    # it, but leaves the process-wide flag set for the user's own sparse tensors.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+        warnings.filterwarnings("ignore", "Sparse invariant checks are implicitly")
+        return torch.sparse_csr_tensor(
+            crow,
+            cols.reshape(-1),
+            attn.gather(-1, cols).reshape(-1),
+            size=(rows, k),
+            check_invariants=False,  # sorted and distinct by construction (tested)
+        )
 
 
 def query_blocks(

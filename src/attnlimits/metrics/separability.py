@@ -62,7 +62,7 @@ class SeparabilityMetrics(NamedTuple):
     """Per-row results of :func:`separability_metrics`, each ``attn.shape[:-1]``."""
 
     ratio: Tensor  # N_s / N by direct count, Eq. 10
-    lower: Tensor  # Eq. 11 left side (valid bound); NaN also where r = 0 (it needs r > 0)
+    lower: Tensor  # Eq. 11 left side (valid bound); where r = 0 its limit r → 0⁺ (1 at N = 1)
     upper: Tensor  # Eq. 11 right side (not a valid bound, see errata)
     r: Tensor  # ball radius min_{j∉I_N} ||s − α_j x_j||
     valid: Tensor  # L ≥ N + 1
@@ -341,15 +341,22 @@ def _block(
     in near-zero weights every ||s − α_i x_i|| is ≈ ||s||, and float32 cannot order them."""
     order = key_ranks(r)
     a = r.attn
-    r64 = r._replace(attn=a.double(), x=r.x.double(), sq=r.sq.double())
+    x64 = r.x.double()
+    shared64 = None if shared is None else shared.double()
+    # ||x_j||² in float64 like the rest of the expression below (a float32 one decided the
+    # sign of a tiny r² by its rounding: issue 54), from the Gram diagonal where the inner
+    # products come from the Gram matrix, so an exact tie cancels exactly as in the fused path
+    sq64 = (x64 * x64).sum(-1) if shared64 is None else shared64.diagonal()
+    r64 = r._replace(attn=a.double(), x=x64, sq=sq64.unsqueeze(-2))
     a64 = r64.attn
     nan = torch.tensor(math.nan, dtype=a.dtype, device=a.device)
     fields: list[list[Tensor]] = [[], [], [], [], []]
-    shared64 = None if shared is None else shared.double()
     for n, inner, s_sq in nested_products(r64, order, n_values, shared64):
         idx = order[..., :n]
         sel = torch.zeros_like(r.keep).scatter_(-1, idx, True) & r.keep
-        outside = a64 * a64 * r64.sq - 2 * a64 * inner + s_sq  # ||s − α_j x_j||², then r:
+        # ||s − α_j x_j||² = α_j(α_j||x_j||² − 2⟨x_j, s⟩) + ||s||², rounded as the fused
+        # kernel rounds it; then r:
+        outside = a64 * (a64 * r64.sq - 2 * inner) + s_sq
         ball64 = sqrt0(outside.masked_fill(~(r.keep & ~sel), math.inf).amin(-1))  # (..., Q)
         alpha_sel = a.gather(-1, idx)  # (..., Q, N)
         inside = _inside(x, alpha_sel, idx, inside_gram)

@@ -115,13 +115,16 @@ def _bounds(
     if not isinstance(r, Tensor):
         lower = 1 - x.sum(-1) / (alpha.shape[-1] * r)
         return lower, torch.exp(-((r - x) ** 2) / (16 * _lift(m) ** 2)).mean(-1)
-    # a measured ball radius r may be 0 (Theorem 2 needs r > 0: lower is NaN) or inf (no key
-    # outside I_N: lower 1, upper 0); neither enters a formula (the double where), so no 0/0
-    # or 0·inf reaches the gradients
+    # a measured ball radius r may be 0 (Theorem 2 needs r > 0: lower takes its limit r → 0⁺,
+    # see separability_bounds) or inf (no key outside I_N: lower 1, upper 0); neither enters
+    # a formula (the double where), so no 0/0 or 0·inf reaches the gradients
     inf, ok = torch.isinf(r), (r > 0) & torch.isfinite(r)
-    lower = torch.where(ok, 1 - x.sum(-1) / (alpha.shape[-1] * torch.where(ok, r, 1.0)), 1.0)
+    xi_sum = x.sum(-1)
+    at_zero = torch.where(xi_sum > 0, -math.inf, 1.0)  # the limit r → 0⁺ of 1 − Σξ_i/(rN)
+    limit = torch.where(r == 0, at_zero, 1.0)
+    lower = torch.where(ok, 1 - xi_sum / (alpha.shape[-1] * torch.where(ok, r, 1.0)), limit)
     upper = torch.exp(-((_lift(torch.where(inf, 0.0, r)) - x) ** 2) / (16 * _lift(m) ** 2))
-    return torch.where(r > 0, lower, math.nan), torch.where(inf, 0.0, upper.mean(-1))
+    return lower, torch.where(inf, 0.0, upper.mean(-1))
 
 
 def separability_bounds(
@@ -139,6 +142,13 @@ def separability_bounds(
     ``lower`` is a valid bound on the direct count N_s/N (Eq. 10) of each row whose selected
     tokens satisfy Assumptions 1–2; ``upper`` is *not* a valid bound (it fails at N = 1 for
     every r > 0; see the module docstring and ``docs/errata.md``, theorem2_bounds).
+
+    Eq. 10 and Theorem 2 take r > 0. A *measured* radius r = 0 (``check=False`` callers: a
+    non-selected token's α_j x_j equals s, e.g. at N = 1 a repeated token whose weight ties
+    the top one) gives each side its limit r → 0⁺: ``lower`` = 1 where Σξ_i = 0 (always at
+    N = 1, where ξ_1 = 0, so the value is continuous in r there) and −∞ otherwise (Markov's
+    step 1{X_i ≤ r} ≥ 1 − X_i/r says nothing as r → 0; still a valid bound), ``upper`` its
+    formula at r = 0. Never NaN (issue 54).
 
     Parameters
     ----------
