@@ -65,6 +65,12 @@ class Threshold:
 
     __rmul__ = __mul__
 
+    def __truediv__(self, other: object) -> float:
+        return float(self.value) / float(other)  # type: ignore[arg-type]
+
+    def __rtruediv__(self, other: object) -> float:
+        return float(other) / float(self.value)  # type: ignore[arg-type]
+
     def __lt__(self, other: object) -> bool:
         return float(self.value) < float(other)  # type: ignore[arg-type]
 

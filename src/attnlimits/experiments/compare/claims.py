@@ -173,7 +173,7 @@ def _judge(
     rule = f"at every L ≥ {MUCH_LONGER}·k better (helps, none hurts) R, some P, none N"
     far = df[df["length"] >= MUCH_LONGER * k]
     if not len(far):
-        reason = f"no L ≥ {MUCH_LONGER}·k = {MUCH_LONGER * k}"
+        reason = f"no L ≥ {MUCH_LONGER}·k = {MUCH_LONGER * k:g}"
         return s.judged("", rule, NOT_TESTABLE, reason)
     measured = "; ".join(
         f"L={int(r.length)}: perplexity {r.ppl_effect}, retrieval {r.retrieval_effect}"
