@@ -30,8 +30,10 @@ from attnlimits._paths import path_kind
 from attnlimits.capture import _kept
 from attnlimits.capture._files import (
     LOAD_ERRORS,
+    CorruptModelFileError,
     ModelUnavailableError,
     check_gguf,
+    check_model_json,
     check_safetensors,
     first_line,
 )
@@ -250,6 +252,7 @@ def _resolve(name_or_path: str, allow: bool = False) -> str:
             )
         for weights in sorted(path.glob("*.safetensors")):
             check_safetensors(weights)  # truncated or corrupt: one line naming the file
+        check_model_json(path)  # config or tokenizer not JSON, a bad size: file and field
         return str(path)
     if kind != "missing":
         raise ModelUnavailableError(
@@ -355,6 +358,8 @@ def _unavailable(
 ) -> ModelUnavailableError:
     """What :func:`load_model` raises when transformers cannot load the model: offline, the
     alternatives; a local folder, what is wrong with it; else the error's first line."""
+    if isinstance(err, CorruptModelFileError):  # names the file already
+        return ModelUnavailableError(str(err))
     if offline:
         online = (
             " (or set HF_HUB_OFFLINE=0 if this machine is online)"
