@@ -198,7 +198,14 @@ def reproduce_limitations(
             typer.echo(f"{m}: {runs[m]}")
             _run("limitations", options | {"model": m}, quick=quick, out=runs[m], fresh=fresh,
                  flags=flags, config=configs[m], yes=True)  # fmt: skip
-    typer.echo(f"report: {write_side_by_side(out, runs)}")
+    try:  # the joined report: a full disk or Ctrl-C here ends as in a run
+        with one_line_warnings():
+            report = write_side_by_side(out, runs)
+    except KeyboardInterrupt:
+        _fail(f"interrupted while writing the joined report in {out}; rerun the command", 130)
+    except (ValueError, OSError) as err:
+        _fail(str(err))
+    typer.echo(f"report: {report}")
 
 
 @reproduce.command("softmax-not-enough")

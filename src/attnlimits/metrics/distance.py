@@ -29,6 +29,7 @@ from torch import Tensor
 from attnlimits._checks import check_choice, check_choices
 from attnlimits._grad import sqrt0
 from attnlimits.metrics import _fused
+from attnlimits.metrics._rows import empty_rows
 from attnlimits.metrics._topn import (
     TopNRows,
     check_rows,
@@ -218,6 +219,8 @@ def distance_metrics(
     check_rows(attn, x, mask, (n,))
     check_choice(form, "form", EXPECTED_FORMS)
     check_choice(gap_form, "gap_form", GAP_FORMS)
+    if (empty := empty_rows(attn, x, mask, len(DistanceMetrics._fields))) is not None:
+        return DistanceMetrics(*empty)  # no rows: empty in, empty out
     pair: _Pairwise | None = None
     parts = []
     for a, m, k in query_blocks(attn, mask, n + 1):
