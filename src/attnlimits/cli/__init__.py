@@ -18,7 +18,12 @@ from typing import Annotated, Any
 import typer
 
 from attnlimits.cli._budget import Yes, check_models
-from attnlimits.cli._errors import OneLineGroup, no_empty_folders_left, one_line_warnings
+from attnlimits.cli._errors import (
+    OneLineApp,
+    OneLineGroup,
+    no_empty_folders_left,
+    one_line_warnings,
+)
 from attnlimits.cli._errors import fail as _fail
 from attnlimits.cli._options import AllowIncomplete, Beyond, Device, Fresh, Model, Quick, Text
 from attnlimits.cli._options import names as _names
@@ -31,7 +36,7 @@ from attnlimits.cli.report import report as report_command
 from attnlimits.cli.sweep import sweep as sweep_command
 from attnlimits.cli.view import view as view_command
 
-app = typer.Typer(
+app = OneLineApp(  # once the command is over, Ctrl-C is ignored (cli/_errors.py)
     cls=OneLineGroup,  # parse errors: one error line, exit 2 (cli/_errors.py)
     help="Measure where softmax attention runs out of resolution.",
     no_args_is_help=True,
