@@ -122,9 +122,10 @@ def token_windows(
             check_windows(len(ids), L, n_windows, source)
         if n_chars >= (need + _SAFETY_TOKENS) * _MAX_CHARS_PER_TOKEN:
             raise _SparseTextError(
-                f"{source} has {len(ids):,} tokens in its first {len(prefix):,} characters, "
-                f"too few for windows × L = {n_windows} × {L} = {need}: under one token per "
-                f"{_MAX_CHARS_PER_TOKEN} characters, which no text in words has (is it text?)"
+                f"{source} has {len(ids):,} tokens in {len(prefix):,} characters where its "
+                f"windows start, too few for {n_windows} window(s) of {L} tokens: under one "
+                f"token per {_MAX_CHARS_PER_TOKEN} characters, which no text in words has (is "
+                "it text?)"
             )
         n_chars *= 2
     return torch.tensor(ids[:need], dtype=torch.long).view(n_windows, L)  # [n_windows, L]

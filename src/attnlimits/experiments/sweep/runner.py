@@ -62,8 +62,8 @@ def run_sweep(
 
     Returns (``report.md``'s path, how many cells failed). A bad spec or backend raises
     ``ValueError`` (no Ray: ``ImportError``; a cluster address that does not answer, or an
-    ``address`` with the serial backend: ``ValueError``) before any folder is made; a failing cell does not
-    stop the others. ``out`` is locked for the sweep (a second sweep into it gets
+    ``address`` with the serial backend: ``ValueError``) before any folder is made; a failing
+    cell does not stop the others. ``out`` is locked for the sweep (a second sweep into it gets
     ``FolderBusyError``). ``out`` must be new, a sweep's, or hold no files attnlimits did not
     write where a sweep writes (``run.json``, ``report.md``, ``tables/``, ``cells/``): else a
     ``ValueError`` naming them. A sweep deletes nothing.
