@@ -462,3 +462,24 @@ def test_the_gguf_cache_on_a_full_disk_names_the_entry(tmp_path, cache, monkeypa
     assert err.value.errno == 28
     assert re.match(rf"cannot write {cache}/models/tiny-\w+: disk full", str(err.value))
     assert not [p for p in (cache / "models").iterdir() if p.name.startswith(".tiny")]
+
+
+@pytest.mark.slow  # 41 s beside a load of 20 on 2 cores; the hash itself is tested above
+def test_a_scan_whose_out_is_its_model_folder_resumes(tmp_path, cache, book_path):
+    """Item 3, end to end: ``scan FOLDER --out FOLDER`` twice; the second run finds the
+    model's content unchanged and recomputes nothing (every rerun had added a set of parts)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from attnlimits.cli import app
+
+    folder = tiny_model_dir(tmp_path, "llama", book_path.read_text()[:200_000])
+    argv = ["scan", str(folder), "--text", str(book_path), "--lengths", "64", "--windows", "1"]
+    runs = []
+    for _ in range(2):
+        res = CliRunner().invoke(app, [*argv, "--out", str(folder)])
+        assert res.exit_code == 0, res.output
+        content = json.loads((folder / "run.json").read_text())["model"]["content"]
+        runs.append((content, sorted(p.name for p in (folder / "parts").iterdir())))
+    assert runs[0] == runs[1]
