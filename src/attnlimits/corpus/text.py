@@ -267,6 +267,11 @@ def _decode(path: Path, raw: bytes) -> str:
     the first bad byte."""
     encoding = next((name for bom, name in _BOMS.items() if raw.startswith(bom)), None)
     nuls = raw.count(b"\0")
+    if encoding is None and nuls > len(raw) * 4 // 5:  # UTF-32 of ASCII is 3/4 NUL
+        raise ValueError(
+            f"text file {path} is not text: {nuls:,} of its {len(raw):,} bytes are NUL; give "
+            "a plain-text file"
+        )
     if encoding is None and nuls > len(raw) // 100:
         encoding = "utf-16"  # ASCII in UTF-16 is every other byte NUL (and valid UTF-8)
     if encoding is not None:
