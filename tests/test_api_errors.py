@@ -164,3 +164,32 @@ def test_a_dropped_key_plays_no_part_in_the_pairwise_distances() -> None:
     both = metrics.min_pairwise_distances(x, torch.tensor([[True, False, True]]))
     for delta in both:
         torch.testing.assert_close(delta, torch.tensor([3.84], dtype=torch.float64))
+
+
+@pytest.mark.parametrize(
+    ("attn_shape", "x_shape"),
+    [((3, 0, 12), (3, 12, 8)), ((0, 12, 12), (0, 12, 8)), ((2, 3, 0, 12), (3, 12, 8))],
+)
+@pytest.mark.parametrize("fused", [True, False])
+def test_no_query_rows_or_no_heads_give_empty_results(
+    attn_shape: tuple[int, ...], x_shape: tuple[int, ...], fused: bool, monkeypatch
+) -> None:
+    """Issue 58, item 8: an empty query axis or batch (distance_metrics raised IndexError,
+    separability_metrics "cannot reshape tensor of 0 elements"): empty in, empty out, each
+    field shaped as the rows (and the N grid), ``valid`` boolean, like the other metrics."""
+    from attnlimits.metrics import _fused
+
+    if not fused:
+        monkeypatch.setattr(_fused, "enabled", lambda *args, **kwargs: False)
+    attn = torch.rand(attn_shape)
+    x = metrics.normalize_to_sphere(torch.randn(x_shape))
+    rows = torch.broadcast_shapes(attn_shape[:-1], (*x_shape[:-2], 1))
+    for result, shape in [
+        (metrics.distance_metrics(attn, x, 2), rows),
+        (metrics.distance_metrics(attn, x, 2, mask=torch.ones(12, dtype=torch.bool)), rows),
+        (metrics.separability_metrics(attn, x, 2), rows),
+        (metrics.separability_curve(attn, x, [1, 2, 4]), (*rows, 3)),
+    ]:
+        assert [tuple(f.shape) for f in result] == [tuple(shape)] * len(result)
+        assert result.valid.dtype == torch.bool
+        assert all(f.dtype == torch.float32 for f in result[:-1])

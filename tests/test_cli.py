@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from attnlimits.cli import app
 from attnlimits.experiments import budget
 from conftest import REPO
-from tiny_models import tiny_gguf, tiny_llama_gguf, tiny_model_dir
+from tiny_models import LLAMA_GGUF_TENSORS, tiny_gguf, tiny_llama_gguf, tiny_model_dir
 
 runner = CliRunner()
 DOC = REPO / "docs" / "reliability.md"
@@ -117,6 +117,15 @@ CASES: list[tuple[str, list[str], str | None]] = [
     ("scan: a model folder with a tensor of another shape", [*SCAN, "{TMP}/reshaped-tensor", "--text", "{BOOK}", "--lengths", "64", "--out", "{OUT}"], None),
     ("scan: a GGUF lacking a tensor", [*SCAN, "{TMP}/lacking.gguf", "--text", "{BOOK}", "--lengths", "32", "--out", "{OUT}"], None),
     ("compare: a model folder with a tensor it does not use", [*CMP, "--model", "{TMP}/unexpected-tensor", "--text", "{BOOK}", "--lengths", "64", "--out", "{OUT}"], None),
+    ("scan: a pytorch_model.bin holding more than tensors (was a 67-line traceback advising weights_only=False)", [*SCAN, "{TMP}/pickled", "--text", "{BOOK}", "--lengths", "64", "--out", "{OUT}"], None),
+    ("scan: a tokenizer.json without added_tokens (was a KeyError traceback)", [*SCAN, "{TMP}/no-added-tokens", "--text", "{BOOK}", "--lengths", "64", "--out", "{OUT}"], None),
+    ("scan: a tokenizer.json that is not JSON (named no file)", [*SCAN, "{TMP}/bad-tokenizer", "--text", "{BOOK}", "--lengths", "64", "--out", "{OUT}"], None),
+    ("scan: num_attention_heads 0 (was a ZeroDivisionError traceback)", [*SCAN, "{TMP}/zero-heads", "--text", "{BOOK}", "--lengths", "64", "--out", "{OUT}"], None),
+    ("scan: num_attention_heads \"4\", a string (was a validation traceback)", [*SCAN, "{TMP}/string-heads", "--text", "{BOOK}", "--lengths", "64", "--out", "{OUT}"], None),
+    ("scan: a GGUF with no tensors (was 6 lines)", [*SCAN, "{TMP}/no-tensors.gguf", "--out", "{OUT}"], None),
+    ("scan: a 2 GB text (was killed for memory at 20 GB after 4 min)", [*SCAN, "{MODEL}", "--text", "{TMP}/huge.txt", "--out", "{OUT}"], None),
+    ("scan: a UTF-16 text (was told iconv -f latin1)", [*SCAN, "{MODEL}", "--text", "{TMP}/utf16.txt", "--lengths", "64", "--out", "{OUT}"], None),
+    ("scan: a text of 30 MB of spaces and a few words", [*SCAN, "{MODEL}", "--text", "{TMP}/spaces.txt", "--lengths", "64", "--windows", "2", "--out", "{OUT}"], None),
     ("scan: a text too short for the windows (before the model loads)", [*SCAN, "{TMP}/no-model", "--text", "{TMP}/short.txt", "--out", "{OUT}"], None),
     ("scan: a FIFO as the text (would block)", [*SCAN, "{MODEL}", "--text", "{TMP}/fifo", "--out", "{OUT}"], None),
     ("scan: an empty text file", [*SCAN, "{MODEL}", "--text", "{TMP}/empty.txt", "--out", "{OUT}"], None),
@@ -182,6 +191,7 @@ CASES: list[tuple[str, list[str], str | None]] = [
     ("lengths of a million tokens (16 GB free)", [*SCAN, "smollm2-135m", "--lengths", "1000000", "--beyond-context", "--quick", "--out", "{OUT}"], None),
     ("2,000 quick windows, over an hour, without --yes", [*LIM, "--model", "smollm2-135m", "--windows", "2000", "--quick", "--out", "{OUT}"], None),
     ("sweep: 10,000 cells without --yes", ["sweep", "{TMP}/ten-thousand.toml", "--out", "{OUT}"], None),
+    ("sweep: --address with the serial backend (was ignored)", ["sweep", "{TMP}/ten-thousand.toml", "--address", "ray://head:10001", "--out", "{OUT}"], None),
     ("an unknown command", ["bogus"], None),
     ("reproduce without an experiment", ["reproduce"], None),
     ("an unknown experiment", ["reproduce", "bogus"], None),
@@ -247,6 +257,7 @@ def env(tmp_path_factory, book_path) -> dict[str, str]:
         weights = load_file(root / name / "model.safetensors")
         change(weights)
         save_file(weights, root / name / "model.safetensors", metadata={"format": "pt"})
+    _malformed_models(root, model)
     tiny_llama_gguf(root / "lacking.gguf", drop=("blk.1.attn_k.weight",))
     weights = root / "cut-weights" / "model.safetensors"
     os.truncate(weights, weights.stat().st_size // 2)
@@ -261,6 +272,36 @@ def env(tmp_path_factory, book_path) -> dict[str, str]:
         (root / name).write_text(spec)
     return {"MODEL": str(model), "BERT": str(bert), "DIGITS": str(digits),
             "BOOK": str(book_path), "TMP": str(root)}  # fmt: skip
+
+
+def _malformed_models(root: Path, model: Path) -> None:
+    """Model folders whose files are malformed, a GGUF without tensors, and texts a scan
+    refuses by their size or encoding (issue 58, items 4-6 and 10)."""
+    import json
+
+    import numpy as np
+
+    edits = {
+        "no-added-tokens": ("tokenizer.json", lambda d: d.pop("added_tokens")),
+        "zero-heads": ("config.json", lambda d: d.update(num_attention_heads=0)),
+        "string-heads": ("config.json", lambda d: d.update(num_attention_heads="4")),
+    }
+    for name, (file, edit) in edits.items():
+        shutil.copytree(model, root / name)
+        data = json.loads((root / name / file).read_text())
+        edit(data)
+        (root / name / file).write_text(json.dumps(data))
+    shutil.copytree(model, root / "bad-tokenizer")
+    (root / "bad-tokenizer" / "tokenizer.json").write_text('{"version": nope}')
+    shutil.copytree(model, root / "pickled")
+    weights = load_file(root / "pickled" / "model.safetensors")
+    (root / "pickled" / "model.safetensors").unlink()
+    torch.save({**weights, "extra": np.arange(3)}, root / "pickled" / "pytorch_model.bin")
+    tiny_llama_gguf(root / "no-tensors.gguf", drop=LLAMA_GGUF_TENSORS)
+    with open(root / "huge.txt", "wb") as f:  # sparse: 2 GB of NUL bytes, none on disk
+        f.truncate(2 * 2**30)
+    (root / "utf16.txt").write_bytes("Pierre said hello.\n".encode("utf-16") * 200)
+    (root / "spaces.txt").write_text("word\n" + " " * 30_000_000 + "\nword\n")
 
 
 class Result(NamedTuple):

@@ -304,3 +304,107 @@ def test_spread_windows_too_short_raises_with_the_numbers():
         spread_windows(WordTokenizer(), text, L=40, n_windows=2)
     with pytest.raises(ValueError, match="too short for 4 windows of 14 tokens spread over it"):
         spread_windows(WordTokenizer(), text, L=14, n_windows=4)
+
+
+# ---- issue 58, items 4 and 10: a text's size and encoding, before it is read whole ----------
+
+
+@pytest.mark.parametrize("size", [2 * 2**30, text_mod.MAX_TEXT_BYTES + 1])
+def test_a_text_over_the_size_limit_is_refused_before_it_is_read(tmp_path, monkeypatch, size):
+    """A 2 GB file was read whole and tokenised until the kernel killed it at 20 GB."""
+    path = tmp_path / "book.txt"
+    with open(path, "wb") as f:
+        f.truncate(size)  # sparse: nothing on disk
+    monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail(f"{self} was read"))
+    for call in (load_text, text_mod.pack_text):
+        with pytest.raises(ValueError) as err:
+            call(path)
+        assert str(err.value) == (
+            f"text file {path} has {size:,} bytes, over the 64,000,000 a text may have (it is "
+            "read whole; War and Peace has 3.4 MB): give a shorter text, e.g. a part of it"
+        )
+
+
+def test_the_estimate_refuses_a_text_over_the_limit_first(tmp_path):
+    """The size is checked inside the memory estimate, before any folder is touched."""
+    from attnlimits.experiments import budget, skeleton
+
+    path = tmp_path / "book.txt"
+    with open(path, "wb") as f:
+        f.truncate(text_mod.MAX_TEXT_BYTES + 1)
+    with pytest.raises(ValueError, match="over the 64,000,000 a text may have"):
+        budget.text_bytes(path)
+    scan = skeleton.get("scan")
+    with pytest.raises(ValueError, match="over the 64,000,000 a text may have"):
+        scan.estimate(scan.config(model="smollm2-135m", text=str(path)))
+    assert budget.text_bytes(tmp_path / "missing.txt") == budget.BOOK_BYTES  # load_text's to say
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        ("Pierre said hello.\n".encode("utf-16"), "looks like UTF-16 (36 of its 40 bytes are NUL)"),
+        ("Pierre said hello.\n".encode("utf-16-le"), "looks like UTF-16 (19 of its 38 bytes"),
+        ("Pierre said hello.\n".encode("utf-16-be"), "looks like UTF-16 (19 of its 38 bytes"),
+        ("Pierre said hello.\n".encode("utf-32"), "looks like UTF-32"),
+        (b"\xff\xfe", "looks like UTF-16 (it starts with its BOM)"),
+    ],
+)
+def test_a_utf16_text_is_told_to_convert_from_utf16(tmp_path, data, words):
+    """It was told ``iconv -f latin1``; UTF-16 of ASCII text (every other byte NUL) is even
+    valid UTF-8 and was read as text."""
+    path = tmp_path / "book.txt"
+    path.write_bytes(data * 10 if len(data) < 100 else data)
+    with pytest.raises(ValueError) as err:
+        load_text(path)
+    message = str(err.value)
+    assert message.startswith(f"text file {path} is not UTF-8 but ") and "\n" not in message
+    assert words.split(" (")[0] in message and "latin1" not in message
+    assert message.endswith(f"iconv -f {'utf-32' if 'UTF-32' in words else 'utf-16'} -t utf-8")
+
+
+def test_a_text_of_few_tokens_is_refused_from_a_bounded_prefix():
+    """A stretch of millions of spaces (or any text of under one token per 256 characters)
+    was tokenised whole, at ~64 bytes of memory per character, to be found too short."""
+    from attnlimits.corpus import spread_windows
+
+    tok = WordTokenizer()
+    text = "word\n" + " " * 5_000_000 + "\nword\n"
+    for call in (
+        lambda: token_windows(tok, text, L=64, n_windows=2, source="sparse.txt"),
+        lambda: spread_windows(tok, text, L=64, n_windows=2, source="sparse.txt"),
+    ):
+        tok.chars_seen.clear()
+        with pytest.raises(
+            ValueError,
+            match=r"^sparse.txt has [01] tokens in [\d,]+ characters where its windows start",
+        ):
+            call()
+        assert max(tok.chars_seen) <= (64 * 2 + 8) * 256 * 2  # the prefix stopped growing
+
+
+def test_a_text_is_counted_in_bounded_pieces(monkeypatch):
+    """The whole-text count behind "too short: it has N tokens" reads pieces of a bounded
+    size, and counts the same tokens as one pass where no word straddles a cut."""
+    from attnlimits.corpus import windows
+    from attnlimits.corpus.windows import count_tokens
+
+    monkeypatch.setattr(windows, "_COUNT_CHARS", 100)
+    text = "".join(f"line {i} of the text\n" for i in range(500))
+    tok = WordTokenizer()
+    assert count_tokens(tok, text) == len(tok.encode(text)) == 2500
+    assert max(tok.chars_seen[:-1]) <= 100
+
+
+def test_a_file_of_nul_bytes_is_not_text(tmp_path):
+    """``truncate -s 200M book.txt``: 200 MB of NUL bytes decode as UTF-8 and took 123 s and
+    12.9 GB to be found "too short: it has 1 tokens"."""
+    path = tmp_path / "book.txt"
+    with open(path, "wb") as f:
+        f.truncate(1_000_000)
+    with pytest.raises(ValueError) as err:
+        load_text(path)
+    assert str(err.value) == (
+        f"text file {path} is not text: 1,000,000 of its 1,000,000 bytes are NUL; give a "
+        "plain-text file"
+    )

@@ -387,6 +387,7 @@ def test_without_bound_skips_only_the_bound(gen):
 @pytest.mark.parametrize("kind", ["none", "causal", "random"])
 def test_d1_running_max_path_matches_full_loop(gen, monkeypatch, shared_x, kind, torch_path):
     """d_1 from the running maximum (prefix rows) equals the loop over all selected keys."""
+    from attnlimits.metrics import _d1
     from attnlimits.metrics import distance as dm
 
     q = k = 40
@@ -394,18 +395,18 @@ def test_d1_running_max_path_matches_full_loop(gen, monkeypatch, shared_x, kind,
     attn, _ = _inputs(gen, (3,), q, k, mask=mask)
     x = torch.randn(1 if shared_x else 3, k, 4, generator=gen, dtype=F64)
     looped: list[int] = []
-    loop = dm._d1_loop
+    loop = _d1.d1_loop
 
     def counting_loop(dist, table, idx, blocked):
         looped.append(idx.shape[0])
         return loop(dist, table, idx, blocked)
 
-    monkeypatch.setattr(dm, "_d1_loop", counting_loop)
+    monkeypatch.setattr(_d1, "d1_loop", counting_loop)
     for n in (1, 3, 10):
         r = dm.prepare_rows(attn, x, n, mask)
-        pair = dm._pairwise(r.x)
+        pair = _d1.pairwise(r.x)
         idx, sel = dm.top_n(r.attn, r.keep, n)
-        got = dm._d1(r, idx, sel, pair)
+        got = _d1.d1(r, idx, sel, pair)
         table = torch.arange(x.shape[0]).repeat_interleave(q).repeat(3 // x.shape[0])
         blocked = ~(r.keep & ~sel).expand(3, q, k).reshape(-1, k)
         ref = loop(pair.dist, table, idx.reshape(-1, n), blocked).view(3, q)

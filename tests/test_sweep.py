@@ -425,3 +425,38 @@ def test_cli_an_unreachable_address_ends_in_one_line(tmp_path):
     assert res.exit_code == 2 and len(lines) == 1, res.output
     assert lines[0].startswith("error: cannot reach Ray at 127.0.0.1:9"), res.output
     assert not (tmp_path / "out").exists()
+
+
+def test_ray_starts_without_its_info_line_or_its_workers_logs(tmp_path, monkeypatch):
+    """Issue 58, item 10: Ray's INFO line on starting a local runtime (and its workers' and
+    raylet's log lines) reached the screen between the sweep's own lines."""
+    import logging
+
+    from attnlimits.experiments.sweep import backends
+
+    asked: dict = {}
+
+    class FakeRay:
+        @staticmethod
+        def is_initialized() -> bool:
+            return False
+
+        @staticmethod
+        def init(**kwargs):
+            asked.update(kwargs)
+            raise RuntimeError("no runtime in this test")
+
+    monkeypatch.setattr(backends, "_import_ray", lambda: FakeRay)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(ValueError, match="cannot start or reach Ray at a local runtime"):
+        backends._ray(None, [], tmp_path, None, {}, None, {})
+    assert asked["logging_level"] == logging.WARNING and asked["log_to_driver"] is False
+
+
+def test_an_address_with_the_serial_backend_is_refused(tmp_path):
+    """Issue 58, item 10: ``--address ray://...`` with ``--backend serial`` was ignored."""
+    spec = tmp_path / "s.toml"
+    spec.write_text('experiment = "scan"\nquick = true\n[axes]\nseed = [0, 1]\n')
+    with pytest.raises(ValueError, match=r"^--address ray://head:10001 names a Ray cluster"):
+        run_sweep(spec, tmp_path / "out", backend="serial", address="ray://head:10001")
+    assert not (tmp_path / "out").exists()

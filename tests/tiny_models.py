@@ -83,6 +83,17 @@ def tiny_gguf(path: Path, *, cut: int | None = None) -> int:
     return len(data)
 
 
+_LAYER_TENSORS = "attn_norm ffn_norm attn_q attn_k attn_v attn_output ffn_gate ffn_up ffn_down"
+#: The GGUF names of every tensor :func:`tiny_llama_gguf` writes (``drop`` them all: a GGUF of
+#: metadata only).
+LLAMA_GGUF_TENSORS = (
+    "token_embd.weight",
+    "output_norm.weight",
+    "output.weight",
+    *(f"blk.{i}.{part}.weight" for i in range(2) for part in _LAYER_TENSORS.split()),
+)
+
+
 def tiny_llama_gguf(path: Path, *, seed: int = 0, drop: tuple[str, ...] = ()) -> Path:
     """Write a tiny Llama that transformers loads from GGUF (float32 tensors, a 16-token
     byte-level vocabulary) to ``path``: 2 layers, 4 query and 2 key/value heads of 8. Its size

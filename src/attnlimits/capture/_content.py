@@ -22,7 +22,7 @@ from pathlib import Path
 
 from attnlimits.corpus.text import cache_dir, text_sha256
 
-__all__ = ["file_sha256", "folder_sha256"]
+__all__ = ["file_sha256", "folder_sha256", "model_files"]
 
 #: A hash is remembered only for a file whose ctime is at least this far in the past.
 _SETTLED_NS = 1_000_000_000
@@ -73,9 +73,33 @@ def file_sha256(path: Path, *, remember: bool = True) -> str:
     return digest
 
 
+#: The kinds of file transformers reads from a model folder: weights (safetensors, pickles,
+#: their shard indices), config and tokenizer files (JSON, sentencepiece, vocabularies, merges,
+#: tiktoken, chat templates).
+_MODEL_SUFFIXES = frozenset(
+    ".json .safetensors .bin .pt .pth .msgpack .h5 .model .txt .tiktoken .jinja .gguf".split()
+)
+#: Files a run writes at the top of its results folder that share those kinds (a run whose
+#: ``--out`` is the model's own folder must not change the model's hash).
+_RUN_FILES = frozenset({"run.json"})
+
+
+def model_files(folder: Path) -> list[Path]:
+    """The top-level files of a model folder that make the model (transformers reads nothing
+    below them): its weights, config and tokenizer files, sorted. A README, ``.gitattributes``,
+    hidden files and what a run writes there (``run.json``, ``report.md``) are not the model."""
+    return sorted(
+        p
+        for p in Path(folder).iterdir()
+        if p.is_file()
+        and not p.name.startswith(".")
+        and p.suffix.lower() in _MODEL_SUFFIXES
+        and p.name not in _RUN_FILES
+    )
+
+
 def folder_sha256(folder: Path) -> str:
-    """One sha256 for a model folder: of the names and :func:`file_sha256` of its top-level
-    files (transformers reads nothing below them)."""
-    files = sorted(p for p in Path(folder).iterdir() if p.is_file())
-    listing = [[p.name, file_sha256(p)] for p in files]
+    """One sha256 for a model folder: of the names and :func:`file_sha256` of its
+    :func:`model_files`, so a run's files written into the folder leave it as it was."""
+    listing = [[p.name, file_sha256(p)] for p in model_files(folder)]
     return hashlib.sha256(json.dumps(listing).encode()).hexdigest()

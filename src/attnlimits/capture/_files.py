@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import mmap
+import pickle
 import struct
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 __all__ = [
@@ -20,9 +22,11 @@ __all__ = [
     "CorruptModelFileError",
     "ModelUnavailableError",
     "check_gguf",
+    "check_model_json",
     "check_safetensors",
     "first_line",
     "needs_remote_code",
+    "pickle_error",
 ]
 
 #: ggml type id -> (elements per block, bytes per block) for the types in common GGUF files;
@@ -129,6 +133,8 @@ def _gguf_need(data: Any) -> int | None:
     if version not in (2, 3):
         return None
     tensors, entries = r.take("<Q"), r.take("<Q")
+    if tensors == 0:
+        raise ValueError("it holds no tensors (a GGUF of metadata only?)")
     alignment = 32  # ggml's default
     for _ in range(entries):
         key, kind = r.string(), r.take("<I")
@@ -174,10 +180,86 @@ def check_gguf(path: Path) -> None:
         raise _truncated(path, size, need)
 
 
+#: Fields of a model's config.json that size it: where present (and not null) each must be a
+#: whole number >= 1 (a 0 or a string ends in a ZeroDivisionError or a validation error deep in
+#: transformers, naming neither the file nor the field).
+_SIZES = (
+    "num_hidden_layers num_attention_heads num_key_value_heads hidden_size intermediate_size "
+    "head_dim vocab_size max_position_embeddings n_layer n_head n_embd n_positions n_ctx"
+).split()
+#: Keys transformers' fast tokenizer reads from tokenizer.json without a default.
+_TOKENIZER_KEYS = ("added_tokens", "model")
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    """``path`` read as a JSON object, or :class:`CorruptModelFileError` naming the file."""
+    try:
+        data = json.loads(path.read_bytes())
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
+        raise CorruptModelFileError(
+            f"model file {path} is not valid JSON ({first_line(err)})"
+        ) from None
+    if not isinstance(data, dict):
+        raise CorruptModelFileError(
+            f"model file {path} is not a JSON object (it holds a {type(data).__name__})"
+        )
+    return data
+
+
+def check_model_json(folder: Path) -> None:
+    """Raise :class:`CorruptModelFileError` naming the file and the field where a model folder's
+    ``config.json`` or ``tokenizer.json`` is not JSON, sizes the model by a number that is not
+    a whole number >= 1, or lacks a key the tokenizer cannot do without."""
+    config = _json_object(folder / "config.json")
+    for name in _SIZES:
+        value = config.get(name)
+        if value is not None and (type(value) is not int or value < 1):
+            raise CorruptModelFileError(
+                f"model file {folder / 'config.json'}: {name} must be a whole number >= 1, "
+                f"got {value!r}"
+            )
+    if (tokenizer := folder / "tokenizer.json").is_file():
+        data = _json_object(tokenizer)
+        for key in _TOKENIZER_KEYS:
+            if key not in data:
+                raise CorruptModelFileError(f"model file {tokenizer} has no {key!r} field")
+
+
+def _pickle_file(tb: TracebackType | None) -> str | None:
+    """The file transformers was reading when unpickling failed (its ``checkpoint_file``)."""
+    found = None
+    while tb is not None:
+        found = tb.tb_frame.f_locals.get("checkpoint_file", found)
+        tb = tb.tb_next
+    return None if found is None else str(found)
+
+
+def pickle_error(err: pickle.UnpicklingError, source: str = "the model") -> CorruptModelFileError:
+    """One line for a pickled weights file (``pytorch_model.bin``) that is not plain tensors.
+
+    Such files are read with ``torch.load(weights_only=True)``, which unpickles tensors and
+    plain containers only and runs no code; this says so, instead of torch's page that advises
+    ``weights_only=False`` (which would run whatever code the pickle holds)."""
+    where = _pickle_file(err.__traceback__)
+    what = f"model file {where}" if where else f"a pickled weights file of {source}"
+    return CorruptModelFileError(
+        f"{what} holds more than plain tensors (or is not a torch file), and attnlimits reads "
+        "pickled weights as plain tensors only, never running code in them: use the model's "
+        ".safetensors files instead"
+    )
+
+
 def _load_errors() -> tuple[type[BaseException], ...]:
     """What loading a broken model raises: transformers' own errors, safetensors' (a Rust
     error class), and the parsers' struct and end-of-file errors."""
     errors: list[type[BaseException]] = [OSError, ValueError, RuntimeError, EOFError, struct.error]
+    errors += [KeyError, ArithmeticError]  # a field a model file lacks, a size of 0
+    try:
+        from huggingface_hub.errors import StrictDataclassError  # a config field's wrong type
+
+        errors.append(StrictDataclassError)
+    except ImportError:  # pragma: no cover - older huggingface_hub
+        pass
     try:
         from safetensors import SafetensorError
 
@@ -193,6 +275,8 @@ LOAD_ERRORS = _load_errors()
 
 def first_line(err: BaseException) -> str:
     """An exception's first line (a loader's message can run to a page)."""
+    if isinstance(err, KeyError) and err.args:  # str() is only the key, quoted
+        return f"no {err.args[0]!r} field where it was looked up"
     lines = str(err).strip().splitlines()
     return lines[0] if lines else type(err).__name__
 

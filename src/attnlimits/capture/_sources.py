@@ -33,6 +33,29 @@ __all__ = ["GGUF_NOTE", "content_of", "gguf_dir", "gguf_note"]
 GGUF_NOTE = ".attnlimits-gguf.json"
 
 
+def _write_errors() -> tuple[type[Exception], ...]:
+    """What writing a cache entry raises: ``OSError``, and safetensors' own error class (a
+    full disk while it writes the weights is a ``SafetensorError``, not an ``OSError``)."""
+    try:
+        from safetensors import SafetensorError
+    except ImportError:  # pragma: no cover - a dependency of transformers
+        return (OSError,)
+    return (OSError, SafetensorError)
+
+
+_WRITE_ERRORS = _write_errors()
+
+
+def _os_error(err: Exception) -> OSError:
+    """``err`` as an ``OSError``: safetensors' error carries Rust's ``Os { code: 28, ...,
+    message: "No space left on device" }`` in its text; its errno and words are kept."""
+    if isinstance(err, OSError):
+        return err
+    code = re.search(r"\bcode: (\d+)", str(err))
+    words = re.search(r'message: "([^"]*)"', str(err))
+    return OSError(int(code[1]) if code else None, words[1] if words else first_line(err))
+
+
 def gguf_dir(gguf: Path, *, allow: bool = False) -> Path:
     """A GGUF file dequantised to a float32 transformers directory, built once and cached.
 
@@ -80,8 +103,8 @@ def gguf_dir(gguf: Path, *, allow: bool = False) -> Path:
         except OSError:  # another process filled the entry first
             if not (target / "config.json").is_file():
                 raise
-    except OSError as err:  # a full disk: the entry named, not only an errno
-        raise write_error(target, err) from err
+    except _WRITE_ERRORS as err:  # a full disk: the entry named, not only an errno
+        raise write_error(target, _os_error(err)) from err
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     file_sha256(gguf)

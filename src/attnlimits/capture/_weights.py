@@ -18,9 +18,13 @@ reported by transformers at all.
 from __future__ import annotations
 
 import logging
+import pickle
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
+
+from attnlimits.capture._files import pickle_error
 
 __all__ = ["IncompleteWeightsError", "checked_load", "refuse"]
 
@@ -37,10 +41,13 @@ class IncompleteWeightsError(OSError):
 
 
 class _DropLoadReport(logging.Filter):
-    """transformers' multi-line LOAD REPORT table: the one-line error replaces it."""
+    """transformers' multi-line LOAD REPORT table (and its note on tied weights that are both
+    absent): the one-line error, or the incomplete note, names the same tensors."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "LOAD REPORT" not in str(record.msg)
+        message = str(record.msg)
+        # also its note on tied weights both absent: those are named as missing
+        return "LOAD REPORT" not in message and "This checkpoint seem corrupted" not in message
 
 
 @contextmanager
@@ -82,8 +89,13 @@ def _problems(model: Any, info: Mapping[str, Any]) -> dict[str, list[str]]:
 def checked_load(load: Callable[..., Any], **kwargs: Any) -> tuple[Any, dict[str, list[str]]]:
     """``load(**kwargs)`` (a ``from_pretrained``) with its loading report: the model and its
     problems (kind -> tensors; all empty for a complete model), transformers' table dropped."""
-    with _quiet_report():
-        model, info = load(output_loading_info=True, ignore_mismatched_sizes=True, **kwargs)
+    try:
+        with _quiet_report(), warnings.catch_warnings():
+            # torch's note on a pickle protocol it did not write: the load works or fails alone
+            warnings.filterwarnings("ignore", message="Detected pickle protocol")
+            model, info = load(output_loading_info=True, ignore_mismatched_sizes=True, **kwargs)
+    except pickle.UnpicklingError as err:  # torch's page advises weights_only=False: never
+        raise pickle_error(err) from None
     return model, _problems(model, info)
 
 

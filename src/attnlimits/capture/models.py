@@ -30,8 +30,10 @@ from attnlimits._paths import path_kind
 from attnlimits.capture import _kept
 from attnlimits.capture._files import (
     LOAD_ERRORS,
+    CorruptModelFileError,
     ModelUnavailableError,
     check_gguf,
+    check_model_json,
     check_safetensors,
     first_line,
     needs_remote_code,
@@ -251,6 +253,7 @@ def _resolve(name_or_path: str, allow: bool = False) -> str:
             )
         for weights in sorted(path.glob("*.safetensors")):
             check_safetensors(weights)  # truncated or corrupt: one line naming the file
+        check_model_json(path)  # config or tokenizer not JSON, a bad size: file and field
         return str(path)
     if kind != "missing":
         raise ModelUnavailableError(
@@ -359,6 +362,8 @@ def _unavailable(
 ) -> ModelUnavailableError:
     """What :func:`load_model` raises when transformers cannot load the model: offline, the
     alternatives; a local folder, what is wrong with it; else the error's first line."""
+    if isinstance(err, CorruptModelFileError):  # names the file already
+        return ModelUnavailableError(str(err))
     if needs_remote_code(err):
         return ModelUnavailableError(
             f"model {name_or_path} needs its own Python code to load (an auto_map in its "

@@ -19,7 +19,12 @@ from typing import Annotated, Any
 import typer
 
 from attnlimits.cli._budget import Yes, check_models
-from attnlimits.cli._errors import OneLineGroup, no_empty_folders_left, one_line_warnings
+from attnlimits.cli._errors import (
+    OneLineApp,
+    OneLineGroup,
+    no_empty_folders_left,
+    one_line_warnings,
+)
 from attnlimits.cli._errors import fail as _fail
 from attnlimits.cli._errors import root_options as _root_options
 from attnlimits.cli._options import AllowIncomplete, Beyond, Device, Fresh, Model, Quick, Text
@@ -33,7 +38,7 @@ from attnlimits.cli.report import report as report_command
 from attnlimits.cli.sweep import sweep as sweep_command
 from attnlimits.cli.view import view as view_command
 
-app = typer.Typer(
+app = OneLineApp(  # once the command is over, Ctrl-C is ignored (cli/_errors.py)
     cls=OneLineGroup,  # parse errors: one error line, exit 2 (cli/_errors.py)
     help="Measure where softmax attention runs out of resolution.",
     no_args_is_help=True,
@@ -201,7 +206,14 @@ def reproduce_limitations(
             typer.echo(f"{m}: {runs[m]}")
             _run("limitations", options | {"model": m}, quick=quick, out=runs[m], fresh=fresh,
                  flags=flags, config=configs[m], yes=True)  # fmt: skip
-    typer.echo(f"report: {write_side_by_side(out, runs)}")
+    try:  # the joined report: a full disk or Ctrl-C here ends as in a run
+        with one_line_warnings():
+            report = write_side_by_side(out, runs)
+    except KeyboardInterrupt:
+        _fail(f"interrupted while writing the joined report in {out}; rerun the command", 130)
+    except (ValueError, OSError) as err:
+        _fail(str(err))
+    typer.echo(f"report: {report}")
 
 
 @reproduce.command("softmax-not-enough")

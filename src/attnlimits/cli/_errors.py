@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import signal
 import sys
 import traceback
 import warnings
@@ -27,6 +28,7 @@ from typer.core import TyperGroup
 
 __all__ = [
     "TRACEBACK_ENV",
+    "OneLineApp",
     "OneLineGroup",
     "fail",
     "no_empty_folders_left",
@@ -204,9 +206,21 @@ def _usage(err: Any) -> str | None:
     return f"{usage}  ({_path(ctx)} --help for more)"
 
 
+#: What Ctrl-C outside a run's own handler prints (typer turns it into a silent exit 130).
+INTERRUPTED = "interrupted (Ctrl-C) before the command finished; rerun it to start again"
+
+
 class OneLineGroup(TyperGroup):
     """The root command: parse errors end in one ``error:`` line (and a ``usage:`` line),
-    exit 2. Typer's own handler would draw a framed panel of five or more lines."""
+    exit 2. Typer's own handler would draw a framed panel of five or more lines. Ctrl-C
+    anywhere in a command that does not handle it (before a run starts, in ``report``) ends in
+    one ``error: interrupted ...`` line and exit 130."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            fail(INTERRUPTED, 130)
 
     def main(  # type: ignore[override]
         self,
@@ -218,6 +232,11 @@ class OneLineGroup(TyperGroup):
     ) -> Any:
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except KeyboardInterrupt:  # between the parse and the command, or after it
+            if not standalone_mode:
+                raise
+            typer.echo(f"error: {INTERRUPTED}", err=True)
+            sys.exit(130)
         except _CLICK_ERROR as err:
             if not standalone_mode:
                 raise
@@ -239,3 +258,17 @@ class OneLineGroup(TyperGroup):
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else 0)
+
+
+class OneLineApp(typer.Typer):
+    """The ``attnlimits`` program (the console script calls it; tests call its command).
+
+    Once the command is over, Ctrl-C is ignored: the process only exits, and an interrupt in
+    its last moments printed a traceback from a library's exit hook (``torch._dynamo``'s) or
+    killed it by the signal, after the command had printed its result."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        finally:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -8,6 +8,7 @@ cache, checked against its sha256 and written atomically. Offline and with no lo
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 import re
@@ -20,10 +21,12 @@ from attnlimits._paths import check_writable_folder, path_kind
 __all__ = [
     "BOOK_START",
     "GUTENBERG_URL",
+    "MAX_TEXT_BYTES",
     "WAR_AND_PEACE_SHA256",
     "TextUnavailableError",
     "cache_dir",
     "check_cache",
+    "check_text_size",
     "describe_text",
     "load_text",
     "pack_text",
@@ -39,6 +42,10 @@ BOOK_START = "BOOK ONE: 1805"
 ENV_TEXT = "ATTNLIMITS_TEXT"
 ENV_CACHE = "ATTNLIMITS_CACHE_DIR"
 CACHE_NAME = "war_and_peace.txt"
+#: The largest text read (20 times *War and Peace*'s 3.4 MB): a text is read whole and its
+#: stretches tokenised, and a 200 MB file of few tokens took 12.9 GB and 2 minutes to be found
+#: too short (a 2 GB one was killed for memory at 20 GB).
+MAX_TEXT_BYTES = 64_000_000
 
 # src/attnlimits/corpus/text.py -> parents[3] is the repository root (editable installs only)
 SHARED_TEXT = Path(__file__).resolve().parents[3].parent / "shared" / "data" / CACHE_NAME
@@ -174,15 +181,27 @@ def _resolve(source: str | os.PathLike[str] | None) -> tuple[Path, bool]:
     return cached, True
 
 
+def check_text_size(path: Path, size: int) -> None:
+    """Refuse a text of ``size`` bytes over :data:`MAX_TEXT_BYTES`, in one line naming it,
+    before it is read."""
+    if size > MAX_TEXT_BYTES:
+        raise ValueError(
+            f"text file {path} has {size:,} bytes, over the {MAX_TEXT_BYTES:,} a text may have "
+            "(it is read whole; War and Peace has 3.4 MB): give a shorter text, e.g. a part of it"
+        )
+
+
 def _read(path: Path) -> bytes:
     """The bytes of the text file ``path``; a folder, FIFO or device is refused by name (a FIFO
-    or ``/dev/zero`` would block or never end)."""
+    or ``/dev/zero`` would block or never end), and a file over :data:`MAX_TEXT_BYTES` before
+    it is read."""
     kind = path_kind(path)
     if kind == "missing":
         raise FileNotFoundError(f"text file not found: {path}")
     if kind != "a file":
         raise ValueError(f"text {path} is {kind}, not a plain-text file; give a .txt file")
     try:
+        check_text_size(path, path.stat().st_size)
         return path.read_bytes()
     except OSError as err:
         raise OSError(f"cannot read text file {path}: {err.strerror or err}") from None
@@ -233,6 +252,44 @@ def describe_text(source: str | os.PathLike[str] | None = None) -> str:
     return f"the text at {path} ({size})"
 
 
+#: Byte-order marks of the encodings a text that is not UTF-8 most often is in, longest first.
+_BOMS = {
+    codecs.BOM_UTF32_LE: "utf-32",
+    codecs.BOM_UTF32_BE: "utf-32",
+    codecs.BOM_UTF16_LE: "utf-16",
+    codecs.BOM_UTF16_BE: "utf-16",
+}
+
+
+def _decode(path: Path, raw: bytes) -> str:
+    """``raw`` decoded as UTF-8. A text that is not is refused, naming the encoding it looks
+    like (a byte-order mark, or NUL bytes: UTF-16 without a mark; plain text has none), else
+    the first bad byte."""
+    encoding = next((name for bom, name in _BOMS.items() if raw.startswith(bom)), None)
+    nuls = raw.count(b"\0")
+    if encoding is None and nuls > len(raw) * 4 // 5:  # UTF-32 of ASCII is 3/4 NUL
+        raise ValueError(
+            f"text file {path} is not text: {nuls:,} of its {len(raw):,} bytes are NUL; give "
+            "a plain-text file"
+        )
+    if encoding is None and nuls > len(raw) // 100:
+        encoding = "utf-16"  # ASCII in UTF-16 is every other byte NUL (and valid UTF-8)
+    if encoding is not None:
+        what = f"{nuls:,} of its {len(raw):,} bytes are NUL" if nuls else "it starts with its BOM"
+        raise ValueError(
+            f"text file {path} is not UTF-8 but looks like {encoding.upper()} ({what}); "
+            f"re-encode it, e.g. iconv -f {encoding} -t utf-8"
+        )
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        bad = raw[err.start : err.start + 1]
+        raise ValueError(
+            f"text file {path} is not UTF-8 (byte {err.start}: {bad!r}); re-encode it, "
+            "e.g. iconv -f latin1 -t utf-8"
+        ) from None
+
+
 def load_text(source: str | os.PathLike[str] | None = None) -> str:
     """Return the text of *War and Peace* (or of ``source``), Gutenberg header and licence stripped.
 
@@ -243,8 +300,9 @@ def load_text(source: str | os.PathLike[str] | None = None) -> str:
     when that line exists); other text only has its line endings normalised to ``\\n``.
 
     Raises ``FileNotFoundError`` for a missing explicit path, ``ValueError`` when the known copy's
-    checksum does not match, a text is empty or not UTF-8, or the path is a folder, FIFO or
-    device (the message names the file and says what it is), and
+    checksum does not match, a text is empty, not UTF-8 (naming UTF-16 or UTF-32 where it looks
+    like them) or over :data:`MAX_TEXT_BYTES` (before it is read), or the path is a folder,
+    FIFO or device (the message names the file and says what it is), and
     :class:`TextUnavailableError` when offline with no local copy.
     """
     if (shipped := _shipped.get(_key(source))) is not None:
@@ -256,14 +314,7 @@ def load_text(source: str | os.PathLike[str] | None = None) -> str:
         raise ValueError(
             f"{path} has sha256 {digest}, expected {WAR_AND_PEACE_SHA256} (Gutenberg #2600)"
         )
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        bad = raw[err.start : err.start + 1]
-        raise ValueError(
-            f"text file {path} is not UTF-8 (byte {err.start}: {bad!r}); re-encode it, "
-            "e.g. iconv -f latin1 -t utf-8"
-        ) from None
+    text = _decode(path, raw)
     if not text.strip():
         raise ValueError(f"text file {path} is empty")
     if _START_MARK.search(text) or _END_MARK.search(text):

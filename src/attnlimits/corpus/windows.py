@@ -15,6 +15,7 @@ from attnlimits._checks import check_int_at_least
 __all__ = [
     "SpreadWindows",
     "check_windows",
+    "count_tokens",
     "encode",
     "spread_windows",
     "token_windows",
@@ -26,6 +27,13 @@ __all__ = [
 _CHARS_PER_TOKEN = 6
 # Tokens whose text lies near the cut could tokenise differently in the full text; drop this many.
 _SAFETY_TOKENS = 8
+# A prefix grows no further than this many characters per token needed: text in words has 1-6,
+# and a text with fewer tokens (a file of NUL bytes or spaces) would be tokenised whole, its
+# size times ~64 in memory, to find it too short.
+_MAX_CHARS_PER_TOKEN = 256
+# Texts are counted in pieces of this many characters (bounded memory, a count exact to the
+# few tokens that straddle a cut).
+_COUNT_CHARS = 1 << 20
 
 
 def encode(tokenizer: Any, text: str) -> list[int]:
@@ -38,6 +46,21 @@ def encode(tokenizer: Any, text: str) -> list[int]:
         except TypeError:
             ids = tokenizer.encode(text)
     return [int(i) for i in ids]
+
+
+class _SparseTextError(ValueError):
+    """A text with too few tokens for its length to be worth tokenising further."""
+
+
+def count_tokens(tokenizer: Any, text: str) -> int:
+    """How many tokens ``text`` has, encoded a piece of about a million characters at a time
+    (cut at line breaks), so that its memory stays bounded whatever the text's length."""
+    count, start = 0, 0
+    while start < len(text):
+        piece = _cut_at_line(text[start : start + _COUNT_CHARS + 1], _COUNT_CHARS)
+        count += len(encode(tokenizer, piece))
+        start += len(piece)
+    return count
 
 
 def check_windows(n_tokens: int, length: int, windows: int, source: str = "the text") -> None:
@@ -80,7 +103,9 @@ def token_windows(
     LongTensor of shape ``[n_windows, L]``.
 
     Raises ``ValueError`` when ``L`` or ``n_windows`` is not a positive int, or when the whole text
-    has fewer than ``n_windows * L`` tokens (the message names ``source`` and gives both numbers).
+    has fewer than ``n_windows * L`` tokens (the message names ``source`` and gives both numbers),
+    or when a prefix of 256 characters per token needed still lacks them (a file of NULs or
+    spaces: tokenising it whole would cost ~64 times its size in memory to say so).
     """
     for name, value in (("L", L), ("n_windows", n_windows)):
         check_int_at_least(value, name, 1)
@@ -95,6 +120,13 @@ def token_windows(
             break
         if whole:
             check_windows(len(ids), L, n_windows, source)
+        if n_chars >= (need + _SAFETY_TOKENS) * _MAX_CHARS_PER_TOKEN:
+            raise _SparseTextError(
+                f"{source} has {len(ids):,} tokens in {len(prefix):,} characters where its "
+                f"windows start, too few for {n_windows} window(s) of {L} tokens: under one "
+                f"token per {_MAX_CHARS_PER_TOKEN} characters, which no text in words has (is "
+                "it text?)"
+            )
         n_chars *= 2
     return torch.tensor(ids[:need], dtype=torch.long).view(n_windows, L)  # [n_windows, L]
 
@@ -131,8 +163,10 @@ def spread_windows(
         end = starts[i + 1] if i + 1 < n_windows else len(text)
         try:
             rows.append(token_windows(tokenizer, text[start:end], L, 1, source=source)[0].tolist())
+        except _SparseTextError:
+            raise
         except ValueError:
-            check_windows(len(encode(tokenizer, text)), L, n_windows, source)
+            check_windows(count_tokens(tokenizer, text), L, n_windows, source)
             raise ValueError(
                 f"{source} is too short for {n_windows} windows of {L} tokens spread over it "
                 f"(window {i + 1} has fewer than {L} tokens before the next one starts; give a "

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from attnlimits.corpus.text import check_text_size
+
 __all__ = [
     "BASE_BYTES",
     "BOOK_BYTES",
@@ -138,12 +140,16 @@ def combined(estimates: Sequence[Estimate], what: str) -> Estimate:
 
 def text_bytes(text: str | os.PathLike[str] | None) -> float:
     """The size of a run's text file (the default book's where none is given or it cannot be
-    read: ``load_text`` reports a missing file)."""
+    read: ``load_text`` reports a missing file). A file over the size a text may have is
+    refused here, in the estimate, before any folder is touched or the text read."""
     if text is not None:
         try:
-            return float(Path(text).stat().st_size)
+            size = Path(text).stat().st_size
         except (OSError, ValueError):
-            pass
+            return BOOK_BYTES
+        if Path(text).is_file():
+            check_text_size(Path(text), size)
+        return float(size)
     return BOOK_BYTES
 
 

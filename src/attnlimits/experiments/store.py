@@ -22,7 +22,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -216,8 +216,11 @@ class ResultStore:
             with recording(self.manifest):
                 yield
         finally:
-            if not owner.is_symlink():
-                owner.unlink(missing_ok=True)
+            # a note that cannot be removed (a read-only folder) is harmless, and its error
+            # would replace the one that ended the block
+            with suppress(OSError):
+                if not owner.is_symlink():
+                    owner.unlink(missing_ok=True)
             lock.release()  # the lock file stays: unlinking it would let two holders race
 
     def remove_temporaries(self) -> list[Path]:

@@ -8,6 +8,7 @@ excluded row is never silently averaged in as a zero.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
@@ -15,7 +16,7 @@ from torch import Tensor
 
 from attnlimits._checks import check_same_rows, normalize_dim
 
-__all__ = ["RowMean", "row_mean"]
+__all__ = ["RowMean", "empty_rows", "row_mean"]
 
 
 class RowMean(NamedTuple):
@@ -48,3 +49,23 @@ def row_mean(values: Tensor, valid: Tensor, dim: int = -1) -> RowMean:
     kept = torch.where(valid, values.to(torch.float64), 0.0)
     mean = (kept / n.unsqueeze(dim).to(torch.float64)).sum(dim=dim).to(values.dtype)
     return RowMean(mean=mean, n_rows=n, n_excluded=valid.shape[dim] - n)
+
+
+def empty_rows(
+    attn: Tensor, x: Tensor, mask: Tensor | None, fields: int, grid: int | None = None
+) -> list[Tensor] | None:
+    """Where ``attn [..., Q, K]``, ``x [..., K, d]`` and ``mask`` broadcast to no row at all (a
+    zero-sized batch or query axis), the ``fields`` empty results of a per-row metric: float
+    tensors of the rows' shape (with a last ``grid`` axis if given) in the dtype the metrics
+    compute in, the last one the boolean ``valid``; else None. Empty in, empty out."""
+    shapes = [attn.shape[:-1], (*x.shape[:-2], 1)]
+    if mask is not None:
+        shapes.append(mask.shape[:-1])
+    rows = (*torch.broadcast_shapes(*shapes), *(() if grid is None else (grid,)))
+    if math.prod(rows) != 0:
+        return None
+    dtype = torch.promote_types(attn.dtype, x.dtype)
+    if dtype in (torch.float16, torch.bfloat16) or not dtype.is_floating_point:
+        dtype = torch.float32
+    out = [attn.new_empty(rows, dtype=dtype) for _ in range(fields - 1)]
+    return [*out, attn.new_empty(rows, dtype=torch.bool)]

@@ -29,6 +29,8 @@ from torch import Tensor
 from attnlimits._checks import check_choice, check_choices
 from attnlimits._grad import sqrt0
 from attnlimits.metrics import _fused
+from attnlimits.metrics._d1 import Pairwise, cut, d1, pairwise
+from attnlimits.metrics._rows import empty_rows
 from attnlimits.metrics._topn import (
     TopNRows,
     check_rows,
@@ -41,7 +43,6 @@ from attnlimits.metrics._topn import (
     rank_of,
     selection_distance,
     shared_gram,
-    table_index,
     top_n,
 )
 from attnlimits.theory.distance import (
@@ -63,10 +64,6 @@ __all__ = [
 ]
 
 
-#: Elements per temporary in the d_1 pass (16 MiB in float64): bounds memory, not results.
-_CHUNK = 2**21
-
-
 class DistanceMetrics(NamedTuple):
     """Per-row results of :func:`distance_metrics`, each of shape ``attn.shape[:-1]``."""
 
@@ -85,91 +82,19 @@ class DistanceMetrics(NamedTuple):
         return self.n_keys
 
 
-class _Pairwise(NamedTuple):
-    """Key-pair tables of one head (or of shared x), reused by every query block and N."""
-
-    dist: Tensor  # ||x_i − x_j||, (..., K, K)
-    prefix_max: Tensor  # [j, t] = max_{i ≤ t} dist[j, i]
-    prefix_arg: Tensor  # the i attaining it (int64)
-
-
-def _pairwise(x: Tensor) -> _Pairwise:
-    """||x_i − x_j|| for every pair of keys and its running maximum along i."""
-    sq = (x * x).sum(-1).unsqueeze(-2)
-    gram = x @ x.mT  # (..., K, K)
-    dist = sqrt0(sq.mT + sq - 2 * gram)  # 0 on the diagonal, with gradient 0 there
-    prefix_max, prefix_arg = torch.cummax(dist, dim=-1)
-    return _Pairwise(dist, prefix_max, prefix_arg)
-
-
-def _cut(pair: _Pairwise | None, k: int) -> _Pairwise | None:
-    """The key-pair tables of keys 0..k-1 (a query block cut to its keys; running maxima along
-    i stay exact since they only look back)."""
-    if pair is None or pair.dist.shape[-1] == k:
-        return pair
-    return _Pairwise(*(t[..., :k, :k] for t in pair))
-
-
-def _d1(r: TopNRows, idx: Tensor, sel: Tensor, pair: _Pairwise) -> Tensor:
-    """d_1 = max_{kept i ∉ I_N, j ∈ I_N} ||x_i − x_j|| per row (Theorem 1.1); ``idx`` [..., Q, N].
-
-    Fast path, exact, for rows whose kept keys are a prefix 0..t (causal or no mask): the
-    largest candidate max_{j∈I_N} max_{i≤t} ||x_j − x_i|| is read from the running maximum,
-    O(N) per row instead of O(N·K). It is d_1 whenever some j reaches it with an i ∉ I_N
-    (then that pair is admissible and no admissible pair is larger). The other rows (measured
-    under 8 % at N = 100 on SmolLM2, none at N = 1) and rows of other masks loop over the
-    N selected keys (:func:`_d1_loop`).
-    """
-    k, (q, n) = pair.dist.shape[-1], idx.shape[-2:]
-    batch = torch.broadcast_shapes(pair.dist.shape[:-2], idx.shape[:-2], r.keep.shape[:-2])
-    table = table_index(pair.dist, 1).expand(*batch, q).reshape(-1)  # (R,): dist table of a row
-    flat_idx = idx.expand(*batch, q, n).reshape(-1, n)  # (R, N)
-    sel_f = sel.expand(*batch, q, k).reshape(-1, k)
-    keep_f = r.keep.expand(*batch, q, k).reshape(-1, k)
-    count = r.n_keys.expand(*batch, q).reshape(-1).long()
-    prefix = (keep_f == (torch.arange(k, device=idx.device) < count[:, None])).all(-1)
-    last = (count - 1).clamp_min(0)[:, None].expand_as(flat_idx)
-    pm = pair.prefix_max.reshape(-1, k, k)[table[:, None], flat_idx, last]  # (R, N)
-    arg = pair.prefix_arg.reshape(-1, k, k)[table[:, None], flat_idx, last]
-    best = pm.amax(-1)
-    admissible = pm.masked_fill(sel_f.gather(-1, arg), -math.inf).amax(-1)
-    d1 = best.clone()
-    slow = (~prefix | (admissible < best)) & (count >= n + 1)
-    rows = slow.nonzero().squeeze(-1)
-    if rows.numel():
-        blocked = ~(keep_f[rows] & ~sel_f[rows])
-        d1[rows] = _d1_loop(pair.dist.reshape(-1, k, k), table[rows], flat_idx[rows], blocked)
-    return d1.view(*batch, q)
-
-
-def _d1_loop(dist: Tensor, table: Tensor, idx: Tensor, blocked: Tensor) -> Tensor:
-    """max over j ∈ ``idx`` [R, N] and unblocked i of ``dist[table, j, i]``, chunked over j."""
-    (rows_total, n), k = idx.shape, dist.shape[-1]
-    flat = dist.reshape(-1, k)  # row of (table b, key j): b·K + j
-    idx = idx + (table * k)[:, None]
-    d1 = torch.full((rows_total,), -math.inf, dtype=dist.dtype, device=dist.device)
-    step = max(1, _CHUNK // max(1, rows_total * k))  # selected keys per pass
-    for t in range(0, n, step):
-        j = idx[:, t : t + step]  # (R, c)
-        got = flat.index_select(0, j.reshape(-1)).view(rows_total, j.shape[1], k)
-        got.masked_fill_(blocked.unsqueeze(1), -math.inf)  # ||x_j − x_i||, i kept and ∉ I_N
-        d1 = torch.maximum(d1, got.amax((-2, -1)))
-    return d1
-
-
 def _mass(r: TopNRows, sel: Tensor) -> Tensor:
     """ᾱ_N = Σ_{i∈I_N} α_i."""
     return torch.where(sel, r.attn, torch.zeros_like(r.attn)).sum(-1)
 
 
-def _bound(r: TopNRows, idx: Tensor, sel: Tensor, pair: _Pairwise) -> Tensor:
+def _bound(r: TopNRows, idx: Tensor, sel: Tensor, pair: Pairwise) -> Tensor:
     """Theorem 1.1 for the selection ``sel`` (indices ``idx`` [..., Q, N])."""
     batch = torch.broadcast_shapes(r.sq.shape[:-2], idx.shape[:-2])  # x may add batch axes
     rows = (*batch, idx.shape[-2])
     norms = sqrt0(r.sq).expand(*rows, r.sq.shape[-1])
     max_norm = norms.gather(-1, idx.expand(*rows, idx.shape[-1])).amax(-1)
     return fixed_selection_bound_unchecked(
-        _mass(r, sel), _d1(r, idx, sel, pair), max_norm, r.n_keys, idx.shape[-1]
+        _mass(r, sel), d1(r, idx, sel, pair), max_norm, r.n_keys, idx.shape[-1]
     )
 
 
@@ -218,18 +143,20 @@ def distance_metrics(
     check_rows(attn, x, mask, (n,))
     check_choice(form, "form", EXPECTED_FORMS)
     check_choice(gap_form, "gap_form", GAP_FORMS)
-    pair: _Pairwise | None = None
+    if (empty := empty_rows(attn, x, mask, len(DistanceMetrics._fields))) is not None:
+        return DistanceMetrics(*empty)  # no rows: empty in, empty out
+    pair: Pairwise | None = None
     parts = []
     for a, m, k in query_blocks(attn, mask, n + 1):
         r = prepare_rows(a, x[..., :k, :], n, m, check=False)
         if with_bound and pair is None:
-            pair = _pairwise(x.to(r.x.dtype))
-        parts.append(_metrics_block(r, n, form, gap_form, _cut(pair, k)))
+            pair = pairwise(x.to(r.x.dtype))
+        parts.append(_metrics_block(r, n, form, gap_form, cut(pair, k)))
     return DistanceMetrics(*(torch.cat(field, -1) for field in zip(*parts, strict=True)))
 
 
 def _metrics_block(
-    r: TopNRows, n: int, form: ExpectedForm, gap_form: GapForm, pair: _Pairwise | None
+    r: TopNRows, n: int, form: ExpectedForm, gap_form: GapForm, pair: Pairwise | None
 ) -> DistanceMetrics:
     idx, sel = top_n(r.attn, r.keep, n)
     distance = selection_distance(r, sel)
@@ -303,17 +230,17 @@ def distance_curve(
     fused = _fused_curve(attn, x, mask, n_values, forms, bound_set, gaps)
     if fused is not None:
         return fused
-    pair: _Pairwise | None = None
+    pair: Pairwise | None = None
     gram: Tensor | None = None
     parts = []
     for i, (a, m, k) in enumerate(query_blocks(attn, mask, n_values[-1] + 1)):
         r = prepare_rows(a, x[..., :k, :], n_values[0], m, check=False)
         if i == 0:
             x_full = x.to(r.x.dtype)
-            pair = _pairwise(x_full) if bound_set else None
+            pair = pairwise(x_full) if bound_set else None
             gram = shared_gram(x_full, n_values)
         g = gram if gram is None or gram.shape[-1] == k else gram[:k, :k]
-        parts.append(_curve_block(r, n_values, forms, bound_set, _cut(pair, k), g, gaps))
+        parts.append(_curve_block(r, n_values, forms, bound_set, cut(pair, k), g, gaps))
     # query blocks join on the row axis, second-last (the grid axis is last)
     return DistanceCurve(
         n_values,
@@ -330,7 +257,7 @@ def _curve_block(
     n_values: tuple[int, ...],
     forms: Sequence[ExpectedForm],
     bound_ns: set[int],
-    pair: _Pairwise | None,
+    pair: Pairwise | None,
     gram: Tensor | None,
     gap_forms: tuple[GapForm, ...] = (),
 ) -> DistanceCurve:

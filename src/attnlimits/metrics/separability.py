@@ -35,6 +35,7 @@ from attnlimits._checks import (
 )
 from attnlimits._grad import sqrt0
 from attnlimits.metrics import _fused
+from attnlimits.metrics._rows import empty_rows
 from attnlimits.metrics._sphere import normalize_to_sphere, sphere_radius
 from attnlimits.metrics._topn import (
     TopNRows,
@@ -232,6 +233,8 @@ def separability_curve(
         raise ValueError(f"rtol must be finite and >= 0, got {rtol!r:.40}")
     if delta is not None:
         check_number(delta, "delta", tensor_ok=True)
+    if (empty := empty_rows(attn, x, mask, 5, len(n_values))) is not None:
+        return SeparabilityMetrics(*empty)  # no rows: empty in, empty out
     r = prepare_rows(attn, x, n_values[-1], mask, check=False)
     batch = torch.broadcast_shapes(r.keep.shape[:-2], r.x.shape[:-2])
     key_keep = r.keep.any(-2).expand(*batch, r.x.shape[-2])  # (..., K)

@@ -15,6 +15,7 @@ object store (:func:`attnlimits.corpus.pack_text`): workers on other machines ne
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
@@ -200,7 +201,13 @@ def _ray(
     if started:
         where = address or os.environ.get("RAY_ADDRESS")
         try:
-            ray.init(address=where, include_dashboard=False, log_to_driver=False)
+            # no INFO line on starting a local runtime, no workers' or raylet's logs here
+            ray.init(
+                address=where,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+            )
         except Exception as err:  # Ray raises ConnectionError, RuntimeError, ... here
             text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             where = where or "a local runtime"

@@ -61,9 +61,9 @@ def run_sweep(
     the merged tables, ``run.json`` and ``report.md`` into ``out``.
 
     Returns (``report.md``'s path, how many cells failed). A bad spec or backend raises
-    ``ValueError`` (no Ray: ``ImportError``; a cluster address that does not answer:
-    ``ValueError``) before any folder is made; a failing cell does not
-    stop the others. ``out`` is locked for the sweep (a second sweep into it gets
+    ``ValueError`` (no Ray: ``ImportError``; a cluster address that does not answer, or an
+    ``address`` with the serial backend: ``ValueError``) before any folder is made; a failing
+    cell does not stop the others. ``out`` is locked for the sweep (a second sweep into it gets
     ``FolderBusyError``). ``out`` must be new, a sweep's, or hold no files attnlimits did not
     write where a sweep writes (``run.json``, ``report.md``, ``tables/``, ``cells/``): else a
     ``ValueError`` naming them. A sweep deletes nothing.
@@ -76,6 +76,11 @@ def run_sweep(
     from attnlimits.experiments import skeleton
 
     check_backend(backend)  # an unknown backend or a missing Ray: before any folder or cell
+    if backend == "serial" and address:  # it was ignored without a word
+        raise ValueError(
+            f"--address {address} names a Ray cluster, but --backend serial runs every cell "
+            "in this process: pass --backend ray to use the cluster, or leave --address out"
+        )
     if backend == "ray":
         check_address(address or os.environ.get("RAY_ADDRESS"))  # likewise a dead address
     if not isinstance(spec, Spec):
