@@ -19,7 +19,10 @@ __all__ = [
     "block",
     "block_pattern",
     "fill",
+    "load_tables",
     "markdown_table",
+    "refill",
+    "save_tables",
     "write_report",
 ]
 
@@ -153,3 +156,26 @@ def fill(doc: str, blocks: Mapping[str, str]) -> str:
             raise ValueError(f"the doc has no {start} … {end} block")
         doc = f"{doc[: found.start(2)]}{text}\n{doc[found.start(3) :]}"
     return doc
+
+
+def save_tables(data: Mapping[str, pd.DataFrame], folder: Path) -> None:
+    """A doc's tables as ``folder/NAME.csv``, one a table (the folder's other files stay: a run
+    without an optional part leaves that part's saved tables in place)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, table in data.items():
+        table.to_csv(folder / f"{name}.csv", index=False)
+
+
+def load_tables(folder: Path, *, as_text: bool = True) -> dict[str, pd.DataFrame]:
+    """The tables :func:`save_tables` wrote, by name; ``as_text``: every cell as the text
+    written (the numbers already formatted), not parsed back into numbers."""
+    kind = {"dtype": str} if as_text else {}
+    return {
+        p.stem: pd.read_csv(p, keep_default_na=False, **kind)
+        for p in sorted(folder.glob("*.csv"))
+    }
+
+
+def refill(doc: Path, blocks: Mapping[str, str]) -> None:
+    """Rewrite the generated blocks of the doc at ``doc`` (:func:`fill`)."""
+    doc.write_text(fill(doc.read_text(encoding="utf-8"), blocks), encoding="utf-8")

@@ -34,7 +34,14 @@ from attnlimits.experiments.limitations.sections import (
     x_source_comparison,
 )
 from attnlimits.experiments.limitations.statements import ALL
-from attnlimits.experiments.report import block, fill, markdown_table
+from attnlimits.experiments.report import (
+    block,
+    fill,
+    load_tables,
+    markdown_table,
+    refill,
+    save_tables,
+)
 
 __all__ = ["block", "extract", "fill", "load", "main", "other_windows", "render", "save"]
 
@@ -124,15 +131,8 @@ def other_windows(folder: Path, other: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)[cols]
 
 
-def save(data: Data, folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, df in data.items():
-        df.to_csv(folder / f"{name}.csv", index=False)
-
-
-def load(folder: Path) -> Data:
-    """The saved tables, every cell as the text written (numbers already formatted)."""
-    return {p.stem: pd.read_csv(p, dtype=str, keep_default_na=False) for p in folder.glob("*.csv")}
+#: The doc's tables saved as CSV and read back as text (one helper for every doc module).
+save, load = save_tables, load_tables
 
 
 def _verdicts(claims: pd.DataFrame) -> str:
@@ -329,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         data["windows"] = other_windows(args.results, args.windows)
     save(data, args.data)
     blocks = render(load(args.data))  # what the test renders: the CSVs, not the parquet
-    args.doc.write_text(fill(args.doc.read_text(encoding="utf-8"), blocks), encoding="utf-8")
+    refill(args.doc, blocks)
     print(f"{args.doc}: {len(blocks)} blocks from {args.results} (tables in {args.data})")
 
 

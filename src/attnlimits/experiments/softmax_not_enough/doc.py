@@ -29,7 +29,13 @@ from typing import Any
 import pandas as pd
 
 from attnlimits.claims.verdicts import CHECK
-from attnlimits.experiments.report import as_text, fill, markdown_table
+from attnlimits.experiments.report import (
+    as_text,
+    load_tables,
+    markdown_table,
+    refill,
+    save_tables,
+)
 from attnlimits.experiments.softmax_not_enough.claims import held_out_refits, size_table
 from attnlimits.experiments.softmax_not_enough.config import Config
 from attnlimits.experiments.softmax_not_enough.sections import (
@@ -156,17 +162,8 @@ def extract_ablation(folder: Path, date: str | None = None) -> Data:
     return {name: as_text(df) for name, df in data.items()}
 
 
-def save(data: Data, folder: Path) -> None:
-    """Each table as ``folder/NAME.csv`` (the folder's other files are left alone: a table of
-    a run without ``--ablation`` leaves the ablation's saved tables in place)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, df in data.items():
-        df.to_csv(folder / f"{name}.csv", index=False)
-
-
-def load(folder: Path) -> Data:
-    """The saved tables, every cell as the text written."""
-    return {p.stem: pd.read_csv(p, dtype=str, keep_default_na=False) for p in folder.glob("*.csv")}
+#: The doc's tables saved as CSV and read back as text (one helper for every doc module).
+save, load = save_tables, load_tables
 
 
 def _run_line(run: pd.DataFrame, what: str) -> str:
@@ -220,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         data |= extract_ablation(args.ablation, args.ablation_date)
     save(data, args.data)  # without --ablation the ablation's saved tables stay
     blocks = render(load(args.data))  # what the test renders: the CSVs, not the parquet
-    args.doc.write_text(fill(args.doc.read_text(encoding="utf-8"), blocks), encoding="utf-8")
+    refill(args.doc, blocks)
     print(f"{args.doc}: {len(blocks)} blocks from {args.results} (tables in {args.data})")
 
 
