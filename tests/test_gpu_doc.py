@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from attnlimits.experiments.report import fill
+
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "docs" / "data" / "gpu" / "h100-2026-11-26"
 
@@ -27,7 +29,7 @@ def test_gpu_block_is_generated_from_the_committed_output(monkeypatch):
     doc = _doc_module()
     monkeypatch.chdir(ROOT)  # the block names the folder relative to the repository
     text = (ROOT / "docs" / "benchmarks.md").read_text()
-    assert doc.fill(text, doc.render(RUN.relative_to(ROOT))) == text, (
+    assert fill(text, doc.blocks(RUN.relative_to(ROOT))) == text, (
         "stale: python benchmarks/gpu/doc.py docs/data/gpu/h100-2026-11-26"
     )
 
@@ -57,8 +59,8 @@ def test_gpu_block_reads_what_the_files_say(tmp_path):
 
 
 def test_fill_refuses_a_doc_without_markers():
-    with pytest.raises(SystemExit, match="markers"):
-        _doc_module().fill("no block here", "x")
+    with pytest.raises(ValueError, match="no <!-- generated: gpu -->"):
+        fill("no block here", _doc_module().blocks(RUN))
 
 
 def _session(tmp_path: Path, *stages: str, rc: int = 0) -> tuple[list[str], int]:

@@ -24,8 +24,9 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 
+from attnlimits.experiments.report import fill
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md"
-START, END = "<!-- generated: gpu -->", "<!-- /generated: gpu -->"
 METHODS = ["softmax", "ssmax", "adaptive", "softmax+checks"]
 BENCHES = {
     "bench_bf16_d128.md": "bf16, d = 128, 16 heads, no GQA",
@@ -162,12 +163,10 @@ def render(run: Path) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def fill(doc: str, block: str) -> str:
-    if START not in doc or END not in doc:
-        raise SystemExit(f"{DOC}: no {START} … {END} markers")
-    head, rest = doc.split(START, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{START}\n{block}{END}{tail}"
+def blocks(run: Path) -> dict[str, str]:
+    """docs/benchmarks.md's generated ``gpu`` block, for the shared block writer
+    (:func:`attnlimits.experiments.report.fill`)."""
+    return {"gpu": render(run).rstrip("\n")}
 
 
 def main() -> None:
@@ -176,7 +175,7 @@ def main() -> None:
     ap.add_argument("--check", action="store_true", help="exit 1 if the block is stale")
     a = ap.parse_args()
     doc = DOC.read_text()
-    new = fill(doc, render(a.run))
+    new = fill(doc, blocks(a.run))
     if a.check:
         sys.exit(0 if new == doc else 1)
     DOC.write_text(new)
