@@ -53,7 +53,7 @@ def _scan_page(run: Path, out: Path) -> Path:
     import pandas as pd
 
     from attnlimits.experiments import skeleton
-    from attnlimits.experiments.pages import write_page
+    from attnlimits.experiments.pages import RunPage, write_page
 
     meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
     tables = {p.stem: pd.read_parquet(p) for p in sorted((run / "tables").glob("*.parquet"))}
@@ -64,18 +64,19 @@ def _scan_page(run: Path, out: Path) -> Path:
     out.mkdir(parents=True)
     if (run / "figures").is_dir():
         (out / "figures").symlink_to((run / "figures").resolve())
-    return write_page(out, experiment.title, tables, meta, claims, figures, sections,
-                      experiment.evidence)  # fmt: skip
+    return write_page(
+        out, RunPage(experiment.title, tables, meta, claims, figures, sections, experiment.evidence)
+    )
 
 
 def _synthetic_page(out: Path) -> Path:
-    from attnlimits.experiments.pages import write_page
+    from attnlimits.experiments.pages import RunPage, write_page
     from attnlimits.experiments.scan.synthetic import synthetic_scan
 
     tables = synthetic_scan(32, 32, (128, 256, 512, 1024, 2048, 4096), rows=16, seed=0)
     out.mkdir(parents=True)
     meta = {"experiment": "scan", "model": {"id": "synthetic 32 × 32"}}
-    return write_page(out, "Scan: synthetic 32 × 32 × 6", tables, meta)
+    return write_page(out, RunPage("Scan: synthetic 32 × 32 × 6", tables, meta))
 
 
 def _reference_page(out: Path) -> Path:

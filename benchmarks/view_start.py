@@ -33,12 +33,12 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 def _synthetic(out: Path) -> Path:
-    from attnlimits.experiments.pages import write_page
+    from attnlimits.experiments.pages import RunPage, write_page
     from attnlimits.experiments.scan.synthetic import synthetic_scan
 
     out.mkdir(parents=True)
     meta = {"experiment": "scan", "model": {"id": "synthetic 4 × 4"}}
-    write_page(out, "Scan: synthetic", synthetic_scan(4, 4, (64, 128), rows=4), meta)
+    write_page(out, RunPage("Scan: synthetic", synthetic_scan(4, 4, (64, 128), rows=4), meta))
     return out
 
 

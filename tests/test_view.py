@@ -27,7 +27,7 @@ from attnlimits.cli import app
 from attnlimits.corpus import load_text
 from attnlimits.experiments import skeleton
 from attnlimits.experiments._owned import MANIFEST
-from attnlimits.experiments.pages import page_html, write_page
+from attnlimits.experiments.pages import RunPage, page_html, write_page
 from attnlimits.experiments.scan.config import Config
 from attnlimits.experiments.scan.page import scan, scan_data
 from attnlimits.experiments.scan.patterns import pattern_sample
@@ -50,7 +50,7 @@ def test_scan_page_data_is_the_heads_table():
     tables = synthetic_scan(layers=3, heads=5, lengths=(16, 64, 128), rows=4, seed=1)
     heads = tables["heads"]
     heads.loc[7, "entropy_norm"] = np.nan  # a hole stays a hole (null), not a number
-    data = _window(page_html("t", tables, {"experiment": "scan"}), "SCAN")
+    data = _window(page_html(RunPage("t", tables, {"experiment": "scan"})), "SCAN")
     assert data["lengths"] == [16, 64, 128] and data["layers"] == [0, 1, 2]
     for row in heads.itertuples():
         i, j, cells = row.layer, row.head, data["cells"][str(row.length)]
@@ -179,7 +179,9 @@ def test_a_users_report_html_is_never_written_over(tmp_path, _toy):
 
 
 def test_write_page_outside_a_run_writes_one_file(tmp_path):
-    path = write_page(tmp_path, "x", synthetic_scan(2, 2, (8,), rows=2), {"experiment": "scan"})
+    path = write_page(
+        tmp_path, RunPage("x", synthetic_scan(2, 2, (8,), rows=2), {"experiment": "scan"})
+    )
     assert path == tmp_path / "report.html" and sorted(p.name for p in tmp_path.iterdir()) == [
         "report.html"
     ]
@@ -203,7 +205,9 @@ def test_view_command_errors_are_one_line(tmp_path):
         f"error: {tmp_path / 'run'} has no report.html; write it with: attnlimits report "
         f"{tmp_path / 'run'}"
     )
-    write_page(tmp_path / "run", "x", synthetic_scan(2, 2, (8,), rows=2), {"experiment": "scan"})
+    write_page(
+        tmp_path / "run", RunPage("x", synthetic_scan(2, 2, (8,), rows=2), {"experiment": "scan"})
+    )
     res = runner.invoke(app, ["view", str(tmp_path / "run"), "--port", "70000"])
     assert (
         res.exit_code == 2
@@ -360,7 +364,7 @@ def test_view_serves_the_folder_with_port(tmp_path):
 
     from conftest import REPO
 
-    write_page(tmp_path, "x", synthetic_scan(2, 2, (8,), rows=2), {"experiment": "scan"})
+    write_page(tmp_path, RunPage("x", synthetic_scan(2, 2, (8,), rows=2), {"experiment": "scan"}))
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     code = "from attnlimits.cli import app; app()"
     proc = subprocess.Popen(
@@ -452,8 +456,9 @@ def test_every_verdict_links_to_the_plots_and_tables_that_decide_it(name):
     experiment = skeleton.get(name)
     tables, meta = _kind_tables(name)
     claims = experiment.claims(tables, meta)
-    page = page_html(name, tables, {**meta, "experiment": name}, claims,
-                     evidence=experiment.evidence)  # fmt: skip
+    page = page_html(
+        RunPage(name, tables, {**meta, "experiment": name}, claims, evidence=experiment.evidence)
+    )
     ids = set(re.findall(r'id="([^"]+)"', page)) | {
         p["id"] for p in _window(page, "EXPLORE")["presets"]
     }
@@ -497,7 +502,9 @@ def test_each_reproduction_gets_its_own_figures():
     entropies."""
     tables, meta = _kind_tables("softmax-not-enough")
     tables |= _fit_tables()
-    data = _window(page_html("t", tables, {**meta, "experiment": "softmax-not-enough"}), "EXPLORE")
+    data = _window(
+        page_html(RunPage("t", tables, {**meta, "experiment": "softmax-not-enough"})), "EXPLORE"
+    )
     figs = [p["figure"] for p in data["presets"]]
     assert figs == ["accuracy", "attention_profile", "temperature_fit",
                     "entropy_vs_temperature", "logit_spread"]  # fmt: skip
@@ -527,11 +534,13 @@ def test_each_reproduction_gets_its_own_figures():
                         "rank": np.tile(ranks, 60), "attention": 0.5})  # fmt: skip
     assert len(big) > MAX_ROWS
     tables["attention_profile"] = big
-    data = _window(page_html("t", tables, {**meta, "experiment": "softmax-not-enough"}), "EXPLORE")
+    data = _window(
+        page_html(RunPage("t", tables, {**meta, "experiment": "softmax-not-enough"})), "EXPLORE"
+    )
     assert "attention_profile" in [p["figure"] for p in data["presets"]], "too big to plot"
 
     tables, meta = _kind_tables("clrs-text")
-    data = _window(page_html("t", tables, {**meta, "experiment": "clrs-text"}), "EXPLORE")
+    data = _window(page_html(RunPage("t", tables, {**meta, "experiment": "clrs-text"})), "EXPLORE")
     profiles = [p for p in data["presets"] if p["figure"] == "profile"]
     assert [p["layers"][0]["where"] for p in profiles] == [
         {"algorithm": "insertion_sort"},
@@ -540,7 +549,9 @@ def test_each_reproduction_gets_its_own_figures():
     assert profiles[0]["shade"] == "in_distribution" and profiles[0]["layers"][1]["y"] == "baseline"
 
     tables, meta = _kind_tables("long-context")
-    data = _window(page_html("t", tables, {**meta, "experiment": "long-context"}), "EXPLORE")
+    data = _window(
+        page_html(RunPage("t", tables, {**meta, "experiment": "long-context"})), "EXPLORE"
+    )
     assert [p["figure"] for p in data["presets"]] == ["accuracy", "mean_entropy", "head_entropy"]
     acc = data["tables"]["accuracy"]["data"]
     assert acc["chance"] == [1 / n for n in acc["n"]]
@@ -549,7 +560,9 @@ def test_each_reproduction_gets_its_own_figures():
 def test_claims_without_evidence_or_claim_column_get_no_links_column():
     claims = pd.DataFrame([{"statement": "s", "verdict": "partly"}])
     for evidence in ((), ((r".", ("fig",), ("t",)),)):
-        page = page_html("t", {"t": pd.DataFrame({"x": [1]})}, {}, claims, evidence=evidence)
+        page = page_html(
+            RunPage("t", {"t": pd.DataFrame({"x": [1]})}, {}, claims, evidence=evidence)
+        )
         assert "decided by" not in page and '<tr class="verdict-partly"><td>s</td>' in page
 
 
@@ -559,7 +572,7 @@ def test_fig2c_is_one_plot_per_x_source_on_every_page():
     from test_view_pages_browser import _two_sources
 
     tables, meta = _two_sources()
-    page = page_html("t", tables, meta)
+    page = page_html(RunPage("t", tables, meta))
     presets = [p for p in _window(page, "EXPLORE")["presets"] if p["figure"] == "fig2c"]
     sources = [p["layers"][0]["where"] for p in presets]
     assert sources == [{"window": -1, "x_source": "hidden"}, {"window": -1, "x_source": "values"}]

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnlimits.experiments.pages import write_page
+from attnlimits.experiments.pages import RunPage, write_page
 from attnlimits.experiments.scan.synthetic import synthetic_scan
 from conftest import REPO
 
@@ -128,7 +128,7 @@ def scan_page(tmp_path_factory):
     tables = synthetic_scan(layers=6, heads=8, lengths=(128, 512), rows=8, seed=4)
     root = tmp_path_factory.mktemp("scan_page")
     meta = {"experiment": "scan", "model": {"id": "synthetic 6×8"}}
-    return write_page(root, "Scan: synthetic", tables, meta), tables
+    return write_page(root, RunPage("Scan: synthetic", tables, meta)), tables
 
 
 def test_scan_page_loads_renders_and_shows_the_tables_numbers(browser, scan_page, images):
@@ -354,7 +354,7 @@ def test_an_empty_filter_says_so(browser, scan_page, tmp_path):
     _, tables = scan_page
     heads = tables["heads"].assign(flag_dispersing=True)  # every head flagged
     meta = {"experiment": "scan", "model": {"id": "synthetic"}}
-    page = write_page(tmp_path, "Scan", {**tables, "heads": heads}, meta)
+    page = write_page(tmp_path, RunPage("Scan", {**tables, "heads": heads}, meta))
     _open(browser, page)
     assert browser.find_element("id", "empty").text == ""
     Select(browser.find_element("id", "flag-filter")).select_by_value("none")
@@ -447,7 +447,7 @@ def test_the_address_keeps_a_head_and_a_tables_state_together(browser, scan_page
     _, tables = scan_page
     claims = pd.DataFrame({"claim": ["a", "b", "c"], "measured": [2.0, 3.0, 1.0],
                            "verdict": ["reproduced", "partly", "not reproduced"]})  # fmt: skip
-    page = write_page(tmp_path, "Scan: synthetic", tables, {"experiment": "scan"}, claims)
+    page = write_page(tmp_path, RunPage("Scan: synthetic", tables, {"experiment": "scan"}, claims))
     browser.get("about:blank")
     browser.get(page.resolve().as_uri() + "#layer=2&head=5&metric=max_weight&L=128"
                 "&t.claims.sort=-measured")  # fmt: skip
@@ -480,7 +480,7 @@ def test_a_generic_page_loads_without_errors(browser, tmp_path):
     claims = pd.DataFrame(
         [{"claim": "c", "paper": "-", "measured": 1.0, "rule": "-", "verdict": "partly"}]
     )
-    page = write_page(tmp_path, "Generic", tables, {"experiment": "other"}, claims)
+    page = write_page(tmp_path, RunPage("Generic", tables, {"experiment": "other"}, claims))
     browser.get(page.resolve().as_uri())
     assert browser.execute_script("return typeof Plotly") == "object"
     assert "partly" in browser.find_element("tag name", "table").text
@@ -594,7 +594,7 @@ def test_compare_page_plots_the_summary_and_explores_it(browser, tmp_path, image
     from selenium.webdriver.support.ui import Select
 
     tables = _compare_like()
-    page = write_page(tmp_path, "Compare", tables, {"experiment": "compare"})
+    page = write_page(tmp_path, RunPage("Compare", tables, {"experiment": "compare"}))
     _open(browser, page)
     assert _errors(browser) == []
     assert _not_blank(browser.find_element("id", "preset-0").screenshot_as_png) > 50
@@ -632,7 +632,7 @@ def test_softmax_page_draws_its_figures_and_links_each_verdict(browser, tmp_path
     tables |= _fit_tables()
     meta = {**meta, "experiment": "softmax-not-enough"}
     claims = experiment.claims(tables, meta)
-    page = write_page(tmp_path, "SnE", tables, meta, claims, evidence=experiment.evidence)
+    page = write_page(tmp_path, RunPage("SnE", tables, meta, claims, evidence=experiment.evidence))
     _open(browser, page)
     assert _errors(browser) == []
     assert _not_blank(browser.find_element("id", "preset-0").screenshot_as_png) > 50
@@ -675,7 +675,7 @@ def test_clrs_page_draws_a_profile_per_algorithm(browser, tmp_path):
     from test_view import _kind_tables
 
     tables, meta = _kind_tables("clrs-text")
-    page = write_page(tmp_path, "CLRS", tables, {**meta, "experiment": "clrs-text"})
+    page = write_page(tmp_path, RunPage("CLRS", tables, {**meta, "experiment": "clrs-text"}))
     _open(browser, page)
     assert _errors(browser) == []
     lines = browser.execute_script(

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnlimits.experiments.pages import write_page
+from attnlimits.experiments.pages import RunPage, write_page
 from test_view_browser import _chrome, _compare_like, _errors, _open
 
 
@@ -72,7 +72,7 @@ def test_fig2c_draws_each_x_source_never_their_mean(chrome, tmp_path):
     row of that source (values: 2, hidden: 9), not their mean 5.5. Figs. 2a/2b say what each
     point pools and what is fixed, and title their y axis in words."""
     tables, meta = _two_sources()
-    page = write_page(tmp_path, "Limitations", tables, meta)
+    page = write_page(tmp_path, RunPage("Limitations", tables, meta))
     _open(chrome, page)
     assert _errors(chrome) == []
     plots = _plots(chrome)
@@ -120,7 +120,7 @@ def test_equal_lines_stay_apart_with_error_bars(chrome, tmp_path):
     ].values
     s["accuracy_se"] = np.sqrt(s["accuracy"] * (1 - s["accuracy"]) / 2)
     s["probes"] = 2
-    page = write_page(tmp_path, "Compare", tables, {"experiment": "compare"})
+    page = write_page(tmp_path, RunPage("Compare", tables, {"experiment": "compare"}))
     _open(chrome, page)
     assert _errors(chrome) == []
     acc = next(p for p in _plots(chrome) if p["id"] == "preset-1")
@@ -138,7 +138,9 @@ def test_the_toolbar_and_legends_cover_no_title(chrome, tmp_path):
 
     tables, meta = _kind_tables("softmax-not-enough")
     tables |= _fit_tables()
-    page = write_page(tmp_path, "SnE", tables, {**meta, "experiment": "softmax-not-enough"})
+    page = write_page(
+        tmp_path, RunPage("SnE", tables, {**meta, "experiment": "softmax-not-enough"})
+    )
     _open(chrome, page)
     assert _errors(chrome) == []
     ids = chrome.execute_script("return [...document.querySelectorAll('.preset')].map(g => g.id)")
@@ -155,7 +157,7 @@ def _table_page(tmp_path: Path) -> tuple[Path, pd.DataFrame]:
     df = pd.DataFrame({"layer": np.repeat(np.arange(4), 6), "head": np.tile(np.arange(6), 4),
                        "kind": rng.choice(["sink", "local", "broad"], 24),
                        "entropy": rng.random(24) * 3})  # fmt: skip
-    return write_page(tmp_path, "Tables", {"heads_table": df}, {"experiment": "other"}), df
+    return write_page(tmp_path, RunPage("Tables", {"heads_table": df}, {"experiment": "other"})), df
 
 
 def _shown(driver, name: str) -> list[list[str]]:
@@ -261,7 +263,9 @@ def test_contents_anchors_below_images_and_no_static_copy_of_a_plot(chrome, tmp_
     names = ["accuracy", "tall_a", "tall_b", "tall_c"]
     for n in names:
         _png(tmp_path / "figures" / f"{n}.png", 800, 1400)
-    page = write_page(tmp_path, "Compare", tables, {"experiment": "compare"}, figures=names)
+    page = write_page(
+        tmp_path, RunPage("Compare", tables, {"experiment": "compare"}, figures=names)
+    )
     at = "(document.getElementById('figure-tall_c').getBoundingClientRect().top + scrollY)"
     record = f"document.addEventListener('DOMContentLoaded', () => {{ window.before = {at}; }})"
     script = chrome.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": record})
@@ -304,7 +308,7 @@ def test_the_explorers_choice_is_kept_in_the_url(chrome, tmp_path):
     from selenium.webdriver.support.ui import Select
 
     tables, meta = _two_sources()
-    page = write_page(tmp_path, "Limitations", tables, meta)
+    page = write_page(tmp_path, RunPage("Limitations", tables, meta))
     _open(chrome, page)
     Select(chrome.find_element("id", "ex-table")).select_by_value("alg3")
     Select(chrome.find_element("id", "ex-y")).select_by_value("critical_n")
@@ -436,7 +440,7 @@ def test_compare_shows_one_head_under_two_normalisers_as_tokens(chrome, tmp_path
     from selenium.webdriver.support.ui import Select
 
     tables = _compare_with_tokens()
-    page = write_page(tmp_path, "Compare", tables, {"experiment": "compare"})
+    page = write_page(tmp_path, RunPage("Compare", tables, {"experiment": "compare"}))
     _open(chrome, page)
     assert chrome.execute_script("return !!(window.compareTokens && compareTokens.ready)")
     assert chrome.execute_script("return document.getElementById('preset-1').data.length") > 0

@@ -30,7 +30,7 @@ from typer.testing import CliRunner
 
 from attnlimits.cli import app
 from attnlimits.cli.view import page_of, pair_server, server
-from attnlimits.experiments.pages import write_page
+from attnlimits.experiments.pages import RunPage, write_page
 from attnlimits.experiments.scan.synthetic import synthetic_scan
 from conftest import REPO
 from test_data_safety import _get
@@ -98,7 +98,7 @@ def _run(
     claims.to_csv(folder / "tables" / "claims.csv", index=False)
     tables = synthetic_scan(*shape, rows=2, seed=seed)
     tables["heads"].to_parquet(folder / "tables" / "heads.parquet")
-    write_page(folder, f"Scan {seed}", tables, {"experiment": "scan"}, claims)
+    write_page(folder, RunPage(f"Scan {seed}", tables, {"experiment": "scan"}, claims))
     (folder / ".env").write_text("SECRET=1", encoding="utf-8")
     return folder
 

@@ -171,8 +171,7 @@ def load_tables(folder: Path, *, as_text: bool = True) -> dict[str, pd.DataFrame
     written (the numbers already formatted), not parsed back into numbers."""
     kind = {"dtype": str} if as_text else {}
     return {
-        p.stem: pd.read_csv(p, keep_default_na=False, **kind)
-        for p in sorted(folder.glob("*.csv"))
+        p.stem: pd.read_csv(p, keep_default_na=False, **kind) for p in sorted(folder.glob("*.csv"))
     }
 
 

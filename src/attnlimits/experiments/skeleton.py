@@ -32,7 +32,7 @@ from __future__ import annotations
 import importlib
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -304,11 +304,13 @@ def _report(
             store.save_figure(fig, name)
         store.write_table(claims, "claims")
         from attnlimits.experiments.presets import page_of  # the same tables as a page
-        from attnlimits.view import write_page
+        from attnlimits.view import RunPage, write_page
 
         page = page_of(experiment.name, experiment.page, tables, meta)
-        write_page(store.root, experiment.title, tables, meta, claims, list(figures), sections,
-                   experiment.evidence, page)  # fmt: skip
+        run = RunPage(
+            experiment.title, tables, meta, claims, list(figures), sections, experiment.evidence
+        )
+        write_page(store.root, replace(run, page=page))
     return write_report(store, experiment.title, claims, list(figures), sections)
 
 

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from attnlimits.view._page import json_script, table_html
-    from attnlimits.view.pages import Page, page_html, write_page
+    from attnlimits.view.pages import Page, RunPage, page_html, write_page
 
 __all__ = [
     "MONITOR_PAGE",
     "PAGE_NAME",
     "Page",
+    "RunPage",
     "json_script",
     "page_html",
     "table_html",
@@ -37,6 +38,7 @@ PAGE_NAME = "report.html"
 MONITOR_PAGE = "attention_monitor.html"
 _LAZY = {
     "Page": "pages",
+    "RunPage": "pages",
     "page_html": "pages",
     "write_page": "pages",
     "json_script": "_page",

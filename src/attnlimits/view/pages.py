@@ -30,7 +30,7 @@ from attnlimits.view import PAGE_NAME
 from attnlimits.view._page import document, figure_links, markdown_html, run_facts, table_html
 from attnlimits.view.explore import explore_body, explore_data, explore_scripts, figure_targets
 
-__all__ = ["PAGE_NAME", "Evidence", "Page", "page_html", "write_page"]
+__all__ = ["PAGE_NAME", "Evidence", "Page", "RunPage", "page_html", "write_page"]
 
 #: Per claim: (a regular expression searched in its ``claim`` text, the names of the figures
 #: and of the tables that decide it); every entry whose pattern matches adds its links.
@@ -57,6 +57,24 @@ class Page:
     presets: Sequence[Mapping[str, Any]] = ()
     derived: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     unlisted: Set[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class RunPage:
+    """Everything a run's page shows, handed over as one value: its ``title``, ``tables`` and
+    ``meta`` (its run.json), the ``claims`` table, the ``figures``' names, the report's
+    ``sections`` (Markdown lines), what decides each claim (``evidence``) and what its
+    experiment hands over beyond its tables (``page``; none: its tables, claims and sections
+    alone)."""
+
+    title: str
+    tables: Mapping[str, pd.DataFrame]
+    meta: Mapping[str, Any]
+    claims: pd.DataFrame | None = None
+    figures: Sequence[str] = ()
+    sections: Sequence[str] = ()
+    evidence: Evidence = ()
+    page: Page | None = None
 
 
 def _decided_by(
@@ -92,22 +110,13 @@ def _decided_by(
     return out
 
 
-def page_html(
-    title: str,
-    tables: Mapping[str, pd.DataFrame],
-    meta: Mapping[str, Any],
-    claims: pd.DataFrame | None = None,
-    figures: Sequence[str] = (),
-    sections: Sequence[str] = (),
-    evidence: Evidence = (),
-    page: Page | None = None,
-    folder: Path | None = None,
-) -> str:
-    """The whole page of a run (see the module docstring); ``page``: what its experiment
-    hands over (none: its tables, claims and sections alone); ``folder``: where its figures
-    are (their sizes go on the page)."""
+def page_html(run: RunPage, folder: Path | None = None) -> str:
+    """The whole page of a run (see the module docstring); ``folder``: where its figures are
+    (their sizes go on the page)."""
+    title, tables, meta, claims = run.title, run.tables, run.meta, run.claims
+    figures, sections, evidence = run.figures, run.sections, run.evidence
     name = str(meta.get("experiment", ""))
-    page = page or Page()
+    page = run.page or Page()
     body, scripts = page.body, list(page.scripts)
     shown = set(page.shown) if body else set()
     listed = [t for t in sorted(tables) if t not in set(page.unlisted) | shown and t != "claims"]
@@ -145,20 +154,9 @@ def page_html(
     return document(title, "\n".join(parts), scripts=scripts)
 
 
-def write_page(
-    root: Path,
-    title: str,
-    tables: Mapping[str, pd.DataFrame],
-    meta: Mapping[str, Any],
-    claims: pd.DataFrame | None = None,
-    figures: Sequence[str] = (),
-    sections: Sequence[str] = (),
-    evidence: Evidence = (),
-    page: Page | None = None,
-) -> Path:
+def write_page(root: Path, run: RunPage) -> Path:
     """Write ``root/report.html`` (atomically; listed in the folder's manifest when the folder
     is held, as by the report step). Returns its path."""
     path = Path(root) / PAGE_NAME
-    html_text = page_html(title, tables, meta, claims, figures, sections, evidence, page, root)
-    atomic_write_text(path, html_text)
+    atomic_write_text(path, page_html(run, root))
     return path

@@ -132,7 +132,10 @@ def _write(store: ResultStore, out: Path, runs: Mapping[str, Path]) -> Path:
     ]
     path = out / "report.md"
     atomic_write_text(path, "\n".join(lines))
-    from attnlimits.experiments.pages import write_page  # the same, linking the models' pages
+    from attnlimits.experiments.pages import (  # the same, linking the models' pages
+        RunPage,
+        write_page,
+    )
 
     first = lines.index("## Verdicts")  # on the page: the verdicts as its claims table
     shown = lines[2:first] + lines[first + 4 :]
@@ -146,7 +149,7 @@ def _write(store: ResultStore, out: Path, runs: Mapping[str, Path]) -> Path:
     for name, df in tables.items():  # the page's table, as every table a page lists
         store.write_table(df, name)
     meta = {"experiment": "limitations", "runs": metas}
-    write_page(out, lines[0][2:], tables, meta, verdicts[~checks], sections=linked)
+    write_page(out, RunPage(lines[0][2:], tables, meta, verdicts[~checks], sections=linked))
     return path
 
 
