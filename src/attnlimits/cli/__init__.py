@@ -20,7 +20,16 @@ import typer
 from attnlimits.cli._budget import Yes, check_models
 from attnlimits.cli._errors import OneLineGroup, no_empty_folders_left, one_line_warnings
 from attnlimits.cli._errors import fail as _fail
-from attnlimits.cli._options import AllowIncomplete, Beyond, Device, Fresh, Model, Quick, Text
+from attnlimits.cli._options import (
+    AllowIncomplete,
+    Beyond,
+    Device,
+    Dtype,
+    Fresh,
+    Model,
+    Quick,
+    Text,
+)
 from attnlimits.cli._options import names as _names
 from attnlimits.cli._options import numbers as _numbers
 from attnlimits.cli._options import path as _path
@@ -135,6 +144,7 @@ def reproduce_limitations(
     text: Text = None,
     out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results/limitations"),
     device: Device = None,
+    dtype: Dtype = None,
     quick: Quick = False,
     fresh: Fresh = False,
     yes: Yes = False,
@@ -171,6 +181,7 @@ def reproduce_limitations(
         "model": models[0],
         "text": _path(text, "text"),
         "device": device,
+        "dtype": dtype,
         "windows": windows,
         "placement": placement,
         "mc_samples": mc_samples,
@@ -263,6 +274,7 @@ def demo_long_context(
     model: Model = None,
     out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results/long_context"),
     device: Device = None,
+    dtype: Dtype = None,
     quick: Quick = False,
     fresh: Fresh = False,
     yes: Yes = False,
@@ -270,7 +282,7 @@ def demo_long_context(
     allow_incomplete_weights: AllowIncomplete = None,
 ) -> None:
     """Max-finding prompts of growing length: softmax vs adaptive temperature (inference only)."""
-    options = {"model": model, "device": device, "prompts": prompts,
+    options = {"model": model, "device": device, "dtype": dtype, "prompts": prompts,
                "allow_incomplete_weights": allow_incomplete_weights}  # fmt: skip
     _run("long-context", options, quick=quick, out=out, fresh=fresh, yes=yes)
 
@@ -298,6 +310,7 @@ def scan(
         Path | None, typer.Option(help="Results folder (default results/scan/<model>).")
     ] = None,
     device: Device = None,
+    dtype: Dtype = None,
     quick: Quick = False,
     fresh: Fresh = False,
     yes: Yes = False,
@@ -315,6 +328,7 @@ def scan(
         "windows": windows,
         "rows": rows,
         "device": device,
+        "dtype": dtype,
         "beyond_context": beyond_context,
         "allow_incomplete_weights": allow_incomplete_weights,
     }
@@ -348,6 +362,7 @@ def compare(
         Path | None, typer.Option(help="Results folder (default results/compare/<model>).")
     ] = None,
     device: Device = None,
+    dtype: Dtype = None,
     quick: Quick = False,
     fresh: Fresh = False,
     yes: Yes = False,
@@ -367,6 +382,7 @@ def compare(
         "train_length": train_length,
         "text": _path(text, "text"),
         "device": device,
+        "dtype": dtype,
         "beyond_context": beyond_context,
         "allow_incomplete_weights": allow_incomplete_weights,
     }
