@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import torch
 from torch import Tensor, nn
 
+from attnlimits.capture._eager import eager_maps, scaling_of
 from attnlimits.capture.models import LoadedModel, attention_modules
 from attnlimits.capture.precision import upcast
 from attnlimits.hf_bridge import (
@@ -153,43 +154,10 @@ class _Session:
 _SESSIONS: dict[int, _Session] = {}
 
 
-def _keep_and_additive(attention_mask: Tensor | None, like: Tensor) -> tuple[Tensor, Tensor | None]:
-    """Boolean keep-mask ``[b, 1|h, q, k]`` and the additive mask eager attention would add."""
-    b, _, n_q, n_k = like.shape
-    keep = keep_mask(attention_mask)
-    if attention_mask is None or keep is None:
-        return torch.ones(b, 1, n_q, n_k, dtype=torch.bool, device=like.device), None
-    if attention_mask.dtype == torch.bool:
-        minus = torch.finfo(like.dtype).min
-        zero = torch.zeros((), dtype=like.dtype, device=like.device)
-        return keep, torch.where(keep, zero, minus)
-    return keep, attention_mask  # a float mask handed in ready-made: eager adds it as it is
-
-
-def _scaling(query: Tensor, scaling: float | None, kwargs: dict[str, Any]) -> float:
-    for unsupported in ("softcap", "s_aux", "sinks"):
-        if kwargs.get(unsupported) is not None:
-            raise NotImplementedError(f"capture does not model attention with {unsupported}")
-    return float(query.size(-1) ** -0.5 if scaling is None else scaling)
-
-
 def _watched(module: nn.Module) -> bool:
     """Whether a session wants this attention module's layer."""
     session = _SESSIONS.get(id(module))
     return session is not None and session.where[id(module)][0] in session.layers
-
-
-def _maps(
-    query: Tensor, key: Tensor, attention_mask: Tensor | None, scaling: float
-) -> tuple[Tensor, Tensor, Tensor]:
-    """Eager attention's scaled scores, keep-mask and weights, in ``query``'s
-    precision (the softmax itself in float32, as transformers' eager attention)."""
-    n_rep = query.shape[1] // key.shape[1]
-    scores = torch.matmul(query, repeat_kv(key, n_rep).transpose(2, 3)) * scaling  # [b, h, q, k]
-    keep, additive = _keep_and_additive(attention_mask, scores)
-    masked = scores + additive if additive is not None else scores
-    weights = nn.functional.softmax(masked, dim=-1, dtype=torch.float32).to(query.dtype)
-    return scores, keep, weights
 
 
 def _hand_over(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, **extra: Any) -> None:
@@ -232,15 +200,15 @@ def _capture_attention(
 
     A model in half precision runs its own forward in it (the output is eager's, bit for bit)
     and hands over maps computed again in float32 from its own q and k, upcast."""
-    scaling = _scaling(query, scaling, kwargs)
+    scaling = scaling_of(query, scaling, kwargs)
     n_rep = query.shape[1] // key.shape[1]
-    scores, keep, weights = _maps(query, key, attention_mask, scaling)
+    scores, keep, weights = eager_maps(query, key, attention_mask, scaling)
     dropped = nn.functional.dropout(weights, p=dropout, training=module.training)
     out = torch.matmul(dropped, repeat_kv(value, n_rep)).transpose(1, 2).contiguous()  # [b,q,h,d]
     if _watched(module):
         seen, seen_weights = scores, weights
         if query.dtype != upcast(query).dtype:  # half precision: the maps again, in float32
-            seen, _, seen_weights = _maps(upcast(query), upcast(key), attention_mask, scaling)
+            seen, _, seen_weights = eager_maps(upcast(query), upcast(key), attention_mask, scaling)
         _hand_over(
             module, query, key, value, scores=seen, mask=keep, weights=seen_weights, scaling=scaling
         )
@@ -261,7 +229,7 @@ def _stream_attention(
     **kwargs: Any,
 ) -> tuple[Tensor, None]:
     """SDPA attention (no ``[query, key]`` map kept) that hands each layer's q, k, v over."""
-    scaling = _scaling(query, scaling, kwargs)
+    scaling = scaling_of(query, scaling, kwargs)
     n_rep = query.shape[1] // key.shape[1]
     out = nn.functional.scaled_dot_product_attention(
         query,

@@ -32,7 +32,7 @@ class ModelShape:
     causal: bool
     known: bool = True  # False: a stand-in (SmolLM2's shape) for a model not readable here
     #: The precision its weights are stored in (config.json's ``dtype`` or ``torch_dtype``;
-    #: float32 where it names none); None for a GGUF, quantised below any of them.
+    #: float32 where it names none); None for a GGUF, quantised below any of them, or unknown.
     dtype: str | None = "float32"
 
     @property
@@ -62,7 +62,7 @@ _NAMED = {
     "minilm-l6": ModelShape(6, 12, 12, 32, 384, 1536, 30522, causal=False),
     "gpt2": ModelShape(12, 12, 12, 64, 768, 3072, 50257, causal=True),
 }
-_UNKNOWN = replace(SMOLLM2, known=False, dtype="float32")
+_UNKNOWN = replace(SMOLLM2, known=False)
 
 
 def _first(cfg: dict[str, Any], *names: str, default: Any = None) -> Any:

@@ -57,7 +57,7 @@ def precision(cfg: Any, estimate: Callable[[Any], budget.Estimate]) -> Precision
         return Precision("float32")
     room = budget.available_memory("cpu")
     have = f"; this machine has {budget.format_bytes(room)} available" if room else ""
-    whose = "a GGUF's dequantised weights, halved" if own is None else f"{cfg.model}'s own"
+    whose = "its GGUF's dequantised weights, halved" if own is None else "its checkpoint's own"
     return Precision(
         own or "bfloat16",
         f"{whose}: in float32 the run would need about {budget.format_bytes(est.peak_bytes)}{have}",
