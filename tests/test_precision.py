@@ -19,9 +19,10 @@ bfloat16 model differs from its float32 self only through its logits: with δ th
 what bfloat16's rounding allows (relative 2⁻⁸ per rounding, a few dozen roundings deep).
 The grid statistics (critical N, the head's kind) are steps, so they are held to agree on
 most heads; N_s/N, a count that the rounded values move too, within a tenth of its range.
-On this model the derived bounds are 100-1000 times what moves (δ ≈ 0.015: the entropy moves
-by 3e-4 where 0.19 is allowed): they catch a map or statistic gone wrong, not a float32 one
-computed in half precision (test_capture_hands_over_float32... checks that one).
+On this model the derived bounds are 16 (the spread) to 2,000 (the masses) times what moves
+(δ ≈ 0.015: the entropy moves by 3e-4 where 0.19 is allowed): they catch a map or a statistic
+gone wrong, not a float32 one computed in half precision, which
+test_capture_hands_over_float32_and_leaves_the_forward_alone checks.
 """
 
 from __future__ import annotations
