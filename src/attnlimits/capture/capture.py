@@ -21,7 +21,9 @@ from typing import Any, TypeVar
 import torch
 from torch import Tensor, nn
 
+from attnlimits.capture._eager import eager_maps, scaling_of
 from attnlimits.capture.models import LoadedModel, attention_modules
+from attnlimits.capture.precision import upcast
 from attnlimits.hf_bridge import (
     get_attn_implementation,
     keep_mask,
@@ -152,44 +154,28 @@ class _Session:
 _SESSIONS: dict[int, _Session] = {}
 
 
-def _keep_and_additive(attention_mask: Tensor | None, like: Tensor) -> tuple[Tensor, Tensor | None]:
-    """Boolean keep-mask ``[b, 1|h, q, k]`` and the additive mask eager attention would add."""
-    b, _, n_q, n_k = like.shape
-    keep = keep_mask(attention_mask)
-    if attention_mask is None or keep is None:
-        return torch.ones(b, 1, n_q, n_k, dtype=torch.bool, device=like.device), None
-    if attention_mask.dtype == torch.bool:
-        minus = torch.finfo(like.dtype).min
-        zero = torch.zeros((), dtype=like.dtype, device=like.device)
-        return keep, torch.where(keep, zero, minus)
-    return keep, attention_mask  # a float mask handed in ready-made: eager adds it as it is
-
-
-def _scaling(query: Tensor, scaling: float | None, kwargs: dict[str, Any]) -> float:
-    for unsupported in ("softcap", "s_aux", "sinks"):
-        if kwargs.get(unsupported) is not None:
-            raise NotImplementedError(f"capture does not model attention with {unsupported}")
-    return float(query.size(-1) ** -0.5 if scaling is None else scaling)
+def _watched(module: nn.Module) -> bool:
+    """Whether a session wants this attention module's layer."""
+    session = _SESSIONS.get(id(module))
+    return session is not None and session.where[id(module)][0] in session.layers
 
 
 def _hand_over(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, **extra: Any) -> None:
     """Give the watching session (if any) this layer's tensors, as ``LayerCapture`` when the
     maps are in ``extra`` (scores, weights), else ``LayerQKV``; stop after the last layer."""
-    session = _SESSIONS.get(id(module))
-    if session is None:
+    if not _watched(module):
         return
+    session = _SESSIONS[id(module)]
     layer, block, attn = session.where[id(module)]
-    if layer not in session.layers:
-        return
     n_rep = query.shape[1] // key.shape[1]
     fields: dict[str, Any] = {
         "layer": layer,
         "block": block,
         "attention": attn,
-        "hidden_in": session.hidden.pop(layer),
-        "q": query.detach(),
-        "k": key.detach(),
-        "v": value.detach(),
+        "hidden_in": upcast(session.hidden.pop(layer)),
+        "q": upcast(query.detach()),
+        "k": upcast(key.detach()),
+        "v": upcast(value.detach()),
         "kv_head_of": torch.arange(query.shape[1], device=query.device) // n_rep,
         "causal": bool(getattr(module, "is_causal", False)),
     } | {k: v.detach() if isinstance(v, Tensor) else v for k, v in extra.items()}
@@ -210,18 +196,22 @@ def _capture_attention(
     dropout: float = 0.0,
     **kwargs: Any,
 ) -> tuple[Tensor, Tensor]:
-    """Eager attention (as in transformers' ``eager_attention_forward``) that reports each layer."""
-    scaling = _scaling(query, scaling, kwargs)
+    """Eager attention (as in transformers' ``eager_attention_forward``) that reports each layer.
+
+    A model in half precision runs its own forward in it (the output is eager's, bit for bit)
+    and hands over maps computed again in float32 from its own q and k, upcast."""
+    scaling = scaling_of(query, scaling, kwargs)
     n_rep = query.shape[1] // key.shape[1]
-    scores = torch.matmul(query, repeat_kv(key, n_rep).transpose(2, 3)) * scaling  # [b, h, q, k]
-    keep, additive = _keep_and_additive(attention_mask, scores)
-    masked = scores + additive if additive is not None else scores
-    weights = nn.functional.softmax(masked, dim=-1, dtype=torch.float32).to(query.dtype)
+    scores, keep, weights = eager_maps(query, key, attention_mask, scaling)
     dropped = nn.functional.dropout(weights, p=dropout, training=module.training)
     out = torch.matmul(dropped, repeat_kv(value, n_rep)).transpose(1, 2).contiguous()  # [b,q,h,d]
-    _hand_over(
-        module, query, key, value, scores=scores, mask=keep, weights=weights, scaling=scaling
-    )
+    if _watched(module):
+        seen, seen_weights = scores, weights
+        if query.dtype != upcast(query).dtype:  # half precision: the maps again, in float32
+            seen, _, seen_weights = eager_maps(upcast(query), upcast(key), attention_mask, scaling)
+        _hand_over(
+            module, query, key, value, scores=seen, mask=keep, weights=seen_weights, scaling=scaling
+        )
     return out, weights
 
 
@@ -239,7 +229,7 @@ def _stream_attention(
     **kwargs: Any,
 ) -> tuple[Tensor, None]:
     """SDPA attention (no ``[query, key]`` map kept) that hands each layer's q, k, v over."""
-    scaling = _scaling(query, scaling, kwargs)
+    scaling = scaling_of(query, scaling, kwargs)
     n_rep = query.shape[1] // key.shape[1]
     out = nn.functional.scaled_dot_product_attention(
         query,

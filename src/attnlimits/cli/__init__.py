@@ -27,7 +27,16 @@ from attnlimits.cli._errors import (
 )
 from attnlimits.cli._errors import fail as _fail
 from attnlimits.cli._errors import root_options as _root_options
-from attnlimits.cli._options import AllowIncomplete, Beyond, Device, Fresh, Model, Quick, Text
+from attnlimits.cli._options import (
+    AllowIncomplete,
+    Beyond,
+    Device,
+    Dtype,
+    Fresh,
+    Model,
+    Quick,
+    Text,
+)
 from attnlimits.cli._options import names as _names
 from attnlimits.cli._options import numbers as _numbers
 from attnlimits.cli._options import path as _path
@@ -143,6 +152,7 @@ def reproduce_limitations(
     text: Text = None,
     out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results/limitations"),
     device: Device = None,
+    dtype: Dtype = None,
     quick: Quick = False,
     fresh: Fresh = False,
     yes: Yes = False,
@@ -179,6 +189,7 @@ def reproduce_limitations(
         "model": models[0],
         "text": _path(text, "text"),
         "device": device,
+        "dtype": dtype,
         "windows": windows,
         "placement": placement,
         "mc_samples": mc_samples,
@@ -278,6 +289,7 @@ def demo_long_context(
     model: Model = None,
     out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results/long_context"),
     device: Device = None,
+    dtype: Dtype = None,
     quick: Quick = False,
     fresh: Fresh = False,
     yes: Yes = False,
@@ -285,7 +297,7 @@ def demo_long_context(
     allow_incomplete_weights: AllowIncomplete = None,
 ) -> None:
     """Max-finding prompts of growing length: softmax vs adaptive temperature (inference only)."""
-    options = {"model": model, "device": device, "prompts": prompts,
+    options = {"model": model, "device": device, "dtype": dtype, "prompts": prompts,
                "allow_incomplete_weights": allow_incomplete_weights}  # fmt: skip
     _run("long-context", options, quick=quick, out=out, fresh=fresh, yes=yes)
 
@@ -313,6 +325,7 @@ def scan(
         Path | None, typer.Option(help="Results folder (default results/scan/<model>).")
     ] = None,
     device: Device = None,
+    dtype: Dtype = None,
     quick: Quick = False,
     fresh: Fresh = False,
     yes: Yes = False,
@@ -330,6 +343,7 @@ def scan(
         "windows": windows,
         "rows": rows,
         "device": device,
+        "dtype": dtype,
         "beyond_context": beyond_context,
         "allow_incomplete_weights": allow_incomplete_weights,
     }
@@ -363,6 +377,7 @@ def compare(
         Path | None, typer.Option(help="Results folder (default results/compare/<model>).")
     ] = None,
     device: Device = None,
+    dtype: Dtype = None,
     quick: Quick = False,
     fresh: Fresh = False,
     yes: Yes = False,
@@ -382,6 +397,7 @@ def compare(
         "train_length": train_length,
         "text": _path(text, "text"),
         "device": device,
+        "dtype": dtype,
         "beyond_context": beyond_context,
         "allow_incomplete_weights": allow_incomplete_weights,
     }

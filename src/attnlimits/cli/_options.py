@@ -18,6 +18,7 @@ __all__ = [
     "AllowIncomplete",
     "Beyond",
     "Device",
+    "Dtype",
     "Fresh",
     "Model",
     "Quick",
@@ -39,6 +40,14 @@ Text = Annotated[
     typer.Option(help="Plain-text book; default: War and Peace ($ATTNLIMITS_TEXT, or cached)."),
 ]
 Device = Annotated[str | None, typer.Option(help="cpu, cuda or cuda:N (checked before loading).")]
+Dtype = Annotated[
+    str | None,
+    typer.Option(
+        help="The weights' precision: auto (default: float32 where it fits in memory, else the "
+        "checkpoint's own; the checkpoint's own on a GPU), float32, bfloat16 or float16. "
+        "Attention maps and statistics are computed in float32 whichever it is."
+    ),
+]
 Quick = Annotated[bool, typer.Option(help="Small grids (smoke run); options you give still win.")]
 Fresh = Annotated[
     bool,

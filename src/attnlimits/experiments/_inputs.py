@@ -43,6 +43,7 @@ def model_record(model: str, loaded: Any) -> dict[str, Any]:
         "id": model,
         "content": loaded.content,
         "incomplete": loaded.incomplete,
+        "dtype": str(loaded.model.dtype).removeprefix("torch."),  # the weights' precision
         **asdict(loaded.info),
     }
 

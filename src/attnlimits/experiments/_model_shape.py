@@ -31,6 +31,9 @@ class ModelShape:
     vocab: int
     causal: bool
     known: bool = True  # False: a stand-in (SmolLM2's shape) for a model not readable here
+    #: The precision its weights are stored in (config.json's ``dtype`` or ``torch_dtype``;
+    #: float32 where it names none); None for a GGUF, quantised below any of them, or unknown.
+    dtype: str | None = "float32"
 
     @property
     def params(self) -> float:
@@ -53,7 +56,7 @@ class ModelShape:
         return linear + self.attention_flops(length) + head
 
 
-SMOLLM2 = ModelShape(30, 9, 3, 64, 576, 1536, 49152, causal=True)
+SMOLLM2 = ModelShape(30, 9, 3, 64, 576, 1536, 49152, causal=True, dtype=None)  # a GGUF
 _NAMED = {
     "smollm2-135m": SMOLLM2,
     "minilm-l6": ModelShape(6, 12, 12, 32, 384, 1536, 30522, causal=False),
@@ -89,7 +92,15 @@ def _from_config(cfg: dict[str, Any]) -> ModelShape:
         d_ff=_first(cfg, "intermediate_size", "n_inner", default=4 * d),
         vocab=_first(cfg, "vocab_size", default=32000),
         causal=causal,
+        dtype=_stored_dtype(cfg),
     )
+
+
+def _stored_dtype(cfg: dict[str, Any]) -> str:
+    """The precision a config says its weights are stored in (transformers 5 writes ``dtype``,
+    older ones ``torch_dtype``); float32 where it says none or names another."""
+    named = cfg.get("dtype") or cfg.get("torch_dtype")
+    return named if named in ("bfloat16", "float16") else "float32"
 
 
 #: GGUF value types: scalar sizes (struct formats), 8 = string, 9 = array.
@@ -147,7 +158,7 @@ def _from_gguf(path: Path) -> ModelShape:
         "vocab_size": meta.get("tokenizer.ggml.tokens", meta.get(f"{arch}.vocab_size")),
         "architectures": ["ForCausalLM"],
     }
-    return _from_config(cfg)
+    return replace(_from_config(cfg), dtype=None)
 
 
 def _cached_config(hub_id: str) -> Path | None:

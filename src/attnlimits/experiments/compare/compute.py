@@ -24,11 +24,14 @@ import torch
 from tqdm.auto import tqdm
 
 from attnlimits.capture import ModelInfo, is_causal_lm, load_model
+from attnlimits.capture.precision import dtype_name
 from attnlimits.capture.token_rows import token_table
 from attnlimits.corpus import describe_text, load_text, spread_windows, text_sha256
 from attnlimits.experiments import _allocator
 from attnlimits.experiments._inputs import check_context, check_text_room, model_record
+from attnlimits.experiments._precision import load_dtype
 from attnlimits.experiments.compare.config import BASELINE, Config, check_heads, check_probe_room
+from attnlimits.experiments.compare.cost import estimate
 from attnlimits.experiments.compare.forward import run_forward
 from attnlimits.experiments.compare.probe import (
     build_probes,
@@ -101,6 +104,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     loaded = load_model(
         cfg.model,
         device=cfg.device,
+        dtype=load_dtype(cfg, estimate),  # auto: float32 where it fits (a line on stderr if not)
         check_tokenizer=lambda tok, conf: check_tokenizer(cfg, tok, conf),
         allow_incomplete_weights=cfg.allow_incomplete_weights,  # else refused by name
     )
@@ -125,6 +129,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         normalizers={spec: {"name": n, "params": p} for spec, (n, p) in specs.items()},
     )
     cache = cfg.cache_params(cfg.model, sha) | {"model_content": loaded.content}
+    cache["dtype"] = dtype_name(loaded.model.dtype)  # the weights' precision, auto resolved
     device = next(loaded.model.parameters()).device
     frames: dict[str, list[pd.DataFrame]] = {"ppl": [], "probes": [], "heads": [], "time": []}
     rows: list[pd.DataFrame] = []  # the token view's, of the first sequence

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from attnlimits.experiments import budget
 from attnlimits.experiments._model_shape import model_shape
+from attnlimits.experiments._precision import weight_bytes
 from attnlimits.experiments.compare.config import Config
 from attnlimits.experiments.compare.forward import LOGIT_CHUNK
 
@@ -59,7 +60,7 @@ def estimate(cfg: Config) -> budget.Estimate:
     logits = f"a slice of the LM head's logits ({LOGIT_CHUNK} positions) and its softmax"
     memory = {
         "Python and its libraries": budget.BASE_BYTES,
-        model: 4.0 * shape.params,
+        model: weight_bytes(cfg, estimate) * shape.params,
         "the text": 3 * budget.text_bytes(cfg.text),
         f"the forward at L = {top}": _ACTIVATION_BYTES * top,
         logits: 2 * 4.0 * LOGIT_CHUNK * shape.vocab,

@@ -28,9 +28,12 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from attnlimits.capture import LayerCapture, capture, load_model
+from attnlimits.capture.precision import dtype_name
 from attnlimits.corpus import describe_text, load_text, spread_windows, text_sha256, token_windows
 from attnlimits.experiments._inputs import check_text_room, model_record
+from attnlimits.experiments._precision import load_dtype
 from attnlimits.experiments.limitations.config import E_FORMS, Config, XSource
+from attnlimits.experiments.limitations.cost import estimate
 from attnlimits.experiments.limitations.critical import critical_n_table, head_draws_table
 from attnlimits.experiments.limitations.exact import exact_means, extension_means
 from attnlimits.experiments.store import ResultStore
@@ -231,7 +234,8 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     source = describe_text(cfg.text)
     check_text_room(text, source, cfg.max_length, cfg.windows, "window")  # as scan and compare
     allow = cfg.allow_incomplete_weights  # else weights lacking tensors are refused by name
-    loaded = load_model(cfg.model, device=cfg.device, allow_incomplete_weights=allow)
+    dtype = load_dtype(cfg, estimate)  # auto: float32 where it fits (one line on stderr if not)
+    loaded = load_model(cfg.model, device=cfg.device, dtype=dtype, allow_incomplete_weights=allow)
     info = loaded.info
     if info.max_context is not None and cfg.max_length > info.max_context:
         raise ValueError(
@@ -248,6 +252,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         windows |= {"token_starts": [w * cfg.max_length for w in range(cfg.windows)]}
     windows["token_sha256"] = [text_sha256(",".join(map(str, r)).encode()) for r in ids.tolist()]
     params = cfg.cache_params(cfg.model, sha) | {"model_content": loaded.content}
+    params["dtype"] = dtype_name(loaded.model.dtype)  # the weights' precision, auto resolved
     store.update_meta(
         model=model_record(cfg.model, loaded),
         text={"sha256": sha, "source": source, "chars": len(text)},

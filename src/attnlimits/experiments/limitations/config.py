@@ -10,6 +10,7 @@ from typing import Any, Literal
 import numpy as np
 
 from attnlimits._checks import check_distinct, check_int_at_least
+from attnlimits.capture.precision import check_dtype
 from attnlimits.experiments._inputs import check_flag
 from attnlimits.theory.distance import ExpectedForm, GapForm
 
@@ -102,6 +103,7 @@ class Config:
     logits: LogitSource = "raw"
     seed: int = 0
     allow_incomplete_weights: bool = False  # weights lacking tensors load; report.md says so
+    dtype: str = "auto"  # the weights' precision (maps, statistics: float32); docs/resources.md
 
     def __post_init__(self) -> None:
         for name in _LISTS:
@@ -110,6 +112,7 @@ class Config:
         object.__setattr__(self, "e_forms", tuple(self.e_forms))
         object.__setattr__(self, "gap_forms", tuple(self.gap_forms))
         check_flag(self.allow_incomplete_weights, "allow_incomplete_weights")
+        check_dtype(self.dtype)
         for name in (*_LISTS, "x_sources", "e_forms", "gap_forms"):  # each value once
             check_distinct(getattr(self, name), name)
         if not set(self.gap_forms) <= {"main_text", "appendix", "sharp"}:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from attnlimits.experiments import budget
 from attnlimits.experiments._model_shape import ModelShape, model_shape
+from attnlimits.experiments._precision import weight_bytes
 from attnlimits.experiments.limitations.config import Config
 
 __all__ = ["estimate"]
@@ -81,7 +82,7 @@ def estimate(cfg: Config) -> budget.Estimate:
     model = f"the weights of {cfg.model}"
     memory = {
         "Python and its libraries": budget.BASE_BYTES,
-        model: 4.0 * shape.params,
+        model: weight_bytes(cfg, estimate) * shape.params,
         "the text": 3 * budget.text_bytes(cfg.text),
         f"one layer's maps at L = {top}": float(_MAP_BYTES * h * top**2),
         f"the Monte Carlo draws, mc_samples = {cfg.mc_samples:,}": float(

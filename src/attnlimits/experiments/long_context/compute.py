@@ -31,9 +31,12 @@ from tqdm.auto import tqdm
 
 from attnlimits import theory
 from attnlimits.capture import LayerCapture, LoadedModel, capture, load_model
+from attnlimits.capture.precision import dtype_name
 from attnlimits.corpus import describe_text, load_text, text_sha256, token_windows
 from attnlimits.experiments._inputs import model_record
+from attnlimits.experiments._precision import load_dtype
 from attnlimits.experiments.long_context.config import Config
+from attnlimits.experiments.long_context.cost import estimate
 from attnlimits.experiments.long_context.prompts import MaxPrompt, build_prompts, parse_answer
 from attnlimits.experiments.long_context.recording import generate_answers, recording
 from attnlimits.experiments.store import ResultStore, numerics
@@ -118,11 +121,13 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     pass too; a rerun with the same parameters skips them (a larger ``prompts`` recomputes).
     """
     allow = cfg.allow_incomplete_weights  # else weights lacking tensors are refused by name
-    loaded = load_model(cfg.model, device=cfg.device, allow_incomplete_weights=allow)
+    dtype = load_dtype(cfg, estimate)  # auto: float32 where it fits (one line on stderr if not)
+    loaded = load_model(cfg.model, device=cfg.device, dtype=dtype, allow_incomplete_weights=allow)
     if not loaded.info.causal:  # an encoder has no next-token logits to answer with
         raise ValueError(f"{cfg.model} is not a causal language model: the demo generates "
                          "answers; use attnlimits scan for encoders")  # fmt: skip
     params = {**cfg.cache_params(), "prompts": cfg.prompts, "model_content": loaded.content}
+    params["dtype"] = dtype_name(loaded.model.dtype)  # the weights' precision, auto resolved
     store.update_meta(model=model_record(cfg.model, loaded))
     cells = [(mode, n) for n in cfg.ns for mode in cfg.modes]
     answers, heads = [], []
@@ -151,7 +156,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
             text = load_text(cfg.text)
             sha = text_sha256(text)
             sp = {"model": cfg.model, "L": cfg.spread_length, "text_sha256": sha,
-                  "model_content": loaded.content}  # fmt: skip
+                  "model_content": loaded.content, "dtype": params["dtype"]}  # fmt: skip
             sp |= numerics(cfg)
 
             def spreads() -> pd.DataFrame:

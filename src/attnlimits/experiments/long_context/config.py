@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from attnlimits._checks import check_distinct, check_int_at_least, positive_ints
+from attnlimits.capture.precision import check_dtype
 from attnlimits.experiments._inputs import check_flag
 from attnlimits.kernels.spec import resolve_params
 
@@ -56,6 +57,7 @@ class Config:
     text: Path | None = None
     device: str = "cpu"
     allow_incomplete_weights: bool = False  # weights lacking tensors load; report.md says so
+    dtype: str = "auto"  # the weights' precision (maps, statistics: float32); docs/resources.md
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ns", positive_ints("ns", self.ns))
@@ -63,6 +65,7 @@ class Config:
         check_distinct(self.ns, "ns")
         check_distinct(self.modes, "modes")
         check_flag(self.allow_incomplete_weights, "allow_incomplete_weights")
+        check_dtype(self.dtype)
         if self.text is not None:
             if not isinstance(self.text, (str, PathLike)):
                 raise ValueError(f"text must be a file path or None, got {self.text!r}")

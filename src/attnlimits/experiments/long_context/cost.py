@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from attnlimits.experiments import budget
 from attnlimits.experiments._model_shape import model_shape
+from attnlimits.experiments._precision import weight_bytes
 from attnlimits.experiments.long_context.config import Config
 
 __all__ = ["estimate"]
@@ -50,7 +51,7 @@ def estimate(cfg: Config) -> budget.Estimate:
     model = f"the weights of {cfg.model}"
     memory = {
         "Python and its libraries": budget.BASE_BYTES,
-        model: 4.0 * shape.params,
+        model: weight_bytes(cfg, estimate) * shape.params,
         f"a batch's maps and logits, batch_size = {cfg.batch_size:,} prompts of {top} tokens": 4.0
         * batch
         * top

@@ -27,10 +27,13 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from attnlimits.capture import LayerQKV, LoadedModel, ModelInfo, capture_qkv, load_model
+from attnlimits.capture.precision import dtype_name
 from attnlimits.corpus import describe_text, load_text, spread_windows, text_sha256
 from attnlimits.experiments._inputs import check_context as _check_context
 from attnlimits.experiments._inputs import check_text_room, model_record
+from attnlimits.experiments._precision import load_dtype
 from attnlimits.experiments.scan.config import Config, analysed_lengths
+from attnlimits.experiments.scan.cost import estimate
 from attnlimits.experiments.scan.heads import band_means, induction_scores, sampled_rows
 from attnlimits.experiments.scan.patterns import pattern_sample
 from attnlimits.experiments.scan.taxonomy import dispersion_slopes, flag_heads, head_kind, kinds
@@ -231,7 +234,8 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     source = describe_text(cfg.text)
     check_text_room(text, source, cfg.max_length, cfg.windows, "window")
     allow = cfg.allow_incomplete_weights  # else weights lacking tensors are refused by name
-    loaded = load_model(cfg.model, device=cfg.device, allow_incomplete_weights=allow)
+    dtype = load_dtype(cfg, estimate)  # auto: float32 where it fits (one line on stderr if not)
+    loaded = load_model(cfg.model, device=cfg.device, dtype=dtype, allow_incomplete_weights=allow)
     info = loaded.info
     check_context(cfg, info)
     sha = text_sha256(text)
@@ -247,6 +251,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         },
     )
     params = cfg.cache_params(cfg.model, sha) | {"model_content": loaded.content}
+    params["dtype"] = dtype_name(loaded.model.dtype)  # the weights' precision, auto resolved
     passes = [(w, cfg.max_length, cfg.lengths) for w in range(cfg.windows)]
     if not info.causal:
         passes = [(w, n, (n,)) for w in range(cfg.windows) for n in cfg.lengths]

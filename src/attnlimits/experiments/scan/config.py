@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from attnlimits._checks import check_distinct, check_int_at_least, positive_ints
+from attnlimits.capture.precision import check_dtype
 from attnlimits.experiments._inputs import check_flag, check_model_name, text_path
 
 __all__ = ["Config", "analysed_lengths", "band"]
@@ -37,6 +38,7 @@ class Config:
     induction_period: int = 128  # random tokens repeated once: 2 × 128 tokens
     beyond_context: bool = False  # lengths past the model's context: a warning, not an error
     allow_incomplete_weights: bool = False  # weights lacking tensors load; report.md says so
+    dtype: str = "auto"  # the weights' precision (maps, statistics: float32); docs/resources.md
     block_size: int = 512  # query rows and key columns per block of the streamed statistics
     seed: int = 0
 
@@ -66,6 +68,7 @@ class Config:
         if not isinstance(self.beyond_context, bool):
             raise ValueError(f"beyond_context must be true or false, got {self.beyond_context!r}")
         check_flag(self.allow_incomplete_weights, "allow_incomplete_weights")
+        check_dtype(self.dtype)
 
     @property
     def max_length(self) -> int:

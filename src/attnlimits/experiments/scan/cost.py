@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from attnlimits.experiments import budget
 from attnlimits.experiments._model_shape import model_shape
+from attnlimits.experiments._precision import weight_bytes
 from attnlimits.experiments.scan.config import Config, analysed_lengths, band
 
 __all__ = ["estimate"]
@@ -61,7 +62,7 @@ def estimate(cfg: Config) -> budget.Estimate:
     model = f"the weights of {cfg.model}"
     memory = {
         "Python and its libraries": budget.BASE_BYTES,
-        model: 4.0 * shape.params,
+        model: weight_bytes(cfg, estimate) * shape.params,
         "the text": 3 * budget.text_bytes(cfg.text),
         f"the forward at L = {longest}": _ACTIVATION_BYTES * longest,
         f"the streamed blocks, block_size = {cfg.block_size:,}": 4.0 * 6 * h * block**2,
