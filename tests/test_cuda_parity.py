@@ -32,16 +32,10 @@ pytestmark = pytest.mark.slow
 #: The kernels' entry points (what the metrics call once ``_fused.enabled`` says yes), in the
 #: package and in ``_fused.grid``, which imports them by name; ``_fused.distance_grid`` is a
 #: dispatcher that asks the switch itself (and returns None), so it stays.
-KERNELS = (
-    "expectation_rows",
-    "flat_rows",
-    "gram_tables",
-    "jacobian_rows",
-    "pairwise_min",
-    "perturbation_rows",
-    "separability_rows",
-    "top_order",
-    "topn_rows",
+KERNELS = tuple(
+    name
+    for name in _fused.__all__
+    if name not in ("FlatRows", "TopNOut", "distance_grid", "enabled")
 )
 
 SMOLLM2 = pytest.mark.real_model

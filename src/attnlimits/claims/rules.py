@@ -68,20 +68,27 @@ class Band:
 
 
 @dataclass(frozen=True)
-class Graded:
-    """``statistic`` in ``reproduced``: reproduced; else in ``partly``: partly; else not
-    reproduced; not a finite number: n/a (the run lacks it). ``magnitude``: judge |x| (the
-    statistic's name then says so). ``name``: the rule's name (as a function's)."""
+class _Named:
+    """A rule's name, read as a function's ``__name__`` (the tests' known-answer tables name
+    rules by it)."""
 
     name: str
-    statistic: str
-    reproduced: Band
-    partly: Band | None = None
-    magnitude: bool = False
 
     @property
     def __name__(self) -> str:
         return self.name
+
+
+@dataclass(frozen=True)
+class Graded(_Named):
+    """``statistic`` in ``reproduced``: reproduced; else in ``partly``: partly; else not
+    reproduced; not a finite number: n/a (the run lacks it). ``magnitude``: judge |x| (the
+    statistic's name then says so). ``name``: the rule's name (as a function's)."""
+
+    statistic: str
+    reproduced: Band
+    partly: Band | None = None
+    magnitude: bool = False
 
     def __call__(self, value: float | None) -> str:
         if value is None or not finite(value):
@@ -135,17 +142,12 @@ def _moved(rule: Graded, t: Threshold, value: float) -> Graded:
 
 
 @dataclass(frozen=True)
-class Share:
+class Share(_Named):
     """A statement made for every case: ``condition`` holds in every ``unit`` (reproduced), in
     some (partly), in none (not reproduced); no cases: n/a."""
 
-    name: str
     condition: str
     unit: str
-
-    @property
-    def __name__(self) -> str:
-        return self.name
 
     def __call__(self, flags: Sequence[bool]) -> str:
         if len(flags) == 0:
@@ -162,18 +164,13 @@ class Share:
 
 
 @dataclass(frozen=True)
-class Holds:
+class Holds(_Named):
     """A bound as a theorem states it: ``condition`` in every case (the share of cases where it
     holds is 1) is reproduced, anywhere less is not (a bound that fails somewhere is no bound,
     so there is no "partly"); not a finite share: n/a."""
 
-    name: str
     condition: str
     unit: str
-
-    @property
-    def __name__(self) -> str:
-        return self.name
 
     def __call__(self, fraction: float | None) -> str:
         if fraction is None or not finite(fraction):
@@ -185,18 +182,13 @@ class Holds:
 
 
 @dataclass(frozen=True)
-class Rule:
+class Rule(_Named):
     """A rule of another shape: ``judge`` turns the measured values into a verdict, ``say``
     formats its text from ``thresholds`` (the only place its numbers are written)."""
 
-    name: str
     judge: Callable[..., str]
     say: Callable[[], str]
     thresholds: tuple[Threshold, ...] = ()
-
-    @property
-    def __name__(self) -> str:
-        return self.name
 
     def __call__(self, *values: Any) -> str:
         return self.judge(*values)
