@@ -158,3 +158,25 @@ def test_gradcheck_float64():
     assert torch.autograd.gradcheck(lambda x: entropy_beta_derivative(e.detach(), x), (b,))
     spread = torch.tensor([0.1, 1.0, 4.0], dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda s: dispersion_bounds(10.0, s, 0.7), (spread,))
+
+
+def test_entropy_beta_derivative_near_the_largest_float64_spread() -> None:
+    """Found by the API fuzz (2026-11-28): a spread near float64's maximum with a subnormal β
+    has a finite dH/dβ = −β·Var (here −β·Δ²/4 ≈ −4e292, the weights still even), which squaring
+    e − mean first turned into an overflow error. Against the closed form for two keys,
+    −β·Δ²·p(1 − p)."""
+    top = torch.finfo(torch.float64).max
+    e = torch.tensor([[0.78246, -top]], dtype=torch.float64)
+    for beta in (5e-324, 1e-320, 1e-310):
+        delta = 0.78246 + top  # rounds to top; the closed form's own Δ
+        p = 1 / (1 + math.exp(-beta * delta))
+        want = -(beta * delta) * delta * p * (1 - p)
+        got = float(entropy_beta_derivative(e, beta))
+        assert math.isfinite(got) and got == pytest.approx(want, rel=1e-9), beta
+    # |dH/dβ| = (β·Δ)·p(1 − p)·Δ is at most about 0.44·Δ, so float32 logits of both signs near
+    # its maximum (a spread past it) still give a finite value, and the weights their own
+    e32 = torch.tensor([[3e38, -3e38]])
+    for beta_delta in (0.5, 2.4, 10.0):
+        p = 1 / (1 + math.exp(-beta_delta))
+        got32 = float(entropy_beta_derivative(e32, beta_delta / 6e38))
+        assert got32 == pytest.approx(-beta_delta * p * (1 - p) * 6e38, rel=1e-5), beta_delta

@@ -190,18 +190,27 @@ def entropy_beta_derivative(
             ) from None
     b = beta.unsqueeze(-1) if isinstance(beta, Tensor) else torch.tensor(float(beta), dtype=work)
     # p ∝ exp(β e) is shift-invariant: shift e by its row maximum (β ≥ 0) or minimum (β < 0)
-    # so that β·(e − ref) <= 0, and clamp the shift so that neither overflows
-    big = torch.finfo(e.dtype).max
+    # so that β·(e − ref) <= 0
     hi = torch.where(keep, e, -math.inf).amax(-1, keepdim=True)
     lo = torch.where(keep, e, math.inf).amin(-1, keepdim=True)
     ref = torch.where(b >= 0, hi, lo)
     ref = torch.where(torch.isfinite(ref), ref, 0.0)
-    z = torch.where(keep, b * (e - ref).clamp(-big, big), -math.inf)
+    # β·(e − ref) from the halves, so that a spread past the dtype's maximum (float32 logits of
+    # both signs near it) keeps its value; a product that overflows is −inf, a weight of 0
+    z = torch.where(keep, (b * (e / 2 - ref / 2)) * 2, -math.inf)
     p = torch.softmax(z, dim=-1).nan_to_num(0.0)
-    mean = (p * e).sum(-1, keepdim=True)
-    var = torch.where(p > 0, p * (e - mean) ** 2, 0.0).sum(-1)  # p = 0: no term (not 0·inf)
-    beta_rows = b.squeeze(-1)
-    out = torch.where(beta_rows == 0, 0.0, -beta_rows * var)  # β = 0: exactly 0, Var or not
+    # Var_p(e) through the row's half-range h (finite even where hi − lo is not): u = (e − lo)
+    # / 2h in [0, 1], Var(e) = 4h²·Var(u), and −β·4h²·Var(u) multiplied in an order whose
+    # partial products overflow only where the result does (a spread near float64's maximum
+    # with a subnormal β has a finite dH/dβ; squaring e − mean first overflowed)
+    lo0 = torch.where(torch.isfinite(lo), lo, 0.0)
+    h = torch.where(torch.isfinite(hi) & torch.isfinite(lo), hi / 2 - lo / 2, 0.0)
+    u = torch.where(h > 0, (e / 2 - lo0 / 2) / torch.where(h > 0, h, 1.0), 0.0)
+    u_mean = (p * u).sum(-1, keepdim=True)
+    var_u = torch.where(p > 0, p * (u - u_mean) ** 2, 0.0).sum(-1)  # p = 0: no term
+    beta_rows, h_rows = b.squeeze(-1), h.squeeze(-1)
+    out = -(var_u * h_rows * beta_rows * h_rows) * 4
+    out = torch.where(beta_rows == 0, 0.0, out)  # β = 0: exactly 0, Var or not
     out = torch.where(keep.any(-1), out, math.nan)
     if not bool(torch.isfinite(out[keep.any(-1).expand_as(out)]).all()):
         raise ValueError(
