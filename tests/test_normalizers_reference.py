@@ -221,6 +221,15 @@ def test_ssmax_matches_row_loop_under_causal_mask(s: float, gen: torch.Generator
     assert (out[:, 0, 0] == 1).all()
 
 
+def test_ssmax_takes_a_per_key_s_of_another_dtype(gen: torch.Generator) -> None:
+    """Found by the API fuzz (2026-11-28): a float32 tensor s beside float64 scores raised
+    torch's "cannot be converted ... without overflow" (the clamp to float64's maximum); it is
+    taken in the scores' dtype, as a float64 s would be."""
+    x = torch.randn(1, 1, 2, generator=gen, dtype=torch.float64)
+    s32 = torch.tensor([1.0, 2.0])
+    torch.testing.assert_close(nz.ssmax(x, s=s32), nz.ssmax(x, s=s32.double()))
+
+
 def test_ssmax_sharpens_with_length(gen: torch.Generator) -> None:
     """The point of SSMax: the top weight of a fixed logit gap does not vanish as n grows."""
     tops = []

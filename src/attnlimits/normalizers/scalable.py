@@ -51,6 +51,8 @@ def ssmax(scores: Tensor, dim: int = -1, *, mask: Tensor | None = None, s: float
     check_broadcasts_to(s, "s", x.shape)
     n = key_counts(keep, x, d)  # kept keys per row, x's dtype
     big = torch.finfo(x.dtype).max  # an s beyond the dtype's range: its largest value, not
-    s_work = s.clamp_max(big) if isinstance(s, Tensor) else min(s, big)  # inf (inf·log 1 = NaN)
+    # inf (inf·log 1 = NaN); a tensor s in the scores' working dtype first (a float32 s beside
+    # float64 scores could not be clamped to float64's maximum)
+    s_work = s.to(x.dtype).clamp_max(big) if isinstance(s, Tensor) else min(s, big)
     scale = s_work * torch.log(n.clamp_min(1.0))
     return finish(masked_softmax(x, keep, d, scale=scale), keep, scores)
