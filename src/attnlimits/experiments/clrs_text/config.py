@@ -71,7 +71,9 @@ class Config:
       algorithm of the run together.
     - ``lrs``: the learning-rate grid; each arm takes the one whose seed-0 model scores best on
       the validation split. ``steps`` is a cap: a model stops once its validation exact match
-      reaches ``stop_at`` (checked every ``eval_every`` steps).
+      reaches ``stop_at`` (checked every ``eval_every`` steps), or, with ``patience`` ≥ 1,
+      once its score has not improved over its last ``patience`` checks.
+    - ``positions``: the tiny model's positional encoding, the same in every arm.
     - ``dataset``: a Parquet file of :func:`.data.build_dataset` (e.g. the tests' fixture);
       None generates (or reuses from the cache) the one the settings describe.
     """
@@ -96,6 +98,11 @@ class Config:
     lrs: tuple[float, ...] = (1e-3, 3e-3)
     stop_at: float = 0.98
     eval_every: int = 500
+    #: ours (issue 57): also stop once the validation score has not improved over this many
+    #: checks (converged); 0: only ``stop_at`` and the cap stop a model
+    patience: int = 0
+    #: ``"rope"`` (Llama's) or ``"none"`` (NoPE, in every arm; ours, issue 57)
+    positions: Literal["rope", "none"] = "rope"
     device: str = "cpu"
     dataset: str | None = None
 
@@ -153,6 +160,18 @@ class Config:
         if not self.lrs or bad:
             raise ValueError(f"lrs must be numbers in (0, 1), got {list(self.lrs)}")
         check_distinct(self.lrs, "lrs")
+        if (
+            isinstance(self.patience, bool)
+            or not isinstance(self.patience, int)
+            or self.patience < 0
+        ):
+            raise ValueError(f"patience must be a whole number ≥ 0, got {self.patience!r}")
+        if self.positions not in ("rope", "none"):
+            raise ValueError(f"positions must be rope or none, got {self.positions!r}")
+        if self.positions != "rope" and self.model != "tiny":
+            raise ValueError(
+                f"positions {self.positions} is for the tiny model only, not {self.model}"
+            )
         if not (isinstance(self.stop_at, (int, float)) and 0 < self.stop_at <= 1):
             raise ValueError(f"stop_at must be a number in (0, 1], got {self.stop_at!r}")
         if self.dataset is not None and not str(self.dataset).strip():
