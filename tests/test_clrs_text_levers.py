@@ -1,0 +1,91 @@
+"""CLRS-Text's levers of issue 57: no positional encoding (NoPE) and the convergence stop."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attnlimits.experiments.clrs_text import Config
+from attnlimits.experiments.clrs_text.model import ModelSize, build_model, train_model
+
+
+def _last_logits(model, ids: list[int]) -> torch.Tensor:
+    with torch.no_grad():
+        return model(input_ids=torch.tensor([ids])).logits[0, -1]
+
+
+@pytest.mark.parametrize("impl", ["sdpa", "attnlimits_adaptive"])
+def test_without_positions_one_layer_reads_its_prefix_as_a_set(impl):
+    """With one layer and no positional encoding, the last token attends over the keys of its
+    prefix with no notion of where each is, so permuting the prefix leaves its logits as they
+    are; with RoPE the same permutation changes them (so the test can fail)."""
+    ids = [5, 17, 33, 60, 71, 90, 101, 42]
+    permuted = [90, 33, 5, 101, 71, 17, 60, 42]  # the first seven shuffled, the last kept
+    torch.manual_seed(0)
+    nope, _ = build_model(ModelSize(1, 32, 4, 64, 64, positions="none"), impl, seed=0)
+    torch.testing.assert_close(_last_logits(nope, ids), _last_logits(nope, permuted))
+    rope, _ = build_model(ModelSize(1, 32, 4, 64, 64), impl, seed=0)
+    assert not torch.allclose(_last_logits(rope, ids), _last_logits(rope, permuted), atol=1e-4)
+
+
+def test_without_positions_survives_restoring_a_check():
+    """The zeroed frequencies are no part of the state dict: loading a check's weights (as
+    training does) keeps the model without positions."""
+    model, _ = build_model(ModelSize(1, 16, 2, 32, 64, positions="none"), "sdpa", seed=0)
+    fresh, _ = build_model(ModelSize(1, 16, 2, 32, 64), "sdpa", seed=1)
+    model.load_state_dict(fresh.state_dict())
+    assert float(model.model.rotary_emb.inv_freq.abs().sum()) == 0.0
+    assert float(fresh.model.rotary_emb.inv_freq.abs().sum()) > 0.0
+
+
+def test_unknown_positions_is_refused():
+    with pytest.raises(ValueError, match="positions must be rope or none"):
+        build_model(ModelSize(1, 16, 2, 32, 64, positions="alibi"), "sdpa", seed=0)
+
+
+def _train(scores: list[float], patience: int, stop_at: float = 0.99, steps: int = 16):
+    model, tok = build_model(ModelSize(1, 16, 2, 32, 64), "sdpa", seed=0)
+    q, a = tok.encode(["ab\n"] * 4), tok.encode(["c\n\n"] * 4)
+    it = iter(scores)
+
+    def check(m):
+        s = next(it)
+        return s, s
+
+    return train_model(model, q, a, np.zeros(4, dtype=int), steps=steps, batch=2, lr=1e-2,
+                       seed=0, check=check, check_every=2, stop_at=stop_at,
+                       patience=patience)  # fmt: skip
+
+
+def test_training_stops_once_the_score_has_not_improved_for_patience_checks():
+    """Best at the 2nd check, then three checks without a gain: with patience 3 training
+    stops at the 5th check (step 10), converged; a tie is no gain."""
+    r = _train([0.1, 0.5, 0.4, 0.5, 0.3, 0.9, 0.9, 0.9], patience=3)
+    assert (r.steps, r.stopped, len(r.checks)) == (10, "converged", 5)
+
+
+def test_patience_zero_runs_to_the_cap_and_a_rising_score_never_converges():
+    r = _train([0.1, 0.5, 0.4, 0.5, 0.3, 0.2, 0.2, 0.2], patience=0)
+    assert (r.steps, r.stopped) == (16, "cap")
+    r = _train([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8], patience=2)
+    assert (r.steps, r.stopped) == (16, "cap")
+
+
+def test_the_target_stops_before_patience():
+    r = _train([0.1, 0.99, 0.2, 0.2], patience=1)
+    assert (r.steps, r.stopped) == (4, "target")
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"patience": -1}, "patience must be a whole number ≥ 0"),
+        ({"patience": True}, "patience must be a whole number ≥ 0"),
+        ({"positions": "alibi"}, "positions must be rope or none"),
+        ({"positions": "none", "model": "smollm2-135m"}, "for the tiny model only"),
+    ],
+)
+def test_bad_lever_is_one_clear_error(kw, match):
+    with pytest.raises(ValueError, match=match):
+        Config(**kw)
