@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -89,3 +90,43 @@ def test_the_target_stops_before_patience():
 def test_bad_lever_is_one_clear_error(kw, match):
     with pytest.raises(ValueError, match=match):
         Config(**kw)
+
+
+def _paired_with(stopped: dict[tuple[str, int], str] | None):
+    """Both arms at the ceiling at length 4; at 8 softmax 0.2, adaptive 0.92 (testable)."""
+    from attnlimits.experiments.clrs_text.config import regime
+    from attnlimits.experiments.clrs_text.evaluate import accuracy_table, paired_table
+
+    cells = {("softmax", 4): [50] * 3, ("adaptive", 4): [50] * 3,
+             ("softmax", 8): [10, 5, 15], ("adaptive", 8): [45, 45, 48]}  # fmt: skip
+    rows = [
+        {"arm": arm, "seed": seed, "algorithm": "m", "length": n, "regime": regime(n, (4, 6)),
+         "in_distribution": n == 4, "question": f"{n}-{i}", "answer": "0",
+         "correct": i < right, "result_correct": i < right}
+        for (arm, n), per_seed in cells.items()
+        for seed, right in enumerate(per_seed)
+        for i in range(50)
+    ]  # fmt: skip
+    answers = pd.DataFrame(rows)
+    acc = accuracy_table(answers, pd.DataFrame({"algorithm": "m", "length": [4, 8],
+                                                "baseline": 0.2}))  # fmt: skip
+    training = None
+    if stopped is not None:
+        training = pd.DataFrame(
+            [{"arm": a, "seed": s, "stopped": why} for (a, s), why in stopped.items()]
+        )
+    p = paired_table(answers, acc, training=training)
+    return p[(p["scope"] == "pooled") & (p["regime"] == "extrapolation")].iloc[0]
+
+
+def test_a_model_stopped_at_the_cap_makes_its_arms_comparison_untestable():
+    """The gate's convergence: with every compared model converged (or at the target) the
+    extrapolation comparison is testable; one adaptive seed at the cap makes it not testable,
+    and the reason names that arm and seed. Without training logs, nothing changes."""
+    ok = {(a, s): "converged" for a in ("softmax", "adaptive") for s in range(3)}
+    assert bool(_paired_with(ok)["testable"])
+    assert bool(_paired_with(None)["testable"])
+    row = _paired_with(ok | {("adaptive", 2): "cap", ("softmax", 0): "target"})
+    assert not bool(row["testable"])
+    assert "adaptive seed 2 stopped at the step cap, not converged" in row["why"]
+    assert "softmax" not in row["why"]

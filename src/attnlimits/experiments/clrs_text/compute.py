@@ -341,16 +341,19 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     counts = data.groupby(["split", "algorithm", "length"]).size().rename("questions")
     baselines = baseline_table(test)
     accuracy = accuracy_table(answers, baselines)
+    training = pd.concat([done[u][1] for u in units], ignore_index=True)
+    # the gate's convergence (issue 57) only where the convergence stop could end a model
+    gate = training if cfg.patience and "stopped" in training else None
     return {
         "answers": answers,
         "accuracy": accuracy,
         "baselines": baselines,
-        "paired": paired_table(answers, accuracy, cfg.arms[0]),
+        "paired": paired_table(answers, accuracy, cfg.arms[0], gate),
         # in the units' own order, not the order the parallel workers finished them
         "validation": pd.concat(
             [done[u][2] for u in [*grid, *(u for u in units if u not in grid)]], ignore_index=True
         ),
         "learning_rate": lrs,
-        "training": pd.concat([done[u][1] for u in units], ignore_index=True),
+        "training": training,
         "dataset": counts.reset_index(),
     }
