@@ -54,9 +54,20 @@ def _train(scores: list[float], patience: int, stop_at: float = 0.99, steps: int
         s = next(it)
         return s, s
 
-    return train_model(model, q, a, np.zeros(4, dtype=int), steps=steps, batch=2, lr=1e-2,
-                       seed=0, check=check, check_every=2, stop_at=stop_at,
-                       patience=patience)  # fmt: skip
+    return train_model(
+        model,
+        q,
+        a,
+        np.zeros(4, dtype=int),
+        steps=steps,
+        batch=2,
+        lr=1e-2,
+        seed=0,
+        check=check,
+        check_every=2,
+        stop_at=stop_at,
+        patience=patience,
+    )
 
 
 def test_training_stops_once_the_score_has_not_improved_for_patience_checks():
@@ -97,19 +108,33 @@ def _paired_with(stopped: dict[tuple[str, int], str] | None):
     from attnlimits.experiments.clrs_text.config import regime
     from attnlimits.experiments.clrs_text.evaluate import accuracy_table, paired_table
 
-    cells = {("softmax", 4): [50] * 3, ("adaptive", 4): [50] * 3,
-             ("softmax", 8): [10, 5, 15], ("adaptive", 8): [45, 45, 48]}  # fmt: skip
+    cells = {
+        ("softmax", 4): [50] * 3,
+        ("adaptive", 4): [50] * 3,
+        ("softmax", 8): [10, 5, 15],
+        ("adaptive", 8): [45, 45, 48],
+    }
     rows = [
-        {"arm": arm, "seed": seed, "algorithm": "m", "length": n, "regime": regime(n, (4, 6)),
-         "in_distribution": n == 4, "question": f"{n}-{i}", "answer": "0",
-         "correct": i < right, "result_correct": i < right}
+        {
+            "arm": arm,
+            "seed": seed,
+            "algorithm": "m",
+            "length": n,
+            "regime": regime(n, (4, 6)),
+            "in_distribution": n == 4,
+            "question": f"{n}-{i}",
+            "answer": "0",
+            "correct": i < right,
+            "result_correct": i < right,
+        }
         for (arm, n), per_seed in cells.items()
         for seed, right in enumerate(per_seed)
         for i in range(50)
-    ]  # fmt: skip
+    ]
     answers = pd.DataFrame(rows)
-    acc = accuracy_table(answers, pd.DataFrame({"algorithm": "m", "length": [4, 8],
-                                                "baseline": 0.2}))  # fmt: skip
+    acc = accuracy_table(
+        answers, pd.DataFrame({"algorithm": "m", "length": [4, 8], "baseline": 0.2})
+    )
     training = None
     if stopped is not None:
         training = pd.DataFrame(
@@ -130,3 +155,31 @@ def test_a_model_stopped_at_the_cap_makes_its_arms_comparison_untestable():
     assert not bool(row["testable"])
     assert "adaptive seed 2 stopped at the step cap, not converged" in row["why"]
     assert "softmax" not in row["why"]
+
+
+def test_the_validation_figure_draws_each_arm_and_seed_at_its_chosen_rate():
+    from attnlimits.experiments.clrs_text.figures import _validation
+
+    rows = []
+    for arm in ("softmax", "adaptive"):
+        for lr in (1e-3, 3e-3):
+            for seed in range(3):
+                for step in (1, 2, 3):
+                    for algo in ("minimum", "bfs"):
+                        acc = 0.1 * step
+                        rows.append((arm, lr, seed, step, algo, acc, acc))
+    val = pd.DataFrame(
+        rows, columns=["arm", "lr", "seed", "step", "algorithm", "accuracy", "score"]
+    )
+    lrs = pd.DataFrame(
+        {
+            "arm": ["softmax", "softmax", "adaptive", "adaptive"],
+            "lr": [1e-3, 3e-3, 1e-3, 3e-3],
+            "chosen": [True, False, False, True],
+        }
+    )
+    axes = [ax for ax in _validation(val, lrs).axes if ax.get_visible()]
+    assert sorted(ax.get_title() for ax in axes) == ["bfs", "minimum"]
+    for ax in axes:  # 2 arms × 3 seeds at one rate each, and the ceiling
+        assert len(ax.lines) == 2 * 3 + 1
+    assert axes[0].get_legend_handles_labels()[1] == ["softmax", "adaptive"]

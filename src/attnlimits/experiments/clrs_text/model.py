@@ -14,6 +14,7 @@ the tokens that matter, so no attention mask is needed.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -105,7 +106,10 @@ def build_model(
 
         torch.manual_seed(seed)
         loaded = load_model(model)
-        net = loaded.model
+        # a copy: where a runner keeps loaded models (a sweep), the kept one stays pretrained
+        # and the next unit does not fine-tune this unit's model further
+        net = copy.deepcopy(loaded.model)
+        net.train()
         set_attn_implementation(net, attn_implementation)
         return net, HFTokenizer(loaded.tokenizer)
 
@@ -235,7 +239,6 @@ def train_model(
     A step's examples are sorted by length and run as ``micro`` micro-batches, each padded to
     its own longest text (:func:`step_gradients`): the gradient is the whole batch's, the mean
     loss over its answer tokens, without padding every text to the batch's longest."""
-    import copy
     import time
 
     rng = np.random.default_rng(seed)
