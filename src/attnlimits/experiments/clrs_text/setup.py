@@ -85,10 +85,12 @@ def setup_table(meta: Mapping[str, Any]) -> pd.DataFrame:
              "§4.2's reason why applying adaptive temperature at inference only does not work "
              "well: \"individual numbers often span multiple tokens\"; bytes keep that "
              "property (our choice of tokenizer)"),
-        _row("positions", "none (NoPE) in every arm" if p.get("positions") == "none" else
-             "RoPE; extrapolation lengths run past the longest training text",
-             "ours", "NoPE: against a trace length learned per training length (issue 57); "
-             "RoPE: a model trained from scratch has never seen those positions, so "
+        _row("positions", "none (NoPE) in every arm", "ours",
+             "against a trace length learned per training length (issue 57: RoPE trained on "
+             "three lengths wrote minimum's trace one step too long at the unseen length 6)")
+        if p.get("positions") == "none" else
+        _row("positions", "RoPE; extrapolation lengths run past the longest training text",
+             "ours", "a model trained from scratch has never seen those positions, so "
              "extrapolation also tests RoPE's length extrapolation, which a pretrained Gemma "
              "with a long context does not face; interpolation does not"),
         _row("arms", ", ".join(p["arms"]) + "; each in every head, in training and inference",
