@@ -133,7 +133,7 @@ def _remove_rotation(net: nn.Module) -> None:
     """NoPE: RoPE's frequencies set to 0, so its rotation is the identity (cos 1, sin 0) at
     every position, in training and in cached decoding alike. The frequencies are buffers that
     no state dict holds, so restoring a check's weights keeps them at 0."""
-    rotary = net.model.rotary_emb
+    rotary = net.get_submodule("model.rotary_emb")
     for name in ("inv_freq", "original_inv_freq"):
         getattr(rotary, name).zero_()
 
