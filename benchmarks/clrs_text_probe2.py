@@ -48,11 +48,19 @@ WORKERS = 4
 def config(design: str) -> Config:
     """The rule's design: minimum, training lengths 4-10 (no 7, 9), cap 2,500, patience 3."""
     return Config(
-        algorithms=("minimum",), train_lengths=(4, 5, 6, 8, 10),
-        test_lengths=(4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 20), train_samples=2000,
-        validation_samples=50, test_samples=100, seeds=3, steps=STEPS, lrs=(LR,),
-        eval_every=STEPS // 10, patience=PATIENCE, positions="none" if design == "nope" else "rope",
-    )  # fmt: skip
+        algorithms=("minimum",),
+        train_lengths=(4, 5, 6, 8, 10),
+        test_lengths=(4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 20),
+        train_samples=2000,
+        validation_samples=50,
+        test_samples=100,
+        seeds=3,
+        steps=STEPS,
+        lrs=(LR,),
+        eval_every=STEPS // 10,
+        patience=PATIENCE,
+        positions="none" if design == "nope" else "rope",
+    )
 
 
 def unit(design: str, arm: str, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -108,8 +116,12 @@ def main() -> None:
             while pending and len(running) < WORKERS:
                 u = pending.pop(0)
                 if all(path(u, p).is_file() for p in ("answers", "log", "validation")):
-                    finished(u, tuple(pd.read_parquet(path(u, p)) for p in
-                                      ("answers", "log", "validation")))  # fmt: skip
+                    finished(
+                        u,
+                        tuple(
+                            pd.read_parquet(path(u, p)) for p in ("answers", "log", "validation")
+                        ),
+                    )
                     continue
                 if time.perf_counter() - start > 60 * minutes:
                     print(f"{u}: not started (past {minutes:g} min)", flush=True)
@@ -123,10 +135,13 @@ def main() -> None:
                 for p, t in zip(("answers", "log", "validation"), tables, strict=True):
                     t.to_parquet(path(u, p))
                 log = tables[1]
-                print(f"{u}: {int(log['steps_taken'].iloc[0])} steps, {log['stopped'].iloc[0]}, "
-                      f"best val {tables[2]['score'].max():.3f}, "
-                      f"{log['unit_cpu_seconds'].iloc[0]:.0f} s CPU, "
-                      f"at {(time.perf_counter() - start) / 60:.1f} min", flush=True)  # fmt: skip
+                print(
+                    f"{u}: {int(log['steps_taken'].iloc[0])} steps, {log['stopped'].iloc[0]}, "
+                    f"best val {tables[2]['score'].max():.3f}, "
+                    f"{log['unit_cpu_seconds'].iloc[0]:.0f} s CPU, "
+                    f"at {(time.perf_counter() - start) / 60:.1f} min",
+                    flush=True,
+                )
                 finished(u, tables)
     write(done, (time.perf_counter() - start) / 60)
 
@@ -136,14 +151,20 @@ def write(done: dict[tuple[str, str, int], tuple[pd.DataFrame, ...]], wall: floa
     rows = []
     for (d, a, s), (_, log, val) in sorted(done.items()):
         scores = val.drop_duplicates("step")
-        rows.append({
-            "design": d, "arm": a, "seed": s, "steps": int(log["steps_taken"].iloc[0]),
-            "stopped": log["stopped"].iloc[0], "best_validation": scores["score"].max(),
-            "best_step": int(scores.loc[scores["score"].idxmax(), "step"]),
-            "passes_seed_gate": seed_passes(log, val),
-            "cpu_ms_per_step": round(1e3 * log["cpu_seconds_per_step"].iloc[0], 1),
-            "unit_cpu_seconds": round(log["unit_cpu_seconds"].iloc[0], 1),
-        })  # fmt: skip
+        rows.append(
+            {
+                "design": d,
+                "arm": a,
+                "seed": s,
+                "steps": int(log["steps_taken"].iloc[0]),
+                "stopped": log["stopped"].iloc[0],
+                "best_validation": scores["score"].max(),
+                "best_step": int(scores.loc[scores["score"].idxmax(), "step"]),
+                "passes_seed_gate": seed_passes(log, val),
+                "cpu_ms_per_step": round(1e3 * log["cpu_seconds_per_step"].iloc[0], 1),
+                "unit_cpu_seconds": round(log["unit_cpu_seconds"].iloc[0], 1),
+            }
+        )
     units = pd.DataFrame(rows)
     units.to_csv(OUT / "probe2_units.csv", index=False)
     val = pd.concat([t[2] for t in done.values()], ignore_index=True)
@@ -160,14 +181,38 @@ def write(done: dict[tuple[str, str, int], tuple[pd.DataFrame, ...]], wall: floa
         if a["arm"].nunique() == 2:
             paired.append(paired_table(a, acc).assign(design=d))
     test = pd.concat(tests, ignore_index=True)
-    cols = ["design", "arm", "algorithm", "length", "regime", "seeds", "accuracy", "ci_seeds_low",
-            "ci_seeds_high", "result_accuracy", "baseline", "baseline_result"]  # fmt: skip
+    cols = [
+        "design",
+        "arm",
+        "algorithm",
+        "length",
+        "regime",
+        "seeds",
+        "accuracy",
+        "ci_seeds_low",
+        "ci_seeds_high",
+        "result_accuracy",
+        "baseline",
+        "baseline_result",
+    ]
     test[cols].round(3).to_csv(OUT / "probe2_test.csv", index=False)
     if paired:
         p = pd.concat(paired, ignore_index=True)
-        keep = ["design", "algorithm", "regime", "scope", "lengths", "seeds", "accuracy",
-                "baseline_accuracy", "difference", "ci_low", "ci_high", "testable",
-                "why"]  # fmt: skip
+        keep = [
+            "design",
+            "algorithm",
+            "regime",
+            "scope",
+            "lengths",
+            "seeds",
+            "accuracy",
+            "baseline_accuracy",
+            "difference",
+            "ci_low",
+            "ci_high",
+            "testable",
+            "why",
+        ]
         p[keep].round(3).to_csv(OUT / "probe2_paired.csv", index=False)
     print(f"\nwall {wall:.1f} min\n{units.to_string(index=False)}")
     for (d, arm), g in units.groupby(["design", "arm"]):
@@ -177,9 +222,11 @@ def write(done: dict[tuple[str, str, int], tuple[pd.DataFrame, ...]], wall: floa
         pooled = (t["accuracy"] * t["seeds"]).sum() / t["seeds"].sum() if len(t) else float("nan")
         ok = len(g) == len(SEEDS) and bool(g["passes_seed_gate"].all()) and pooled >= CEILING
         projected = 5 * g["unit_cpu_seconds"].median() / 60  # 5 seeds of this arm, CPU minutes
-        print(f"{d} {arm}: seeds {len(g)}, per-seed gate {g['passes_seed_gate'].tolist()}, "
-              f"test in distribution {pooled:.3f}, gate {'PASS' if ok else 'fail'}, "
-              f"5 seeds' CPU {projected:.1f} min")  # fmt: skip
+        print(
+            f"{d} {arm}: seeds {len(g)}, per-seed gate {g['passes_seed_gate'].tolist()}, "
+            f"test in distribution {pooled:.3f}, gate {'PASS' if ok else 'fail'}, "
+            f"5 seeds' CPU {projected:.1f} min"
+        )
     print("(projected default: the two arms' 5 seeds' CPU minutes summed, over 2 processes)")
 
 

@@ -191,8 +191,14 @@ class Config:
             "eval_every": 50,
         }  # fmt: skip
         if given.get("model") not in (None, "tiny"):
-            preset |= {"steps": 8, "batch": 4, "eval_every": 4, "lrs": (1e-4,),
-                       "validation_samples": 10, "test_samples": 10}  # fmt: skip
+            preset |= {
+                "steps": 8,
+                "batch": 4,
+                "eval_every": 4,
+                "lrs": (1e-4,),
+                "validation_samples": 10,
+                "test_samples": 10,
+            }
         return cls(**{**preset, **{k: v for k, v in given.items() if v is not None}})
 
     def test_seeds(self) -> tuple[int, ...]:

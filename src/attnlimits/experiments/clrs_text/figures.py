@@ -105,8 +105,10 @@ def _validation(val: pd.DataFrame, lrs: pd.DataFrame) -> Figure:
     for ax in axes[len(algos) :]:
         ax.set_visible(False)
     axes[0].legend(fontsize=7)
-    fig.suptitle("learning curves in distribution: a line per arm and seed, the 90 % ceiling "
-                 "dashed", fontsize=10)  # fmt: skip
+    fig.suptitle(
+        "learning curves in distribution: a line per arm and seed, the 90 % ceiling dashed",
+        fontsize=10,
+    )
     return fig
 
 
