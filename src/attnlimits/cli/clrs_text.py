@@ -74,6 +74,18 @@ def command(_run: Callable[..., Any]) -> Callable[..., None]:
             str | None,
             typer.Option(help="A Parquet dataset made by the data step (default: make one)."),
         ] = None,
+        width: Annotated[int | None, typer.Option(help="Tiny model's width (default 64).")] = None,
+        layers: Annotated[int | None, typer.Option(help="Tiny model's layers (default 2).")] = None,
+        positions: Annotated[
+            str | None,
+            typer.Option(help="Tiny model's positions: rope (default) or none (NoPE, every arm)."),
+        ] = None,
+        patience: Annotated[
+            int | None,
+            typer.Option(
+                help="Stop a model after this many validation checks without gain (0: off)."
+            ),
+        ] = None,
         device: Device = None,
         quick: Quick = False,
         fresh: Fresh = False,
@@ -92,6 +104,10 @@ def command(_run: Callable[..., Any]) -> Callable[..., None]:
             "test_lengths": _numbers(test_lengths, int, "test-lengths"),
             "lengths": lengths,
             "dataset": dataset,
+            "width": width,
+            "layers": layers,
+            "positions": positions,
+            "patience": patience,
             "device": device,
         }
         _run("clrs-text", options, quick=quick, out=out, fresh=fresh, yes=yes)

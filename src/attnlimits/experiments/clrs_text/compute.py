@@ -161,13 +161,14 @@ def _run_arm_seed(cfg: Config, data: pd.DataFrame, arm: str, lr: float, seed: in
 
     longest = int((data["question"].str.len() + data["answer"].str.len()).max())
     context = max(512, longest + 8)  # RoPE positions: as many as the longest text needs
-    size = ModelSize(cfg.layers, cfg.width, cfg.heads, 4 * cfg.width, context)
+    size = ModelSize(cfg.layers, cfg.width, cfg.heads, 4 * cfg.width, context, cfg.positions)
     model, tok = build_model(size, attn_implementation(arm), seed, cfg.model)
     model = model.to(cfg.device)
     result = train_model(
         model, tok.encode(train["question"].tolist()), tok.encode(train["answer"].tolist()),
         train["algorithm"].to_numpy(), steps=cfg.steps, batch=cfg.batch, lr=lr, seed=seed,
         device=cfg.device, check=check, check_every=cfg.eval_every, stop_at=cfg.stop_at,
+        patience=cfg.patience,
     )  # fmt: skip
     start = time.perf_counter()
     cols = ["algorithm", "length", "regime", "in_distribution", "question", "answer"]
@@ -183,6 +184,7 @@ def _run_arm_seed(cfg: Config, data: pd.DataFrame, arm: str, lr: float, seed: in
             "lr": lr,
             "seed": seed,
             "steps_taken": result.steps,
+            "stopped": result.stopped,
             "step": steps,
             "loss": losses,
             "seconds_per_step": result.seconds_per_step,
@@ -339,16 +341,19 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     counts = data.groupby(["split", "algorithm", "length"]).size().rename("questions")
     baselines = baseline_table(test)
     accuracy = accuracy_table(answers, baselines)
+    training = pd.concat([done[u][1] for u in units], ignore_index=True)
+    # the gate's convergence (issue 57) only where the convergence stop could end a model
+    gate = training if cfg.patience and "stopped" in training else None
     return {
         "answers": answers,
         "accuracy": accuracy,
         "baselines": baselines,
-        "paired": paired_table(answers, accuracy, cfg.arms[0]),
+        "paired": paired_table(answers, accuracy, cfg.arms[0], gate),
         # in the units' own order, not the order the parallel workers finished them
         "validation": pd.concat(
             [done[u][2] for u in [*grid, *(u for u in units if u not in grid)]], ignore_index=True
         ),
         "learning_rate": lrs,
-        "training": pd.concat([done[u][1] for u in units], ignore_index=True),
+        "training": training,
         "dataset": counts.reset_index(),
     }

@@ -71,7 +71,9 @@ class Config:
       algorithm of the run together.
     - ``lrs``: the learning-rate grid; each arm takes the one whose seed-0 model scores best on
       the validation split. ``steps`` is a cap: a model stops once its validation exact match
-      reaches ``stop_at`` (checked every ``eval_every`` steps).
+      reaches ``stop_at`` (checked every ``eval_every`` steps), or, with ``patience`` ≥ 1,
+      once its score has not improved over its last ``patience`` checks.
+    - ``positions``: the tiny model's positional encoding, the same in every arm.
     - ``dataset``: a Parquet file of :func:`.data.build_dataset` (e.g. the tests' fixture);
       None generates (or reuses from the cache) the one the settings describe.
     """
@@ -96,6 +98,11 @@ class Config:
     lrs: tuple[float, ...] = (1e-3, 3e-3)
     stop_at: float = 0.98
     eval_every: int = 500
+    #: ours (issue 57): also stop once the validation score has not improved over this many
+    #: checks (converged); 0: only ``stop_at`` and the cap stop a model
+    patience: int = 0
+    #: ``"rope"`` (Llama's) or ``"none"`` (NoPE, in every arm; ours, issue 57)
+    positions: Literal["rope", "none"] = "rope"
     device: str = "cpu"
     dataset: str | None = None
 
@@ -153,6 +160,18 @@ class Config:
         if not self.lrs or bad:
             raise ValueError(f"lrs must be numbers in (0, 1), got {list(self.lrs)}")
         check_distinct(self.lrs, "lrs")
+        if (
+            isinstance(self.patience, bool)
+            or not isinstance(self.patience, int)
+            or self.patience < 0
+        ):
+            raise ValueError(f"patience must be a whole number ≥ 0, got {self.patience!r}")
+        if self.positions not in ("rope", "none"):
+            raise ValueError(f"positions must be rope or none, got {self.positions!r}")
+        if self.positions != "rope" and self.model != "tiny":
+            raise ValueError(
+                f"positions {self.positions} is for the tiny model only, not {self.model}"
+            )
         if not (isinstance(self.stop_at, (int, float)) and 0 < self.stop_at <= 1):
             raise ValueError(f"stop_at must be a number in (0, 1], got {self.stop_at!r}")
         if self.dataset is not None and not str(self.dataset).strip():
@@ -163,14 +182,24 @@ class Config:
     @classmethod
     def quick(cls, **given: Any) -> Config:
         """Smoke run (learns little): one algorithm, 2 seeds, 100 steps, one learning rate;
-        ``given`` values win."""
+        with a pretrained ``model`` (SmolLM2 on a CPU), 8 steps of 4 texts at a fine-tuning
+        rate, 10 questions a cell; ``given`` values win."""
         preset = {
             "preset": "quick", "algorithms": ("minimum",), "train_samples": 300,
             "validation_samples": 20, "test_samples": 30, "train_lengths": (4, 6),
             "test_lengths": (4, 5, 6, 8, 12), "seeds": 2, "steps": 100, "lrs": (3e-3,),
             "eval_every": 50,
         }  # fmt: skip
-        return cls(**{**preset, **given})
+        if given.get("model") not in (None, "tiny"):
+            preset |= {
+                "steps": 8,
+                "batch": 4,
+                "eval_every": 4,
+                "lrs": (1e-4,),
+                "validation_samples": 10,
+                "test_samples": 10,
+            }
+        return cls(**{**preset, **{k: v for k, v in given.items() if v is not None}})
 
     def test_seeds(self) -> tuple[int, ...]:
         """CLRS-Text's test seeds: all five with ``lengths="paper"``, else the first."""

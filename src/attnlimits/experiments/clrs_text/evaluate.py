@@ -32,7 +32,9 @@ left out of its regime's pooled comparison (in distribution:
 training lengths; interpolation: unseen lengths inside their range; extrapolation: outside).
 An algorithm on which either arm is below :data:`CEILING` in distribution is not testable in any
 regime: below the ceiling a gap measures how fast an arm learns at this budget (in
-distribution) or how far it learned (out of distribution), not its profile.
+distribution) or how far it learned (out of distribution), not its profile. With the
+convergence stop on (``patience``; issue 57's gate), a pair of arms one of whose compared
+models stopped at the step cap, neither at the target nor converged, is not testable anywhere.
 """
 
 from __future__ import annotations
@@ -198,8 +200,25 @@ def _ceiling(accuracy: pd.DataFrame, arms: list[str]) -> pd.Series:
     return why.str.rstrip("; ")
 
 
+def _unconverged(training: pd.DataFrame | None, arms: list[str]) -> str:
+    """Why no comparison of ``arms`` is testable because a compared model did not converge
+    (it stopped at the step cap, not at the target nor by the convergence stop), or ""."""
+    if training is None:
+        return ""
+    t = training[training["arm"].isin(arms)].drop_duplicates(["arm", "seed"])
+    capped = t[t["stopped"] == "cap"]
+    return "; ".join(
+        f"{arm} seed{'s' if len(g) > 1 else ''} {', '.join(map(str, sorted(g['seed'])))} "
+        "stopped at the step cap, not converged"
+        for arm, g in capped.groupby("arm", sort=False)
+    )
+
+
 def paired_table(
-    answers: pd.DataFrame, accuracy: pd.DataFrame, baseline: str = "softmax"
+    answers: pd.DataFrame,
+    accuracy: pd.DataFrame,
+    baseline: str = "softmax",
+    training: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Every other arm against ``baseline``, over seeds: a row per (algorithm, length)
     (``scope`` "length") and per (algorithm, regime) pooled over its testable lengths
@@ -207,7 +226,10 @@ def paired_table(
     ``difference`` with its t-interval over seeds (``ci_low``, ``ci_high``) and ``p_t``,
     ``testable`` and ``why``; ``pairs``, ``wins`` and ``losses`` count (seed, question) pairs
     (description only). ``accuracy`` is :func:`accuracy_table`'s (its ``ci_seeds_low``,
-    ``baseline`` and in-distribution accuracy decide what is testable)."""
+    ``baseline`` and in-distribution accuracy decide what is testable). With ``training`` (a
+    row per compared (arm, seed) at least, with ``stopped`` as :class:`.model.TrainResult`
+    says), a pair of arms one of whose models stopped at the cap is not testable anywhere: the
+    gate of issue 57 compares converged models only."""
     keys = ["seed", "algorithm", "length", "question"]
     base = answers[answers["arm"] == baseline].set_index(keys)["correct"].rename("base")
     other = answers[answers["arm"] != baseline].set_index(keys)[["arm", "correct", "regime"]]
@@ -226,6 +248,11 @@ def paired_table(
         [_ceiling(accuracy, [baseline, arm]).rename("c").reset_index().assign(arm=arm)
          for arm in sorted(set(tested["arm"]))], ignore_index=True,
     )  # fmt: skip
+    capped = {arm: _unconverged(training, [baseline, arm]) for arm in set(tested["arm"])}
+    ceiling["c"] = [
+        "; ".join(r for r in (c, capped[arm]) if r)
+        for c, arm in zip(ceiling["c"], ceiling["arm"], strict=True)
+    ]
     tested = tested.merge(ceiling, on=["arm", "algorithm"], how="left")
     n_seeds = joined.groupby([*cell, "regime"])["seed"].nunique().rename("n").reset_index()
     tested = tested.merge(n_seeds, on=[*cell, "regime"], how="left")

@@ -1,5 +1,6 @@
-"""Figures of a CLRS-Text run: the Figure 8 analogue (a performance profile per algorithm) and
-the training loss curves. They read tables and ``run.json`` only."""
+"""Figures of a CLRS-Text run: the Figure 8 analogue (a performance profile per algorithm), the
+training loss curves and the in-distribution validation curves. They read tables and
+``run.json`` only."""
 
 from __future__ import annotations
 
@@ -75,8 +76,47 @@ def _loss(train: pd.DataFrame) -> Figure:
     return fig
 
 
+def _validation(val: pd.DataFrame, lrs: pd.DataFrame) -> Figure:
+    """In-distribution learning curves (issue 57): validation exact match of the whole answer
+    against step, per algorithm, a line per (arm, seed) at the arm's chosen rate, the 90 %
+    ceiling dashed."""
+    from attnlimits.experiments.clrs_text.evaluate import CEILING
+
+    chosen = lrs.loc[lrs["chosen"], ["arm", "lr"]]
+    v = val.merge(chosen, on=["arm", "lr"])
+    algos = sorted(v["algorithm"].unique())
+    cols = min(3, max(1, len(algos)))
+    rows = max(1, math.ceil(len(algos) / cols))
+    fig = Figure(figsize=(4.2 * cols, 3.2 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    colors = {arm: f"C{k}" for k, arm in enumerate(dict.fromkeys(v["arm"]))}
+    for ax, algo in zip(axes, algos, strict=False):
+        seen: set[str] = set()
+        for (arm, _seed), g in v[v["algorithm"] == algo].groupby(["arm", "seed"], sort=False):
+            g = g.sort_values("step")
+            label = None if arm in seen else str(arm)
+            seen.add(str(arm))
+            ax.plot(g["step"], g["accuracy"], c=colors[arm], alpha=0.7, marker=".", label=label)
+        ax.axhline(CEILING, c="0.5", lw=0.8, ls="--")
+        ax.set_title(algo, fontsize=9)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("step", fontsize=8)
+        ax.set_ylabel("validation exact match (training lengths)", fontsize=8)
+    for ax in axes[len(algos) :]:
+        ax.set_visible(False)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(
+        "learning curves in distribution: a line per arm and seed, the 90 % ceiling dashed",
+        fontsize=10,
+    )
+    return fig
+
+
 def figures(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> dict[str, Figure]:
-    return {
+    out = {
         "profile": _profile(tables["accuracy"], meta),
         "training_loss": _loss(tables["training"]),
     }
+    if "validation" in tables and "learning_rate" in tables:
+        out["validation"] = _validation(tables["validation"], tables["learning_rate"])
+    return out

@@ -14,6 +14,7 @@ the tokens that matter, so no attention mask is needed.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +57,10 @@ class ModelSize:
     heads: int = 4
     mlp: int = 256
     context: int = 512
+    #: ``"rope"`` (Llama's rotary positions) or ``"none"`` (NoPE: no positional encoding, the
+    #: causal mask the only source of order; ours, issue 57: against a trace length learned
+    #: per training length)
+    positions: str = "rope"
 
 
 class ByteTokenizer:
@@ -101,7 +106,10 @@ def build_model(
 
         torch.manual_seed(seed)
         loaded = load_model(model)
-        net = loaded.model
+        # a copy: where a runner keeps loaded models (a sweep), the kept one stays pretrained
+        # and the next unit does not fine-tune this unit's model further
+        net = copy.deepcopy(loaded.model)
+        net.train()
         set_attn_implementation(net, attn_implementation)
         return net, HFTokenizer(loaded.tokenizer)
 
@@ -113,8 +121,21 @@ def build_model(
     )  # fmt: skip
     torch.manual_seed(seed)
     net = LlamaForCausalLM(config)
+    if size.positions == "none":
+        _remove_rotation(net)
+    elif size.positions != "rope":
+        raise ValueError(f"positions must be rope or none, got {size.positions!r}")
     set_attn_implementation(net, attn_implementation)
     return net, ByteTokenizer()
+
+
+def _remove_rotation(net: nn.Module) -> None:
+    """NoPE: RoPE's frequencies set to 0, so its rotation is the identity (cos 1, sin 0) at
+    every position, in training and in cached decoding alike. The frequencies are buffers that
+    no state dict holds, so restoring a check's weights keeps them at 0."""
+    rotary = net.get_submodule("model.rotary_emb")
+    for name in ("inv_freq", "original_inv_freq"):
+        getattr(rotary, name).zero_()
 
 
 def make_batch(
@@ -181,6 +202,9 @@ class TrainResult:
     cpu_seconds_per_step: float
     checks: list[tuple[int, float, float]] = field(default_factory=list)
     steps: int = 0
+    #: why training ended: ``"target"`` (the worst part reached ``stop_at``), ``"converged"``
+    #: (no better score over the last ``patience`` checks) or ``"cap"`` (``steps`` taken)
+    stopped: str = "cap"
 
 
 #: A validation check: the model -> (score to maximise, worst part's score, which stops at 1).
@@ -202,18 +226,19 @@ def train_model(
     check: Check | None = None,
     check_every: int = 500,
     stop_at: float = 1.0,
+    patience: int = 0,
     micro: int = MICRO_BATCHES,
 ) -> TrainResult:
     """AdamW with linear warm-up (5 %) and cosine decay over ``steps``; each batch draws
     ``batch`` examples, every group (algorithm) equally likely, so a small algorithm is not
     drowned. With ``check``: every ``check_every`` steps and at the end the model is scored
-    (:data:`Check`); training stops once the worst part reaches ``stop_at``, and the model
-    returned is the one of the best score (``steps`` is a cap).
+    (:data:`Check`); training stops once the worst part reaches ``stop_at``, or (``patience``
+    ≥ 1) once the best score is older than the last ``patience`` checks (no gain over them:
+    converged), and the model returned is the one of the best score (``steps`` is a cap).
 
     A step's examples are sorted by length and run as ``micro`` micro-batches, each padded to
     its own longest text (:func:`step_gradients`): the gradient is the whole batch's, the mean
     loss over its answer tokens, without padding every text to the batch's longest."""
-    import copy
     import time
 
     rng = np.random.default_rng(seed)
@@ -231,8 +256,10 @@ def train_model(
     losses: list[tuple[int, float]] = []
     checks: list[tuple[int, float, float]] = []
     best: tuple[float, dict[str, Tensor]] | None = None
-    start, cpu, checking = time.perf_counter(), time.process_time(), 0.0
-    done = 0
+    best_at = 0  # the index of the best check
+    start, cpu = time.perf_counter(), time.process_time()
+    checking, checking_cpu = 0.0, 0.0  # the checks' wall and CPU seconds, left out of a step's
+    done, stopped = 0, "cap"
     for step in range(steps):
         picks = rng.integers(len(members), size=batch)
         rows = [int(rng.choice(members[g])) for g in picks]
@@ -246,20 +273,27 @@ def train_model(
         if step % log_every == 0 or step == steps - 1:
             losses.append((step, float(loss.detach())))
         if check is not None and (done % check_every == 0 or done == steps):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             score, worst = check(model)
             model.train()
             checks.append((done, score, worst))
             if best is None or score > best[0]:
-                best = score, copy.deepcopy(model.state_dict())
+                best, best_at = (score, copy.deepcopy(model.state_dict())), len(checks) - 1
             checking += time.perf_counter() - t0
+            checking_cpu += time.process_time() - c0
             if worst >= stop_at:
+                stopped = "target"
                 break
-    elapsed, cpu = time.perf_counter() - start - checking, time.process_time() - cpu - checking
+            if patience and len(checks) - 1 - best_at >= patience:
+                stopped = "converged"
+                break
+    elapsed = time.perf_counter() - start - checking
+    cpu = time.process_time() - cpu - checking_cpu
     if best is not None:
         model.load_state_dict(best[1])
     model.eval()
-    return TrainResult(model, losses, elapsed / max(done, 1), cpu / max(done, 1), checks, done)
+    per = max(done, 1)
+    return TrainResult(model, losses, elapsed / per, cpu / per, checks, done, stopped)
 
 
 @torch.no_grad()

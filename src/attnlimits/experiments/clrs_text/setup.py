@@ -85,6 +85,10 @@ def setup_table(meta: Mapping[str, Any]) -> pd.DataFrame:
              "§4.2's reason why applying adaptive temperature at inference only does not work "
              "well: \"individual numbers often span multiple tokens\"; bytes keep that "
              "property (our choice of tokenizer)"),
+        _row("positions", "none (NoPE) in every arm", "ours",
+             "against a trace length learned per training length (issue 57: RoPE trained on "
+             "three lengths wrote minimum's trace one step too long at the unseen length 6)")
+        if p.get("positions") == "none" else
         _row("positions", "RoPE; extrapolation lengths run past the longest training text",
              "ours", "a model trained from scratch has never seen those positions, so "
              "extrapolation also tests RoPE's length extrapolation, which a pretrained Gemma "
@@ -104,7 +108,9 @@ def setup_table(meta: Mapping[str, Any]) -> pd.DataFrame:
              f"rate per arm from {', '.join(f'{v:g}' for v in p.get('lrs', ()))} on "
              f"validation, stopped once every algorithm's validation exact match reaches "
              f"{p.get('stop_at', 1):g} (checked every {p.get('eval_every', 0)} steps; the best "
-             "check's model kept); warm-up and cosine decay; loss on answer tokens only",
+             "check's model kept)"
+             + (f" or once {p['patience']} checks in a row bring no gain" if p.get("patience")
+                else "") + "; warm-up and cosine decay; loss on answer tokens only",
              "ours",
              "§4.2 never states its fine-tuning schedule; each arm is trained towards its "
              "ceiling at its own rate, so the gap does not measure learning speed at one "
