@@ -23,13 +23,21 @@ import argparse
 import dataclasses
 import json
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 
 from attnlimits.experiments.clrs_text.config import Config
 from attnlimits.experiments.clrs_text.setup import setup_table
-from attnlimits.experiments.report import block, fill, markdown_table
+from attnlimits.experiments.report import (
+    block,
+    fill,
+    load_tables,
+    markdown_table,
+    refill,
+    save_tables,
+)
 
 __all__ = ["block", "default_setup", "extract", "fill", "load", "main", "render", "save"]
 
@@ -71,14 +79,9 @@ def extract(folder: Path) -> Data:
             "learning_rate": lrs, "claims": claims}  # fmt: skip
 
 
-def save(data: Mapping[str, pd.DataFrame], folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, table in data.items():
-        table.to_csv(folder / f"{name}.csv", index=False)
-
-
-def load(folder: Path) -> Data:
-    return {p.stem: pd.read_csv(p, keep_default_na=False) for p in sorted(folder.glob("*.csv"))}
+#: The doc's tables saved as CSV and read back with their types (one helper for every doc
+#: module).
+save, load = save_tables, partial(load_tables, as_text=False)
 
 
 def _accuracy(acc: pd.DataFrame) -> str:
@@ -154,8 +157,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--data", type=Path, default=Path("docs/data/clrs_text"))
     args = ap.parse_args(argv)
     save(extract(args.results), args.data)
-    args.doc.write_text(fill(args.doc.read_text(encoding="utf-8"), render(load(args.data))),
-                        encoding="utf-8")  # fmt: skip
+    refill(args.doc, render(load(args.data)))
 
 
 if __name__ == "__main__":
