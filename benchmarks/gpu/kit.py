@@ -33,7 +33,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import json
 import shutil
@@ -46,19 +45,11 @@ from typing import Any
 from packaging.tags import sys_tags
 from packaging.utils import parse_wheel_filename
 
-from attnlimits.corpus import pack_text
+from attnlimits.corpus import pack_text, text_sha256
 
 WHEELS = ["transformers", "regex", "gguf", "entmax", "pyperf", "plotly", "dm-clrs"]
 PYPERF_VERSION = "2.10.0"  # not a dependency of attnlimits: pinned here
 MIB = 1 << 20
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(MIB), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _package_dir(module: str) -> Path:
@@ -108,7 +99,7 @@ def pack(out: Path, part_mib: float) -> None:
     part, used = 1, 0
     for src, dest in files:
         size = src.stat().st_size
-        entry = {"dest": dest, "size": size, "sha256": _sha256(src), "chunks": []}
+        entry = {"dest": dest, "size": size, "sha256": text_sha256(src), "chunks": []}
         offset = 0
         with src.open("rb") as f:
             while True:  # one chunk per part the file spans (one empty chunk for an empty file)
@@ -168,7 +159,7 @@ def unpack(src: Path, stage: Path) -> int:
         with tmp.open("wb") as out:
             for p in have:
                 out.write(p.read_bytes())
-        if _sha256(tmp) != entry["sha256"]:
+        if text_sha256(tmp) != entry["sha256"]:
             tmp.unlink()
             sys.exit(f"kit: {entry['dest']} does not match its SHA-256: repack and resend")
         tmp.replace(dest)

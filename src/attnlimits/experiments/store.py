@@ -48,7 +48,6 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "check_out",
-    "file_sha256",
     "foreign_files",
     "jsonable",
     "listing",
@@ -115,15 +114,6 @@ def read_run_json(path: Path) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise ValueError(f"{path} holds a JSON {type(meta).__name__}, not a run's record")
     return meta
-
-
-def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
-    """SHA-256 of a file's bytes, read in chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def jsonable(obj: Any) -> Any:

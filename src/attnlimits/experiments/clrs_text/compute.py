@@ -30,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from attnlimits.corpus import text_sha256
 from attnlimits.experiments.clrs_text.config import Config, attn_implementation, regime
 from attnlimits.experiments.clrs_text.data import cached_dataset, check_dataset, result_of
 from attnlimits.experiments.clrs_text.evaluate import (
@@ -46,7 +47,7 @@ from attnlimits.experiments.clrs_text.model import (
     greedy_answers,
     train_model,
 )
-from attnlimits.experiments.store import ResultStore, file_sha256
+from attnlimits.experiments.store import ResultStore
 
 __all__ = ["compared_seeds", "compute", "load_dataset", "run_arm_seed", "workers"]
 
@@ -91,7 +92,7 @@ def load_dataset(cfg: Config) -> tuple[pd.DataFrame, dict[str, object]]:
         regime(n, train_lengths[a]) for a, n in zip(df["algorithm"], df["length"], strict=True)
     ]
     df["in_distribution"] = df["regime"] == "in distribution"
-    record = {"file": str(path), "sha256": file_sha256(path), "rows": len(df)}
+    record = {"file": str(path), "sha256": text_sha256(path), "rows": len(df)}
     return df, record
 
 
