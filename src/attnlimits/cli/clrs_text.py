@@ -86,6 +86,13 @@ def command(_run: Callable[..., Any]) -> Callable[..., None]:
                 help="Stop a model after this many validation checks without gain (0: off)."
             ),
         ] = None,
+        dtype: Annotated[
+            str | None,
+            typer.Option(
+                help="A pretrained --model's precision while it is fine-tuned: auto (default: "
+                "float32), float32, bfloat16 or float16 (half precision rounds every update)."
+            ),
+        ] = None,
         device: Device = None,
         quick: Quick = False,
         fresh: Fresh = False,
@@ -108,6 +115,7 @@ def command(_run: Callable[..., Any]) -> Callable[..., None]:
             "layers": layers,
             "positions": positions,
             "patience": patience,
+            "dtype": dtype,
             "device": device,
         }
         _run("clrs-text", options, quick=quick, out=out, fresh=fresh, yes=yes)

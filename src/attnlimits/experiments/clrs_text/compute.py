@@ -163,7 +163,7 @@ def _run_arm_seed(cfg: Config, data: pd.DataFrame, arm: str, lr: float, seed: in
     longest = int((data["question"].str.len() + data["answer"].str.len()).max())
     context = max(512, longest + 8)  # RoPE positions: as many as the longest text needs
     size = ModelSize(cfg.layers, cfg.width, cfg.heads, 4 * cfg.width, context, cfg.positions)
-    model, tok = build_model(size, attn_implementation(arm), seed, cfg.model)
+    model, tok = build_model(size, attn_implementation(arm), seed, cfg.model, cfg.dtype)
     model = model.to(cfg.device)
     result = train_model(
         model, tok.encode(train["question"].tolist()), tok.encode(train["answer"].tolist()),

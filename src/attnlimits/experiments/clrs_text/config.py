@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from attnlimits._checks import check_distinct
+from attnlimits.capture.precision import check_dtype
 from attnlimits.experiments.clrs_text.data import (
     FORMATS,
     PAPER_TEST_LENGTHS,
@@ -103,6 +104,10 @@ class Config:
     patience: int = 0
     #: ``"rope"`` (Llama's) or ``"none"`` (NoPE, in every arm; ours, issue 57)
     positions: Literal["rope", "none"] = "rope"
+    #: the pretrained ``model``'s precision while it is fine-tuned: ``auto`` is float32 here (a
+    #: training run keeps float32 weights and optimiser state unless asked; half precision
+    #: without float32 master weights rounds every update); the tiny model is float32 always
+    dtype: str = "auto"
     device: str = "cpu"
     dataset: str | None = None
 
@@ -135,6 +140,11 @@ class Config:
             raise ValueError(f"arms must start with softmax (the baseline) and name another: {got}")
         if self.model not in MODELS:
             raise ValueError(f"model must be one of {', '.join(MODELS)}, got {self.model!r}")
+        if check_dtype(self.dtype) not in ("auto", "float32") and self.model == "tiny":
+            raise ValueError(
+                f"dtype {self.dtype} is for fine-tuning a pretrained network (smollm2-135m); the "
+                "tiny one is trained from scratch in float32"
+            )
         for name in (
             "train_samples",
             "validation_samples",

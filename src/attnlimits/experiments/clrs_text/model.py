@@ -92,11 +92,12 @@ def encode(texts: Sequence[str]) -> list[list[int]]:
 
 
 def build_model(
-    size: ModelSize, attn_implementation: str, seed: int, model: str = "tiny"
+    size: ModelSize, attn_implementation: str, seed: int, model: str = "tiny", dtype: str = "auto"
 ) -> tuple[nn.Module, ByteTokenizer | HFTokenizer]:
     """(model, tokenizer): for ``"tiny"`` a randomly initialised ``LlamaForCausalLM`` of
     ``size`` (seeded) with byte tokens; otherwise the named pretrained model and its tokenizer
-    (:func:`attnlimits.capture.load_model`). Attention by ``attn_implementation``."""
+    (:func:`attnlimits.capture.load_model`), its weights in ``dtype`` (``auto``: float32, the
+    precision a fine-tuning run keeps unless asked). Attention by ``attn_implementation``."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     import attnlimits.kernels  # noqa: F401  (registers attnlimits_* names)
@@ -105,7 +106,9 @@ def build_model(
         from attnlimits.capture import load_model
 
         torch.manual_seed(seed)
-        loaded = load_model(model)
+        from attnlimits.capture.precision import torch_dtype
+
+        loaded = load_model(model, dtype=torch_dtype("float32" if dtype == "auto" else dtype))
         # a copy: where a runner keeps loaded models (a sweep), the kept one stays pretrained
         # and the next unit does not fine-tune this unit's model further
         net = copy.deepcopy(loaded.model)
