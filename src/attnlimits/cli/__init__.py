@@ -215,8 +215,16 @@ def reproduce_limitations(
     with no_empty_folders_left(out):  # a failed first model leaves no empty --out behind
         for m in models:
             typer.echo(f"{m}: {runs[m]}")
-            _run("limitations", options | {"model": m}, quick=quick, out=runs[m], fresh=fresh,
-                 flags=flags, config=configs[m], yes=True)  # fmt: skip
+            _run(
+                "limitations",
+                options | {"model": m},
+                quick=quick,
+                out=runs[m],
+                fresh=fresh,
+                flags=flags,
+                config=configs[m],
+                yes=True,
+            )
     try:  # the joined report: a full disk or Ctrl-C here ends as in a run
         with one_line_warnings():
             report = write_side_by_side(out, runs)
@@ -297,8 +305,13 @@ def demo_long_context(
     allow_incomplete_weights: AllowIncomplete = None,
 ) -> None:
     """Max-finding prompts of growing length: softmax vs adaptive temperature (inference only)."""
-    options = {"model": model, "device": device, "dtype": dtype, "prompts": prompts,
-               "allow_incomplete_weights": allow_incomplete_weights}  # fmt: skip
+    options = {
+        "model": model,
+        "device": device,
+        "dtype": dtype,
+        "prompts": prompts,
+        "allow_incomplete_weights": allow_incomplete_weights,
+    }
     _run("long-context", options, quick=quick, out=out, fresh=fresh, yes=yes)
 
 

@@ -104,8 +104,19 @@ def _stored_dtype(cfg: dict[str, Any]) -> str:
 
 
 #: GGUF value types: scalar sizes (struct formats), 8 = string, 9 = array.
-_GGUF_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?",
-                 10: "Q", 11: "q", 12: "d"}  # fmt: skip
+_GGUF_SCALARS = {
+    0: "B",
+    1: "b",
+    2: "H",
+    3: "h",
+    4: "I",
+    5: "i",
+    6: "f",
+    7: "?",
+    10: "Q",
+    11: "q",
+    12: "d",
+}
 
 
 def _gguf_metadata(path: Path) -> dict[str, Any]:

@@ -69,86 +69,172 @@ _DIST_LABELS = {
 _SNE_ACC = "accuracy (mean over seeds and test sets) against the set size n, per arm"
 PRESETS: dict[str, tuple[Spec, ...]] = {
     "compare": (
-        preset("perplexity_change", "perplexity vs softmax (relative change) against length, "
-               "per normaliser",
-               layer("summary", "length", "perplexity_change", "normalizer")),
-        preset("accuracy", "retrieval accuracy against length (± 1 s.e. over the probes)",
-               layer("summary", "length", "accuracy", "normalizer", err="accuracy_se",
-                     count="probes"), ytitle="retrieval accuracy"),
-        preset("head_entropy", "median head entropy (nats) against length: how each "
-               "normaliser shifts it",
-               layer("summary", "length", "head_entropy_median", "normalizer")),
-        preset("cost", "cost: seconds per forward",
-               layer("summary", "normalizer", "seconds_per_forward")),
-        preset("heads_entropy", "head entropy per layer (mean over heads and lengths): how "
-               "each normaliser shifts it", layer("heads", "layer", "entropy", "normalizer")),
+        preset(
+            "perplexity_change",
+            "perplexity vs softmax (relative change) against length, per normaliser",
+            layer("summary", "length", "perplexity_change", "normalizer"),
+        ),
+        preset(
+            "accuracy",
+            "retrieval accuracy against length (± 1 s.e. over the probes)",
+            layer("summary", "length", "accuracy", "normalizer", err="accuracy_se", count="probes"),
+            ytitle="retrieval accuracy",
+        ),
+        preset(
+            "head_entropy",
+            "median head entropy (nats) against length: how each normaliser shifts it",
+            layer("summary", "length", "head_entropy_median", "normalizer"),
+        ),
+        preset(
+            "cost",
+            "cost: seconds per forward",
+            layer("summary", "normalizer", "seconds_per_forward"),
+        ),
+        preset(
+            "heads_entropy",
+            "head entropy per layer (mean over heads and lengths): how each normaliser shifts it",
+            layer("heads", "layer", "entropy", "normalizer"),
+        ),
     ),
     "limitations": (
-        preset("fig2a", "Fig. 2a (Alg. 1): distance d̃ against L, with E (Thm 1.2) and the "
-               "bound (Thm 1.1); colour: the quantity, dash and marker: the x source",
-               layer("alg1", "L", _DIST, "x_source", labels=_DIST_LABELS), logy=True,
-               ytitle="distance (log scale)", xtitle="sequence length L"),
-        preset("fig2b", "Fig. 2b (Alg. 2): distance d̃ against N at L = L_max, with E and the "
-               "bound; colour: the quantity, dash and marker: the x source",
-               layer("alg2", "N", _DIST, "x_source", labels=_DIST_LABELS), logy=True,
-               ytitle="distance (log scale)", xtitle="selected tokens N"),
-        preset("fig2c", "Fig. 2c (Alg. 3): critical N against L per form of E, windows pooled "
-               "(window −1); dotted: the paper's 0.06·L; triangles: none found (KS rejects up "
-               "to N_max, drawn at N_max)",
-               layer("alg3", "L", "critical_n", "e_form", where={"window": -1}),
-               layer("alg3", "L", "none_found", "e_form", raw=True, where={"window": -1},
-                     suffix=": none found (> N_max)", symbol="triangle-up-open",
-                     labels={"none_found": "N_max (KS rejects up to it)"}),
-               layer("alg3", "L", "paper_0.06L", name="paper: 0.06·L", dash=True),
-               facet=("model", "x_source"), logy=True, ytitle="critical N (log scale)",
-               xtitle="sequence length L"),
-        preset("fig3", "Fig. 3 (Alg. 4): N_s/N against N, with Theorem 2's bounds",
-               layer("alg4", "N", ("ratio", "lower", "upper"), "x_source"),
-               ytitle="N_s/N and its bounds", xtitle="selected tokens N"),
-        preset("fig4", "Fig. 4 (Alg. 5): ‖J‖₂ against the temperature T",
-               layer("alg5", "T", "jacobian_norm"), logy=True, ytitle="‖J‖₂ (log scale)"),
+        preset(
+            "fig2a",
+            "Fig. 2a (Alg. 1): distance d̃ against L, with E (Thm 1.2) and the "
+            "bound (Thm 1.1); colour: the quantity, dash and marker: the x source",
+            layer("alg1", "L", _DIST, "x_source", labels=_DIST_LABELS),
+            logy=True,
+            ytitle="distance (log scale)",
+            xtitle="sequence length L",
+        ),
+        preset(
+            "fig2b",
+            "Fig. 2b (Alg. 2): distance d̃ against N at L = L_max, with E and the "
+            "bound; colour: the quantity, dash and marker: the x source",
+            layer("alg2", "N", _DIST, "x_source", labels=_DIST_LABELS),
+            logy=True,
+            ytitle="distance (log scale)",
+            xtitle="selected tokens N",
+        ),
+        preset(
+            "fig2c",
+            "Fig. 2c (Alg. 3): critical N against L per form of E, windows pooled "
+            "(window −1); dotted: the paper's 0.06·L; triangles: none found (KS rejects up "
+            "to N_max, drawn at N_max)",
+            layer("alg3", "L", "critical_n", "e_form", where={"window": -1}),
+            layer(
+                "alg3",
+                "L",
+                "none_found",
+                "e_form",
+                raw=True,
+                where={"window": -1},
+                suffix=": none found (> N_max)",
+                symbol="triangle-up-open",
+                labels={"none_found": "N_max (KS rejects up to it)"},
+            ),
+            layer("alg3", "L", "paper_0.06L", name="paper: 0.06·L", dash=True),
+            facet=("model", "x_source"),
+            logy=True,
+            ytitle="critical N (log scale)",
+            xtitle="sequence length L",
+        ),
+        preset(
+            "fig3",
+            "Fig. 3 (Alg. 4): N_s/N against N, with Theorem 2's bounds",
+            layer("alg4", "N", ("ratio", "lower", "upper"), "x_source"),
+            ytitle="N_s/N and its bounds",
+            xtitle="selected tokens N",
+        ),
+        preset(
+            "fig4",
+            "Fig. 4 (Alg. 5): ‖J‖₂ against the temperature T",
+            layer("alg5", "T", "jacobian_norm"),
+            logy=True,
+            ytitle="‖J‖₂ (log scale)",
+        ),
     ),
     "softmax-not-enough": (
-        preset("accuracy", _SNE_ACC + " (95 % interval over seeds and test sets; shaded: "
-               "training sizes)", layer("summary", "size", "mean", "norm", low="ci_low",
-                                        high="ci_high"), shade="trained"),
-        preset("attention_profile", "dispersion: the largest attention coefficient against n "
-               "(Thm 2.2: → 0)", layer("attention_profile", "size", "attention", "norm",
-                                      where={"rank": 0})),
-        preset("temperature_fit", "App. F (Fig. 6): best inverse temperature β* against the "
-               "entropy H; bin medians with quartiles; the polynomials (published, refits)",
-               layer("temperature_fit_points", "entropy", "beta_star", raw=True,
-                     name="β* per input"),
-               layer("temperature_fit_bins", "entropy_median", "beta_median", low="beta_q25",
-                     high="beta_q75", raw=True, name="bin median, quartiles"),
-               layer("temperature_fit_curves", "entropy", "beta", "curve", lines=True), logy=True,
-               ytitle="inverse temperature β*", xtitle="entropy H of softmax(e) (nats)"),
-        preset("entropy_vs_temperature", "entropy against the temperature θ, per logit spread "
-               "(Prop. 3.2)", layer("entropy_vs_temperature", "T", "entropy", "spread")),
-        preset("logit_spread", "logit spread and the Prop. 3.1 bound over training steps",
-               layer("training_log", "step", ("spread", "bound"), "norm")),
+        preset(
+            "accuracy",
+            _SNE_ACC + " (95 % interval over seeds and test sets; shaded: training sizes)",
+            layer("summary", "size", "mean", "norm", low="ci_low", high="ci_high"),
+            shade="trained",
+        ),
+        preset(
+            "attention_profile",
+            "dispersion: the largest attention coefficient against n (Thm 2.2: → 0)",
+            layer("attention_profile", "size", "attention", "norm", where={"rank": 0}),
+        ),
+        preset(
+            "temperature_fit",
+            "App. F (Fig. 6): best inverse temperature β* against the "
+            "entropy H; bin medians with quartiles; the polynomials (published, refits)",
+            layer("temperature_fit_points", "entropy", "beta_star", raw=True, name="β* per input"),
+            layer(
+                "temperature_fit_bins",
+                "entropy_median",
+                "beta_median",
+                low="beta_q25",
+                high="beta_q75",
+                raw=True,
+                name="bin median, quartiles",
+            ),
+            layer("temperature_fit_curves", "entropy", "beta", "curve", lines=True),
+            logy=True,
+            ytitle="inverse temperature β*",
+            xtitle="entropy H of softmax(e) (nats)",
+        ),
+        preset(
+            "entropy_vs_temperature",
+            "entropy against the temperature θ, per logit spread (Prop. 3.2)",
+            layer("entropy_vs_temperature", "T", "entropy", "spread"),
+        ),
+        preset(
+            "logit_spread",
+            "logit spread and the Prop. 3.1 bound over training steps",
+            layer("training_log", "step", ("spread", "bound"), "norm"),
+        ),
     ),
     "clrs-text": (
-        preset("profile", "exact match against length per arm (95 % over seeds; dotted: "
-               "the trivial baseline; shaded: training lengths)",
-               layer("accuracy", "length", "accuracy", "arm", low="ci_seeds_low",
-                     high="ci_seeds_high"),
-               layer("accuracy", "length", "baseline", name="trivial baseline", dash=True),
-               shade="in_distribution", facet="algorithm"),
-        preset("training_loss", "training loss per arm", layer("training", "step", "loss", "arm"),
-               logy=True),
+        preset(
+            "profile",
+            "exact match against length per arm (95 % over seeds; dotted: "
+            "the trivial baseline; shaded: training lengths)",
+            layer(
+                "accuracy", "length", "accuracy", "arm", low="ci_seeds_low", high="ci_seeds_high"
+            ),
+            layer("accuracy", "length", "baseline", name="trivial baseline", dash=True),
+            shade="in_distribution",
+            facet="algorithm",
+        ),
+        preset(
+            "training_loss",
+            "training loss per arm",
+            layer("training", "step", "loss", "arm"),
+            logy=True,
+        ),
     ),
     "long-context": (
-        preset("accuracy", "max-finding accuracy against n per mode (± 1 s.e.; dotted: "
-               "chance 1/n)", layer("accuracy", "n", "accuracy", "mode", err="se"),
-               layer("accuracy", "n", "chance", name="chance (1/n)", dash=True)),
-        preset("mean_entropy", "mean head entropy of the answer position against n (dotted: "
-               "log of the prompt's tokens)", layer("mean_entropy", "n", "entropy", "mode"),
-               layer("mean_entropy", "n", "log_keys", name="log(prompt tokens)", dash=True)),
-        preset("head_entropy", "head entropy of the answer position per layer against n",
-               layer("head_entropy", "n", "entropy", "layer")),
+        preset(
+            "accuracy",
+            "max-finding accuracy against n per mode (± 1 s.e.; dotted: chance 1/n)",
+            layer("accuracy", "n", "accuracy", "mode", err="se"),
+            layer("accuracy", "n", "chance", name="chance (1/n)", dash=True),
+        ),
+        preset(
+            "mean_entropy",
+            "mean head entropy of the answer position against n (dotted: "
+            "log of the prompt's tokens)",
+            layer("mean_entropy", "n", "entropy", "mode"),
+            layer("mean_entropy", "n", "log_keys", name="log(prompt tokens)", dash=True),
+        ),
+        preset(
+            "head_entropy",
+            "head entropy of the answer position per layer against n",
+            layer("head_entropy", "n", "entropy", "layer"),
+        ),
     ),
-}  # fmt: skip
+}
 
 
 def _curves(coeffs: pd.DataFrame, top: float, threshold: float) -> pd.DataFrame:

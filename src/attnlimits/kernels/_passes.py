@@ -163,9 +163,15 @@ class Output(NamedTuple):
 
 
 def output_pass(
-    p: Problem, qf: Tensor, coef: Tensor, i0: int, i1: int, want_entropy: bool, want_l: bool,
+    p: Problem,
+    qf: Tensor,
+    coef: Tensor,
+    i0: int,
+    i1: int,
+    want_entropy: bool,
+    want_l: bool,
     unshifted: bool = False,
-) -> Output:  # fmt: skip
+) -> Output:
     """Pass 2: online softmax(coef·l) @ v for query rows [i0, i1); coef is [B, Hkv, G·bq].
 
     A sink (softmax1, sink_softmax) is one more logit of value 0: the running state starts at

@@ -70,14 +70,40 @@ def _entropy(z, u):
 
 
 def attn_fwd(
-    Q, K, V, O, C, HL, HY, KP,
-    s_qb, s_qh, s_qm, s_qd,
-    s_kb, s_kh, s_kn, s_kd,
-    s_vb, s_vh, s_vn, s_vd,
-    s_ob, s_oh, s_om, s_od,
-    s_cbh, s_kpb,
-    Hq, G, Lq, Lk, d, dv,
-    qk_scale, c0,
+    Q,
+    K,
+    V,
+    O,
+    C,
+    HL,
+    HY,
+    KP,
+    s_qb,
+    s_qh,
+    s_qm,
+    s_qd,
+    s_kb,
+    s_kh,
+    s_kn,
+    s_kd,
+    s_vb,
+    s_vh,
+    s_vn,
+    s_vd,
+    s_ob,
+    s_oh,
+    s_om,
+    s_od,
+    s_cbh,
+    s_kpb,
+    Hq,
+    G,
+    Lq,
+    Lk,
+    d,
+    dv,
+    qk_scale,
+    c0,
     L_BUCKET,
     CAUSAL: tl.constexpr,  # keep keys j ≤ Lk − Lq + i
     KEY_MASK: tl.constexpr,  # keep only keys j with KP[b·s_kpb + j] ≠ 0 (key padding)
@@ -94,7 +120,7 @@ def attn_fwd(
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
     BLOCK_DV: tl.constexpr,
-):  # fmt: skip
+):
     # the kernel source: wrapped by triton.jit (GPU) or the interpreter (CPU), see _kernel()
     pid_m = tl.program_id(0)
     if CAUSAL:  # heaviest (last) query tiles first: less tail imbalance

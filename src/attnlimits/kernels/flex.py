@@ -102,7 +102,7 @@ def causal_mask_mod(offset: int) -> Callable[[Tensor, Tensor, Tensor, Tensor], T
 
 def row_scales(
     normalizer: str, opts: dict[str, Any], like: Tensor, Lk: int, causal: bool
-) -> Tensor | None:  # fmt: skip
+) -> Tensor | None:
     """Per-row ``c`` ``[B, Hq, Lq]`` of softmax and the length scalings, for queries ``like``
     (``c`` in float64 for float64 queries, else float32); None for normalisers without one
     (softcap, the sinks, adaptive)."""
@@ -128,23 +128,39 @@ def sink_rescale(out: Tensor, lse: Tensor, sink: Tensor) -> Tensor:
 
 
 def _call(
-    kernel: Callable[..., Any], q: Tensor, k: Tensor, v: Tensor, mod: ScoreMod | None,
-    block_mask: Any, scale: float,
-) -> tuple[Tensor, Tensor]:  # fmt: skip
+    kernel: Callable[..., Any],
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mod: ScoreMod | None,
+    block_mask: Any,
+    scale: float,
+) -> tuple[Tensor, Tensor]:
     """(out, lse) of one FlexAttention launch, GQA enabled where the head counts differ."""
     from torch.nn.attention.flex_attention import AuxRequest
 
     out, aux = kernel(
-        q, k, v, score_mod=mod, block_mask=block_mask, scale=scale,
-        enable_gqa=q.shape[1] != k.shape[1], return_aux=AuxRequest(lse=True),
-    )  # fmt: skip
+        q,
+        k,
+        v,
+        score_mod=mod,
+        block_mask=block_mask,
+        scale=scale,
+        enable_gqa=q.shape[1] != k.shape[1],
+        return_aux=AuxRequest(lse=True),
+    )
     return out, aux.lse
 
 
 def adaptive_beta_flex(
-    q: Tensor, k: Tensor, opts: dict[str, Any], *, block_mask: Any, scale: float,
+    q: Tensor,
+    k: Tensor,
+    opts: dict[str, Any],
+    *,
+    block_mask: Any,
+    scale: float,
     kernel: Callable[..., Any],
-) -> Tensor:  # fmt: skip
+) -> Tensor:
     """β(H) per row ``[B, Hq, Lq]`` from one launch with the keys as values:
     ``H = LSE − scale·q·Σ_j p_j k_j`` (paper B, App. G), from detached q and k."""
     q, k = q.detach(), k.detach()

@@ -169,9 +169,16 @@ def make_attention_function(
         if normalizer not in NORMALIZERS:
             _no_dropout(dropout, f"the chunked kernel of {normalizer!r}")
             out = chunked_attention(
-                query, key, value, normalizer, mask=mask, causal=causal, scale=scaling,
-                chunk_rows=block, **params,
-            )  # fmt: skip
+                query,
+                key,
+                value,
+                normalizer,
+                mask=mask,
+                causal=causal,
+                scale=scaling,
+                chunk_rows=block,
+                **params,
+            )
         elif naive:
             _no_dropout(dropout, "the materialised reference")
             out = naive_attention(
@@ -179,15 +186,30 @@ def make_attention_function(
             )
         elif kernel == "sdpa":
             out = sdpa_attention(
-                query, key, value, normalizer, mask=mask, causal=causal, scale=scaling,
-                dropout_p=dropout, block_size=block, **params,
-            )  # fmt: skip
+                query,
+                key,
+                value,
+                normalizer,
+                mask=mask,
+                causal=causal,
+                scale=scaling,
+                dropout_p=dropout,
+                block_size=block,
+                **params,
+            )
         else:
             _no_dropout(dropout, "the streaming kernel (kernel='streaming')")
             out = streaming_attention(
-                query, key, value, normalizer, mask=mask, causal=causal, scale=scaling,
-                block_size=block, **params,
-            )  # fmt: skip
+                query,
+                key,
+                value,
+                normalizer,
+                mask=mask,
+                causal=causal,
+                scale=scaling,
+                block_size=block,
+                **params,
+            )
         return out.transpose(1, 2).contiguous(), None  # (B, Lq, Hq, dv)
 
     attention.__name__ = f"attnlimits_{normalizer}_attention"

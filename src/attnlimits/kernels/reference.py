@@ -31,15 +31,30 @@ __all__ = ["naive_attention"]
 
 @overload
 def naive_attention(
-    q: Tensor, k: Tensor, v: Tensor, normalizer: str = ..., *, mask: Tensor | None = ...,
-    causal: bool = ..., scale: float | None = ..., return_stats: Literal[False] = ...,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    normalizer: str = ...,
+    *,
+    mask: Tensor | None = ...,
+    causal: bool = ...,
+    scale: float | None = ...,
+    return_stats: Literal[False] = ...,
     **params: Any,
-) -> Tensor: ...  # fmt: skip
+) -> Tensor: ...
 @overload
 def naive_attention(
-    q: Tensor, k: Tensor, v: Tensor, normalizer: str = ..., *, mask: Tensor | None = ...,
-    causal: bool = ..., scale: float | None = ..., return_stats: Literal[True], **params: Any,
-) -> AttentionStats: ...  # fmt: skip
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    normalizer: str = ...,
+    *,
+    mask: Tensor | None = ...,
+    causal: bool = ...,
+    scale: float | None = ...,
+    return_stats: Literal[True],
+    **params: Any,
+) -> AttentionStats: ...
 def naive_attention(
     q: Tensor,
     k: Tensor,

@@ -115,14 +115,25 @@ def _float_mask(keep: Tensor | None, dtype: torch.dtype) -> Tensor | None:
 
 
 def _sdpa(
-    q: Tensor, k: Tensor, v: Tensor, keep: Tensor | None, is_causal: bool, scale: float,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    keep: Tensor | None,
+    is_causal: bool,
+    scale: float,
     dropout_p: float,
-) -> Tensor:  # fmt: skip
+) -> Tensor:
     """One public SDPA call, grouped-query heads shared without copies."""
     return F.scaled_dot_product_attention(
-        q, k, v, attn_mask=keep, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+        q,
+        k,
+        v,
+        attn_mask=keep,
+        dropout_p=dropout_p,
+        is_causal=is_causal,
+        scale=scale,
         enable_gqa=q.shape[1] != k.shape[1],
-    )  # fmt: skip
+    )
 
 
 def _scaled_rows(q: Tensor, c: Tensor) -> Tensor:
@@ -142,9 +153,15 @@ class _SinkAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(
-        ctx: Any, q: Tensor, k: Tensor, v: Tensor, sink: Tensor, mask: Tensor | None,
-        is_causal: bool, scale: float,
-    ) -> Tensor:  # fmt: skip
+        ctx: Any,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        sink: Tensor,
+        mask: Tensor | None,
+        is_causal: bool,
+        scale: float,
+    ) -> Tensor:
         assert _flash_cpu is not None
         out, lse = _flash_cpu(q, k, v, 0.0, is_causal, attn_mask=mask, scale=scale)
         lse2 = torch.logaddexp(lse, sink.to(lse)[:, None])  # (B, Hq, Lq)
@@ -158,16 +175,30 @@ class _SinkAttention(torch.autograd.Function):
         assert _flash_cpu_backward is not None
         q, k, v, out2, lse2, mask = ctx.saved_tensors
         dq, dk, dv = _flash_cpu_backward(
-            grad.contiguous(), q, k, v, out2, lse2, 0.0, ctx.is_causal, attn_mask=mask,
+            grad.contiguous(),
+            q,
+            k,
+            v,
+            out2,
+            lse2,
+            0.0,
+            ctx.is_causal,
+            attn_mask=mask,
             scale=ctx.scale,
-        )  # fmt: skip
+        )
         return dq, dk, dv, None, None, None, None
 
 
 def _sink_extra_key(
-    q: Tensor, k: Tensor, v: Tensor, sink: Tensor, keep: Tensor | None, is_causal: bool,
-    scale: float, dropout_p: float,
-) -> Tensor:  # fmt: skip
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    sink: Tensor,
+    keep: Tensor | None,
+    is_causal: bool,
+    scale: float,
+    dropout_p: float,
+) -> Tensor:
     """The public-API sink: one extra key of logit s and value 0, SDPA's own autograd.
 
     One more head dimension carries the sink: ``q' = [q, s/scale, 0…]``, ``k' = [k, 0…]``,
@@ -255,9 +286,16 @@ def sdpa_attention(
                 f"an SDPA form ({', '.join(SDPA_NORMALIZERS)})"
             )
         return streaming_attention(
-            q, k, v, normalizer, mask=mask, causal=causal, scale=scale, block_size=block_size,
+            q,
+            k,
+            v,
+            normalizer,
+            mask=mask,
+            causal=causal,
+            scale=scale,
+            block_size=block_size,
             **params,
-        )  # fmt: skip
+        )
     if mask is not None:  # the caller's shape, not broadcast: SDPA broadcasts it without copies
         mask = mask.reshape((1,) * (4 - mask.ndim) + tuple(mask.shape))
     keep, is_causal, n = _layout(q, k, mask, causal)

@@ -74,16 +74,34 @@ def _use_triton(backend: str, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | No
 
 @overload
 def streaming_attention(
-    q: Tensor, k: Tensor, v: Tensor, normalizer: str = ..., *, mask: Tensor | None = ...,
-    causal: bool = ..., scale: float | None = ..., block_size: int = ...,
-    return_stats: Literal[False] = ..., backend: Backend = ..., **params: Any,
-) -> Tensor: ...  # fmt: skip
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    normalizer: str = ...,
+    *,
+    mask: Tensor | None = ...,
+    causal: bool = ...,
+    scale: float | None = ...,
+    block_size: int = ...,
+    return_stats: Literal[False] = ...,
+    backend: Backend = ...,
+    **params: Any,
+) -> Tensor: ...
 @overload
 def streaming_attention(
-    q: Tensor, k: Tensor, v: Tensor, normalizer: str = ..., *, mask: Tensor | None = ...,
-    causal: bool = ..., scale: float | None = ..., block_size: int = ...,
-    return_stats: Literal[True], backend: Backend = ..., **params: Any,
-) -> AttentionStats: ...  # fmt: skip
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    normalizer: str = ...,
+    *,
+    mask: Tensor | None = ...,
+    causal: bool = ...,
+    scale: float | None = ...,
+    block_size: int = ...,
+    return_stats: Literal[True],
+    backend: Backend = ...,
+    **params: Any,
+) -> AttentionStats: ...
 def streaming_attention(
     q: Tensor,
     k: Tensor,
@@ -170,20 +188,33 @@ def streaming_attention(
         from attnlimits.kernels import triton_attention
 
         return triton_attention._forward(
-            q, k, v, normalizer, opts, causal=causal, scale=scale, return_stats=return_stats,
+            q,
+            k,
+            v,
+            normalizer,
+            opts,
+            causal=causal,
+            scale=scale,
+            return_stats=return_stats,
             mask=mask,
-        )  # fmt: skip
+        )
     B, Hq, Lq, _ = q.shape
     Hkv, Lk, dv = k.shape[1], k.shape[2], v.shape[-1]
     G = Hq // Hkv
     acc = torch.float64 if q.dtype == torch.float64 else torch.float32
     p = Problem(
         q5=q.unflatten(1, (Hkv, G)),  # (B, Hkv, G, Lq, d), a view
-        k=k, v=v,
+        k=k,
+        v=v,
         mask5=None if mask is None else mask.unflatten(1, (Hkv, G)),  # (B, Hkv, G, Lq, Lk), a view
-        causal=causal, offset=Lk - Lq, scale=scale, block=block_size, acc=acc,
-        cap=logit_cap(normalizer, opts), sink=_sinks(normalizer, opts, Hkv, G, q.device),
-    )  # fmt: skip
+        causal=causal,
+        offset=Lk - Lq,
+        scale=scale,
+        block=block_size,
+        acc=acc,
+        cap=logit_cap(normalizer, opts),
+        sink=_sinks(normalizer, opts, Hkv, G, q.device),
+    )
     wants_grad = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v))
     if wants_grad and not return_stats:
         out: Tensor = StreamedAttention.apply(q, k, v, p, normalizer, opts)

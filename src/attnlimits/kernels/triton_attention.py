@@ -69,9 +69,17 @@ _HALF_CONFIGS = (
 )
 _FP32_CONFIGS = ((64, 32, 8, 2), (32, 32, 4, 2), (32, 32, 8, 2), (16, 32, 4, 2), (16, 64, 4, 2))
 _TUNE_KEY = [
-    "L_BUCKET", "BLOCK_D", "BLOCK_DV", "CAUSAL", "KEY_MASK", "ROW_C", "SKIP_UNIT", "U_Y", "SEP_L",
+    "L_BUCKET",
+    "BLOCK_D",
+    "BLOCK_DV",
+    "CAUSAL",
+    "KEY_MASK",
+    "ROW_C",
+    "SKIP_UNIT",
+    "U_Y",
+    "SEP_L",
     "DOT_PRECISION",
-]  # fmt: skip
+]
 _SMALL_LQ = 16  # at or below (decode steps): one 16-row tile, no tuning
 _INTERPRET_TILE = 32  # CPU interpreter default tile
 
@@ -149,32 +157,70 @@ def _pow2(n: int) -> int:
 
 
 def _launch(
-    q: Tensor, k: Tensor, v: Tensor, out: Tensor, hl: Tensor, hy: Tensor, *,
-    c_rows: Tensor | None, s_cbh: int, c0: float, causal: bool, scale: float,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    out: Tensor,
+    hl: Tensor,
+    hy: Tensor,
+    *,
+    c_rows: Tensor | None,
+    s_cbh: int,
+    c0: float,
+    causal: bool,
+    scale: float,
     keys: Tensor | None = None,
-    skip_unit: bool = False, hy_out: bool = False, hl_from_y: bool = False, sep_l: bool = False,
+    skip_unit: bool = False,
+    hy_out: bool = False,
+    hl_from_y: bool = False,
+    sep_l: bool = False,
     tiles: tuple[int, int] | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """One launch of the kernel over grid (query tiles, batch × query heads)."""
     B, Hq, Lq, d = q.shape
     Hkv, Lk, dv = k.shape[1], k.shape[2], v.shape[-1]
     if B * Hq * Lq == 0:
         return
     meta: dict[str, Any] = {
-        "CAUSAL": causal, "KEY_MASK": keys is not None, "ROW_C": c_rows is not None,
-        "SKIP_UNIT": skip_unit, "U_Y": hy_out or hl_from_y, "HY_OUT": hy_out,
-        "HL_FROM_Y": hl_from_y, "SEP_L": sep_l,
+        "CAUSAL": causal,
+        "KEY_MASK": keys is not None,
+        "ROW_C": c_rows is not None,
+        "SKIP_UNIT": skip_unit,
+        "U_Y": hy_out or hl_from_y,
+        "HY_OUT": hy_out,
+        "HL_FROM_Y": hl_from_y,
+        "SEP_L": sep_l,
         "DOT_PRECISION": "ieee" if q.dtype == torch.float32 else "tf32",
         "UPCAST": q.device.type == "cpu" and q.dtype == torch.bfloat16,
-        "EVEN_D": d == _pow2(d) and dv == _pow2(dv), "BLOCK_D": _pow2(d), "BLOCK_DV": _pow2(dv),
-    }  # fmt: skip
+        "EVEN_D": d == _pow2(d) and dv == _pow2(dv),
+        "BLOCK_D": _pow2(d),
+        "BLOCK_DV": _pow2(dv),
+    }
     args = (
-        q, k, v, out, hl if c_rows is None else c_rows, hl, hy, hl if keys is None else keys,
-        *q.stride(), *k.stride(), *v.stride(), *out.stride(), s_cbh,
+        q,
+        k,
+        v,
+        out,
+        hl if c_rows is None else c_rows,
+        hl,
+        hy,
+        hl if keys is None else keys,
+        *q.stride(),
+        *k.stride(),
+        *v.stride(),
+        *out.stride(),
+        s_cbh,
         0 if keys is None else keys.stride(0),
-        Hq, Hq // Hkv, Lq, Lk, d, dv, scale * _LOG2E, c0,
+        Hq,
+        Hq // Hkv,
+        Lq,
+        Lk,
+        d,
+        dv,
+        scale * _LOG2E,
+        c0,
         max(Lq, Lk).bit_length(),  # autotuning key: a new tuning per power-of-two length only
-    )  # fmt: skip
+    )
 
     def grid(m: dict[str, Any]) -> tuple[int, int]:
         return (triton.cdiv(Lq, m["BLOCK_M"]), B * Hq)
@@ -208,10 +254,18 @@ def _kept_keys(B: int, Lq: int, Lk: int, causal: bool, keys: Tensor | None, devi
 
 
 def _forward(
-    q: Tensor, k: Tensor, v: Tensor, normalizer: str, opts: dict[str, Any], *, causal: bool,
-    scale: float, return_stats: bool, tiles: tuple[int, int] | None = None,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    normalizer: str,
+    opts: dict[str, Any],
+    *,
+    causal: bool,
+    scale: float,
+    return_stats: bool,
+    tiles: tuple[int, int] | None = None,
     mask: Tensor | None = None,
-) -> Tensor | AttentionStats:  # fmt: skip
+) -> Tensor | AttentionStats:
     """The Triton path of :func:`streaming_attention` on validated inputs (see module docstring);
     ``mask``, if given, is a keep-mask broadcast to ``[B, Hq, Lq, Lk]`` that
     :func:`key_padding` accepts."""
@@ -231,9 +285,22 @@ def _forward(
 
     def launch(c_rows: Tensor | None, s_cbh: int, c0: float, **flags: bool) -> None:
         _launch(
-            q, k, v, out, H, Hy, c_rows=c_rows, s_cbh=s_cbh, c0=c0, causal=causal, scale=scale,
-            keys=keys, tiles=tiles, hy_out=return_stats, **flags,
-        )  # fmt: skip
+            q,
+            k,
+            v,
+            out,
+            H,
+            Hy,
+            c_rows=c_rows,
+            s_cbh=s_cbh,
+            c0=c0,
+            causal=causal,
+            scale=scale,
+            keys=keys,
+            tiles=tiles,
+            hy_out=return_stats,
+            **flags,
+        )
 
     if normalizer == "softmax":
         c = 1.0 / float(opts["temperature"])
@@ -258,10 +325,18 @@ def _forward(
 
 
 def triton_attention(
-    q: Tensor, k: Tensor, v: Tensor, normalizer: str = "softmax", *, mask: Tensor | None = None,
-    causal: bool = False, scale: float | None = None, return_stats: bool = False,
-    tiles: tuple[int, int] | None = None, **params: Any,
-) -> Tensor | AttentionStats:  # fmt: skip
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    normalizer: str = "softmax",
+    *,
+    mask: Tensor | None = None,
+    causal: bool = False,
+    scale: float | None = None,
+    return_stats: bool = False,
+    tiles: tuple[int, int] | None = None,
+    **params: Any,
+) -> Tensor | AttentionStats:
     """``streaming_attention(..., backend="triton")`` with explicit tile sizes, for tests.
 
     ``tiles = (BLOCK_M, BLOCK_N)``, powers of two ≥ 16; None lets the kernel choose (autotuned
@@ -276,6 +351,14 @@ def triton_attention(
     if tiles is not None and any(t < 16 or t & (t - 1) for t in tiles):
         raise ValueError(f"tiles must be powers of two >= 16, got {tiles}")
     return _forward(
-        q, k, v, normalizer, opts, causal=causal, scale=scale, return_stats=return_stats,
-        tiles=tiles, mask=mask,
-    )  # fmt: skip
+        q,
+        k,
+        v,
+        normalizer,
+        opts,
+        causal=causal,
+        scale=scale,
+        return_stats=return_stats,
+        tiles=tiles,
+        mask=mask,
+    )

@@ -277,8 +277,13 @@ class _Monitor:
             from attnlimits.view.monitor_page import write_monitor_page
 
             rows, tokens = self._tokens.tables()
-            write_monitor_page(self.out_dir, table, self.collapse_entropy, self.disperse_ratio,
-                               (rows, tokens, self._tokens.why))  # fmt: skip
+            write_monitor_page(
+                self.out_dir,
+                table,
+                self.collapse_entropy,
+                self.disperse_ratio,
+                (rows, tokens, self._tokens.why),
+            )
 
     # ---- transformers.Trainer -------------------------------------------------------------
     def attach(self: M, trainer: Any) -> M:

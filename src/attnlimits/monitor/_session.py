@@ -86,9 +86,14 @@ def _wrapper(original: str) -> Callable[..., Any]:
         return _WRAPPERS[original]
 
     def monitored_attention(
-        module: nn.Module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Any,
-        *args: Any, **kwargs: Any,
-    ) -> Any:  # fmt: skip
+        module: nn.Module,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        attention_mask: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
         fn = _original(original, module)
         out = fn(module, query, key, value, attention_mask, *args, **kwargs)
         watched = _WATCHED.get(id(module))
@@ -187,9 +192,16 @@ class Session:
         return out
 
     def record(
-        self, layer: int, module: nn.Module, query: Tensor, key: Tensor, attention_mask: Any,
-        original: str, args: tuple[Any, ...], kwargs: dict[str, Any],
-    ) -> None:  # fmt: skip
+        self,
+        layer: int,
+        module: nn.Module,
+        query: Tensor,
+        key: Tensor,
+        attention_mask: Any,
+        original: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> None:
         """One attention call of a recorded step: its per-row statistics, folded into sums.
 
         The mask is the one ``original`` received: a ``[batch, 1|head, query, key]`` mask
@@ -216,9 +228,13 @@ class Session:
                 self.tokens.record(layer, query.detach(), key.detach(), keep, causal, scaling)
             try:
                 rs = _row_stats()(
-                    query.detach(), key.detach(), mask=keep, causal=causal, scale=scaling,
+                    query.detach(),
+                    key.detach(),
+                    mask=keep,
+                    causal=causal,
+                    scale=scaling,
                     block_size=self.block_size,
-                )  # fmt: skip
+                )
             except ValueError as err:  # e.g. NaN queries: the monitor never stops training
                 self.skipped[layer] = str(err)
                 return

@@ -71,9 +71,14 @@ class TokenSample:
             self._handle = None
 
     def record(
-        self, layer: int, query: Tensor, key: Tensor, keep: Tensor | None, causal: bool,
+        self,
+        layer: int,
+        query: Tensor,
+        key: Tensor,
+        keep: Tensor | None,
+        causal: bool,
         scaling: float | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """One attention call (detached, under ``no_grad``): ``keep`` a boolean
         ``[batch, 1|head, query|1, key]`` mask or None, ``causal`` whether causality is left to
         the call."""

@@ -126,8 +126,10 @@ def projected_spread_bound(w_query: Tensor, w_key: Tensor, query: Tensor, items:
         raise ValueError(
             f"the leading axes of w_query, w_key, query and items do not broadcast: {lead}"
         ) from None
-    work = [t.float() if t.dtype in (torch.float16, torch.bfloat16) else t for t in
-            (w_query, w_key, query, items)]  # fmt: skip
+    work = [
+        t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
+        for t in (w_query, w_key, query, items)
+    ]
     s_q = torch.linalg.matrix_norm(work[0], ord=2)  # no half kernels
     s_k = torch.linalg.matrix_norm(work[1], ord=2)
     q_norm = torch.linalg.vector_norm(work[2], dim=-1)

@@ -159,11 +159,15 @@ def table_html(
     tools = (
         '<div class="tools"><input type="search" class="t-filter" placeholder="filter rows" '
         'aria-label="filter rows">'
-        + (f'<label>top 10 by <select class="t-top"><option value="">all rows</option>{top}'
-           "</select></label>" if numeric else '<select class="t-top" hidden></select>')
+        + (
+            f'<label>top 10 by <select class="t-top"><option value="">all rows</option>{top}'
+            "</select></label>"
+            if numeric
+            else '<select class="t-top" hidden></select>'
+        )
         + '<button type="button" class="t-csv">download CSV (rows shown)</button>'
         '<span class="t-count note"></span></div>'
-    )  # fmt: skip
+    )
     return (
         f'<div class="tablebox" data-name="{html.escape(name)}">{tools}<div class="scroll">'
         f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
@@ -190,9 +194,13 @@ def markdown_html(lines: Sequence[str]) -> str:
             head = body[0]
             rest = [(r + [""] * len(head))[: len(head)] for r in body[1:]]
             out.append(
-                table_html(pd.DataFrame(rest, columns=head).map(_inline), verdicts=True,
-                           raw=set(head), name="section")
-            )  # fmt: skip
+                table_html(
+                    pd.DataFrame(rest, columns=head).map(_inline),
+                    verdicts=True,
+                    raw=set(head),
+                    name="section",
+                )
+            )
             table.clear()
 
     for line in "\n".join(lines).split("\n"):

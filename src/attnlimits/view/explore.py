@@ -101,12 +101,23 @@ def _presets(
                 f"{_FACET_LABEL.get(f, f)}\u00a0=\u00a0{v}" for f, v in fixed.items()
             )
             out.append(
-                {**base, "title": f"{base['title']} · {label}", "layers": [
-                    {**x, "where": {**x["where"], **{f: v for f, v in fixed.items()
-                                                      if f in shown[x["table"]]["data"]}}}
-                    for x in layers
-                ]}
-            )  # fmt: skip
+                {
+                    **base,
+                    "title": f"{base['title']} · {label}",
+                    "layers": [
+                        {
+                            **x,
+                            "where": {
+                                **x["where"],
+                                **{
+                                    f: v for f, v in fixed.items() if f in shown[x["table"]]["data"]
+                                },
+                            },
+                        }
+                        for x in layers
+                    ],
+                }
+            )
     for i, spec in enumerate(out):
         spec["id"] = f"preset-{i}"
     return out

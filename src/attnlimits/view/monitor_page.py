@@ -51,8 +51,10 @@ def _token_view(tokens: Tokens | None) -> tuple[str, list[str]]:
             for s in steps
         },
     }
-    options = {k: "".join(f'<option value="{v}">{v}</option>' for v in data[k])
-               for k in ("steps", "layers", "heads")}  # fmt: skip
+    options = {
+        k: "".join(f'<option value="{v}">{v}</option>' for v in data[k])
+        for k in ("steps", "layers", "heads")
+    }
     body = f"""<h2>Attention over the tokens</h2>
 <div class="controls">
  <label>step <select id="mt-step">{options["steps"]}</select></label>
@@ -87,9 +89,10 @@ def monitor_data(
     heads = table[["layer", "head"]].drop_duplicates().sort_values(["layer", "head"])
     index = pd.MultiIndex.from_frame(heads)
     stats = [s for s in _STATS if s in table] + [
-        c for c in table.columns if c not in (*_STATS, "step", "layer", "head")
-        and pd.api.types.is_numeric_dtype(table[c])
-    ]  # fmt: skip
+        c
+        for c in table.columns
+        if c not in (*_STATS, "step", "layer", "head") and pd.api.types.is_numeric_dtype(table[c])
+    ]
     grids = {}
     for stat in stats:
         wide = table.pivot_table(index=["layer", "head"], columns="step", values=stat)

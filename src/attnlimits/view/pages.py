@@ -78,9 +78,13 @@ class RunPage:
 
 
 def _decided_by(
-    claims: pd.DataFrame, evidence: Evidence, plots: Mapping[str, str], figures: Sequence[str],
-    listed: Sequence[str], tables: Mapping[str, pd.DataFrame],
-) -> list[str]:  # fmt: skip
+    claims: pd.DataFrame,
+    evidence: Evidence,
+    plots: Mapping[str, str],
+    figures: Sequence[str],
+    listed: Sequence[str],
+    tables: Mapping[str, pd.DataFrame],
+) -> list[str]:
     """Per claim row, the HTML links to the plots and tables that decide it."""
     out = []
     if "claim" not in claims or not evidence:
@@ -97,15 +101,20 @@ def _decided_by(
             if f in plots:
                 links.append(f'<a class="evidence" href="#{plots[f]}">plot {html.escape(f)}</a>')
             elif f in figures:
-                links.append(f'<a class="evidence" href="#figure-{html.escape(f)}">figure '
-                             f"{html.escape(f)}</a>")  # fmt: skip
+                links.append(
+                    f'<a class="evidence" href="#figure-{html.escape(f)}">figure '
+                    f"{html.escape(f)}</a>"
+                )
         for t in tabs:
             if t in listed:
-                links.append(f'<a class="evidence" href="#table-{html.escape(t)}">table '
-                             f"{html.escape(t)}</a>")  # fmt: skip
+                links.append(
+                    f'<a class="evidence" href="#table-{html.escape(t)}">table {html.escape(t)}</a>'
+                )
             elif t in tables:
-                links.append(f'<a class="evidence" href="tables/{html.escape(t)}.csv">table '
-                             f"{html.escape(t)} (CSV)</a>")  # fmt: skip
+                links.append(
+                    f'<a class="evidence" href="tables/{html.escape(t)}.csv">table '
+                    f"{html.escape(t)} (CSV)</a>"
+                )
         out.append(" · ".join(links))
     return out
 
@@ -125,8 +134,10 @@ def page_html(run: RunPage, folder: Path | None = None) -> str:
         explore = explore_data(tables, listed, page.presets, page.derived)
         body, scripts = explore_body(explore) + body, explore_scripts(explore) + scripts
         plots = figure_targets(explore) | plots
-    parts = [f'<p class="note">{html.escape(name)} · report.md holds the same claims and '
-             "sections; tables/ holds every table as Parquet and CSV.</p>"]  # fmt: skip
+    parts = [
+        f'<p class="note">{html.escape(name)} · report.md holds the same claims and '
+        "sections; tables/ holds every table as Parquet and CSV.</p>"
+    ]
     if claims is not None and len(claims):
         links = _decided_by(claims, evidence, plots, figures, listed, tables)
         if any(links):

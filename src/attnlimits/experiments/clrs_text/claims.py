@@ -224,20 +224,30 @@ def _outcomes(paired: pd.DataFrame, arm: str) -> pd.DataFrame:
     mine = paired[paired["arm"] == arm]
     pooled = mine[mine["scope"] == "pooled"].reset_index(drop=True)
     lengths = mine[(mine["scope"] == "length") & mine["testable"]]
-    spans = {k: list(zip(g["ci_low"], g["ci_high"], strict=True))
-             for k, g in lengths.groupby(["algorithm", "regime"])}  # fmt: skip
+    spans = {
+        k: list(zip(g["ci_low"], g["ci_high"], strict=True))
+        for k, g in lengths.groupby(["algorithm", "regime"])
+    }
     pooled["outcome"] = [
         outcome(lo, hi, spans.get((al, rg), [])) if ok else "not testable"
-        for al, rg, lo, hi, ok in zip(pooled["algorithm"], pooled["regime"], pooled["ci_low"],
-                                      pooled["ci_high"], pooled["testable"], strict=True)
-    ]  # fmt: skip
+        for al, rg, lo, hi, ok in zip(
+            pooled["algorithm"],
+            pooled["regime"],
+            pooled["ci_low"],
+            pooled["ci_high"],
+            pooled["testable"],
+            strict=True,
+        )
+    ]
     return pooled
 
 
 def _count(outs: pd.Series) -> tuple[str, str, str]:
     """(verdict, counts in words, reason when not testable) of per-algorithm ``outs``."""
-    n = {k: int((outs == k).sum()) for k in
-         ("better", "worse", "mixed", "equivalent", "inconclusive", "not testable")}  # fmt: skip
+    n = {
+        k: int((outs == k).sum())
+        for k in ("better", "worse", "mixed", "equivalent", "inconclusive", "not testable")
+    }
     undecided = n["inconclusive"] + n["not testable"]
     verdict = comparison_verdict(n["better"], n["worse"] + n["mixed"], n["equivalent"], undecided)
     words = ", ".join(f"{v} {k}" for k, v in n.items() if v) + f" of {len(outs)} algorithms"
@@ -249,20 +259,29 @@ def _count(outs: pd.Series) -> tuple[str, str, str]:
 
 def _detail(rows: pd.DataFrame) -> str:
     return "; ".join(
-        f"{al}: {o}" + (f" {d:+.3f} [{lo:+.3f}, {hi:+.3f}] at {ls}" if o != "not testable"
-                        else f" ({why})")
-        for al, o, d, lo, hi, ls, why in zip(rows["algorithm"], rows["outcome"],
-                                             rows["difference"], rows["ci_low"], rows["ci_high"],
-                                             rows["lengths"], rows["why"], strict=True)
-    )  # fmt: skip
+        f"{al}: {o}"
+        + (f" {d:+.3f} [{lo:+.3f}, {hi:+.3f}] at {ls}" if o != "not testable" else f" ({why})")
+        for al, o, d, lo, hi, ls, why in zip(
+            rows["algorithm"],
+            rows["outcome"],
+            rows["difference"],
+            rows["ci_low"],
+            rows["ci_high"],
+            rows["lengths"],
+            rows["why"],
+            strict=True,
+        )
+    )
 
 
 def _profiles(pooled: pd.DataFrame) -> pd.Series:
     """Each algorithm's :func:`profile` over its testable regimes (``_outcomes``' table)."""
     algos = sorted(set(pooled["algorithm"]))
     testable = pooled[pooled["outcome"] != "not testable"]
-    pairs = {a: list(zip(g["regime"], g["outcome"], strict=True))
-             for a, g in testable.groupby("algorithm")}  # fmt: skip
+    pairs = {
+        a: list(zip(g["regime"], g["outcome"], strict=True))
+        for a, g in testable.groupby("algorithm")
+    }
     return pd.Series([profile(pairs.get(a, [])) for a in algos], index=algos, dtype=object)
 
 

@@ -69,10 +69,14 @@ def load_dataset(cfg: Config) -> tuple[pd.DataFrame, dict[str, object]]:
         check_dataset(df, str(path))
     else:
         df, path = cached_dataset(
-            train_lengths, test_lengths, train_samples=cfg.train_samples,
-            test_samples=cfg.test_samples, validation_samples=cfg.validation_samples,
-            fmt=cfg.format, test_seeds=cfg.test_seeds(),
-        )  # fmt: skip
+            train_lengths,
+            test_lengths,
+            train_samples=cfg.train_samples,
+            test_samples=cfg.test_samples,
+            validation_samples=cfg.validation_samples,
+            fmt=cfg.format,
+            test_seeds=cfg.test_seeds(),
+        )
     keep = pd.Series(False, index=df.index)
     for algo in cfg.algorithms:
         is_algo = df["algorithm"] == algo
@@ -166,11 +170,20 @@ def _run_arm_seed(cfg: Config, data: pd.DataFrame, arm: str, lr: float, seed: in
     model, tok = build_model(size, attn_implementation(arm), seed, cfg.model, cfg.dtype)
     model = model.to(cfg.device)
     result = train_model(
-        model, tok.encode(train["question"].tolist()), tok.encode(train["answer"].tolist()),
-        train["algorithm"].to_numpy(), steps=cfg.steps, batch=cfg.batch, lr=lr, seed=seed,
-        device=cfg.device, check=check, check_every=cfg.eval_every, stop_at=cfg.stop_at,
+        model,
+        tok.encode(train["question"].tolist()),
+        tok.encode(train["answer"].tolist()),
+        train["algorithm"].to_numpy(),
+        steps=cfg.steps,
+        batch=cfg.batch,
+        lr=lr,
+        seed=seed,
+        device=cfg.device,
+        check=check,
+        check_every=cfg.eval_every,
+        stop_at=cfg.stop_at,
         patience=cfg.patience,
-    )  # fmt: skip
+    )
     start = time.perf_counter()
     cols = ["algorithm", "length", "regime", "in_distribution", "question", "answer"]
     answers = _answer(cfg, result.model, tok, test[cols]).assign(arm=arm, lr=lr, seed=seed)

@@ -165,8 +165,11 @@ class Config:
                 f"width must be a multiple of heads, got width {self.width}, heads {self.heads}"
             )
         set_(self, "lrs", tuple(self.lrs))
-        bad = [v for v in self.lrs if isinstance(v, bool) or not isinstance(v, (int, float))
-               or not 0 < v < 1]  # fmt: skip
+        bad = [
+            v
+            for v in self.lrs
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1
+        ]
         if not self.lrs or bad:
             raise ValueError(f"lrs must be numbers in (0, 1), got {list(self.lrs)}")
         check_distinct(self.lrs, "lrs")
@@ -195,11 +198,18 @@ class Config:
         with a pretrained ``model`` (SmolLM2 on a CPU), 8 steps of 4 texts at a fine-tuning
         rate, 10 questions a cell; ``given`` values win."""
         preset = {
-            "preset": "quick", "algorithms": ("minimum",), "train_samples": 300,
-            "validation_samples": 20, "test_samples": 30, "train_lengths": (4, 6),
-            "test_lengths": (4, 5, 6, 8, 12), "seeds": 2, "steps": 100, "lrs": (3e-3,),
+            "preset": "quick",
+            "algorithms": ("minimum",),
+            "train_samples": 300,
+            "validation_samples": 20,
+            "test_samples": 30,
+            "train_lengths": (4, 6),
+            "test_lengths": (4, 5, 6, 8, 12),
+            "seeds": 2,
+            "steps": 100,
+            "lrs": (3e-3,),
             "eval_every": 50,
-        }  # fmt: skip
+        }
         if given.get("model") not in (None, "tiny"):
             preset |= {
                 "steps": 8,

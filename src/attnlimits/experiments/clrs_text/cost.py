@@ -79,11 +79,20 @@ _TRACE_BYTES: dict[str, tuple[float, float, float, float]] = {
 }
 _MATRIX_ALGOS = frozenset(
     {
-        "articulation_points", "bellman_ford", "bfs", "bridges", "dag_shortest_paths", "dfs",
-        "dijkstra", "floyd_warshall", "mst_kruskal", "mst_prim",
-        "strongly_connected_components", "topological_sort",
+        "articulation_points",
+        "bellman_ford",
+        "bfs",
+        "bridges",
+        "dag_shortest_paths",
+        "dfs",
+        "dijkstra",
+        "floyd_warshall",
+        "mst_kruskal",
+        "mst_prim",
+        "strongly_connected_components",
+        "topological_sort",
     }
-)  # fmt: skip
+)
 
 
 def _text_bytes(algorithm: str, n: int, fmt: str = "trace") -> float:
@@ -189,8 +198,9 @@ def scaling(cfg: Config, seconds_per_step: Mapping[str, float]) -> dict[str, lis
     out = {}
     for lengths in ("ours", "paper"):
         all30 = replace(cfg, algorithms=ALGORITHMS, lengths=lengths, format="trace")
-        out[lengths] = [cfg.steps * s * _mean_train_bytes(all30) / mine
-                        for s in seconds_per_step.values()]  # fmt: skip
+        out[lengths] = [
+            cfg.steps * s * _mean_train_bytes(all30) / mine for s in seconds_per_step.values()
+        ]
     return out
 
 

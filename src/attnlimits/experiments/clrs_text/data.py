@@ -57,36 +57,103 @@ __all__ = [
 
 #: The thirty algorithms of CLRS-30, in CLRS-Text's order (``clrs._src.specs.CLRS_30_ALGS``).
 ALGORITHMS: tuple[str, ...] = (
-    "articulation_points", "activity_selector", "bellman_ford", "bfs", "binary_search",
-    "bridges", "bubble_sort", "dag_shortest_paths", "dfs", "dijkstra",
-    "find_maximum_subarray_kadane", "floyd_warshall", "graham_scan", "heapsort",
-    "insertion_sort", "jarvis_march", "kmp_matcher", "lcs_length", "matrix_chain_order",
-    "minimum", "mst_kruskal", "mst_prim", "naive_string_matcher", "optimal_bst", "quickselect",
-    "quicksort", "segments_intersect", "strongly_connected_components", "task_scheduling",
+    "articulation_points",
+    "activity_selector",
+    "bellman_ford",
+    "bfs",
+    "binary_search",
+    "bridges",
+    "bubble_sort",
+    "dag_shortest_paths",
+    "dfs",
+    "dijkstra",
+    "find_maximum_subarray_kadane",
+    "floyd_warshall",
+    "graham_scan",
+    "heapsort",
+    "insertion_sort",
+    "jarvis_march",
+    "kmp_matcher",
+    "lcs_length",
+    "matrix_chain_order",
+    "minimum",
+    "mst_kruskal",
+    "mst_prim",
+    "naive_string_matcher",
+    "optimal_bst",
+    "quickselect",
+    "quicksort",
+    "segments_intersect",
+    "strongly_connected_components",
+    "task_scheduling",
     "topological_sort",
-)  # fmt: skip
+)
 _A, _B, _C = (4, 5, 10), (4, 5, 10, 11, 12, 15, 19), (4, 5, 10, 11, 12, 15, 19, 23, 28, 31)
 #: *paper*: CLRS-Text's training lengths per algorithm.
 PAPER_TRAIN_LENGTHS: dict[str, tuple[int, ...]] = {
-    "articulation_points": _B, "activity_selector": _C, "bellman_ford": _C, "bfs": _C,
-    "binary_search": _C, "bridges": (4, 5), "bubble_sort": _A, "dag_shortest_paths": _B,
-    "dfs": _C[:8], "dijkstra": _C[:9], "find_maximum_subarray_kadane": _C, "floyd_warshall": _A,
-    "graham_scan": _C, "heapsort": _A, "insertion_sort": _C, "jarvis_march": _C[:5],
-    "kmp_matcher": _C, "lcs_length": _A, "matrix_chain_order": _A, "minimum": _C,
-    "mst_kruskal": _A, "mst_prim": _C[:9], "naive_string_matcher": _C, "optimal_bst": _A,
-    "quickselect": _C, "quicksort": _A, "segments_intersect": _C,
-    "strongly_connected_components": _C[:6], "task_scheduling": _C, "topological_sort": _C[:8],
-}  # fmt: skip
+    "articulation_points": _B,
+    "activity_selector": _C,
+    "bellman_ford": _C,
+    "bfs": _C,
+    "binary_search": _C,
+    "bridges": (4, 5),
+    "bubble_sort": _A,
+    "dag_shortest_paths": _B,
+    "dfs": _C[:8],
+    "dijkstra": _C[:9],
+    "find_maximum_subarray_kadane": _C,
+    "floyd_warshall": _A,
+    "graham_scan": _C,
+    "heapsort": _A,
+    "insertion_sort": _C,
+    "jarvis_march": _C[:5],
+    "kmp_matcher": _C,
+    "lcs_length": _A,
+    "matrix_chain_order": _A,
+    "minimum": _C,
+    "mst_kruskal": _A,
+    "mst_prim": _C[:9],
+    "naive_string_matcher": _C,
+    "optimal_bst": _A,
+    "quickselect": _C,
+    "quicksort": _A,
+    "segments_intersect": _C,
+    "strongly_connected_components": _C[:6],
+    "task_scheduling": _C,
+    "topological_sort": _C[:8],
+}
 _TOP = {
-    "activity_selector": 40, "articulation_points": 19, "bellman_ford": 32, "bfs": 41,
-    "binary_search": 64, "bridges": 7, "bubble_sort": 11, "dag_shortest_paths": 19, "dfs": 20,
-    "dijkstra": 25, "find_maximum_subarray_kadane": 64, "floyd_warshall": 11, "graham_scan": 31,
-    "heapsort": 11, "insertion_sort": 25, "jarvis_march": 13, "kmp_matcher": 64,
-    "lcs_length": 12, "matrix_chain_order": 12, "minimum": 64, "mst_kruskal": 10, "mst_prim": 26,
-    "naive_string_matcher": 64, "optimal_bst": 10, "quickselect": 64, "quicksort": 12,
-    "segments_intersect": 64, "strongly_connected_components": 16, "task_scheduling": 41,
+    "activity_selector": 40,
+    "articulation_points": 19,
+    "bellman_ford": 32,
+    "bfs": 41,
+    "binary_search": 64,
+    "bridges": 7,
+    "bubble_sort": 11,
+    "dag_shortest_paths": 19,
+    "dfs": 20,
+    "dijkstra": 25,
+    "find_maximum_subarray_kadane": 64,
+    "floyd_warshall": 11,
+    "graham_scan": 31,
+    "heapsort": 11,
+    "insertion_sort": 25,
+    "jarvis_march": 13,
+    "kmp_matcher": 64,
+    "lcs_length": 12,
+    "matrix_chain_order": 12,
+    "minimum": 64,
+    "mst_kruskal": 10,
+    "mst_prim": 26,
+    "naive_string_matcher": 64,
+    "optimal_bst": 10,
+    "quickselect": 64,
+    "quicksort": 12,
+    "segments_intersect": 64,
+    "strongly_connected_components": 16,
+    "task_scheduling": 41,
     "topological_sort": 21,
-}  # fmt: skip
+}
 #: *paper*: CLRS-Text's validation lengths per algorithm: every length from 4 up to its top.
 PAPER_TEST_LENGTHS: dict[str, tuple[int, ...]] = {
     a: tuple(range(4, top + 1)) for a, top in _TOP.items()
@@ -177,8 +244,11 @@ def build_dataset(
     from attnlimits.experiments.clrs_text._clrs_import import generate, load_generators
 
     val_samples = test_samples if validation_samples is None else validation_samples
-    for what, n in (("train_samples", train_samples), ("test_samples", test_samples),
-                    ("validation_samples", val_samples)):  # fmt: skip
+    for what, n in (
+        ("train_samples", train_samples),
+        ("test_samples", test_samples),
+        ("validation_samples", val_samples),
+    ):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"{what} must be a whole number ≥ 1, got {n!r}")
     if fmt not in FORMATS:
@@ -275,10 +345,16 @@ def cached_dataset(
     if folder is None:  # a cache that cannot take the table: refused before generating it
         check_cache("clrs_text")
     df = build_dataset(
-        train_lengths, test_lengths, train_samples=train_samples, test_samples=test_samples,
-        validation_samples=validation_samples, fmt=fmt, train_seed=train_seed,
-        test_seeds=test_seeds, validation_seed=validation_seed,
-    )  # fmt: skip
+        train_lengths,
+        test_lengths,
+        train_samples=train_samples,
+        test_samples=test_samples,
+        validation_samples=validation_samples,
+        fmt=fmt,
+        train_seed=train_seed,
+        test_seeds=test_seeds,
+        validation_seed=validation_seed,
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

@@ -42,9 +42,25 @@ from attnlimits.experiments.report import (
 __all__ = ["block", "default_setup", "extract", "fill", "load", "main", "render", "save"]
 
 Data = dict[str, pd.DataFrame]
-_RUN_KEYS = ("preset", "format", "algorithms", "train_lengths", "test_lengths", "seeds", "steps",
-             "lrs", "stop_at", "eval_every", "layers", "width", "heads", "batch",
-             "train_samples", "validation_samples", "test_samples")  # fmt: skip
+_RUN_KEYS = (
+    "preset",
+    "format",
+    "algorithms",
+    "train_lengths",
+    "test_lengths",
+    "seeds",
+    "steps",
+    "lrs",
+    "stop_at",
+    "eval_every",
+    "layers",
+    "width",
+    "heads",
+    "batch",
+    "train_samples",
+    "validation_samples",
+    "test_samples",
+)
 
 
 def extract(folder: Path) -> Data:
@@ -56,27 +72,59 @@ def extract(folder: Path) -> Data:
     tables = {p.stem: pd.read_parquet(p) for p in (folder / "tables").glob("*.parquet")}
     params = meta["params"]
     run = pd.DataFrame(
-        {"setting": list(_RUN_KEYS),
-         "value": [", ".join(map(str, v)) if isinstance(v, list) else str(v)
-                   for v in (params.get(k, meta.get(k, "")) for k in _RUN_KEYS)]}
-    )  # fmt: skip
-    acc = tables["accuracy"][["arm", "algorithm", "length", "regime", "accuracy", "ci_seeds_low",
-                              "ci_seeds_high", "result_accuracy", "chance", "uniform",
-                              "baseline"]].round(3)  # fmt: skip
+        {
+            "setting": list(_RUN_KEYS),
+            "value": [
+                ", ".join(map(str, v)) if isinstance(v, list) else str(v)
+                for v in (params.get(k, meta.get(k, "")) for k in _RUN_KEYS)
+            ],
+        }
+    )
+    acc = tables["accuracy"][
+        [
+            "arm",
+            "algorithm",
+            "length",
+            "regime",
+            "accuracy",
+            "ci_seeds_low",
+            "ci_seeds_high",
+            "result_accuracy",
+            "chance",
+            "uniform",
+            "baseline",
+        ]
+    ].round(3)
     ans = tables["answers"]
     per_seed = (
         ans.groupby(["arm", "algorithm", "regime", "seed"])["correct"].mean().round(3).reset_index()
     )
     paired = tables["paired"]
     paired = paired[paired["scope"] == "pooled"][
-        ["arm", "algorithm", "regime", "lengths", "seeds", "difference", "ci_low", "ci_high",
-         "testable", "why"]
-    ].round(3)  # fmt: skip
+        [
+            "arm",
+            "algorithm",
+            "regime",
+            "lengths",
+            "seeds",
+            "difference",
+            "ci_low",
+            "ci_high",
+            "testable",
+            "why",
+        ]
+    ].round(3)
     steps = tables["training"].groupby("arm")["steps_taken"].agg(["min", "max"]).reset_index()
     lrs = tables["learning_rate"].merge(steps, on="arm", how="left").round(3)
     claims = tables["claims"][["claim", "role", "verdict", "measured"]]
-    return {"run": run, "accuracy": acc, "per_seed": per_seed, "paired": paired,
-            "learning_rate": lrs, "claims": claims}  # fmt: skip
+    return {
+        "run": run,
+        "accuracy": acc,
+        "per_seed": per_seed,
+        "paired": paired,
+        "learning_rate": lrs,
+        "claims": claims,
+    }
 
 
 #: The doc's tables saved as CSV and read back with their types (one helper for every doc
@@ -87,18 +135,29 @@ save, load = save_tables, partial(load_tables, as_text=False)
 def _accuracy(acc: pd.DataFrame) -> str:
     """Exact match (whole answer) per algorithm and length, an arm per column, the result-only
     match and the baseline beside it."""
-    a = acc.assign(cell=[f"{v:.2f} [{lo:.2f}, {hi:.2f}] ({r:.2f})" for v, lo, hi, r in
-                         zip(acc["accuracy"], acc["ci_seeds_low"], acc["ci_seeds_high"],
-                             acc["result_accuracy"], strict=True)])  # fmt: skip
-    wide = a.pivot_table(index=["algorithm", "length", "regime"], columns="arm", values="cell",
-                         aggfunc="first").reset_index()  # fmt: skip
+    a = acc.assign(
+        cell=[
+            f"{v:.2f} [{lo:.2f}, {hi:.2f}] ({r:.2f})"
+            for v, lo, hi, r in zip(
+                acc["accuracy"],
+                acc["ci_seeds_low"],
+                acc["ci_seeds_high"],
+                acc["result_accuracy"],
+                strict=True,
+            )
+        ]
+    )
+    wide = a.pivot_table(
+        index=["algorithm", "length", "regime"], columns="arm", values="cell", aggfunc="first"
+    ).reset_index()
     base = acc.drop_duplicates(["algorithm", "length"])[["algorithm", "length", "baseline"]]
     return markdown_table(wide.merge(base, on=["algorithm", "length"]))
 
 
 def _per_seed(per_seed: pd.DataFrame) -> str:
-    wide = per_seed.pivot_table(index=["arm", "algorithm", "regime"], columns="seed",
-                                values="correct").reset_index()  # fmt: skip
+    wide = per_seed.pivot_table(
+        index=["arm", "algorithm", "regime"], columns="seed", values="correct"
+    ).reset_index()
     wide.columns = [c if isinstance(c, str) else f"seed {c}" for c in wide.columns]
     return markdown_table(wide)
 
@@ -130,10 +189,14 @@ def _probe_validation(v: pd.DataFrame) -> str:
 def _probe_test(t: pd.DataFrame) -> str:
     """The sizing probe's test exact match (whole answer, result only in brackets) per
     algorithm and length, a column per arm (``probe_test.csv``)."""
-    t = t.assign(cell=[f"{a:.2f} ({r:.2f})" for a, r in
-                       zip(t["accuracy"], t["result_accuracy"], strict=True)])  # fmt: skip
-    wide = t.pivot_table(index=["algorithm", "length", "regime"], columns="arm", values="cell",
-                         aggfunc="first")  # fmt: skip
+    t = t.assign(
+        cell=[
+            f"{a:.2f} ({r:.2f})" for a, r in zip(t["accuracy"], t["result_accuracy"], strict=True)
+        ]
+    )
+    wide = t.pivot_table(
+        index=["algorithm", "length", "regime"], columns="arm", values="cell", aggfunc="first"
+    )
     return markdown_table(wide.reset_index())
 
 

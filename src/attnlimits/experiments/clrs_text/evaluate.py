@@ -135,9 +135,13 @@ def accuracy_table(answers: pd.DataFrame, baselines: pd.DataFrame) -> pd.DataFra
     per_seed["acc"] = per_seed["k"] / per_seed["n"]
     g = per_seed.groupby(keys, sort=True)
     t = g.agg(
-        seeds=("acc", "count"), questions=("n", "first"), k=("k", "sum"), n=("n", "sum"),
-        seed_sd=("acc", "std"), result_accuracy=("result", "mean"),
-    ).reset_index()  # fmt: skip
+        seeds=("acc", "count"),
+        questions=("n", "first"),
+        k=("k", "sum"),
+        n=("n", "sum"),
+        seed_sd=("acc", "std"),
+        result_accuracy=("result", "mean"),
+    ).reset_index()
     t["accuracy"] = t["k"] / t["n"]
     bounds = [wilson_interval(int(k), int(n)) for k, n in zip(t["k"], t["n"], strict=True)]
     t["ci_samples_low"] = [lo for lo, _ in bounds]
@@ -147,8 +151,18 @@ def accuracy_table(answers: pd.DataFrame, baselines: pd.DataFrame) -> pd.DataFra
     t = t.join(ci[["ci_low", "ci_high"]], on=keys)
     t["ci_seeds_low"] = t["ci_low"].clip(lower=0.0)
     t["ci_seeds_high"] = t["ci_high"].clip(upper=1.0)
-    cols = [*keys, "seeds", "questions", "accuracy", "ci_samples_low", "ci_samples_high",
-            "seed_sd", "ci_seeds_low", "ci_seeds_high", "result_accuracy"]  # fmt: skip
+    cols = [
+        *keys,
+        "seeds",
+        "questions",
+        "accuracy",
+        "ci_samples_low",
+        "ci_samples_high",
+        "seed_sd",
+        "ci_seeds_low",
+        "ci_seeds_high",
+        "result_accuracy",
+    ]
     table = t[cols].merge(baselines, on=["algorithm", "length"], how="left")
     return table.sort_values(keys, ignore_index=True)
 
@@ -181,9 +195,13 @@ def paired_interval(frame: pd.DataFrame, group: list[str]) -> pd.DataFrame:
         t = np.where(se > 0, mean / se, np.where(mean == 0, 0.0, np.inf))
     p = np.where(np.isnan(df), np.nan, 2 * stats.t.sf(np.abs(t), df))
     return g.reset_index()[group].assign(
-        seeds=n.astype(int), questions=qv["count"].to_numpy(int), difference=mean,
-        ci_low=mean - half, ci_high=mean + half, p_t=p,
-    )  # fmt: skip
+        seeds=n.astype(int),
+        questions=qv["count"].to_numpy(int),
+        difference=mean,
+        ci_low=mean - half,
+        ci_high=mean + half,
+        p_t=p,
+    )
 
 
 def _ceiling(accuracy: pd.DataFrame, arms: list[str]) -> pd.Series:
@@ -195,8 +213,10 @@ def _ceiling(accuracy: pd.DataFrame, arms: list[str]) -> pd.Series:
     why = pd.Series("", index=acc.index, dtype=object)
     for arm in arms:  # a loop over the two arms, not over data
         low = acc[arm] < CEILING
-        why[low] += [f"{arm} at {v:.2f} in distribution, below the {CEILING:.0%} ceiling; "
-                     for v in acc.loc[low, arm]]  # fmt: skip
+        why[low] += [
+            f"{arm} at {v:.2f} in distribution, below the {CEILING:.0%} ceiling; "
+            for v in acc.loc[low, arm]
+        ]
     return why.str.rstrip("; ")
 
 
@@ -245,9 +265,12 @@ def paired_table(
         tested.assign(arm=baseline).join(above, on=cell)["above"].fillna(False).to_numpy(bool)
     )
     ceiling = pd.concat(
-        [_ceiling(accuracy, [baseline, arm]).rename("c").reset_index().assign(arm=arm)
-         for arm in sorted(set(tested["arm"]))], ignore_index=True,
-    )  # fmt: skip
+        [
+            _ceiling(accuracy, [baseline, arm]).rename("c").reset_index().assign(arm=arm)
+            for arm in sorted(set(tested["arm"]))
+        ],
+        ignore_index=True,
+    )
     capped = {arm: _unconverged(training, [baseline, arm]) for arm in set(tested["arm"])}
     ceiling["c"] = [
         "; ".join(r for r in (c, capped[arm]) if r)
@@ -256,28 +279,38 @@ def paired_table(
     tested = tested.merge(ceiling, on=["arm", "algorithm"], how="left")
     n_seeds = joined.groupby([*cell, "regime"])["seed"].nunique().rename("n").reset_index()
     tested = tested.merge(n_seeds, on=[*cell, "regime"], how="left")
-    few = np.where(tested["n"] < MIN_SEEDS,
-                   [f"{n} seed{'s' if n != 1 else ''}, fewer than {MIN_SEEDS}"
-                    for n in tested["n"]], "")  # fmt: skip
+    few = np.where(
+        tested["n"] < MIN_SEEDS,
+        [f"{n} seed{'s' if n != 1 else ''}, fewer than {MIN_SEEDS}" for n in tested["n"]],
+        "",
+    )
     trivial = np.where(
         arm_above | base_above,
         "",
         "neither arm's 95 % interval is above the trivial baseline",
     )
     short = tested["c"].fillna("").to_numpy(object)
-    tested["why"] = ["; ".join(r for r in reasons if r)
-                     for reasons in zip(few, trivial, short, strict=True)]  # fmt: skip
+    tested["why"] = [
+        "; ".join(r for r in reasons if r) for reasons in zip(few, trivial, short, strict=True)
+    ]
     tested["testable"] = tested["why"] == ""
     tested = tested.drop(columns=["c", "n"])
     joined = joined.merge(tested, on=[*cell, "regime"])
 
     def table(frame: pd.DataFrame, group: list[str], scope: str) -> pd.DataFrame:
         out = paired_interval(frame, group).drop(columns="questions")
-        f = frame.assign(pairs=1.0, wins=frame["correct"] * (1 - frame["base"]),
-                         losses=(1 - frame["correct"]) * frame["base"])  # fmt: skip
-        counts = f.groupby(group).agg(correct=("correct", "mean"), base=("base", "mean"),
-                                      pairs=("pairs", "sum"), wins=("wins", "sum"),
-                                      losses=("losses", "sum"))  # fmt: skip
+        f = frame.assign(
+            pairs=1.0,
+            wins=frame["correct"] * (1 - frame["base"]),
+            losses=(1 - frame["correct"]) * frame["base"],
+        )
+        counts = f.groupby(group).agg(
+            correct=("correct", "mean"),
+            base=("base", "mean"),
+            pairs=("pairs", "sum"),
+            wins=("wins", "sum"),
+            losses=("losses", "sum"),
+        )
         lengths = frame.groupby(group)["length"].agg(
             lambda s: ",".join(str(v) for v in sorted(set(s)))
         )
@@ -300,8 +333,26 @@ def paired_table(
         rows[c] = rows[c].fillna(0).astype(int)
     rows["testable"] = rows["testable"].astype(bool)
     rows["in_distribution"] = rows["regime"] == "in distribution"
-    columns = ["arm", "baseline", "algorithm", "regime", "in_distribution", "scope", "lengths",
-               "seeds", "accuracy", "baseline_accuracy", "difference", "ci_low", "ci_high",
-               "p_t", "testable", "why", "pairs", "wins", "losses"]  # fmt: skip
+    columns = [
+        "arm",
+        "baseline",
+        "algorithm",
+        "regime",
+        "in_distribution",
+        "scope",
+        "lengths",
+        "seeds",
+        "accuracy",
+        "baseline_accuracy",
+        "difference",
+        "ci_low",
+        "ci_high",
+        "p_t",
+        "testable",
+        "why",
+        "pairs",
+        "wins",
+        "losses",
+    ]
     order = ["arm", "algorithm", "regime", "scope", "lengths"]
     return rows[columns].sort_values(order, ignore_index=True)

@@ -33,15 +33,17 @@ def _profile(acc: pd.DataFrame, meta: Mapping[str, Any]) -> Figure:
         a = acc[acc["algorithm"] == algo]
         trained = sorted(a.loc[a["regime"] == "in distribution", "length"].unique())
         if trained:
-            ax.axvspan(min(trained) - 0.5, max(trained) + 0.5, color="0.9", lw=0,
-                       label="training range")  # fmt: skip
+            ax.axvspan(
+                min(trained) - 0.5, max(trained) + 0.5, color="0.9", lw=0, label="training range"
+            )
             ax.axvline(max(trained) + 0.5, c="0.5", lw=0.8, ls="--")
         for k, (arm, g) in enumerate(a.groupby("arm", sort=False)):
             g = g.sort_values("length")
             color = f"C{k}"
             ax.plot(g["length"], g["accuracy"], c=color, label=str(arm))
-            ax.fill_between(g["length"], g["ci_seeds_low"], g["ci_seeds_high"], color=color,
-                            alpha=0.2, lw=0)  # fmt: skip
+            ax.fill_between(
+                g["length"], g["ci_seeds_low"], g["ci_seeds_high"], color=color, alpha=0.2, lw=0
+            )
             for reg, r in g.groupby("regime"):
                 ax.scatter(r["length"], r["accuracy"], c=color, marker=_MARKER[str(reg)], s=22)
         base = a.drop_duplicates("length").sort_values("length")

@@ -117,11 +117,18 @@ def build_model(
         return net, HFTokenizer(loaded.tokenizer)
 
     config = LlamaConfig(
-        vocab_size=VOCAB, hidden_size=size.width, intermediate_size=size.mlp,
-        num_hidden_layers=size.layers, num_attention_heads=size.heads,
-        num_key_value_heads=size.heads, max_position_embeddings=size.context,
-        tie_word_embeddings=True, pad_token_id=PAD, bos_token_id=None, eos_token_id=None,
-    )  # fmt: skip
+        vocab_size=VOCAB,
+        hidden_size=size.width,
+        intermediate_size=size.mlp,
+        num_hidden_layers=size.layers,
+        num_attention_heads=size.heads,
+        num_key_value_heads=size.heads,
+        max_position_embeddings=size.context,
+        tie_word_embeddings=True,
+        pad_token_id=PAD,
+        bos_token_id=None,
+        eos_token_id=None,
+    )
     torch.manual_seed(seed)
     net = LlamaForCausalLM(config)
     if size.positions == "none":
@@ -267,8 +274,13 @@ def train_model(
         picks = rng.integers(len(members), size=batch)
         rows = [int(rng.choice(members[g])) for g in picks]
         opt.zero_grad(set_to_none=True)
-        loss = step_gradients(model, [questions[r] for r in rows], [answers[r] for r in rows],
-                              micro=micro, device=device)  # fmt: skip
+        loss = step_gradients(
+            model,
+            [questions[r] for r in rows],
+            [answers[r] for r in rows],
+            micro=micro,
+            device=device,
+        )
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()

@@ -39,10 +39,24 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
         f"[{lo:.3f}, {hi:.3f}]"
         for lo, hi in zip(acc["ci_seeds_low"], acc["ci_seeds_high"], strict=True)
     ]
-    shown = acc[["arm", "algorithm", "length", "regime", "questions", "seeds",
-                 "accuracy (95 % over samples)", "95 % over seeds (decides)", "seed_sd",
-                 "result_accuracy", "chance", "uniform", "chance_result",
-                 "uniform_result"]]  # fmt: skip
+    shown = acc[
+        [
+            "arm",
+            "algorithm",
+            "length",
+            "regime",
+            "questions",
+            "seeds",
+            "accuracy (95 % over samples)",
+            "95 % over seeds (decides)",
+            "seed_sd",
+            "result_accuracy",
+            "chance",
+            "uniform",
+            "chance_result",
+            "uniform_result",
+        ]
+    ]
     train = tables["training"]
     speed = train.groupby("arm")[["seconds_per_step", "cpu_seconds_per_step"]].median()
     threads = meta.get("torch_threads", "?")

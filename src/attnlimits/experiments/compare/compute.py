@@ -80,13 +80,26 @@ def _band_nll(nll: torch.Tensor, book: torch.Tensor, lengths: tuple[int, ...]) -
 
 
 def _one(
-    loaded: Any, ids: torch.Tensor, book: torch.Tensor, probes: pd.DataFrame, spec: str,
-    name: str, params: dict[str, Any], cfg: Config, token_rows: bool,
-) -> dict[str, pd.DataFrame]:  # fmt: skip
+    loaded: Any,
+    ids: torch.Tensor,
+    book: torch.Tensor,
+    probes: pd.DataFrame,
+    spec: str,
+    name: str,
+    params: dict[str, Any],
+    cfg: Config,
+    token_rows: bool,
+) -> dict[str, pd.DataFrame]:
     res = run_forward(
-        loaded.model, ids[None], name, params, cfg.lengths, cfg.rows, block_size=cfg.block_size,
+        loaded.model,
+        ids[None],
+        name,
+        params,
+        cfg.lengths,
+        cfg.rows,
+        block_size=cfg.block_size,
         token_rows=token_rows,
-    )  # fmt: skip
+    )
     ppl = _band_nll(res.nll, book, cfg.lengths)
     scored = score_probes(probes, ids, res.logits_at)
     timing = pd.DataFrame({"seconds": [res.seconds], "tokens": [ids.shape[0]]})
@@ -144,9 +157,16 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
                 if not store.has_part("time", cache, key):
                     table = probes.table[probes.table["sequence"] == s]
                     parts = _one(
-                        loaded, probes.ids[s].to(device), probes.book[s], table, spec, name,
-                        params, cfg, token_rows=s == 0,
-                    )  # fmt: skip
+                        loaded,
+                        probes.ids[s].to(device),
+                        probes.book[s],
+                        table,
+                        spec,
+                        name,
+                        params,
+                        cfg,
+                        token_rows=s == 0,
+                    )
                     for stage in parts:  # "time" last: the marker
                         store.save_part(stage, cache, key, parts[stage].assign(sequence=s))
                     del parts

@@ -135,9 +135,12 @@ def run_forward(
                 w, keep = _weights(query, key, float(scaling), r, name, params)
                 weights = w[0, :, :, :length].double()
                 table = rows_table(
-                    torch.from_numpy(r), weights, keep[:, :length], length,
+                    torch.from_numpy(r),
+                    weights,
+                    keep[:, :length],
+                    length,
                     full_up_to=FULL_ROWS_UP_TO,
-                )  # fmt: skip
+                )
                 kept.append(table.assign(layer=layer))
         return out
 

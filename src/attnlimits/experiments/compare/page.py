@@ -45,8 +45,9 @@ def tokens_data(rows: pd.DataFrame, tokens: pd.DataFrame) -> dict[str, Any]:
 
 
 def _options(values: list[Any]) -> str:
-    return "".join(f'<option value="{html.escape(str(v))}">{html.escape(str(v))}</option>'
-                   for v in values)  # fmt: skip
+    return "".join(
+        f'<option value="{html.escape(str(v))}">{html.escape(str(v))}</option>' for v in values
+    )
 
 
 def page(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> Page:

@@ -29,12 +29,47 @@ __all__ = ["WORDS", "Probes", "build_probes", "check_numbers", "query_tokens", "
 #: Words the needles are about: common nouns, none a name in War and Peace, each one token in
 #: most BPE vocabularies (a word of several tokens works too).
 WORDS = (
-    "apple", "river", "garden", "window", "bottle", "candle", "pencil", "mirror", "basket",
-    "ladder", "blanket", "button", "carpet", "violin", "rocket", "lemon", "tiger", "orange",
-    "planet", "island", "wallet", "kettle", "engine", "helmet", "pillow", "saddle", "feather",
-    "anchor", "bridge", "castle", "cherry", "dragon", "forest", "hammer", "jacket", "magnet",
-    "needle", "oyster", "parrot", "rabbit",
-)  # fmt: skip
+    "apple",
+    "river",
+    "garden",
+    "window",
+    "bottle",
+    "candle",
+    "pencil",
+    "mirror",
+    "basket",
+    "ladder",
+    "blanket",
+    "button",
+    "carpet",
+    "violin",
+    "rocket",
+    "lemon",
+    "tiger",
+    "orange",
+    "planet",
+    "island",
+    "wallet",
+    "kettle",
+    "engine",
+    "helmet",
+    "pillow",
+    "saddle",
+    "feather",
+    "anchor",
+    "bridge",
+    "castle",
+    "cherry",
+    "dragon",
+    "forest",
+    "hammer",
+    "jacket",
+    "magnet",
+    "needle",
+    "oyster",
+    "parrot",
+    "rabbit",
+)
 _NEEDLE = " The secret number of the {word} is {number}."
 _QUERY = " What is the secret number of the {word}? The secret number of the {word} is {number}."
 _DIGITS = 5
@@ -149,12 +184,18 @@ def build_probes(
             busy[n_start : n_start + len(needle)] = True
             rows.append(
                 {
-                    "sequence": s, "length": length, "word": word, "number": number,
-                    "needle_start": n_start, "query_start": q_start, "answer_start": a_start,
-                    "answer_tokens": n_answer, "depth": n_start / q_start,
+                    "sequence": s,
+                    "length": length,
+                    "word": word,
+                    "number": number,
+                    "needle_start": n_start,
+                    "query_start": q_start,
+                    "answer_start": a_start,
+                    "answer_tokens": n_answer,
+                    "depth": n_start / q_start,
                     "distance": a_start - n_start,
                 }
-            )  # fmt: skip
+            )
         book[s] = torch.from_numpy(~busy)
     return Probes(ids, book, pd.DataFrame(rows))
 
@@ -177,8 +218,9 @@ def score_probes(table: pd.DataFrame, ids: Tensor, logits_at: Any) -> pd.DataFra
     nll = torch.nn.functional.cross_entropy(logits, target, reduction="none")
     hit = (logits.argmax(-1) == target).numpy()
     splits = np.cumsum(table["answer_tokens"].to_numpy())[:-1]
-    per = [(h.all(), bool(h[0]), float(n.sum())) for h, n in zip(
-        np.split(hit, splits), np.split(nll.numpy(), splits), strict=True
-    )]  # fmt: skip
+    per = [
+        (h.all(), bool(h[0]), float(n.sum()))
+        for h, n in zip(np.split(hit, splits), np.split(nll.numpy(), splits), strict=True)
+    ]
     correct, first, nll_sum = zip(*per, strict=True)
     return table.assign(correct=list(correct), first_digit=list(first), answer_nll=list(nll_sum))

@@ -80,9 +80,18 @@ EVIDENCE = (
 Row = dict[str, str]
 Judge = Callable[[pd.DataFrame], list[Row]]
 COLUMNS = [
-    "claim", "role", "paper", "reading", "measured", "rule", "verdict", "windows", "e_form",
-    "alternatives", "robust",
-]  # fmt: skip
+    "claim",
+    "role",
+    "paper",
+    "reading",
+    "measured",
+    "rule",
+    "verdict",
+    "windows",
+    "e_form",
+    "alternatives",
+    "robust",
+]
 SHORT = verdicts.SHORT
 
 
@@ -100,12 +109,14 @@ def claim_corollary3(alg5: pd.DataFrame) -> list[Row]:
     printed = torch.as_tensor(theory.corollary3_bound_as_printed(torch.tensor(t))).numpy()
     held = float((by_t.to_numpy() <= printed).mean())
     worst = float((by_t * t).max())
-    return [S["Corollary"].judged(
-        f"max over heads and rows of T·‖J‖₂ = {worst:.3f} (paper's bound: 0.25, corrected: 0.5); "
-        f"the paper's bound holds at {held:.0%} of the T grid",
-        "the paper's bound holds on every real head at every T (a bound: no partly)",
-        rules.holds(held),
-    )]  # fmt: skip
+    return [
+        S["Corollary"].judged(
+            f"max over heads and rows of T·‖J‖₂ = {worst:.3f} (paper's bound: 0.25, corrected: "
+            f"0.5); the paper's bound holds at {held:.0%} of the T grid",
+            "the paper's bound holds on every real head at every T (a bound: no partly)",
+            rules.holds(held),
+        )
+    ]
 
 
 def claim_assumption2(alg4: pd.DataFrame) -> list[Row]:
@@ -114,14 +125,16 @@ def claim_assumption2(alg4: pd.DataFrame) -> list[Row]:
     per_layer = alg4.groupby("layer")["assumption2"].all()
     failed = [int(v) for v in per_layer.index[~per_layer.to_numpy()]]
     delta = alg4.groupby("layer")["delta"].min()
-    return [S["Assumption"].judged(
-        f"δ = 0 (repeated vectors) in {len(failed)} of {len(per_layer)} layers"
-        + (f": layers {failed}" if failed else "")
-        + f"; δ over distinct vectors, smallest per layer: {float(delta.min()):.3g} to "
-        f"{float(delta.max()):.3g}; Fig. 3 draws the bounds only where δ > 0",
-        "δ > 0 in every layer: reproduced; some: partly; none: not reproduced",
-        rules.share(per_layer.tolist()),
-    )]  # fmt: skip
+    return [
+        S["Assumption"].judged(
+            f"δ = 0 (repeated vectors) in {len(failed)} of {len(per_layer)} layers"
+            + (f": layers {failed}" if failed else "")
+            + f"; δ over distinct vectors, smallest per layer: {float(delta.min()):.3g} to "
+            f"{float(delta.max()):.3g}; Fig. 3 draws the bounds only where δ > 0",
+            "δ > 0 in every layer: reproduced; some: partly; none: not reproduced",
+            rules.share(per_layer.tolist()),
+        )
+    ]
 
 
 def jensen_check(df: pd.DataFrame) -> pd.DataFrame:
@@ -155,12 +168,14 @@ def claim_jensen(df: pd.DataFrame) -> list[Row]:
         f"ε ≤ {names.get(f, f)} bound in {held[f]:.1%} (median ε / bound {ratio[f]:.2g})"
         for f in forms
     )
-    return [S["Theorem"].judged(
-        f"over {len(rows)} (window, layer, head, L, N) at Alg. 1/2's N: ε ≥ 0 in {pos:.1%}; "
-        f"{within} (all to 3 SE of E exact)",
-        rules.within_noise.text(),
-        rules.within_noise([pos, *held.values()]),
-    )]  # fmt: skip
+    return [
+        S["Theorem"].judged(
+            f"over {len(rows)} (window, layer, head, L, N) at Alg. 1/2's N: ε ≥ 0 in {pos:.1%}; "
+            f"{within} (all to 3 SE of E exact)",
+            rules.within_noise.text(),
+            rules.within_noise([pos, *held.values()]),
+        )
+    ]
 
 
 # ---- windows and readings ----------------------------------------------------------------------
@@ -237,8 +252,9 @@ def claims_for(
 
     blocks: list[tuple[list[Row], dict[str, list[Row]], Draws | None, str]] = []
     for fn, df in ((claim_i, alg1), (claim_ii, alg2)):
-        alts = {f"E {E_COLS[c]}": _judged(with_form(fn, c), df)
-                for c in _form_alternatives(df, form)}  # fmt: skip
+        alts = {
+            f"E {E_COLS[c]}": _judged(with_form(fn, c), df) for c in _form_alternatives(df, form)
+        }
         blocks.append((_judged(with_form(fn, form), df), alts, None, E_COLS[form]))
     headline = _judged(iii(form, alpha), tests)
     alts = {f"E {E_COLS[c]}": _judged(iii(c, alpha), tests) for c in _form_alternatives(alg1, form)}

@@ -71,8 +71,17 @@ def extract(folder: Path) -> Data:
         meta = json.loads((path / "run.json").read_text())
         params = meta["params"]
         tables = {p.stem: pd.read_parquet(p) for p in (path / "tables").glob("*.parquet")}
-        cols = ["x_source", "claim", "role", "verdict", "windows", "e_form", "robust",
-                "alternatives", "measured"]  # fmt: skip
+        cols = [
+            "x_source",
+            "claim",
+            "role",
+            "verdict",
+            "windows",
+            "e_form",
+            "robust",
+            "alternatives",
+            "measured",
+        ]
         claims.append(tables["claims"][cols].assign(model=model))
         alg3 = tables["alg3"]
         alg3 = alg3[alg3["window"] < 0] if "window" in alg3 else alg3

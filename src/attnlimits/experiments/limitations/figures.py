@@ -69,8 +69,16 @@ def _distance_figure(df: pd.DataFrame, by: str, xlabel: str, title: str) -> Figu
     for i, (col, label, color, style, marker) in enumerate(_SERIES):
         if col not in cols:
             continue
-        ax.plot(xs, stats[("mean", col)], style, color=color, marker=marker, ms=7 - i, mfc="none",
-                label=label)  # fmt: skip
+        ax.plot(
+            xs,
+            stats[("mean", col)],
+            style,
+            color=color,
+            marker=marker,
+            ms=7 - i,
+            mfc="none",
+            label=label,
+        )
         if n_win > 1:
             ax.fill_between(xs, stats[("lo", col)], stats[("hi", col)], color=color, alpha=0.15)
     ax.set_xscale("log")
@@ -130,16 +138,29 @@ def fig2c(alg3: pd.DataFrame, meta: Mapping[str, Any] | None = None, x_source: s
         sub = sub.sort_values("L")
         found = sub[sub["critical_n"].notna()]
         marker, dash = _FORM_STYLE.get(str(form), ("o", "-"))
-        ax.plot(found["L"], found["critical_n"], dash, marker=marker, mfc="none", color=color,
-                label=f"E {label}, pooled")  # fmt: skip
+        ax.plot(
+            found["L"],
+            found["critical_n"],
+            dash,
+            marker=marker,
+            mfc="none",
+            color=color,
+            label=f"E {label}, pooled",
+        )
         per = single[(single["e_form"] == form) & single["critical_n"].notna()]
         if len(per):
             rng = per.groupby("L")["critical_n"].agg(["min", "max"])
             ax.vlines(rng.index, rng["min"], rng["max"], color=color, alpha=0.5, lw=3)
         missing = sub[sub["critical_n"].isna() & sub["n_max"].notna()]
         if len(missing):
-            ax.plot(missing["L"], missing["n_max"].astype(float), "^", color=color, mfc="w",
-                    label=f"E {label}: > N_max (KS rejects up to N_max = 0.9·L)")  # fmt: skip
+            ax.plot(
+                missing["L"],
+                missing["n_max"].astype(float),
+                "^",
+                color=color,
+                mfc="w",
+                label=f"E {label}: > N_max (KS rejects up to N_max = 0.9·L)",
+            )
     ls = np.asarray(sorted(alg3["L"].unique()), dtype=float)
     ax.plot(ls, 0.06 * ls, "--", color="gray", label="0.06·L (paper)")
     ax.set_xscale("log")

@@ -50,9 +50,16 @@ def _cell(table: pd.DataFrame, detail: bool) -> pd.Series:
         return table["verdict"] + " (robust: " + robust + ")"
     alts = table["alternatives"] if "alternatives" in table else pd.Series("—", index=table.index)
     return (
-        "**" + table["verdict"] + "**: " + table["measured"] + " — alternatives: " + alts
-        + " (robust: " + robust + ")"
-    )  # fmt: skip
+        "**"
+        + table["verdict"]
+        + "**: "
+        + table["measured"]
+        + " — alternatives: "
+        + alts
+        + " (robust: "
+        + robust
+        + ")"
+    )
 
 
 def side_by_side(claims: Mapping[str, pd.DataFrame], detail: bool = True) -> pd.DataFrame:
@@ -68,9 +75,12 @@ def side_by_side(claims: Mapping[str, pd.DataFrame], detail: bool = True) -> pd.
     merged = frames[0]
     for frame in frames[1:]:
         merged = merged.merge(
-            frame, on=["x_source", "claim", "paper"], how="outer", sort=False,
+            frame,
+            on=["x_source", "claim", "paper"],
+            how="outer",
+            sort=False,
             suffixes=("", " (other)"),
-        )  # fmt: skip
+        )
         for col in ("E form", "role"):
             merged[col] = merged[col].fillna(merged.pop(f"{col} (other)"))
     order = {s: i for i, s in enumerate(dict.fromkeys(frames[0]["x_source"]))}

@@ -69,10 +69,16 @@ def _run_cell(
                 p, text = prompts[i], tok.decode(new[b].tolist(), skip_special_tokens=True)
                 pred = parse_answer(text)
                 answers.append(
-                    {"prompt": p.index, "n_tokens": ids.shape[1], "target": p.target,
-                     "output": text, "predicted": pred, "correct": pred == p.target,
-                     "numbers": " ".join(map(str, p.numbers))}
-                )  # fmt: skip
+                    {
+                        "prompt": p.index,
+                        "n_tokens": ids.shape[1],
+                        "target": p.target,
+                        "output": text,
+                        "predicted": pred,
+                        "correct": pred == p.target,
+                        "numbers": " ".join(map(str, p.numbers)),
+                    }
+                )
                 for layer, stats in sorted(rows.items()):
                     n_heads = stats["entropy"].shape[1]
                     heads.append(
@@ -102,10 +108,16 @@ def head_spreads(loaded: LoadedModel, ids: Tensor) -> pd.DataFrame:
         def on_layer(cap: LayerCapture, w: int = w) -> pd.DataFrame:
             s = logit_spread(cap.scores, mask=cap.mask)[0, :, 1:].cpu()  # (H, L-1): ≥ 2 keys
             return pd.DataFrame(
-                {"window": w, "layer": cap.layer, "head": np.arange(s.shape[0]),
-                 "spread_max": s.amax(-1).numpy(), "spread_mean": s.mean(-1).numpy(),
-                 "spread_last": s[:, -1].numpy(), "length": ids.shape[1]}
-            )  # fmt: skip
+                {
+                    "window": w,
+                    "layer": cap.layer,
+                    "head": np.arange(s.shape[0]),
+                    "spread_max": s.amax(-1).numpy(),
+                    "spread_mean": s.mean(-1).numpy(),
+                    "spread_last": s[:, -1].numpy(),
+                    "length": ids.shape[1],
+                }
+            )
 
         frames += list(capture(loaded, ids[w : w + 1], on_layer=on_layer).values())
     return pd.concat(frames, ignore_index=True)
@@ -124,8 +136,10 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     dtype = load_dtype(cfg, estimate)  # auto: float32 where it fits (one line on stderr if not)
     loaded = load_model(cfg.model, device=cfg.device, dtype=dtype, allow_incomplete_weights=allow)
     if not loaded.info.causal:  # an encoder has no next-token logits to answer with
-        raise ValueError(f"{cfg.model} is not a causal language model: the demo generates "
-                         "answers; use attnlimits scan for encoders")  # fmt: skip
+        raise ValueError(
+            f"{cfg.model} is not a causal language model: the demo generates "
+            "answers; use attnlimits scan for encoders"
+        )
     params = {**cfg.cache_params(), "prompts": cfg.prompts, "model_content": loaded.content}
     params["dtype"] = dtype_name(loaded.model.dtype)  # the weights' precision, auto resolved
     store.update_meta(model=model_record(cfg.model, loaded))
@@ -140,9 +154,14 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
                 store.has_part("answers", params, key) and store.has_part("heads", params, key)
             ):
                 prompts = build_prompts(
-                    n, cfg.prompts, seed=cfg.seed, low=cfg.low, high=cfg.high,
-                    tokenizer=loaded.tokenizer, chat=cfg.chat,
-                )  # fmt: skip
+                    n,
+                    cfg.prompts,
+                    seed=cfg.seed,
+                    low=cfg.low,
+                    high=cfg.high,
+                    tokenizer=loaded.tokenizer,
+                    chat=cfg.chat,
+                )
                 a, h = _run_cell(loaded, prompts, mode, cfg)
                 store.save_part("heads", params, key, h)
                 store.save_part("answers", params, key, a)
@@ -155,8 +174,13 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
         with store.timed("spread"):
             text = load_text(cfg.text)
             sha = text_sha256(text)
-            sp = {"model": cfg.model, "L": cfg.spread_length, "text_sha256": sha,
-                  "model_content": loaded.content, "dtype": params["dtype"]}  # fmt: skip
+            sp = {
+                "model": cfg.model,
+                "L": cfg.spread_length,
+                "text_sha256": sha,
+                "model_content": loaded.content,
+                "dtype": params["dtype"],
+            }
             sp |= numerics(cfg)
 
             def spreads() -> pd.DataFrame:

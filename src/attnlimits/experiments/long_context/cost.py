@@ -39,8 +39,9 @@ def estimate(cfg: Config) -> budget.Estimate:
     shape = model_shape(cfg.model)
     modes = [1.0 if m == "softmax" else _ADAPTIVE for m in cfg.modes]
     batch = min(cfg.batch_size, cfg.prompts)
-    per_prompt = sum(_FLOP * shape.forward_flops(prompt_tokens(cfg, n), lm_head=False)
-                     for n in cfg.ns)  # fmt: skip
+    per_prompt = sum(
+        _FLOP * shape.forward_flops(prompt_tokens(cfg, n), lm_head=False) for n in cfg.ns
+    )
     steps = len(cfg.ns) * _STEP * cfg.max_new_tokens / 4  # measured with batches of four
     seconds = _START + cfg.prompts * (sum(modes) * per_prompt + len(modes) * steps)
     spread = cfg.spread_windows * shape.forward_flops(cfg.spread_length) if cfg.spread_length else 0

@@ -27,8 +27,15 @@ def fig_accuracy(acc: pd.DataFrame) -> Figure:
     ax = fig.add_subplot()
     for mode, g in acc.groupby("mode"):
         color, marker = _STYLE.get(str(mode), ("C2", "^"))
-        ax.errorbar(g["n"], g["accuracy"], yerr=g["se"], color=color, marker=marker,
-                    capsize=3, label=str(mode))  # fmt: skip
+        ax.errorbar(
+            g["n"],
+            g["accuracy"],
+            yerr=g["se"],
+            color=color,
+            marker=marker,
+            capsize=3,
+            label=str(mode),
+        )
     ns = np.sort(acc["n"].unique())
     ax.plot(ns, 1.0 / ns, "k:", label="chance (1/n)")
     ax.set_xscale("log", base=2)
@@ -47,8 +54,14 @@ def fig_mean_entropy(mean: pd.DataFrame) -> Figure:
         color, marker = _STYLE.get(str(mode), ("C2", "^"))
         ax.plot(g["n"], g["entropy"], color=color, marker=marker, label=f"{mode}: applied")
         if mode == "adaptive":
-            ax.plot(g["n"], g["entropy_base"], color=color, ls="--", alpha=0.6,
-                    label="adaptive: before β")  # fmt: skip
+            ax.plot(
+                g["n"],
+                g["entropy_base"],
+                color=color,
+                ls="--",
+                alpha=0.6,
+                label="adaptive: before β",
+            )
     ceiling = mean.groupby("n")["log_keys"].mean()
     ax.plot(ceiling.index, ceiling.to_numpy(), "k:", label="log(prompt tokens)")
     ax.set_xscale("log", base=2)
@@ -69,8 +82,13 @@ def fig_head_entropy(head: pd.DataFrame) -> Figure:
     for ax, mode in zip(axes[0], modes, strict=True):
         g = head[head["mode"] == mode]
         for (layer, _), h in g.groupby(["layer", "head"]):
-            ax.plot(h["n"], h["entropy"], color=cmap(int(layer) / max(n_layers - 1, 1)),
-                    lw=0.6, alpha=0.6)  # fmt: skip
+            ax.plot(
+                h["n"],
+                h["entropy"],
+                color=cmap(int(layer) / max(n_layers - 1, 1)),
+                lw=0.6,
+                alpha=0.6,
+            )
         ceiling = g.groupby("n")["log_keys"].mean()
         ax.plot(ceiling.index, ceiling.to_numpy(), "k:", lw=2, label="log(prompt tokens)")
         ax.set_xscale("log", base=2)

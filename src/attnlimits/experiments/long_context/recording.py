@@ -52,9 +52,16 @@ def answer_row_stats(
     q = query[:, :, -1:]  # (B, Hq, 1, d)
     keep = _keep_last_row(mask, key.shape[2])
     stats = streaming_attention(
-        q, key, key[..., :1], normalizer, mask=keep, causal=True, scale=scaling,
-        return_stats=True, **params,
-    )  # fmt: skip
+        q,
+        key,
+        key[..., :1],
+        normalizer,
+        mask=keep,
+        causal=True,
+        scale=scaling,
+        return_stats=True,
+        **params,
+    )
     scale = q.shape[-1] ** -0.5 if scaling is None else scaling
     k = hf_bridge.repeat_kv(key, q.shape[1] // key.shape[1])  # (B, Hq, Lk, d)
     scores = (q.float() @ k.float().transpose(-1, -2)) * scale  # (B, Hq, 1, Lk)

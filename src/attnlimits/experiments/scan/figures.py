@@ -106,8 +106,11 @@ def fig_dispersion(heads: pd.DataFrame, summary: pd.DataFrame, meta: Mapping[str
         wide = ordered.pivot_table(index=["layer", "head"], columns="length", values=column)
         x = wide.columns.to_numpy(dtype=float)
         segments = [np.column_stack([x, row]) for row in wide.to_numpy(dtype=float)]
-        ax.add_collection(LineCollection(segments, colors=[colors[k] for k in head_kinds],
-                                         linewidths=0.6, alpha=0.5))  # fmt: skip
+        ax.add_collection(
+            LineCollection(
+                segments, colors=[colors[k] for k in head_kinds], linewidths=0.6, alpha=0.5
+            )
+        )
         ax.autoscale_view()
     lengths = np.sort(heads["length"].unique()).astype(float)
     start = float(heads.loc[heads["length"] == lengths[0], "max_weight"].median())

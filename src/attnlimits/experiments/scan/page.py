@@ -242,13 +242,19 @@ def page(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> Page:
     if "heads" not in tables:
         return Page()
     data = scan_data(
-        tables["heads"], tables.get("patterns"), meta,
-        tables.get("attention_rows"), tables.get("tokens"),
-    )  # fmt: skip
+        tables["heads"],
+        tables.get("patterns"),
+        meta,
+        tables.get("attention_rows"),
+        tables.get("tokens"),
+    )
     return Page(
-        scan_body(data), scan_script(data), {"heatmaps": "main"}, {"heads"},
+        scan_body(data),
+        scan_script(data),
+        {"heatmaps": "main"},
+        {"heads"},
         unlisted={"attention_rows", "tokens"},  # the token view's: too long to list
-    )  # fmt: skip
+    )
 
 
 def _kind_and_flags(data: Mapping[str, Any], length: int) -> np.ndarray:

@@ -47,15 +47,19 @@ __all__ = [
 
 #: (kind, column, threshold, rule in words); the first rule a head meets gives its kind.
 KINDS: tuple[tuple[str, str, float, str], ...] = (
-    ("induction", "induction", 0.3,
-     "induction score ≥ 0.3: on random tokens repeated once, the second copy puts ≥ 0.3 of its "
-     "weight on the token after the first occurrence (decoders only)"),
+    (
+        "induction",
+        "induction",
+        0.3,
+        "induction score ≥ 0.3: on random tokens repeated once, the second copy puts ≥ 0.3 of its "
+        "weight on the token after the first occurrence (decoders only)",
+    ),
     ("sink", "sink_mass", 0.5, "sink mass ≥ 0.5: half the weight or more on the first token"),
     ("previous-token", "prev_token", 0.5, "weight on the previous token ≥ 0.5"),
     ("local", "local_mass", 0.5, "weight on the last 8 tokens (the token itself included) ≥ 0.5"),
     ("sharp", "max_weight", 0.3, "maximum weight ≥ 0.3 elsewhere: retrieval-like"),
     ("broad", "", 0.0, "none of the above: the weight is spread (dispersed)"),
-)  # fmt: skip
+)
 #: A head disperses where log max weight falls at least this fast in log L (1/L is −1): the
 #: claims' threshold (:data:`.rules.DISPERSING`, with its provenance), as a number.
 DISPERSING_SLOPE = DISPERSING.value
@@ -128,12 +132,12 @@ def flag_heads(per_length: pd.DataFrame, fraction: float) -> pd.DataFrame:
     past = ABOUT * fraction * per_length["length"]  # twice the paper's ≈ 0.06 L
     return pd.DataFrame(
         {
-            "flag_layer_critical_n": (crit > past) | (
-                (crit == -1) & (per_length["n_max_tested"] >= past)),
+            "flag_layer_critical_n": (crit > past)
+            | ((crit == -1) & (per_length["n_max_tested"] >= past)),
             "flag_active_set": per_length["support_fraction"] > fraction,
             "flag_dispersing": per_length["dispersion_slope"] <= DISPERSING_SLOPE,
             "flag_vanishing_gradient": per_length["jacobian_norm"] < VANISHING_JACOBIAN,
             "flag_assumption2": per_length["duplicate_keys"] > 0,
         },
         index=per_length.index,
-    )  # fmt: skip
+    )

@@ -144,12 +144,19 @@ def held_out_refits(
             mine = acc[(acc["norm"] == fold_label(fit, int(f.fold))) & acc["seed"].isin(f.held_out)]
             held.append(mine.assign(norm="held out"))
             part = pd.concat([mine, base[base["seed"].isin(f.held_out)]])
-            g = pooled_gain(part, sizes, other=fold_label(fit, int(f.fold)), n_boot=n_boot,
-                            baseline="adaptive")  # fmt: skip
+            g = pooled_gain(
+                part, sizes, other=fold_label(fit, int(f.fold)), n_boot=n_boot, baseline="adaptive"
+            )
             # plain ints: numpy's own would print as np.int64(0) before a redraw and 0 after
             fitted, held_out = ([int(s) for s in seeds] for seeds in (f.fit_seeds, f.held_out))
-            rows.append({"fit": fit, "fitted on seeds": str(fitted),
-                         "evaluated on seeds": str(held_out), "gain": g})  # fmt: skip
+            rows.append(
+                {
+                    "fit": fit,
+                    "fitted on seeds": str(fitted),
+                    "evaluated on seeds": str(held_out),
+                    "gain": g,
+                }
+            )
         both = pd.concat([*held, base])
         g = pooled_gain(both, sizes, other="held out", baseline="adaptive", n_boot=n_boot)
         rows.append(
@@ -210,8 +217,11 @@ def _disperse(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[dict[str
         CHECK,
         Q_DISPERSE,
         "a theorem: with logits bounded, every coefficient is O(1/n)",
-    ).judged(shown, "the max item's mean attention falls at every larger size",
-             REPRODUCED if bool((np.diff(top.to_numpy()) < 0).all()) else NOT)  # fmt: skip
+    ).judged(
+        shown,
+        "the max item's mean attention falls at every larger size",
+        REPRODUCED if bool((np.diff(top.to_numpy()) < 0).all()) else NOT,
+    )
     head = Statement("(1) softmax is sharp in distribution, then disperses", "finding", Q_SHARP)
     return [*finding(head, [sharp_row, spread_row]), check]
 
@@ -223,11 +233,13 @@ def _adaptive(
     once) with its interval over seeds and test sets; the per-size findings beside it."""
     head = Statement(
         "(2.a) larger inputs: adaptive temperature (inference only) beats softmax above the "
-        "training sizes (§4.1)", HEADLINE, Q_ADAPTIVE,
+        "training sizes (§4.1)",
+        HEADLINE,
+        Q_ADAPTIVE,
         "ours: 'larger inputs' = every size above the training range, pooled (each size "
         "once); significance = the paired bootstrap's 95 % interval over seeds and test sets "
         "above 0 (the paper's t-test's letter is lost in our copy)",
-    )  # fmt: skip
+    )
     rule = "pooled gain's 95 % interval above 0 → reproduced; below 0 → not reproduced; else partly"
     summary = tables["summary"]
     sizes = sorted(int(n) for n in summary["size"].unique() if n > id_size)
@@ -242,9 +254,13 @@ def _adaptive(
     per = size_table(summary, id_size)
     per = per[per["size"] > id_size]
     parts = [
-        REPRODUCED if f == "adaptive significantly better" else NOT if f.startswith("softmax")
-        else PARTLY for f in per["ours (per size)"]
-    ]  # fmt: skip
+        REPRODUCED
+        if f == "adaptive significantly better"
+        else NOT
+        if f.startswith("softmax")
+        else PARTLY
+        for f in per["ours (per size)"]
+    ]
     measured = (
         f"mean gain over n = {sizes[0]:,}…{sizes[-1]:,} ({len(sizes)} sizes): "
         f"{interval(gain, low, high)} points; per size (ours, not the paper's): "
@@ -263,28 +279,37 @@ def _checks(tables: Mapping[str, pd.DataFrame]) -> list[dict[str, str]]:
         for _, g in ent.groupby("spread")
     )
     rows = [
-        Statement("entropy falls monotonically as temperature falls (Prop. 3.2)", CHECK,
-                  Q_ENTROPY, "a theorem: dH/dβ = −β Var_p(e) ≤ 0").judged(
+        Statement(
+            "entropy falls monotonically as temperature falls (Prop. 3.2)",
+            CHECK,
+            Q_ENTROPY,
+            "a theorem: dH/dβ = −β Var_p(e) ≤ 0",
+        ).judged(
             "H(θ) non-decreasing on a 41-point θ grid for spreads "
-            + ", ".join(f"{v:g}" for v in sorted(ent["spread"].unique())) + f": {mono}",
+            + ", ".join(f"{v:g}" for v in sorted(ent["spread"].unique()))
+            + f": {mono}",
             "no decrease of H as θ grows, for every spread",
             REPRODUCED if mono else NOT,
         )
-    ]  # fmt: skip
+    ]
     log = tables["training_log"]
     ratio = log["bound"] / log["spread"]
     ok = bool((log["spread"] <= log["bound"] * (1 + 1e-6)).all())
     rows.append(
-        Statement("the logit spread stays under the Prop. 3.1 bound during training", CHECK,
-                  Q_SPREAD, "a theorem; its formula is lost in our copy, so the bound is our "
-                  "reconstruction: spread ≤ 2·σ_max(W_k)·‖q‖·max‖h_i‖/√W, q the projected "
-                  "query (docs/max_retrieval.md)").judged(
+        Statement(
+            "the logit spread stays under the Prop. 3.1 bound during training",
+            CHECK,
+            Q_SPREAD,
+            "a theorem; its formula is lost in our copy, so the bound is our "
+            "reconstruction: spread ≤ 2·σ_max(W_k)·‖q‖·max‖h_i‖/√W, q the projected "
+            "query (docs/max_retrieval.md)",
+        ).judged(
             f"bound / spread over {len(log)} logged steps: min {ratio.min():.2f}, "
             f"median {ratio.median():.2f}",
             "spread ≤ bound at every logged step",
             REPRODUCED if ok else NOT,
         )
-    )  # fmt: skip
+    )
     return rows
 
 

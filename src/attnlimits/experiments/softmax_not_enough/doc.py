@@ -51,8 +51,17 @@ Data = dict[str, pd.DataFrame]
 #: The CSVs of the ablation run (kept when the doc is regenerated without ``--ablation``).
 ABLATION_NAMES = ("ablation_run", "steps", "steps_decision", "steps_loss")
 #: The command's options (``attnlimits reproduce softmax-not-enough --help``), as Config fields.
-_OPTIONS = ("seeds", "normalizers", "device", "temperature_fit", "model_variant", "schedule",
-            "regularizer", "ablation", "steps")  # fmt: skip
+_OPTIONS = (
+    "seeds",
+    "normalizers",
+    "device",
+    "temperature_fit",
+    "model_variant",
+    "schedule",
+    "regularizer",
+    "ablation",
+    "steps",
+)
 _CLI, _SCRIPT = "attnlimits reproduce softmax-not-enough", "python benchmarks/steps_ablation.py"
 _CLAIMS = ["claim", "role", "verdict", "measured", "rule"]
 

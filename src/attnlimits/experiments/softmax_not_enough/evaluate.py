@@ -257,13 +257,25 @@ def _bootstrap_columns(acc: pd.DataFrame, baseline: str, *, n_boot: int, seed: i
             parts.append(cells.assign(size=size, **dict.fromkeys(_BOOT, np.nan)))
             continue
         r = crossed_bootstrap(
-            hits, lens, int(base[0]) if base.size else None, n_boot=n_boot, level=LEVEL,
+            hits,
+            lens,
+            int(base[0]) if base.size else None,
+            n_boot=n_boot,
+            level=LEVEL,
             seed=seed + int(size),
-        )  # fmt: skip
+        )
         parts.append(
-            cells.assign(size=size, se_boot=r.se, ci_low=r.low, ci_high=r.high, diff=r.diff,
-                         diff_low=r.diff_low, diff_high=r.diff_high, p_value=r.p_value)
-        )  # fmt: skip
+            cells.assign(
+                size=size,
+                se_boot=r.se,
+                ci_low=r.low,
+                ci_high=r.high,
+                diff=r.diff,
+                diff_low=r.diff_low,
+                diff_high=r.diff_high,
+                p_value=r.p_value,
+            )
+        )
     return pd.concat(parts, ignore_index=True)
 
 
@@ -335,6 +347,7 @@ def pooled_gain(
 ) -> tuple[float, float, float]:
     """The mean gain over ``sizes`` (each size once, :func:`gain_matrix`) with its 95 %
     interval from the paired bootstrap over seeds and test sets (corrected for few seeds)."""
-    r = crossed_bootstrap(gain_matrix(acc, sizes, other, baseline)[None], n_boot=n_boot,
-                          level=LEVEL, seed=seed)  # fmt: skip
+    r = crossed_bootstrap(
+        gain_matrix(acc, sizes, other, baseline)[None], n_boot=n_boot, level=LEVEL, seed=seed
+    )
     return float(r.mean[0]), float(r.low[0]), float(r.high[0])

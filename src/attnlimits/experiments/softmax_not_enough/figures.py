@@ -88,10 +88,16 @@ def plot_ablation(summary: pd.DataFrame) -> Figure:
         for (variant, norm), grp in sub.groupby(["variant", "norm"], sort=False):
             grp = grp.sort_values("size")
             ax.errorbar(
-                grp["size"], grp["mean"], yerr=_yerr(grp), capsize=2, marker="o",
-                ms=3, color=colours.get(str(variant), "C2"),
-                ls="-" if norm == "softmax" else "--", label=f"{variant}, {norm}",
-            )  # fmt: skip
+                grp["size"],
+                grp["mean"],
+                yerr=_yerr(grp),
+                capsize=2,
+                marker="o",
+                ms=3,
+                color=colours.get(str(variant), "C2"),
+                ls="-" if norm == "softmax" else "--",
+                label=f"{variant}, {norm}",
+            )
         ax.axhline(0.1, color="0.7", lw=0.8, ls=":")
         ax.set(xscale="log", xlabel="set size n", title=f"{schedule} LR, {reg} L2", ylim=(0, 1))
     axes[0].set_ylabel("accuracy (95 % interval)")
@@ -110,19 +116,41 @@ def plot_steps(log: pd.DataFrame, summary: pd.DataFrame) -> Figure:
     for i, (steps, grp) in enumerate(log.groupby("steps", sort=True)):
         curve = grp.groupby("step")["loss"].mean()
         window = max(1, len(curve) // 20)
-        ax_l.plot(curve.index, curve.rolling(window, min_periods=1).mean(), color=f"C{i}",
-                  label=f"{steps:,} steps")  # fmt: skip
+        ax_l.plot(
+            curve.index,
+            curve.rolling(window, min_periods=1).mean(),
+            color=f"C{i}",
+            label=f"{steps:,} steps",
+        )
         for norm, ls in (("softmax", "-"), ("adaptive", "--")):
             g = summary[(summary["steps"] == steps) & (summary["norm"] == norm)]
             g = g.sort_values("size")
-            ax_a.errorbar(g["size"], g["mean"], yerr=_yerr(g), capsize=2, marker="o", ms=3,
-                          ls=ls, color=f"C{i}", label=f"{steps:,}, {norm}")  # fmt: skip
-    ax_l.set(xlabel="training step", ylabel="training loss (mean over seeds)", yscale="log",
-             title="Training loss by run length")  # fmt: skip
+            ax_a.errorbar(
+                g["size"],
+                g["mean"],
+                yerr=_yerr(g),
+                capsize=2,
+                marker="o",
+                ms=3,
+                ls=ls,
+                color=f"C{i}",
+                label=f"{steps:,}, {norm}",
+            )
+    ax_l.set(
+        xlabel="training step",
+        ylabel="training loss (mean over seeds)",
+        yscale="log",
+        title="Training loss by run length",
+    )
     ax_l.legend(fontsize=8)
     ax_a.axhline(0.1, color="0.7", lw=0.8, ls=":")
-    ax_a.set(xscale="log", xlabel="set size n", ylabel="accuracy (95 % interval)", ylim=(0, 1),
-             title="Accuracy by run length")  # fmt: skip
+    ax_a.set(
+        xscale="log",
+        xlabel="set size n",
+        ylabel="accuracy (95 % interval)",
+        ylim=(0, 1),
+        title="Accuracy by run length",
+    )
     ax_a.legend(fontsize=7)
     fig.tight_layout()
     return fig
@@ -210,21 +238,38 @@ def plot_fit(
     edge = points["edge"].astype(str) != ""
     for ax, col in ((ax_t, "theta_star"), (ax_b, "beta_star")):
         ax.scatter(
-            points.loc[~edge, "entropy"], points.loc[~edge, col], s=4, alpha=0.3, color="0.6",
+            points.loc[~edge, "entropy"],
+            points.loc[~edge, col],
+            s=4,
+            alpha=0.3,
+            color="0.6",
             label=f"interior optimum ({int((~edge).sum())})",
-        )  # fmt: skip
+        )
         ax.scatter(
-            points.loc[edge, "entropy"], points.loc[edge, col], s=10, marker="x", lw=0.6,
-            alpha=0.6, color="C3", label=f"optimum on the grid's edge ({int(edge.sum())})",
-        )  # fmt: skip
+            points.loc[edge, "entropy"],
+            points.loc[edge, col],
+            s=10,
+            marker="x",
+            lw=0.6,
+            alpha=0.6,
+            color="C3",
+            label=f"optimum on the grid's edge ({int(edge.sum())})",
+        )
     if bins is not None and len(bins):
         med = bins["beta_median"].to_numpy()
         for ax, f in ((ax_t, lambda b: 1.0 / b), (ax_b, lambda b: b)):
             mid, lo, hi = f(med), f(bins["beta_q25"].to_numpy()), f(bins["beta_q75"].to_numpy())
             ax.errorbar(
-                bins["entropy_median"], mid, yerr=[np.abs(mid - lo), np.abs(hi - mid)],
-                fmt="s", color="k", ms=4, capsize=2, zorder=5, label="bin median, quartiles",
-            )  # fmt: skip
+                bins["entropy_median"],
+                mid,
+                yerr=[np.abs(mid - lo), np.abs(hi - mid)],
+                fmt="s",
+                color="k",
+                ms=4,
+                capsize=2,
+                zorder=5,
+                label="bin median, quartiles",
+            )
     H = np.linspace(0.0, max(float(points["entropy"].max()), 1.0) if len(points) else 6.0, 300)
     if "theta_min" not in fits:  # a table of releases before the θ_min check
         fits = fits.assign(theta_min=0.0, mae_beta=np.nan)
@@ -239,8 +284,14 @@ def plot_fit(
             rule = apply_rule(H, c, threshold, inverse=inv)
             for ax, f in ((ax_t, lambda b: 1.0 / b), (ax_b, lambda b: b)):
                 if not own[i]:
-                    ax.plot(H, f(raw), ":", color=color, lw=1,
-                            label=f"{row['fit']}, θ* ≥ {row['theta_min']:g}")  # fmt: skip
+                    ax.plot(
+                        H,
+                        f(raw),
+                        ":",
+                        color=color,
+                        lw=1,
+                        label=f"{row['fit']}, θ* ≥ {row['theta_min']:g}",
+                    )
                     continue
                 mark = {
                     "marker": "osD^v"[int(i) % 5],
@@ -249,8 +300,13 @@ def plot_fit(
                     "markevery": (7 * int(i) % 40, 40),
                 }  # equal curves stay told apart
                 ax.plot(H, f(raw), "--", color=color, lw=1, **mark)
-                ax.plot(H, f(rule), color=color, **mark,
-                        label=f"{row['fit']} (MAE in β {row['mae_beta']:.2f})")  # fmt: skip
+                ax.plot(
+                    H,
+                    f(rule),
+                    color=color,
+                    **mark,
+                    label=f"{row['fit']} (MAE in β {row['mae_beta']:.2f})",
+                )
     for ax, col in ((ax_t, "theta_star"), (ax_b, "beta_star")):
         ax.axvline(threshold, color="0.7", lw=0.8)
         ax.set(xlabel="entropy H of softmax(e) (nats)", yscale="log")

@@ -279,8 +279,10 @@ def fold_fits(points: pd.DataFrame, cfg: TemperatureFitConfig) -> pd.DataFrame:
         if len(p) <= degree:
             raise ValueError(f"fold {k} (seeds {mine.tolist()}): {len(p)} points, need > {degree}")
         H, b = p["entropy"].to_numpy(float), p["beta_star"].to_numpy(float)
-        for name, c in (("refit", fit_polynomial(H, b, degree)),
-                        ("refit_median", fit_median_polynomial(H, b, degree))):  # fmt: skip
+        for name, c in (
+            ("refit", fit_polynomial(H, b, degree)),
+            ("refit_median", fit_median_polynomial(H, b, degree)),
+        ):
             rows.append(
                 {
                     "fold": k,

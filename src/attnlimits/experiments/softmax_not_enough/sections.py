@@ -37,10 +37,14 @@ FINAL_SHARE = 0.1
 
 def _cells(summary: pd.DataFrame) -> pd.Series:
     return pd.Series(
-        [interval(m, lo, hi) for m, lo, hi in
-         zip(summary["mean"], summary["ci_low"], summary["ci_high"], strict=True)],
+        [
+            interval(m, lo, hi)
+            for m, lo, hi in zip(
+                summary["mean"], summary["ci_low"], summary["ci_high"], strict=True
+            )
+        ],
         index=summary.index,
-    )  # fmt: skip
+    )
 
 
 def norm_table(summary: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -64,9 +68,11 @@ def steps_table(summary: pd.DataFrame, base_steps: int) -> pd.DataFrame:
     steps other than ``base_steps``, the move against it in points (``Δ``)."""
     s = summary[summary["norm"].isin(["softmax", "adaptive"])]
     gain = s[s["norm"] == "adaptive"].assign(
-        norm="gain", mean=lambda d: d["diff"], ci_low=lambda d: d["diff_low"],
+        norm="gain",
+        mean=lambda d: d["diff"],
+        ci_low=lambda d: d["diff_low"],
         ci_high=lambda d: d["diff_high"],
-    )  # fmt: skip
+    )
     both = pd.concat([s, gain], ignore_index=True).rename(columns={"norm": "quantity"})
     at_base = both[both["steps"] == base_steps].set_index(["quantity", "size"])["mean"]
     ref = at_base.reindex(pd.MultiIndex.from_frame(both[["quantity", "size"]])).to_numpy()
@@ -102,17 +108,20 @@ def steps_decision(acc: pd.DataFrame, id_size: int, *, n_boot: int = 2000) -> li
     r = steps_rule(gains[0], gains[1], pair, n_boot=n_boot)
     mean = [100 * float(g.mean()) for g in gains]
     return [
-        f"**The steps rule, by code** (written before the ablation: \"if the headline numbers "
-        f"move by more than their intervals … follow the converged length\"): the headline gain "
+        f'**The steps rule, by code** (written before the ablation: "if the headline numbers '
+        f'move by more than their intervals … follow the converged length"): the headline gain '
         f"pooled over n = {sizes[0]:,}…{sizes[-1]:,} is {mean[0]:.1f} points at {pair[0]:,} "
         f"steps and {mean[1]:.1f} at {pair[1]:,}; the change "
         f"{interval(r.change, r.low, r.high)} points (paired bootstrap over {len(seeds)} seeds "
         "and the same test sets, corrected for few seeds) "
-        + ("excludes 0: the headline moved, so the rule picks " if r.moved
-           else "includes 0: the headline did not move, so the rule picks ")
+        + (
+            "excludes 0: the headline moved, so the rule picks "
+            if r.moved
+            else "includes 0: the headline did not move, so the rule picks "
+        )
         + f"**{r.follow:,} steps**.",
         "",
-    ]  # fmt: skip
+    ]
 
 
 def loss_table(log: pd.DataFrame) -> pd.DataFrame:
@@ -144,10 +153,12 @@ def fit_tables(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     if "theta_min" not in fits:  # a table of releases before the θ_min check
         fits = fits.assign(theta_min=np.nan)
     shown = fits.assign(
-        theta_min=[f"{t:g}" if f != "paper" else "—" for f, t in
-                   zip(fits["fit"], fits["theta_min"], strict=True)],
+        theta_min=[
+            f"{t:g}" if f != "paper" else "—"
+            for f, t in zip(fits["fit"], fits["theta_min"], strict=True)
+        ],
         coeffs=fits["coeffs"].map(lambda c: ", ".join(f"{v:.4g}" for v in c)),
-    )  # fmt: skip
+    )
     beta = tables["temperature_fit_beta"]
     beta = beta if "theta_min" in beta else beta.assign(theta_min=np.nan)
     beta = beta.assign(
@@ -206,18 +217,24 @@ def _fit_lines(tables: Mapping[str, pd.DataFrame], id_size: int, n_boot: int) ->
             "and test sets]. The row on all seeds (each judged by the fold not fitted on it) "
             "decides:",
             "",
-            markdown_table(held_out_refits(tables["accuracy"], tables["temperature_fit_folds"],
-                                           id_size, n_boot=n_boot)),
+            markdown_table(
+                held_out_refits(
+                    tables["accuracy"], tables["temperature_fit_folds"], id_size, n_boot=n_boot
+                )
+            ),
             "",
-        ]  # fmt: skip
+        ]
     return lines
 
 
 def _own(acc: pd.DataFrame, train: Mapping[str, Any], bench: Mapping[str, Any]) -> pd.DataFrame:
     """The default combination's rows of an ablation table (every length)."""
     acc = acc if "steps" in acc else acc.assign(steps=int(train["steps"]))
-    keep = ((acc["schedule"] == train["schedule"]) & (acc["regularizer"] == train["regularizer"])
-            & (acc["variant"] == bench["model"]["variant"]))  # fmt: skip
+    keep = (
+        (acc["schedule"] == train["schedule"])
+        & (acc["regularizer"] == train["regularizer"])
+        & (acc["variant"] == bench["model"]["variant"])
+    )
     return acc[keep]
 
 
@@ -231,10 +248,11 @@ def length_tables(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -
     n_boot = int(bench["eval"].get("n_boot", 2000))
     return {
         "steps": steps_table(_own(tables["ablation_summary"], t, bench), base),
-        "decision": [] if acc is None else steps_decision(
-            _own(acc, t, bench), int(t["max_size"]), n_boot=n_boot),
+        "decision": []
+        if acc is None
+        else steps_decision(_own(acc, t, bench), int(t["max_size"]), n_boot=n_boot),
         "loss": loss_table(tables["ablation_training_log"]),
-    }  # fmt: skip
+    }
 
 
 def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> list[str]:
@@ -322,9 +340,10 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
             "the t-test over seeds:",
             "",
             markdown_table(
-                cross[["norm", "mode", "size", "diff", "diff_low", "diff_high", "p_value",
-                       "p_ttest"]].dropna(subset=["diff"])
+                cross[
+                    ["norm", "mode", "size", "diff", "diff_low", "diff_high", "p_value", "p_ttest"]
+                ].dropna(subset=["diff"])
             ),
             "",
-        ]  # fmt: skip
+        ]
     return lines

@@ -174,8 +174,12 @@ def run_ablation(
                 model=replace(cfg.model, variant=variant),
             )
             acc, log = _train_and_eval(run, softmax_model(run), norms, store)
-            setting = {"schedule": schedule, "regularizer": regularizer, "variant": variant,
-                       "steps": n_steps}  # fmt: skip
+            setting = {
+                "schedule": schedule,
+                "regularizer": regularizer,
+                "variant": variant,
+                "steps": n_steps,
+            }
             parts.append(acc.assign(**setting))
             summaries.append(_summary(acc, cfg).assign(**setting))
             if (schedule, regularizer, variant) == own:

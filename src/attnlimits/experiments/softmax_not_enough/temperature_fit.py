@@ -95,9 +95,16 @@ __all__ = [
 ]
 
 POINT_COLUMNS = [
-    "seed", "size", "set", "entropy", "theta_star", "beta_star", "weight_star", "weight_one",
+    "seed",
+    "size",
+    "set",
+    "entropy",
+    "theta_star",
+    "beta_star",
+    "weight_star",
+    "weight_one",
     "edge",
-]  # fmt: skip
+]
 
 
 def _entropy(e: Tensor) -> Tensor:

@@ -67,8 +67,10 @@ def _check_events(text: str) -> None:
         nonlocal total
         total += size
         if total > MAX_NODES:
-            raise _Refused(f"line {line}: {what}the spec expands past {MAX_NODES:,} values; "
-                           "a spec holds plain data: write the values out")  # fmt: skip
+            raise _Refused(
+                f"line {line}: {what}the spec expands past {MAX_NODES:,} values; "
+                "a spec holds plain data: write the values out"
+            )
         if len(stack) + height > MAX_DEPTH:
             raise _Refused(f"line {line}: nested deeper than {MAX_DEPTH} levels")
         if stack:
@@ -80,8 +82,10 @@ def _check_events(text: str) -> None:
         if isinstance(event, yaml.AliasEvent):
             name = event.anchor
             if any(frame[0] == name for frame in stack):
-                raise _Refused(f"line {line}: alias *{name} lies inside its own anchor "
-                               f"&{name} (a structure containing itself)")  # fmt: skip
+                raise _Refused(
+                    f"line {line}: alias *{name} lies inside its own anchor "
+                    f"&{name} (a structure containing itself)"
+                )
             if name in done:  # (an undefined alias: the loader's own error, later)
                 place(*done[name], line, f"with alias *{name} ")
         elif isinstance(event, yaml.ScalarEvent):

@@ -213,8 +213,11 @@ def _ray(
             where = where or "a local runtime"
             raise ValueError(f"cannot start or reach Ray at {where}: {text}") from None
     try:
-        options: dict[str, Any] = {"num_cpus": resources["cpus"], "num_gpus": resources["gpus"],
-                                   "max_retries": int(resources["retries"])}  # fmt: skip
+        options: dict[str, Any] = {
+            "num_cpus": resources["cpus"],
+            "num_gpus": resources["gpus"],
+            "max_retries": int(resources["retries"]),
+        }
         if resources.get("memory_gb"):
             options["memory"] = int(resources["memory_gb"] * 2**30)
         task = ray.remote(**options)(_ray_cell)
@@ -265,8 +268,13 @@ def run_cells(
         c.id: CellResult(SKIPPED) for c in cells if finished(experiment, c, cell_folder(out, c))
     }
     todo = [c for c in cells if c.id not in results]
-    bar = tqdm(total=len(cells), initial=len(results), desc=f"sweep ({backend})", unit="cell",
-               disable=not progress)  # fmt: skip
+    bar = tqdm(
+        total=len(cells),
+        initial=len(results),
+        desc=f"sweep ({backend})",
+        unit="cell",
+        disable=not progress,
+    )
     with bar:
         if todo and backend == "serial":
             _serial(experiment, todo, out, bar, results)

@@ -90,20 +90,31 @@ def run_sweep(
     estimate = sweep_estimate(experiment, spec, out)
     budget.check(estimate, yes=yes, say=False, memory=backend == "serial", hint=" (or fewer cells)")
     if progress:
-        print(f"sweep: {estimate.what}; estimated about {budget.format_seconds(estimate.seconds)}"
-              f" of work in all, {budget.format_bytes(estimate.peak_bytes)} per cell at most",
-              file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"sweep: {estimate.what}; estimated about {budget.format_seconds(estimate.seconds)}"
+            f" of work in all, {budget.format_bytes(estimate.peak_bytes)} per cell at most",
+            file=sys.stderr,
+            flush=True,
+        )
     store = ResultStore(out)
     with store.lock(PLACES):
         _check_folder(store)
         with store.timed("sweep"):
             start = time.perf_counter()
-            results = run_cells(experiment, spec.cells, out, backend, address,
-                                resources=spec.resources, progress=progress)  # fmt: skip
+            results = run_cells(
+                experiment,
+                spec.cells,
+                out,
+                backend,
+                address,
+                resources=spec.resources,
+                progress=progress,
+            )
             elapsed = time.perf_counter() - start
             tables = merge_tables(spec, results, out)
-            report = write_sweep_report(spec, results, store, tables, backend=backend,
-                                        address=address, elapsed=elapsed)  # fmt: skip
+            report = write_sweep_report(
+                spec, results, store, tables, backend=backend, address=address, elapsed=elapsed
+            )
     return report, sum(r.status == FAILED for r in results.values())
 
 

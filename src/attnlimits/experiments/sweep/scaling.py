@@ -38,6 +38,12 @@ def scaling_table(seconds: Sequence[float], slots: Sequence[int] = SLOTS) -> pd.
     for k in slots:
         wall = lpt_makespan(seconds, k)
         speedup = one / wall if wall else 1.0
-        rows.append({"workers": k, "wall_s": round(wall, 1), "speedup": round(speedup, 2),
-                     "efficiency": round(speedup / k, 2)})  # fmt: skip
+        rows.append(
+            {
+                "workers": k,
+                "wall_s": round(wall, 1),
+                "speedup": round(speedup, 2),
+                "efficiency": round(speedup / k, 2),
+            }
+        )
     return pd.DataFrame(rows)

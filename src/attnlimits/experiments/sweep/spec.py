@@ -111,8 +111,9 @@ def _resources(given: dict[str, Any], cells: list[Cell], where: str) -> dict[str
     """[resources] checked, with the defaults filled in: 1 CPU; 1 GPU if a cell uses cuda."""
     unknown = sorted(set(given) - set(_RESOURCES))
     if unknown:
-        raise ValueError(f"{where}: unknown [resources] key(s) {unknown}; known: "
-                         f"{', '.join(_RESOURCES)}")  # fmt: skip
+        raise ValueError(
+            f"{where}: unknown [resources] key(s) {unknown}; known: {', '.join(_RESOURCES)}"
+        )
     for key, value in given.items():
         number = isinstance(value, int) if key == "retries" else isinstance(value, (int, float))
         if (

@@ -346,9 +346,17 @@ def separability_rows(
     shape = (rows.alpha.shape[0], n_values.size)
     radius, count = np.empty(shape), np.empty(shape)
     _separability_kernel(
-        rows.alpha, rows.keep, rows.kend, rows.n_keys, order, gram64, rows.table, n_values,
-        radius, count,
-    )  # fmt: skip
+        rows.alpha,
+        rows.keep,
+        rows.kend,
+        rows.n_keys,
+        order,
+        gram64,
+        rows.table,
+        n_values,
+        radius,
+        count,
+    )
     out = (*rows.batch, rows.q, n_values.size)
     return torch.from_numpy(radius).view(out), torch.from_numpy(count).view(out)
 

@@ -142,9 +142,14 @@ def perturbation_rows(
     kend = torch.where(n_keys > 0, last, torch.zeros_like(last))
     out = np.empty((flat[0].shape[0], temps.numel(), eps.numel()))
     _perturbation_kernel(
-        flat[0].numpy(), flat[1].numpy(), flat[2].numpy(), kend.numpy(),
-        temps.double().contiguous().numpy(), eps.double().contiguous().numpy(), out,
-    )  # fmt: skip
+        flat[0].numpy(),
+        flat[1].numpy(),
+        flat[2].numpy(),
+        kend.numpy(),
+        temps.double().contiguous().numpy(),
+        eps.double().contiguous().numpy(),
+        out,
+    )
     return torch.from_numpy(out).view(*logits.shape[:-1], temps.numel(), eps.numel())
 
 
