@@ -43,6 +43,7 @@ __all__ = [
     "check_tensor",
     "check_top_n",
     "finite_top",
+    "first_line",
     "is_finite_number",
     "keep_mask",
     "key_counts",
@@ -395,3 +396,11 @@ def keep_mask(scores: Tensor, mask: Tensor | None, of: str = "scores") -> Tensor
     keep = ~torch.isneginf(scores)
     checked = check_mask(mask, scores, of=of)
     return keep if checked is None else keep & checked
+
+
+def first_line(err: BaseException) -> str:
+    """An exception's first line (a loader's message can run to a page)."""
+    if isinstance(err, KeyError) and err.args:  # str() is only the key, quoted
+        return f"no {err.args[0]!r} field where it was looked up"
+    lines = str(err).strip().splitlines()
+    return lines[0] if lines else type(err).__name__

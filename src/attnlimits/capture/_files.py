@@ -17,6 +17,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from attnlimits._checks import first_line
+
 __all__ = [
     "LOAD_ERRORS",
     "CorruptModelFileError",
@@ -298,14 +300,6 @@ def _load_errors() -> tuple[type[BaseException], ...]:
 
 #: Caught around a loader and turned into one line naming the model.
 LOAD_ERRORS = _load_errors()
-
-
-def first_line(err: BaseException) -> str:
-    """An exception's first line (a loader's message can run to a page)."""
-    if isinstance(err, KeyError) and err.args:  # str() is only the key, quoted
-        return f"no {err.args[0]!r} field where it was looked up"
-    lines = str(err).strip().splitlines()
-    return lines[0] if lines else type(err).__name__
 
 
 def needs_remote_code(err: BaseException) -> bool:

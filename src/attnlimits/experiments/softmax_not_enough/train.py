@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from attnlimits._checks import first_line
 from attnlimits.experiments.softmax_not_enough.config import ModelConfig, TrainConfig
 from attnlimits.experiments.softmax_not_enough.model import MaxRetrievalModel, make_seed_batches
 from attnlimits.experiments.store import atomic_write_bytes, params_hash
@@ -85,9 +86,9 @@ def load_checkpoint(path: Path, device: str | torch.device) -> dict[str, Any]:
             "checkpoint could run code): remove it, or rerun with --fresh, to train afresh"
         ) from None
     except (RuntimeError, EOFError, OSError) as err:
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise CheckpointError(
-            f"checkpoint {path} cannot be read ({first}): remove it, or rerun with --fresh"
+            f"checkpoint {path} cannot be read ({first_line(err)}): remove it, or rerun with "
+            "--fresh"
         ) from None
     if not isinstance(state, dict):
         raise CheckpointError(
