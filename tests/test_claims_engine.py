@@ -113,8 +113,10 @@ def test_a_rule_of_another_shape_judges_and_states_itself() -> None:
 
 
 def test_every_threshold_of_paper_a_is_named_once_with_its_provenance() -> None:
-    names = [t.name for t in rules.THRESHOLDS.values()]
-    assert len(names) == len(set(names)) == len(rules.THRESHOLDS)
+    used = {id(t): t for rule in rules.RULES for t in rule.thresholds}.values()
+    assert len({t.name for t in used}) == len(used) == len(rules.THRESHOLDS)  # no name twice
+    declared = [v for v in vars(rules).values() if isinstance(v, Threshold)]
+    assert {t.name for t in declared} == set(rules.THRESHOLDS)  # none that no rule reads
     assert rules.THRESHOLDS["PAPER_FRACTION"].provenance == PAPER
     assert rules.THRESHOLDS["BAND_LO"].provenance == PAPER
     assert all(t.reason for t in rules.THRESHOLDS.values() if t.provenance != PAPER)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from attnlimits.claims.thresholds import Threshold
 from attnlimits.claims.verdicts import NA, NOT, PARTLY, REPRODUCED
@@ -106,7 +106,9 @@ class Graded(_Named):
         parts.append("else not reproduced")
         return "; ".join(parts)
 
+    @property
     def thresholds(self) -> tuple[Threshold, ...]:
+        """The thresholds its bands are built from."""
         bands = (self.reproduced,) if self.partly is None else (self.reproduced, self.partly)
         return tuple(t for band in bands for t in band.ends())
 
@@ -118,7 +120,7 @@ class Graded(_Named):
             return {}
         x = abs(value) if self.magnitude else value
         now, out = self(value), {}
-        for t in self.thresholds():
+        for t in self.thresholds:
             for nudge in (-1, 1):  # the threshold just past the value, on either side
                 moved = _moved(self, t, math.nextafter(x, nudge * math.inf))
                 if moved(value) != now:
@@ -149,6 +151,9 @@ class Share(_Named):
     condition: str
     unit: str
 
+    #: a share or a bound compares to no number of ours
+    thresholds: ClassVar[tuple[Threshold, ...]] = ()
+
     def __call__(self, flags: Sequence[bool]) -> str:
         if len(flags) == 0:
             return NA
@@ -171,6 +176,9 @@ class Holds(_Named):
 
     condition: str
     unit: str
+
+    #: a share or a bound compares to no number of ours
+    thresholds: ClassVar[tuple[Threshold, ...]] = ()
 
     def __call__(self, fraction: float | None) -> str:
         if fraction is None or not finite(fraction):

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnlimits.claims import Threshold
 from attnlimits.experiments.limitations import rules
 from attnlimits.experiments.limitations.sections import (
     e_forms_table,
@@ -177,62 +176,33 @@ def _statements() -> str:
     return markdown_table(table)
 
 
-#: The rules in the order the findings use them (:mod:`.rules`).
-_RULES = (
-    "linear_growth",
-    "holds",
-    "bound_loose",
-    "plateau",
-    "tightens",
-    "converges",
-    "share",
-    "about_fraction",
-    "sub_linear",
-    "falls",
-    "saturates",
-    "in_band",
-    "tracks",
-    "lower_loose",
-    "one_over_t",
-    "drops",
-    "collapses",
-    "within_noise",
-)
-
-
 def _rules() -> str:
     """Every rule as the reports print it, formatted from its thresholds (never retyped)."""
     table = pd.DataFrame(
         {
-            "rule": [f"`{name}`" for name in _RULES],
-            "as the claims table prints it": [getattr(rules, name).text() for name in _RULES],
+            "rule": [f"`{rule.name}`" for rule in rules.RULES],
+            "as the claims table prints it": [rule.text() for rule in rules.RULES],
             "thresholds": [
-                ", ".join(t.name for t in _thresholds_of(getattr(rules, name))) or "—"
-                for name in _RULES
+                ", ".join(t.name for t in rule.thresholds) or "—" for rule in rules.RULES
             ],
         }
     )
     return markdown_table(table)
 
 
-def _thresholds_of(rule: object) -> tuple[Threshold, ...]:
-    found = getattr(rule, "thresholds", ())
-    return tuple(found() if callable(found) else found)
-
-
 def _thresholds() -> str:
     """Every threshold once: its value, provenance, reason and the rules that use it."""
-    users = {
-        t.name: [f"`{name}`" for name in _RULES if t in _thresholds_of(getattr(rules, name))]
-        for t in rules.THRESHOLDS.values()
-    }
+    limits = rules.THRESHOLDS.values()
     table = pd.DataFrame(
         {
-            "threshold": [f"`{t.name}`" for t in rules.THRESHOLDS.values()],
-            "value": [str(t) for t in rules.THRESHOLDS.values()],
-            "provenance": [t.provenance for t in rules.THRESHOLDS.values()],
-            "why": [t.reason or "the paper's number" for t in rules.THRESHOLDS.values()],
-            "used by": [", ".join(users[t.name]) or "—" for t in rules.THRESHOLDS.values()],
+            "threshold": [f"`{t.name}`" for t in limits],
+            "value": [str(t) for t in limits],
+            "provenance": [t.provenance for t in limits],
+            "why": [t.reason or "the paper's number" for t in limits],
+            "used by": [
+                ", ".join(f"`{rule.name}`" for rule in rules.RULES if t in rule.thresholds)
+                for t in limits
+            ],
         }
     )
     return markdown_table(table)
