@@ -5,6 +5,8 @@
   paper's words and our reading) and the rule that combines headline verdicts into a finding's;
 - :mod:`.thresholds`: :class:`~.thresholds.Threshold`, a named number with its provenance
   (paper, lost in our copy, ours, set after earlier runs were public) and reason;
+- :mod:`.comparisons`: the one vocabulary of a comparison between two arms (better, worse,
+  equivalent, inconclusive, mixed) and the rule from an interval to it;
 - :mod:`.rules`: rule shapes built from thresholds (:class:`~.rules.Graded`,
   :class:`~.rules.Share`, :class:`~.rules.Holds`) that judge a statistic and print themselves.
 
@@ -12,6 +14,15 @@ It sits below :mod:`attnlimits.view` (pure Python, no torch), so that the pages 
 from the engine's own constants, and every experiment's ``claims.py`` judges through it.
 """
 
+from attnlimits.claims.comparisons import (
+    BETTER,
+    EQUIVALENT,
+    INCONCLUSIVE,
+    MIXED,
+    OUTCOMES,
+    WORSE,
+    by_interval,
+)
 from attnlimits.claims.rules import Band, Graded, Holds, Rule, Share, finite
 from attnlimits.claims.thresholds import AFTER_RUNS, LOST, OURS, PAPER, PROVENANCES, Threshold
 from attnlimits.claims.verdicts import (
@@ -37,14 +48,19 @@ from attnlimits.claims.verdicts import (
 
 __all__ = [
     "AFTER_RUNS",
+    "BETTER",
     "CHECK",
+    "EQUIVALENT",
     "FINDING",
     "HEADLINE",
+    "INCONCLUSIVE",
     "LOST",
+    "MIXED",
     "NA",
     "NOT",
     "NOT_TESTABLE",
     "OURS",
+    "OUTCOMES",
     "PAPER",
     "PARTLY",
     "PROVENANCES",
@@ -53,6 +69,7 @@ __all__ = [
     "SHORT",
     "SUPPORTING",
     "VERDICTS",
+    "WORSE",
     "Band",
     "Graded",
     "Holds",
@@ -61,6 +78,7 @@ __all__ = [
     "Statement",
     "Threshold",
     "agreement",
+    "by_interval",
     "combine",
     "finding",
     "finite",
