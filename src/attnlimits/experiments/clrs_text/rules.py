@@ -71,6 +71,7 @@ __all__ = [
     "OOD_SHARE",
     "OUTLIERS",
     "OUTLYING",
+    "READ_BY",
     "RULES",
     "THRESHOLDS",
     "UNDECIDED",
@@ -293,6 +294,12 @@ def testable_text() -> str:
     )
 
 
+#: What reads a threshold besides the rules (the docs' thresholds table).
+READ_BY = {
+    "CEILING": "`learned`, `evaluate.paired_table` (testable)",
+    "MIN_SEEDS": "`evaluate.paired_table` (testable)",
+    "OOD_SHARE": "the headline (`claims`)",
+}
 #: Every rule with a text, in the order the claims use them.
 RULES = (outcome, profile, comparison_verdict)
 #: Every threshold of CLRS-Text's rules, by name: the rules', then the testable gate's and the
