@@ -5,7 +5,10 @@ threshold that changes a verdict and the text the report prints."""
 from __future__ import annotations
 
 import math
+import os
+import re
 from dataclasses import replace
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -22,8 +25,9 @@ from attnlimits.claims import (
     WORSE,
     Threshold,
 )
-from attnlimits.experiments.compare import rules
+from attnlimits.experiments.compare import doc, rules
 from attnlimits.experiments.compare.claims import claims, effects, sections
+from attnlimits.experiments.report import block, fill
 
 E9 = 1e-9
 
@@ -150,3 +154,16 @@ def test_one_sequence_is_not_testable_with_its_reason_in_the_report() -> None:
     assert f"perplexity {NOT_TESTABLE} ({rules.ONE_SEQUENCE})" in row["measured"]
     text = "\n".join(sections({"summary": _summary(sd=math.nan, sequences=1)}, META))
     assert f"{NOT_TESTABLE} at 32, 64 ({rules.ONE_SEQUENCE})" in text
+
+
+def test_the_docs_rules_and_thresholds_are_the_codes() -> None:
+    """docs/compare.md's generated blocks are compare.doc's rendering of rules.py;
+    ATTNLIMITS_WRITE_DOCS=1 rewrites them."""
+    path = Path(__file__).parents[1] / "docs" / "compare.md"
+    blocks, text = doc.render(), path.read_text(encoding="utf-8")
+    if os.environ.get("ATTNLIMITS_WRITE_DOCS"):
+        text = fill(text, blocks)
+        path.write_text(text, encoding="utf-8")
+    for name, want in blocks.items():
+        assert block(text, name) == want, f"{name}: python -m attnlimits.experiments.compare.doc"
+    assert set(re.findall(r"<!-- generated: (.+?) -->", text)) == set(blocks)

@@ -59,6 +59,7 @@ __all__ = [
     "MARGIN",
     "MUCH_LONGER",
     "ONE_SEQUENCE",
+    "READ_BY",
     "RULES",
     "SIGNIFICANT",
     "THRESHOLDS",
@@ -78,8 +79,8 @@ SIGNIFICANT = Threshold(
     "SIGNIFICANT",
     2.0,
     OURS,
-    "'beyond 2 standard errors': about a two-sided 5 % test under a normal approximation; set "
-    "with the effects rule, before the first run (2026-11-24)",
+    "'beyond 2 standard errors': about a two-sided 5 % test under a normal approximation; "
+    "written with compare's first version (2026-11-24, the day of its first run)",
 )
 #: a perplexity change within ± this is no effect
 MARGIN = Threshold(
@@ -87,7 +88,8 @@ MARGIN = Threshold(
     0.005,
     OURS,
     "a perplexity change under half a percent is no practical effect (a swapped-in normaliser "
-    "worth using moves it by more); set with the effects rule, before the first run (2026-11-24)",
+    "worth using moves it by more); written with compare's first version (2026-11-24, the day "
+    "of its first run)",
     ".1%",
 )
 #: "stays roughly constant": the max weight at the longest L within this factor of the shortest's
@@ -234,6 +236,12 @@ preferred = Rule(
     (MUCH_LONGER,),
 )
 
+#: What reads a threshold besides the rules (the docs' thresholds table).
+READ_BY = {
+    "SIGNIFICANT": "`perplexity_outcome`, `retrieval_outcome`",
+    "MARGIN": "`perplexity_outcome`",
+    "MUCH_LONGER": "the L it judges (`claims`)",
+}
 #: Every rule, in the order the statements use them.
 RULES = (more_performant, sharper, roughly_constant, preferred)
 #: Every threshold, by name: those the rules read, then the outcomes' (effects_text).
