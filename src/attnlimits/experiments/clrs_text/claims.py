@@ -12,7 +12,11 @@ extrapolation) are **supporting** rows, judged by the same count, kept apart, de
 The rules and their thresholds live in :mod:`.rules` (on the claims engine: every threshold a
 named :class:`~attnlimits.claims.Threshold` with its provenance, every rule's text formatted
 from them); the outcomes are the one comparison vocabulary of
-:mod:`attnlimits.claims.comparisons`. This module reads the run's tables and writes the rows.
+:mod:`attnlimits.claims.comparisons`. This module reads the run's tables and writes the rows:
+per other arm the headline and the three regimes; for adaptive temperature §4.2's outliers
+(``rules.outlier_verdict``) and its inference-only statement, always *not testable* (no arm
+decodes a softmax-trained model with adaptive temperature); and each arm's ceiling row
+(``rules.learned``; supporting, verdict n/a: our precondition, not a paper's claim).
 """
 
 from __future__ import annotations
