@@ -261,14 +261,11 @@ def test_effects_rule():
                 "perplexity_change": 0.1, "sequences": 1},
     ]  # fmt: skip
     e = effects(pd.DataFrame(rows)).set_index(["normalizer", "length"])
-    assert (
-        e.loc[("a", 1), "ppl_effect"] == "helps" and e.loc[("a", 1), "retrieval_effect"] == "helps"
-    )
-    assert (
-        e.loc[("a", 2), "ppl_effect"] == "neutral"
-        and e.loc[("a", 2), "retrieval_effect"] == "hurts"
-    )
-    assert e.loc[("b", 1), "ppl_effect"] == "untested"
+    assert e.loc[("a", 1), "ppl_effect"] == "better"
+    assert e.loc[("a", 1), "retrieval_effect"] == "better"
+    assert e.loc[("a", 2), "ppl_effect"] == "inconclusive"
+    assert e.loc[("a", 2), "retrieval_effect"] == "worse"
+    assert e.loc[("b", 1), "ppl_effect"] == "not testable"
 
 
 def test_compare_runs_end_to_end_resumes_and_redraws(model_dirs, tmp_path, monkeypatch):

@@ -21,9 +21,9 @@ NAN = math.nan
 
 CASES = [
     # (rule, args, verdict)
-    (rules.more_performant, (["helps", "helps"],), R),
-    (rules.more_performant, (["helps", "neutral"],), P),
-    (rules.more_performant, (["hurts", "neutral"],), N),
+    (rules.more_performant, (["better", "better"],), R),
+    (rules.more_performant, (["better", "inconclusive"],), P),
+    (rules.more_performant, (["worse", "equivalent"],), N),
     (rules.more_performant, ([],), NA),
     (rules.sharper, ([1.0], [1.0 + E9]), R),
     (rules.sharper, ([1.0], [1.0]), N),  # equal is not sharper
@@ -38,11 +38,15 @@ CASES = [
     (rules.roughly_constant, (2.0, 0.5), N),
     (rules.roughly_constant, (NAN, 0.5), NA),
     (rules.roughly_constant, (1.0, 0.0), NA),
-    (rules.preferred, (["helps"], ["neutral"]), R),
-    (rules.preferred, (["neutral"], ["helps"]), R),
-    (rules.preferred, (["helps"], ["hurts"]), N),  # a help that hurts elsewhere is not better
-    (rules.preferred, (["untested"], ["neutral"]), N),
-    (rules.preferred, (["helps", "neutral"], ["neutral", "neutral"]), P),
+    (rules.preferred, (["better"], ["inconclusive"]), R),
+    (rules.preferred, (["equivalent"], ["better"]), R),
+    (
+        rules.preferred,
+        (["better"], ["worse"]),
+        N,
+    ),  # better in one measure, worse in the other: not preferred
+    (rules.preferred, (["not testable"], ["inconclusive"]), N),
+    (rules.preferred, (["better", "equivalent"], ["inconclusive", "inconclusive"]), P),
     (rules.preferred, ([], []), NA),
 ]
 

@@ -743,10 +743,10 @@ def test_a_refit_is_judged_better_only_on_seeds_it_was_not_fitted_on():
     from attnlimits.experiments.softmax_not_enough.claims import held_out_refits
 
     overfit = held_out_refits(*_fold_acc(0.3, 0.0), 16, n_boot=300)
-    assert overfit["held-out verdict"].tolist() == ["no difference"] * 3
+    assert overfit["outcome"].tolist() == ["inconclusive"] * 3
     assert overfit["evaluated on seeds"].tolist()[:2] == ["[5, 6, 7, 8, 9]", "[0, 1, 2, 3, 4]"]
     general = held_out_refits(*_fold_acc(0.3, 0.3), 16, n_boot=300)
-    assert general["held-out verdict"].tolist() == ["better"] * 3
+    assert general["outcome"].tolist() == ["better"] * 3
 
 
 def test_the_ablation_report_states_the_length_the_steps_rule_picks():

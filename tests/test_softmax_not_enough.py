@@ -184,7 +184,7 @@ def test_paper_b_claims_quote_its_text():
 def test_size_table_verdicts_follow_the_bootstrap_not_the_t_test():
     summary = _tables(0.1)["summary"]
     table = size_table(summary, id_size=16).set_index("size")
-    assert table.loc[64, "ours (per size)"] == "adaptive significantly better"
+    assert table.loc[64, "adaptive vs softmax (ours)"] == "better"
     assert table.loc[64, "sets"] == 100
     assert table.loc[64, "softmax (%)"] == "50.0 [48.0, 52.0]"
     assert table.loc[64, "difference (pts)"] == "10.0 [9.0, 11.0]"
@@ -192,7 +192,7 @@ def test_size_table_verdicts_follow_the_bootstrap_not_the_t_test():
     # the seeds' t-test says p = 0.001, the bootstrap over seeds and sets p = 0.2: not significant
     wide = summary.assign(p_value=np.where(summary["norm"] == "adaptive", 0.2, np.nan))
     row = size_table(wide, id_size=16).set_index("size").loc[256]
-    assert row["ours (per size)"] == "no significant difference"
+    assert row["adaptive vs softmax (ours)"] == "inconclusive"
     assert row["p (t-test, seeds only)"] == "1.0e-03" and row["p"] == "2.0e-01"
     assert "interval" in row["likely reason"]
     # near chance, no significant difference is explained by dispersion
@@ -201,9 +201,7 @@ def test_size_table_verdicts_follow_the_bootstrap_not_the_t_test():
     assert "chance" in row["likely reason"]
     # a significant loss is called one
     loss = summary.assign(diff=np.where(summary["norm"] == "adaptive", -0.1, np.nan))
-    assert size_table(loss, 16).set_index("size").loc[64, "ours (per size)"] == (
-        "softmax significantly better"
-    )
+    assert size_table(loss, 16).set_index("size").loc[64, "adaptive vs softmax (ours)"] == "worse"
 
 
 def _bench(**kw) -> dict:  # type: ignore[no-untyped-def]

@@ -24,9 +24,25 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from attnlimits.claims.comparisons import (
+    BETTER,
+    EQUIVALENT,
+    INCONCLUSIVE,
+    MIXED,
+    OUTCOMES,
+    WORSE,
+)
 from attnlimits.claims.verdicts import NA, VERDICTS
 
-__all__ = ["document", "figure_links", "json_script", "markdown_html", "run_facts", "table_html"]
+__all__ = [
+    "OUTCOME_COLOURS",
+    "document",
+    "figure_links",
+    "json_script",
+    "markdown_html",
+    "run_facts",
+    "table_html",
+]
 
 #: Rows of a table shown on a page (the whole table is in ``tables/<name>.csv``).
 MAX_TABLE_ROWS = 300
@@ -60,6 +76,19 @@ img.fig { max-width: 100%; height: auto; border: 1px solid #eee; }
 .tok { border-radius: 2px; padding: 1px 0; } .tok.query { font-weight: bold; }
 .gap { color: #999; }
 """
+#: The colour of a cell holding a comparison's outcome (the claims engine's words, so a word
+#: renamed there is renamed here; a test checks every outcome has one).
+OUTCOME_COLOURS = {
+    BETTER: "#d5efd1",
+    WORSE: "#f6d0d0",
+    EQUIVALENT: "#dde7f7",
+    INCONCLUSIVE: "#eeeeee",
+    MIXED: "#fbe8bd",
+}
+_STYLE += "".join(
+    f".outcome-{word.replace(' ', '-')} {{ background: {colour}; }}\n"
+    for word, colour in OUTCOME_COLOURS.items()
+)
 
 
 @lru_cache(maxsize=1)
@@ -110,6 +139,16 @@ def _text(value: Any) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", str(value))).strip()
 
 
+#: A cell whose whole text is a comparison's outcome (an ``outcome`` column, a per-size reading)
+#: is coloured by it; only the whole cell, so a claim that merely starts with "better" is not.
+_OUTCOME = re.compile("(" + "|".join(re.escape(w) for w in OUTCOMES) + ")")
+
+
+def _outcome_class(text: str) -> str:
+    found = _OUTCOME.fullmatch(text)
+    return f' class="outcome-{found.group(1).replace(" ", "-")}"' if found else ""
+
+
 def _verdict_class(text: str, whole: bool = False) -> str:
     """The class of a verdict cell (``whole``: a row's verdict column, which colours its row
     by any value, as the claims tables always did)."""
@@ -136,7 +175,8 @@ def table_html(
 ) -> str:
     """``df`` as an HTML table (its first ``limit`` rows) with a filter box, "top 10 by", and
     a CSV download of the rows shown (``name``: the file's name); with ``verdicts`` a row is
-    coloured by its ``verdict`` column, and a cell that starts with a verdict by it; the
+    coloured by its ``verdict`` column, and a cell that starts with a verdict by it; a cell that
+    is a comparison's outcome (:data:`OUTCOME_COLOURS`) is coloured by it in any table; the
     columns ``raw`` hold HTML (links the page wrote), not text."""
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
     columns = [str(c) for c in df.columns]
@@ -147,6 +187,7 @@ def table_html(
         cells = []
         for c, v in zip(columns, record, strict=True):
             tag = _verdict_class(_text(v)) if verdicts and c != "verdict" else ""
+            tag = tag or _outcome_class(_text(v))
             cells.append(f"<td{tag}{_value(v)}>{v if c in raw else _cell(v)}</td>")
         rows.append(f"<tr{css}>" + "".join(cells) + "</tr>")
     more = ""

@@ -7,7 +7,8 @@ RESULTS is the folder of ``attnlimits reproduce clrs-text``. :func:`extract` tak
 tables the doc shows from the run's tables (what was run, the learning rates chosen, exact match
 per arm, algorithm and length with the baselines, per-seed accuracies, the pooled paired
 comparison per regime, the claims) and writes them as CSV under ``--data``; :func:`render` turns
-them into Markdown blocks (and the default's set-up table, from the code's labels), which
+them into Markdown blocks (and the default's set-up table, from the code's labels, and the
+rules and thresholds, from :mod:`.rules`), which
 replace the doc's blocks between ``<!-- generated: NAME -->``
 and ``<!-- /generated: NAME -->`` (the markers of paper A's doc, :mod:`..limitations.doc`).
 ``tests/test_clrs_text_doc.py`` renders the committed CSVs and checks that the doc holds exactly
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from attnlimits.experiments.clrs_text import rules
 from attnlimits.experiments.clrs_text.config import Config
 from attnlimits.experiments.clrs_text.setup import setup_table
 from attnlimits.experiments.report import (
@@ -38,6 +40,7 @@ from attnlimits.experiments.report import (
     refill,
     save_tables,
 )
+from attnlimits.experiments.rule_tables import rules_table, thresholds_table
 
 __all__ = ["block", "default_setup", "extract", "fill", "load", "main", "render", "save"]
 
@@ -173,6 +176,8 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
         "clrs-claims": markdown_table(data["claims"]),
         "clrs-trace-lengths": _lengths(data["trace_lengths"]),
         "clrs-setup": default_setup(),
+        "clrs-rules": rules_table(rules.RULES),
+        "clrs-thresholds": thresholds_table(rules.THRESHOLDS, rules.RULES, rules.READ_BY),
         "clrs-probe-validation": _probe_validation(data["probe_validation"]),
         "clrs-probe-test": _probe_test(data["probe_test"]),
     }

@@ -47,6 +47,9 @@ from scipy import stats
 
 from attnlimits.experiments.clrs_text.data import result_of
 
+# the testable gate's thresholds, with their provenance, are the rules' (written once there)
+from attnlimits.experiments.clrs_text.rules import CEILING, MIN_SEEDS
+
 __all__ = [
     "CEILING",
     "MIN_SEEDS",
@@ -69,12 +72,6 @@ def wilson_interval(correct: int, n: int, z: float = 1.959964) -> tuple[float, f
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-#: ours: the in-distribution exact match both arms need before their out-of-distribution
-#: comparison on an algorithm is testable (the issue's "at least 90 %")
-CEILING = 0.90
-#: ours: the fewest seeds (trained models) a comparison is decided on; with two, a t-interval
-#: has 1 degree of freedom and two equal scores (common in steps of 1/Q) make it a point
-MIN_SEEDS = 3
 _FLOAT = r"\d+\.\d+"
 _INT = r"(?<![\d.])\d+(?![\d.])"
 
@@ -212,7 +209,7 @@ def _ceiling(accuracy: pd.DataFrame, arms: list[str]) -> pd.Series:
     acc = (mean["k"].sum() / mean["questions"].sum()).unstack("arm")
     why = pd.Series("", index=acc.index, dtype=object)
     for arm in arms:  # a loop over the two arms, not over data
-        low = acc[arm] < CEILING
+        low = acc[arm] < CEILING.value
         why[low] += [
             f"{arm} at {v:.2f} in distribution, below the {CEILING:.0%} ceiling; "
             for v in acc.loc[low, arm]
@@ -280,7 +277,7 @@ def paired_table(
     n_seeds = joined.groupby([*cell, "regime"])["seed"].nunique().rename("n").reset_index()
     tested = tested.merge(n_seeds, on=[*cell, "regime"], how="left")
     few = np.where(
-        tested["n"] < MIN_SEEDS,
+        tested["n"] < MIN_SEEDS.value,
         [f"{n} seed{'s' if n != 1 else ''}, fewer than {MIN_SEEDS}" for n in tested["n"]],
         "",
     )

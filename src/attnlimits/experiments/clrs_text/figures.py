@@ -99,7 +99,7 @@ def _validation(val: pd.DataFrame, lrs: pd.DataFrame) -> Figure:
             label = None if arm in seen else str(arm)
             seen.add(str(arm))
             ax.plot(g["step"], g["accuracy"], c=colors[arm], alpha=0.7, marker=".", label=label)
-        ax.axhline(CEILING, c="0.5", lw=0.8, ls="--")
+        ax.axhline(CEILING.value, c="0.5", lw=0.8, ls="--")
         ax.set_title(algo, fontsize=9)
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("step", fontsize=8)

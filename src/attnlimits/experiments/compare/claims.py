@@ -1,6 +1,14 @@
 """The comparison's report: the papers' statements about normalisers judged on the swap (the
 shared vocabulary, :mod:`attnlimits.claims.verdicts`; ``statements.py``, ``rules.py``), then
-per normaliser where it helps or hurts and what it costs.
+per normaliser where it is better or worse than softmax and what it costs.
+
+Per normaliser and length, each measure's comparison with softmax ends in the one comparison
+vocabulary (:mod:`attnlimits.claims.comparisons`: better, worse, equivalent, inconclusive; not
+testable with its reason), by ``rules.perplexity_outcome`` and ``rules.retrieval_outcome``.
+How the 0.5 % perplexity margin maps (decided once, ``rules.py``' docstring): beyond the
+significance test **and** beyond the margin is better or worse; the interval inside ± the
+margin is equivalent; anything else is inconclusive; one sequence (no standard error) is not
+testable.
 
 Reads the ``summary`` table and ``run.json`` only.
 """
@@ -16,16 +24,10 @@ import numpy as np
 import pandas as pd
 
 from attnlimits import normalizers as nz
-from attnlimits.claims.verdicts import NA, NOT_TESTABLE, Statement
+from attnlimits.claims import BETTER, NOT_TESTABLE, WORSE
+from attnlimits.claims.verdicts import NA, Statement
+from attnlimits.experiments.compare import rules
 from attnlimits.experiments.compare.config import BASELINE
-from attnlimits.experiments.compare.rules import (
-    CONSTANT,
-    MUCH_LONGER,
-    more_performant,
-    preferred,
-    roughly_constant,
-    sharper,
-)
 from attnlimits.experiments.compare.statements import (
     ADAPTIVE,
     ADAPTIVE_SHARPER,
@@ -78,21 +80,22 @@ DIFFERENCES = (
 
 
 def effects(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per normaliser and length: ``ppl_effect`` and ``retrieval_effect`` in {"helps",
-    "hurts", "neutral"}: a paired perplexity change beyond 2 standard errors of the
-    per-sequence changes (and beyond 0.5 %; "untested" with one sequence), an accuracy change
-    beyond 2 standard errors of the difference."""
+    """Per normaliser and length: ``ppl_effect`` and ``retrieval_effect``, each an outcome of
+    :mod:`attnlimits.claims.comparisons` (or not testable) from the normaliser's point of view,
+    by ``rules.perplexity_outcome`` (the paired per-sequence changes) and
+    ``rules.retrieval_outcome`` (the accuracy difference, both arms' standard errors)."""
     df = summary[summary["normalizer"] != BASELINE].copy()
     base = summary[summary["normalizer"] == BASELINE].set_index("length")
-    se = df["delta_nll_sd"] / np.sqrt(df["sequences"])  # NaN with one sequence: untested
-    big = (df["delta_nll"].abs() > 2 * se) & (df["perplexity_change"].abs() > 0.005)
-    df["ppl_effect"] = np.where(big, np.where(df["delta_nll"] < 0, "helps", "hurts"), "neutral")
-    df.loc[se.isna(), "ppl_effect"] = "untested"
+    se = df["delta_nll_sd"] / np.sqrt(df["sequences"])  # NaN with one sequence: not testable
+    df["ppl_effect"] = [
+        rules.perplexity_outcome(d, s) for d, s in zip(df["delta_nll"], se, strict=True)
+    ]
     acc0, se0 = (df["length"].map(base[c]) for c in ("accuracy", "accuracy_se"))
     gap = df["accuracy"] - acc0
-    bound = 2 * np.sqrt(df["accuracy_se"] ** 2 + se0**2)
-    sig = gap.abs() > bound.clip(lower=1e-9)
-    df["retrieval_effect"] = np.where(sig, np.where(gap > 0, "helps", "hurts"), "neutral")
+    bound = np.sqrt(df["accuracy_se"] ** 2 + se0**2)
+    df["retrieval_effect"] = [
+        rules.retrieval_outcome(g, b) for g, b in zip(gap, bound, strict=True)
+    ]
     return df
 
 
@@ -102,15 +105,16 @@ def _where(df: pd.DataFrame, column: str, value: str) -> str:
 
 
 def _effects_table(df_all: pd.DataFrame, meta: Mapping[str, Any]) -> pd.DataFrame:
-    """Per normaliser: what it is (ours, in short), its numbers at the longest L, where it helps
-    and hurts (every normaliser, those no paper makes a claim about too)."""
+    """Per normaliser: what it is (ours, in short), its numbers at the longest L, where it is
+    better and worse than softmax (every normaliser, those no paper makes a claim about too)."""
     params = meta.get("normalizers", {})
     rows = []
     for spec, df in df_all.groupby("normalizer", sort=False):
         name = params.get(spec, {}).get("name", spec.split(":")[0])
         longest = df[df["length"] == df["length"].max()].iloc[0]
-        helps = [_where(df, c, "helps") for c in ("ppl_effect", "retrieval_effect")]
-        hurts = [_where(df, c, "hurts") for c in ("ppl_effect", "retrieval_effect")]
+        better = [_where(df, c, BETTER) for c in ("ppl_effect", "retrieval_effect")]
+        worse = [_where(df, c, WORSE) for c in ("ppl_effect", "retrieval_effect")]
+        untested = _where(df, "ppl_effect", NOT_TESTABLE)
         rows.append(
             {
                 "normaliser": spec,
@@ -118,8 +122,13 @@ def _effects_table(df_all: pd.DataFrame, meta: Mapping[str, Any]) -> pd.DataFram
                 "at the longest L": f"L = {int(longest['length'])}: perplexity "
                 f"{longest['perplexity_change']:+.1%}, retrieval {longest['accuracy']:.2f} ± "
                 f"{longest['accuracy_se']:.2f}; {longest['time_vs_softmax']:.2f}× softmax's time",
-                "effects": f"perplexity helps at L = {helps[0]}, hurts at {hurts[0]}; "
-                f"retrieval helps at {helps[1]}, hurts at {hurts[1]}",
+                "effects": f"perplexity {BETTER} at L = {better[0]}, {WORSE} at {worse[0]}"
+                + (
+                    f", {NOT_TESTABLE} at {untested} ({rules.ONE_SEQUENCE})"
+                    if untested != "none"
+                    else ""
+                )
+                + f"; retrieval {BETTER} at {better[1]}, {WORSE} at {worse[1]}",
             }
         )
     return pd.DataFrame(rows)
@@ -137,11 +146,7 @@ def _judge(
     train = _train_length(meta)
     larger = df[df["length"] > (train or math.inf)]
     if s in (ADAPTIVE, ADAPTIVE_SHARPER):
-        rule = (
-            "helps at every larger L R, some P, none N"
-            if s is ADAPTIVE
-            else "median head's entropy below softmax's at every larger L R, some P, none N"
-        )
+        rule = (rules.more_performant if s is ADAPTIVE else rules.sharper).text()
         if train is None:
             return s.judged("", rule, NOT_TESTABLE, "the training length is unknown")
         if not len(larger):
@@ -153,33 +158,38 @@ def _judge(
                 f"{base.loc[r.length, 'accuracy']:.2f}), {r.retrieval_effect}"
                 for r in larger.itertuples()
             )
-            return s.judged(measured, rule, more_performant(list(larger["retrieval_effect"])))
+            verdict = rules.more_performant(list(larger["retrieval_effect"]))
+            return s.judged(measured, rule, verdict)
         h, h0 = larger["head_entropy_median"], larger["length"].map(base["head_entropy_median"])
         measured = "; ".join(
             f"L={int(n)}: H {a:.2f} (softmax {b:.2f})"
             for n, a, b in zip(larger["length"], h, h0, strict=True)
         )
-        return s.judged(measured, rule, sharper(list(h), list(h0)))
+        return s.judged(measured, rule, rules.sharper(list(h), list(h0)))
     if s is LENGTH_AWARE:
-        rule = f"max weight at the longest L / at the shortest within ×{CONSTANT} R; nearer 1 "
-        rule += "than softmax's P; else N"
+        rule = rules.roughly_constant.text()
         lo, hi = int(df["length"].min()), int(df["length"].max())
         if lo == hi:
             return s.judged(f"one length (L = {lo})", rule, NA)
         mw, mw0 = df.set_index("length")["head_max_weight_median"], base["head_max_weight_median"]
         ratio, base_ratio = float(mw[hi] / mw[lo]), float(mw0[hi] / mw0[lo])
         measured = f"L = {lo} → {hi}: ×{ratio:.2f} (softmax ×{base_ratio:.2f})"
-        return s.judged(measured, rule, roughly_constant(ratio, base_ratio))
-    rule = f"at every L ≥ {MUCH_LONGER}·k better (helps, none hurts) R, some P, none N"
-    far = df[df["length"] >= MUCH_LONGER * k]
+        return s.judged(measured, rule, rules.roughly_constant(ratio, base_ratio))
+    rule = rules.preferred.text()
+    much_longer = rules.MUCH_LONGER
+    far = df[df["length"] >= much_longer * k]
     if not len(far):
-        reason = f"no L ≥ {MUCH_LONGER}·k = {MUCH_LONGER * k:g}"
+        reason = f"no L ≥ {much_longer}·k = {much_longer * k:g}"
         return s.judged("", rule, NOT_TESTABLE, reason)
+
+    def said(effect: str) -> str:
+        return f"{effect} ({rules.ONE_SEQUENCE})" if effect == NOT_TESTABLE else effect
+
     measured = "; ".join(
-        f"L={int(r.length)}: perplexity {r.ppl_effect}, retrieval {r.retrieval_effect}"
+        f"L={int(r.length)}: perplexity {said(r.ppl_effect)}, retrieval {r.retrieval_effect}"
         for r in far.itertuples()
     )
-    verdict = preferred(list(far["ppl_effect"]), list(far["retrieval_effect"]))
+    verdict = rules.preferred(list(far["ppl_effect"]), list(far["retrieval_effect"]))
     return s.judged(measured, rule, verdict)
 
 
@@ -221,9 +231,7 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
     return [
         "## Effects per normaliser",
         "",
-        "Helps / hurts: a paired perplexity change beyond 2 standard errors of the per-sequence "
-        "changes and beyond 0.5 % (one sequence: untested); an accuracy change beyond 2 standard "
-        "errors of the difference.",
+        f"Against softmax, per length: {rules.effects_text()}.",
         "",
         markdown_table(_effects_table(effects(summary), meta)),
         "",

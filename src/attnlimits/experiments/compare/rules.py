@@ -1,13 +1,33 @@
-"""The verdict rules of the comparison's claims: one pure function per rule, its thresholds named
-(:class:`~attnlimits.claims.Threshold`, with their provenance; the claims' rule texts are
-formatted from them).
+"""The comparison's rules, declared on the claims engine from named thresholds
+(:mod:`attnlimits.claims`): the per-length outcome of a normaliser against softmax, and the
+verdict rules of the papers' statements built on it.
 
-Each turns per-length numbers of one normaliser against softmax into ``"reproduced"``,
-``"partly"`` or ``"not reproduced"``, and ``"n/a"`` where the run lacks the numbers; "not
-testable" (no length where the statement applies) is decided where the tables are read
-(``claims.py``), with its reason. ``helps`` / ``hurts`` / ``neutral`` per length are
-``claims.effects``' (a paired change beyond 2 standard errors). ``tests/test_compare_claims.py``
-holds known answers for every verdict on both sides of each threshold.
+**Outcomes** (:mod:`attnlimits.claims.comparisons`' vocabulary, the normaliser's point of
+view). Per normaliser and length, each measure's difference from softmax gets an interval of
+±:data:`SIGNIFICANT` standard errors (:func:`significance`, the one place that test is
+computed):
+
+- *perplexity* (:func:`perplexity_outcome`, the paired change over the same sequences, on the
+  perplexity scale, a fall is better): the interval inside ±:data:`MARGIN` is *equivalent*; the
+  interval wholly on one side of 0 **and** the change itself beyond ±:data:`MARGIN` is *better*
+  or *worse*; anything else is *inconclusive* (a significant change smaller than the margin
+  included: it is neither shown to matter nor shown not to). This departs from
+  :func:`~attnlimits.claims.comparisons.by_interval` on purpose: the margin was the effect
+  rule's from the first run on (a change under half a percent is no effect), so a significant
+  change under it may not be called better. With one sequence there is no standard error: *not
+  testable* (:data:`ONE_SEQUENCE`);
+- *retrieval* (:func:`retrieval_outcome`, the accuracy difference, the two arms' binomial
+  standard errors combined): :func:`~attnlimits.claims.comparisons.by_interval` without a margin
+  (no equivalence margin is stated for accuracy): *better*, *worse*, else *inconclusive*.
+
+**Verdicts.** Each rule (:data:`RULES`) turns per-length outcomes or numbers of one normaliser
+into ``"reproduced"``, ``"partly"`` or ``"not reproduced"``, and ``"n/a"`` where the run lacks
+the numbers; "not testable" (no length where the statement applies) is decided where the
+tables are read (``claims.py``), with its reason. Every threshold is a
+:class:`~attnlimits.claims.Threshold` written once below; every rule's ``text()`` (the claims
+table's ``rule`` column, the report's effects paragraph) is formatted from them.
+``tests/test_compare_rules.py`` holds known answers for every outcome and verdict, and moves a
+threshold to see the verdict and the text follow.
 """
 
 from __future__ import annotations
@@ -15,62 +35,216 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from attnlimits.claims import NA, NOT, OURS, PARTLY, REPRODUCED, Threshold
+from attnlimits.claims import (
+    AFTER_RUNS,
+    BETTER,
+    EQUIVALENT,
+    INCONCLUSIVE,
+    NA,
+    NOT,
+    NOT_TESTABLE,
+    OURS,
+    PARTLY,
+    REPRODUCED,
+    WORSE,
+    Rule,
+    Share,
+    Threshold,
+    by_interval,
+    finite,
+)
 
-__all__ = ["CONSTANT", "MUCH_LONGER", "more_performant", "preferred", "roughly_constant", "sharper"]
+__all__ = [
+    "CONSTANT",
+    "MARGIN",
+    "MUCH_LONGER",
+    "ONE_SEQUENCE",
+    "READ_BY",
+    "RULES",
+    "SIGNIFICANT",
+    "THRESHOLDS",
+    "effects_text",
+    "more_performant",
+    "perplexity_outcome",
+    "preferred",
+    "retrieval_outcome",
+    "roughly_constant",
+    "sharper",
+    "significance",
+]
 
-HELPS, HURTS, UNTESTED = "helps", "hurts", "untested"
+# ---- the thresholds, each once -----------------------------------------------------------------
+#: the half-width of the interval of a difference, in standard errors
+SIGNIFICANT = Threshold(
+    "SIGNIFICANT",
+    2.0,
+    OURS,
+    "'beyond 2 standard errors': about a two-sided 5 % test under a normal approximation; "
+    "written with compare's first version (2026-11-24, the day of its first run)",
+)
+#: a perplexity change within ± this is no effect
+MARGIN = Threshold(
+    "MARGIN",
+    0.005,
+    OURS,
+    "a perplexity change under half a percent is no practical effect (a swapped-in normaliser "
+    "worth using moves it by more); written with compare's first version (2026-11-24, the day "
+    "of its first run)",
+    ".1%",
+)
 #: "stays roughly constant": the max weight at the longest L within this factor of the shortest's
 CONSTANT = Threshold(
-    "CONSTANT", 1.25, OURS, "'roughly constant': within a quarter, either way (in ratio)"
+    "CONSTANT",
+    1.25,
+    AFTER_RUNS,
+    "'roughly constant': within a quarter, either way (in ratio); written 2026-11-27 with the "
+    "claims, after the 2026-11-24 run was public, not tuned to its numbers",
 )
 #: "when L ≫ k": L at least this many times k
-MUCH_LONGER = Threshold("MUCH_LONGER", 10, OURS, "'≫' as an order of magnitude")
+MUCH_LONGER = Threshold(
+    "MUCH_LONGER",
+    10,
+    AFTER_RUNS,
+    "'≫' as an order of magnitude; written 2026-11-27 with the claims, after the 2026-11-24 run "
+    "was public, not tuned to its numbers",
+)
+#: why a perplexity comparison cannot be made (its outcome is not testable)
+ONE_SEQUENCE = "one sequence, no standard error"
 
 
-def _share(flags: Sequence[bool]) -> str:
-    if not flags:
-        return NA
-    if all(flags):
-        return REPRODUCED
-    return PARTLY if any(flags) else NOT
+# ---- the outcomes ------------------------------------------------------------------------------
 
 
-def more_performant(retrieval: Sequence[str]) -> str:
-    """Paper B: adaptive temperature "leads to a more performant retrieval head on larger
-    inputs" (with significance): the retrieval effect at each larger L; helps at every one
-    reproduced, at some partly, at none not reproduced; none given: n/a."""
-    return _share([e == HELPS for e in retrieval])
+def significance(difference: float, se: float) -> tuple[float, float]:
+    """The interval ``difference ± SIGNIFICANT · se`` the outcomes are read from (NaN ends
+    with a NaN standard error): the one place the comparison's test is computed."""
+    half = SIGNIFICANT.value * se
+    return difference - half, difference + half
 
 
-def sharper(entropy: Sequence[float], softmax_entropy: Sequence[float]) -> str:
-    """Paper B, Fig. 7: "sharper coefficients on larger inputs": the median head's entropy
-    below softmax's at each larger L; every L reproduced, some partly, none not; n/a without a
-    pair of finite values."""
-    pairs = [(e, s) for e, s in zip(entropy, softmax_entropy, strict=True)]
-    return _share([e < s for e, s in pairs if math.isfinite(e) and math.isfinite(s)])
+def perplexity_outcome(delta_nll: float, se: float) -> str:
+    """The outcome of a paired mean change ``delta_nll`` of the mean NLL per token (normaliser
+    − softmax, same sequences) with standard error ``se`` (module docstring): on the perplexity
+    scale, the change is ``expm1(delta_nll)`` and its interval ``expm1`` of the NLL's."""
+    if not finite(se) or not finite(delta_nll):
+        return NOT_TESTABLE
+    low, high = significance(delta_nll, se)
+    gain_low, gain_high = -math.expm1(high), -math.expm1(low)  # a fall in perplexity: a gain
+    found = by_interval(gain_low, gain_high, MARGIN.value)
+    if found in (BETTER, WORSE) and abs(math.expm1(delta_nll)) <= MARGIN.value:
+        return INCONCLUSIVE  # significant, but no larger than the margin
+    return found
 
 
-def roughly_constant(ratio: float, softmax_ratio: float) -> str:
-    """Paper A: length-aware rescales keep "the maximum attention weight ... roughly constant
-    as the sequence grows": ``ratio`` (the median head's max weight at the longest L over the
-    shortest) within [1/CONSTANT, CONSTANT] reproduced; outside but nearer 1 (in log) than softmax's
-    ``softmax_ratio`` partly (it moves less than softmax's); else not reproduced."""
-    if not all(math.isfinite(r) and r > 0 for r in (ratio, softmax_ratio)):
+def retrieval_outcome(gap: float, se: float) -> str:
+    """The outcome of an accuracy difference ``gap`` (normaliser − softmax) with standard error
+    ``se`` (module docstring)."""
+    return by_interval(*significance(gap, se))
+
+
+def effects_text() -> str:
+    """The outcome rules as the report and the docs print them."""
+    return (
+        f"perplexity (the paired change; a fall is {BETTER}): its interval of ± {SIGNIFICANT:g} "
+        f"standard errors of the per-sequence changes inside ±{MARGIN}: {EQUIVALENT}; wholly on "
+        f"one side of 0 with the change beyond ±{MARGIN}: {BETTER} or {WORSE}; else "
+        f"{INCONCLUSIVE}; {ONE_SEQUENCE}: {NOT_TESTABLE}. Retrieval (the accuracy difference): "
+        f"its interval of ± {SIGNIFICANT:g} standard errors of the difference above 0: {BETTER}; "
+        f"below 0: {WORSE}; else {INCONCLUSIVE}"
+    )
+
+
+# ---- the verdict rules -------------------------------------------------------------------------
+
+_share = Share("share", "it holds", "L")
+
+
+def _more_performant(retrieval: Sequence[str]) -> str:
+    return _share([e == BETTER for e in retrieval])
+
+
+#: Paper B: adaptive temperature "leads to a more performant retrieval head on larger inputs"
+#: (with significance): the retrieval outcome at each L past the training length; better at
+#: every one reproduced, at some partly, at none not reproduced; none given: n/a.
+more_performant = Rule(
+    "more_performant",
+    _more_performant,
+    lambda: (
+        f"retrieval {BETTER} than softmax's at every L past the training length: reproduced; "
+        "at some: partly; at none: not reproduced"
+    ),
+)
+
+
+def _sharper(entropy: Sequence[float], softmax_entropy: Sequence[float]) -> str:
+    pairs = zip(entropy, softmax_entropy, strict=True)
+    return _share([e < s for e, s in pairs if finite(e) and finite(s)])
+
+
+#: Paper B, Fig. 7: "sharper coefficients on larger inputs": the median head's entropy below
+#: softmax's at each L past the training length; every L reproduced, some partly, none not; n/a
+#: without a pair of finite values.
+sharper = Rule(
+    "sharper",
+    _sharper,
+    lambda: (
+        "median head's entropy below softmax's at every L past the training length: "
+        "reproduced; at some: partly; at none: not reproduced"
+    ),
+)
+
+
+def _roughly_constant(ratio: float, softmax_ratio: float) -> str:
+    if not all(finite(r) and r > 0 for r in (ratio, softmax_ratio)):
         return NA
     if 1 / CONSTANT <= ratio <= CONSTANT.value:
         return REPRODUCED
     return PARTLY if abs(math.log(ratio)) < abs(math.log(softmax_ratio)) else NOT
 
 
-def preferred(perplexity: Sequence[str], retrieval: Sequence[str]) -> str:
-    """Paper A: "Top- k or sparse attention should be preferred when L ≫ k": at each L with
-    L ≥ MUCH_LONGER·k, better than softmax where perplexity or retrieval helps and neither
-    hurts; every such L reproduced, some partly, none not; none given: n/a. An untested
-    perplexity (one sequence) counts as neither."""
-    return _share(
-        [
-            HELPS in (p, r) and HURTS not in (p, r)
-            for p, r in zip(perplexity, retrieval, strict=True)
-        ]
-    )
+#: Paper A: length-aware rescales keep "the maximum attention weight ... roughly constant as the
+#: sequence grows": ``ratio`` (the median head's max weight at the longest L over the shortest)
+#: within [1/CONSTANT, CONSTANT] reproduced; outside but nearer 1 (in log) than softmax's
+#: ``softmax_ratio`` partly (it moves less than softmax's); else not reproduced.
+roughly_constant = Rule(
+    "roughly_constant",
+    _roughly_constant,
+    lambda: (
+        f"max weight at the longest L / at the shortest within ×{CONSTANT} either way: "
+        "reproduced; nearer 1 than softmax's: partly; else not reproduced"
+    ),
+    (CONSTANT,),
+)
+
+
+def _preferred(perplexity: Sequence[str], retrieval: Sequence[str]) -> str:
+    pairs = zip(perplexity, retrieval, strict=True)
+    return _share([BETTER in (p, r) and WORSE not in (p, r) for p, r in pairs])
+
+
+#: Paper A: "Top- k or sparse attention should be preferred when L ≫ k": at each L with
+#: L ≥ MUCH_LONGER·k (the caller picks them), better than softmax where perplexity or retrieval
+#: is better and neither worse; every such L reproduced, some partly, none not; none given: n/a.
+#: A perplexity comparison not testable (one sequence) counts as neither.
+preferred = Rule(
+    "preferred",
+    _preferred,
+    lambda: (
+        f"at every L ≥ {MUCH_LONGER}·k perplexity or retrieval {BETTER} and neither {WORSE}: "
+        "reproduced; at some: partly; at none: not reproduced"
+    ),
+    (MUCH_LONGER,),
+)
+
+#: What reads a threshold besides the rules (the docs' thresholds table).
+READ_BY = {
+    "SIGNIFICANT": "`perplexity_outcome`, `retrieval_outcome`",
+    "MARGIN": "`perplexity_outcome`",
+    "MUCH_LONGER": "the L it judges (`claims`)",
+}
+#: Every rule, in the order the statements use them.
+RULES = (more_performant, sharper, roughly_constant, preferred)
+#: Every threshold, by name: those the rules read, then the outcomes' (effects_text).
+THRESHOLDS = {
+    t.name: t for t in (*(t for rule in RULES for t in rule.thresholds), SIGNIFICANT, MARGIN)
+}

@@ -10,8 +10,9 @@ get no claim; the report's effects table shows them.
 
 from __future__ import annotations
 
+from attnlimits.claims import BETTER, WORSE
 from attnlimits.claims.verdicts import HEADLINE, SUPPORTING, Statement
-from attnlimits.experiments.compare.rules import CONSTANT, MUCH_LONGER
+from attnlimits.experiments.compare.rules import CONSTANT, MUCH_LONGER, SIGNIFICANT
 
 __all__ = ["ADAPTIVE", "ADAPTIVE_SHARPER", "ALL", "COVERS", "LENGTH_AWARE", "TOPK"]
 
@@ -23,8 +24,9 @@ ADAPTIVE = Statement(
     HEADLINE,
     "applying adaptive temperature leads to a more performant retrieval head on larger inputs",
     _LARGER + "the retrieval probe's accuracy against softmax's at each, swapped into every head "
-    "of a pretrained LM (ours; paper B: one trained head on max retrieval); better: beyond 2 "
-    "standard errors of the difference (paper B: a paired test, its name lost in our copy)",
+    "of a pretrained LM (ours; paper B: one trained head on max retrieval); "
+    f"{BETTER}: the difference's interval of ± {SIGNIFICANT:g} standard errors above 0 (paper "
+    "B: a paired test, its name lost in our copy)",
 )
 ADAPTIVE_SHARPER = Statement(
     "its heads are sharper on larger inputs (paper B, Fig. 7)",
@@ -48,8 +50,8 @@ TOPK = Statement(
     "better than softmax when L ≫ k (paper A, §4 guideline 1)",
     HEADLINE,
     r"Top- k or sparse attention should be preferred when $L \gg k$",
-    f"at each L ≥ {MUCH_LONGER}·k (our reading of ≫): perplexity or retrieval helps against "
-    "softmax and neither hurts; no such L: not testable",
+    f"at each L ≥ {MUCH_LONGER}·k (our reading of ≫): perplexity or retrieval {BETTER} than "
+    f"softmax's and neither {WORSE}; no such L: not testable",
 )
 #: Statement → the registry names of the normalisers it covers.
 COVERS = {

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from attnlimits.claims import BETTER, INCONCLUSIVE, WORSE, by_interval
 from attnlimits.claims.verdicts import (
     CHECK,
     HEADLINE,
@@ -32,6 +33,7 @@ __all__ = [
     "ALPHA",
     "CHANCE",
     "EVIDENCE",
+    "PER_SIZE",
     "QUOTES",
     "claims",
     "held_out_refits",
@@ -48,6 +50,9 @@ EVIDENCE = (
     (r"logit spread", ("logit_spread",), ("training_log",)),
 )
 
+#: The size table's outcome column: adaptive against softmax at one size, in the one comparison
+#: vocabulary (:mod:`attnlimits.claims.comparisons`), adaptive's point of view.
+PER_SIZE = "adaptive vs softmax (ours)"
 #: Chance accuracy (10 classes) and the level of every test.
 CHANCE = 0.1
 ALPHA = 0.05
@@ -80,16 +85,18 @@ def interval(mean: float, low: float, high: float, scale: float = 100.0) -> str:
 
 
 def _found(diff: float, p: float) -> str:
+    """Adaptive's outcome against softmax at one size: the paired bootstrap's ``p`` below
+    ALPHA, better or worse by the sign of ``diff``; else inconclusive (no margin is stated)."""
     if not p < ALPHA:
-        return "no significant difference"
-    return "adaptive significantly better" if diff > 0 else "softmax significantly better"
+        return INCONCLUSIVE
+    return BETTER if diff > 0 else WORSE
 
 
 def size_table(summary: pd.DataFrame, id_size: int) -> pd.DataFrame:
     """Per set size: the test sets drawn, softmax and adaptive (mean over seeds and sets, 95 %
     interval over both), the paired difference with its interval, the paired bootstrap's p
-    and the paper's t-test's p, our per-size finding and, out of distribution where it is not
-    "adaptive significantly better", a likely reason. This is *our* detail: the paper's Table 1
+    and the paper's t-test's p, our per-size outcome (:data:`PER_SIZE`) and, out of
+    distribution where it is not better, a likely reason. This is *our* detail: the paper's Table 1
     gives a p-value per size, but its numbers are lost in our copy, so there is nothing per
     size to compare with; its §4.1 sentence is judged once, pooled, by :func:`claims`."""
     s = summary[summary["norm"].isin(["softmax", "adaptive"])]
@@ -102,7 +109,7 @@ def size_table(summary: pd.DataFrame, id_size: int) -> pd.DataFrame:
         found = _found(float(a["diff"]), p)
         ood = size > id_size
         why = ""
-        if ood and found != "adaptive significantly better":
+        if ood and found != BETTER:
             if max(a["mean"], b["mean"]) < 1.5 * CHANCE:
                 why = "both near chance (10 %): dispersion has won at this size (Lemma 2.1)"
             else:
@@ -117,7 +124,7 @@ def size_table(summary: pd.DataFrame, id_size: int) -> pd.DataFrame:
                 "difference (pts)": interval(a["diff"], a["diff_low"], a["diff_high"]),
                 "p": f"{p:.1e}",
                 "p (t-test, seeds only)": f"{float(a['p_ttest']):.1e}",
-                "ours (per size)": found,
+                PER_SIZE: found,
                 "likely reason": why,
             }
         )
@@ -134,7 +141,9 @@ def held_out_refits(
     every seed. Per fit: the gain over ``adaptive``, pooled over the sizes above ``id_size``
     (each size once) with its paired interval over seeds and test sets, on fold 0's held-out
     seeds, on fold 1's, and on both together (every seed judged by the rule not fitted on
-    it), which decides: interval above 0 "better", below 0 "worse", else "no difference"."""
+    it), which decides the ``outcome`` (:func:`~attnlimits.claims.comparisons.by_interval`, the
+    refit's point of view, no margin): interval above 0 better, below 0 worse, else
+    inconclusive."""
     sizes = sorted(int(n) for n in acc["size"].unique() if n > id_size)
     base = acc[acc["norm"] == "adaptive"]
     rows = []
@@ -170,9 +179,7 @@ def held_out_refits(
     out = pd.DataFrame(rows)
     gains = out.pop("gain")
     out["gain over published (pts)"] = [interval(*g) for g in gains]
-    out["held-out verdict"] = [
-        "better" if lo > 0 else "worse" if hi < 0 else "no difference" for _, lo, hi in gains
-    ]
+    out["outcome"] = [by_interval(lo, hi) for _, lo, hi in gains]
     return out
 
 
@@ -253,14 +260,7 @@ def _adaptive(
     verdict = REPRODUCED if low > 0 else NOT if high < 0 else PARTLY
     per = size_table(summary, id_size)
     per = per[per["size"] > id_size]
-    parts = [
-        REPRODUCED
-        if f == "adaptive significantly better"
-        else NOT
-        if f.startswith("softmax")
-        else PARTLY
-        for f in per["ours (per size)"]
-    ]
+    parts = [REPRODUCED if f == BETTER else NOT if f == WORSE else PARTLY for f in per[PER_SIZE]]
     measured = (
         f"mean gain over n = {sizes[0]:,}…{sizes[-1]:,} ({len(sizes)} sizes): "
         f"{interval(gain, low, high)} points; per size (ours, not the paper's): "

@@ -10,8 +10,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from attnlimits.claims import BETTER, INCONCLUSIVE, WORSE
 from attnlimits.experiments.report import markdown_table
 from attnlimits.experiments.softmax_not_enough.claims import (
+    ALPHA,
+    PER_SIZE,
     held_out_refits,
     interval,
     size_table,
@@ -277,8 +280,10 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
         "every seed is evaluated on the same sets, so both sources of error count). `p`: the "
         "paired bootstrap of adaptive − softmax; `p (t-test, seeds only)`: the paper's paired "
         "t-test, which leaves out the test-set error. `sets`: test sets drawn at that size. "
-        "`ours (per size)` is our detail, not a statement of the paper: its §4.1 sentence is "
-        "judged once in the claims, on the gain pooled over the sizes above the training range.",
+        f"`{PER_SIZE}`: {BETTER} or {WORSE} where the paired bootstrap's p is below "
+        f"{ALPHA:g} (by the difference's sign), else {INCONCLUSIVE}; it is our detail, not a "
+        "statement of the paper: its §4.1 sentence is judged once in the claims, on the gain "
+        "pooled over the sizes above the training range.",
         "",
         markdown_table(size_table(summary, id_size)),
         "",
