@@ -571,13 +571,13 @@ def test_every_phrase_the_set_up_quotes_is_the_papers_words():
     is in paper B's text, word for word up to whitespace."""
     import re
 
-    from attnlimits.experiments.clrs_text.setup import setup_table
+    from attnlimits.experiments.clrs_text.provenance import provenance_table
 
     text = (PAPERS / "paper-b-softmax-not-enough.txt").read_text(encoding="utf-8")
     phrases = []
     for given in ({}, {"lengths": "paper"}, {"format": "answer"}):
         params = json.loads(json.dumps(dataclasses.asdict(Config(**given))))
-        phrases += [q for why in setup_table({"params": params})["why"]
+        phrases += [q for why in provenance_table({"params": params})["why"]
                     for q in re.findall(r'"([^"]+)"', why)]  # fmt: skip
     assert len(set(phrases)) >= 4, phrases  # the search finds the quotes at all
     assert verdicts.missing_quotes(phrases, [text]) == []

@@ -407,19 +407,3 @@ def test_cli_two_models_side_by_side(tmp_path, tiny_dirs, book_path):
         "--model", llama, "--model", bert, "--quick", "--n", "0", "--out", str(tmp_path / "x")
     )
     assert res.exit_code == 2 and not (tmp_path / "x").exists()
-
-
-def test_docs_set_up_differences_are_the_reports():
-    """docs/limitations.md prints the set-up table every default report carries."""
-    from dataclasses import asdict
-
-    from attnlimits.experiments.limitations.setup import setup_table
-    from attnlimits.experiments.report import markdown_table
-
-    doc = (Path(__file__).parents[1] / "docs" / "limitations.md").read_text()
-    table = setup_table(asdict(Config()), {"n_layers": 30, "n_heads": 9})
-    assert markdown_table(table) in doc
-    assert set(table["label"]) <= {"paper", "ours"}, (
-        "paper A's copies keep their numbers: a setting the paper does not state is ours, "
-        "not lost in our copy"
-    )

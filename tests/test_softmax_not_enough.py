@@ -22,7 +22,7 @@ from attnlimits.experiments.softmax_not_enough import (
 )
 from attnlimits.experiments.softmax_not_enough.claims import size_table
 from attnlimits.experiments.softmax_not_enough.config import TemperatureFitConfig
-from attnlimits.experiments.softmax_not_enough.setup import setup_table
+from attnlimits.experiments.softmax_not_enough.provenance import provenance_table
 from attnlimits.experiments.softmax_not_enough.uncertainty import pack_hits
 
 
@@ -208,79 +208,8 @@ def _bench(**kw) -> dict:  # type: ignore[no-untyped-def]
     return json.loads(json.dumps(asdict(SoftmaxNotEnoughConfig(**kw).benchmark())))
 
 
-#: What paper B's text or listing states (docs/REFERENCE: §4.1, App. A, App. F), field by
-#: field, independent of the code; every other field is lost in our copy or ours.
-PAPER_FIELDS = {
-    "model.n_classes", "model.width", "model.variant", "model.normalizer",
-    "model.normalizer_params", "bench.seeds", "bench.adaptive_params", "fit.degree",
-    "fit.threshold",
-}  # fmt: skip
-#: Settings the paper has but whose values our copy lost (the issue's list and more): the
-#: regulariser's form ("along with regularisation with hyperparameter .") and the range of
-#: training sizes ("sampled uniformly from .") among them.
-#: Not here, because the paper never states them (so they are ours): the schedule (our copy
-#: has only "initial learning rate of ."), the number of evaluation sets, App. F's inputs.
-LOST_FIELDS = {
-    "model.query_dim", "train.lr", "train.steps", "train.min_size", "train.max_size",
-    "train.regularizer", "train.batch", "train.weight_decay", "eval.sizes", "fit.theta_min",
-    "fit.theta_max", "fit.theta_step",
-}  # fmt: skip
-
-
-def _labels(table: pd.DataFrame) -> dict[str, str]:
-    """Config field -> its row's label."""
-    out: dict[str, str] = {}
-    for fields_, label in zip(table["config"], table["label"], strict=True):
-        for f in fields_.split(", "):
-            if f != "—":
-                assert f not in out, f"{f} is in two rows"
-                out[f] = label
-    return out
-
-
-def test_setup_table_labels_every_config_field_as_the_paper_states_it():
-    from dataclasses import fields as dc_fields
-
-    from attnlimits.experiments.softmax_not_enough import (
-        EvalConfig,
-        MaxRetrievalConfig,
-        ModelConfig,
-        TemperatureFitConfig,
-        TrainConfig,
-    )
-
-    fit = json.loads(json.dumps(asdict(TemperatureFitConfig())))
-    params = json.loads(json.dumps(asdict(SoftmaxNotEnoughConfig(ablation=True))))
-    table = setup_table(_bench(), fit, params)
-    labels = _labels(table)
-    every = {
-        f"{p}.{f.name}"
-        for p, cls in (
-            ("model", ModelConfig),
-            ("train", TrainConfig),
-            ("eval", EvalConfig),
-            ("fit", TemperatureFitConfig),
-        )
-        for f in dc_fields(cls)
-    }
-    every |= {f"bench.{f.name}" for f in dc_fields(MaxRetrievalConfig)
-              if f.name not in ("model", "train", "eval")} | {"run.ablation_steps"}  # fmt: skip
-    assert set(labels) == every
-    for field, label in labels.items():
-        expected = "paper" if field in PAPER_FIELDS else (
-            "lost in our copy" if field in LOST_FIELDS else "ours")  # fmt: skip
-        assert label == expected, field
-    lost = table[table["label"] == "lost in our copy"]
-    assert lost["why"].str.startswith("our choice, because").all()
-    # the other arm of each choice is ours, never the paper's
-    other = _labels(setup_table(_bench(model_variant="ours", regularizer="decoupled",
-                                       schedule="constant")))  # fmt: skip
-    assert {other[f] for f in ("model.variant", "train.regularizer", "train.schedule")} == {"ours"}
-    assert _labels(setup_table(_bench(seeds=3)))["bench.seeds"] == "ours"
-
-
 def test_run_json_and_docs_carry_the_labels():
-    table = setup_table(_bench(), json.loads(json.dumps(asdict(TemperatureFitConfig()))))
+    table = provenance_table(_bench(), json.loads(json.dumps(asdict(TemperatureFitConfig()))))
     docs = (Path(__file__).parents[1] / "docs" / "max_retrieval.md").read_text()
     for r in table.itertuples():
         assert f"| {r.setting} | {r.config} | {r._3} | {r.label} |" in docs, r.setting
@@ -342,7 +271,7 @@ def test_every_phrase_quoted_from_paper_b_is_in_its_text():
     fit = json.loads(json.dumps(asdict(TemperatureFitConfig())))
     arms = [{}, {"model_variant": "ours", "regularizer": "decoupled", "schedule": "constant"}]
     params = json.loads(json.dumps(asdict(SoftmaxNotEnoughConfig(ablation=True))))
-    phrases = [q for kw in arms for why in setup_table(_bench(**kw), fit, params)["why"]
+    phrases = [q for kw in arms for why in provenance_table(_bench(**kw), fit, params)["why"]
                for q in _quoted(why)]  # fmt: skip
     for mod in (config, fit_config):
         owned = [

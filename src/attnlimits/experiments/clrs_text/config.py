@@ -1,6 +1,6 @@
 """What a CLRS-Text run computes (paper B §4.2, Figure 8), as one frozen :class:`Config`.
 
-Every setting is labelled in :mod:`.setup` as the paper's, lost in our copy, or ours (why).
+Where each setting comes from (paper, lost in our copy, ours) and why: :mod:`.provenance`.
 """
 
 from __future__ import annotations

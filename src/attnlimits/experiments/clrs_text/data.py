@@ -22,8 +22,6 @@ their largest validation length).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,6 +30,7 @@ import pandas as pd
 
 from attnlimits._paths import write_error
 from attnlimits.corpus import cache_dir, check_cache
+from attnlimits.experiments.store import params_hash
 
 __all__ = [
     "ALGORITHMS",
@@ -306,11 +305,6 @@ def check_dataset(df: pd.DataFrame, where: str) -> pd.DataFrame:
     return df
 
 
-def _key(spec: Mapping[str, object]) -> str:
-    text = json.dumps(spec, sort_keys=True, default=list)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 def cached_dataset(
     train_lengths: Mapping[str, Sequence[int]],
     test_lengths: Mapping[str, Sequence[int]],
@@ -325,7 +319,8 @@ def cached_dataset(
     folder: Path | None = None,
 ) -> tuple[pd.DataFrame, Path]:
     """:func:`build_dataset`'s table, made once and kept as Parquet in ``folder`` (default the
-    user cache's ``clrs_text/``) under a name hashed from every argument; written atomically, so
+    user cache's ``clrs_text/``) under a name hashed from every argument
+    (:func:`~attnlimits.experiments.store.params_hash`); written atomically, so
     a killed run leaves no half file. Returns (table, its file)."""
     spec = {
         "train_lengths": {a: list(v) for a, v in train_lengths.items()},
@@ -339,7 +334,7 @@ def cached_dataset(
         "validation_seed": validation_seed,
         "generator": "dm-clrs==2.0.3",
     }
-    path = (folder or cache_dir() / "clrs_text") / f"clrs_text-{_key(spec)}.parquet"
+    path = (folder or cache_dir() / "clrs_text") / f"clrs_text-{params_hash(spec)}.parquet"
     if path.is_file():
         return check_dataset(pd.read_parquet(path), str(path)), path
     if folder is None:  # a cache that cannot take the table: refused before generating it

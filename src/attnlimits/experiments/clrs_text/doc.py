@@ -7,7 +7,7 @@ RESULTS is the folder of ``attnlimits reproduce clrs-text``. :func:`extract` tak
 tables the doc shows from the run's tables (what was run, the learning rates chosen, exact match
 per arm, algorithm and length with the baselines, per-seed accuracies, the pooled paired
 comparison per regime, the claims) and writes them as CSV under ``--data``; :func:`render` turns
-them into Markdown blocks (and the default's set-up table, from the code's labels, and the
+them into Markdown blocks (and the default's set-up table, from :mod:`.provenance`, and the
 rules and thresholds, from :mod:`.rules`), which
 replace the doc's blocks between ``<!-- generated: NAME -->``
 and ``<!-- /generated: NAME -->`` (the markers of paper A's doc, :mod:`..limitations.doc`).
@@ -21,7 +21,6 @@ those blocks, so the doc and the saved run's tables cannot drift apart. The trac
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from functools import partial
@@ -30,8 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnlimits.experiments.clrs_text import rules
-from attnlimits.experiments.clrs_text.config import Config
-from attnlimits.experiments.clrs_text.setup import setup_table
+from attnlimits.experiments.clrs_text.provenance import defaults
 from attnlimits.experiments.report import (
     block,
     fill,
@@ -206,10 +204,9 @@ def _probe_test(t: pd.DataFrame) -> str:
 
 
 def default_setup() -> str:
-    """The set-up table (:func:`.setup.setup_table`) of the default run, as its report prints
-    it: the labels live in one place, the code."""
-    params = json.loads(json.dumps(dataclasses.asdict(Config())))
-    return markdown_table(setup_table({"params": params}))
+    """The set-up table of the default run (:func:`.provenance.defaults`), as its report prints
+    it: the labels live in one place, :mod:`.provenance`."""
+    return markdown_table(defaults())
 
 
 def _lengths(lengths: pd.DataFrame) -> str:

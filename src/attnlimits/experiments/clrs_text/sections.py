@@ -12,7 +12,7 @@ import pandas as pd
 from attnlimits.experiments.clrs_text.config import Config
 from attnlimits.experiments.clrs_text.cost import thirty
 from attnlimits.experiments.clrs_text.evaluate import CEILING, MIN_SEEDS
-from attnlimits.experiments.clrs_text.setup import setup_table
+from attnlimits.experiments.clrs_text.provenance import provenance_table
 from attnlimits.experiments.report import markdown_table
 
 __all__ = ["sections"]
@@ -76,7 +76,7 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
     return [
         "## Set-up",
         "",
-        markdown_table(setup_table(meta)),
+        markdown_table(provenance_table(meta)),
         "",
         "## Learning rate per arm (seed 0's models on the validation split)",
         "",

@@ -73,7 +73,8 @@ def _positive_floats(name: str, values: tuple[float, ...]) -> None:
 
 @dataclass(frozen=True)
 class Config:
-    """Parameters of the five algorithms; defaults as in paper A (its Experiments section)."""
+    """Parameters of the five algorithms; where each default comes from (paper A's or ours) and
+    why: :mod:`.provenance`."""
 
     model: str = "smollm2-135m"
     text: Path | None = None

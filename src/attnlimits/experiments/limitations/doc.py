@@ -26,6 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnlimits.experiments.limitations import rules
+from attnlimits.experiments.limitations.provenance import defaults
 from attnlimits.experiments.limitations.sections import (
     e_forms_table,
     fmt,
@@ -277,6 +278,7 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
         "thresholds": _thresholds(),
         "verdicts": _verdicts(claims[~checks]),
         "checks": _verdicts(claims[checks]),
+        "provenance": markdown_table(defaults()),
     }
     for model in run["model"]:
         for x in dict.fromkeys(claims.loc[claims["model"] == model, "x_source"]):

@@ -18,7 +18,7 @@ from attnlimits.experiments.limitations.claims import (
     plateau_change,
     slopes_in_l,
 )
-from attnlimits.experiments.limitations.setup import setup_table
+from attnlimits.experiments.limitations.provenance import provenance_table
 from attnlimits.experiments.report import markdown_table
 
 __all__ = ["e_forms_table", "fmt", "one_head", "sections", "x_source_comparison"]
@@ -162,13 +162,13 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
             "",
         ]
     lines += [
-        "## Set-up differences from the paper",
+        "## Set-up: every setting beside the paper's",
         "",
         "Every setting: *paper* (as the paper does it), *lost in our copy* (a value our copy "
         "of the paper lost: our choice), *ours* (a departure, or a setting the paper does not "
         "state: our choice, and why).",
         "",
-        markdown_table(setup_table(params, info)),
+        markdown_table(provenance_table(params, info)),
         "",
         "## E in its three forms",
         "",

@@ -3,7 +3,7 @@
 ``config`` → ``model`` (the Eqs. 9–14 max-retrieval model) → ``train`` → ``evaluate`` (with
 ``uncertainty``: intervals over seeds and test sets) → ``seeds`` (train and evaluate over
 seeds, the ablation, the cross-normaliser table) and ``temperature_fit`` (App. F; ``fits``) →
-``compute`` (all tables) → ``figures``, ``claims`` and ``sections`` (``setup``: every
+``compute`` (all tables) → ``figures``, ``claims`` and ``sections`` (``provenance``: every
 setting's label). Run it with
 ``attnlimits reproduce softmax-not-enough`` or ``skeleton.run(EXPERIMENT, Config(), out)``.
 """

@@ -12,7 +12,7 @@ Computes, resumable through one :class:`~attnlimits.experiments.store.ResultStor
    the cross-normaliser table (every trainable registry normaliser).
 
 Every setting's label (*paper*, *lost in our copy*, *ours*) goes into ``run.json`` as
-``setup`` (:func:`.setup.setup_table`).
+``setup`` (:func:`.provenance.provenance_table`).
 
 Dispersion in a real LM is the separate experiment :mod:`attnlimits.experiments.long_context`.
 """
@@ -30,6 +30,7 @@ from attnlimits.experiments.softmax_not_enough.config import (
     NormSpec,
     TemperatureFitConfig,
 )
+from attnlimits.experiments.softmax_not_enough.provenance import provenance_table
 from attnlimits.experiments.softmax_not_enough.seeds import (
     run_ablation,
     run_cross_normalizers,
@@ -37,7 +38,6 @@ from attnlimits.experiments.softmax_not_enough.seeds import (
     softmax_model,
     trained_model,
 )
-from attnlimits.experiments.softmax_not_enough.setup import setup_table
 from attnlimits.experiments.softmax_not_enough.temperature_fit import (
     fold_norms,
     refit_norms,
@@ -80,7 +80,7 @@ def compute(cfg: Config, store: ResultStore, *, progress: bool = True) -> dict[s
     if cfg.temperature_fit:
         store.update_meta(temperature_fit=fit_cfg)
     meta = store.meta
-    setup = setup_table(meta["benchmark"], meta.get("temperature_fit"), meta.get("params"))
+    setup = provenance_table(meta["benchmark"], meta.get("temperature_fit"), meta.get("params"))
     store.update_meta(setup=setup.to_dict("records"))
     tables: dict[str, pd.DataFrame] = {}
     extra: dict[str, NormSpec] = {}

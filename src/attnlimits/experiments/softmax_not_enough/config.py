@@ -1,10 +1,9 @@
 """What a *Softmax is not Enough* run computes: the benchmark's model, training, evaluation,
 the App. F refit and the cross-normaliser table, each a frozen dataclass; :class:`Config` on top.
 
-Every setting carries one of three labels (:mod:`.setup` prints them in every report):
-*paper* (paper B's text or its Flax listing states it), *lost in our copy* (the paper has a
-value our copy of it lost, so the value here is our choice, and the docstring says why), and
-*ours* (the paper has no such setting).
+Where each setting comes from (paper, lost in our copy, ours) and why is written once,
+in :data:`.provenance.SETTINGS`: every report prints it and docs/max_retrieval.md its default
+run's table. The docstrings here say what a setting does, not where it comes from.
 """
 
 from __future__ import annotations
@@ -38,16 +37,11 @@ NormSpec = tuple[str, dict[str, Any]]
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """The Eqs. 9–14 model (:mod:`.model`).
+    """The Eqs. 9–14 model (:mod:`.model`); labels and reasons: :mod:`.provenance`.
 
-    - ``variant``: ``"listing"`` (*paper*: App. A's Flax listing, the default) or ``"ours"``
-      (*ours*: the model of earlier releases: no q/k/v biases, no output projection, exact
-      GELU, PyTorch initialisation); :mod:`.model` lists the differences.
-    - ``width`` 128: *paper*. ``n_classes`` 10: *paper* (the listing's C).
-    - ``query_dim`` 11: *lost in our copy* — our choice, because the query is U(0, 1) noise
-      that carries no information at any width; 11 makes it as wide as an item.
-    - ``normalizer``, ``normalizer_params``: softmax (*paper*); others for the cross table
-      (*ours*).
+    ``variant``: ``"listing"`` (App. A's Flax listing) or ``"ours"`` (the model of earlier
+    releases; :mod:`.model` lists the differences). ``query_dim``: the width of the U(0, 1)
+    query. ``normalizer``, ``normalizer_params``: the trained head's normaliser.
     """
 
     n_classes: int = 10
@@ -71,20 +65,15 @@ class ModelConfig:
 class EvalConfig:
     """Accuracy at the training size and OOD sizes on fresh seeded sets.
 
-    ``sizes`` (16, then doubling to 16,384) and the set counts are *lost in our copy* — our
-    choice, because 16 is the training size and 16,384 reaches near chance (10 %), where
-    dispersion has won; the counts are bounded by cost (below). ``seed``, ``chunk_items``,
-    ``n_boot``, ``boot_seed``: *ours*.
-
-    At size n at most ``sets_at(n) = min(n_sets, max(1, max_items // n))`` sets are
-    drawn (``max_items=None``: ``n_sets``), and drawing stops early once the binomial standard
-    error √(p(1−p)/sets) of every (normaliser, seed) cell is at most ``target_se`` (checked
-    after each chunk, from ``min_sets`` on). ``n_sets = 10,000`` alone bounds the SE by
-    √(0.25 / 10⁴) = 0.005 whatever p. ``max_items`` caps the work at the largest sizes, which
-    dominate the cost (16,384 items cost as much as all sizes up to 8,192 together); there the
-    seed-to-seed spread and the few sets together decide the error of a mean over ten seeds.
-    Every seed sees the same sets, so the report's intervals resample seeds *and* sets
-    (:mod:`.uncertainty`, ``n_boot`` resamples, generator seed ``boot_seed`` + size).
+    Labels and reasons: :mod:`.provenance`. At size n at most ``sets_at(n) = min(n_sets, max(1,
+    max_items // n))`` sets are drawn (``max_items=None``: ``n_sets``), and drawing stops early
+    once the binomial standard error √(p(1−p)/sets) of every (normaliser, seed) cell is at most
+    ``target_se`` (checked after each chunk, from ``min_sets`` on). ``n_sets = 10,000`` alone
+    bounds the SE by √(0.25 / 10⁴) = 0.005 whatever p. ``max_items`` caps the work at the
+    largest sizes, which dominate the cost (16,384 items cost as much as all sizes up to 8,192
+    together); there the seed-to-seed spread and the few sets together decide the error of a
+    mean over ten seeds. Every seed sees the same sets, so the report's intervals resample seeds
+    *and* sets (:mod:`.uncertainty`, ``n_boot`` resamples, generator seed ``boot_seed`` + size).
     ``chunk_items`` bounds memory: sets are processed in chunks of at most that many items per
     seed (at least one set per chunk).
     """
@@ -124,47 +113,16 @@ class EvalConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Optimisation settings, each labelled by where it comes from (docs/max_retrieval.md).
+    """Optimisation settings (:mod:`.train`); labels and reasons: :mod:`.provenance`.
 
-    Our copy of App. A reads "using the Adam optimiser (Kingma & Ba, 2015) with initial
-    learning rate of ." and "All sets within a batch have the same size, sampled uniformly
-    from ." and "The model is trained using cross-entropy, along with regularisation with
-    hyperparameter ."; the values after "of", "from" and "hyperparameter" are lost.
-
-    - Adam: *paper*. ``regularizer="coupled"``, the L2 term (λ/2)‖θ‖² in the loss, i.e.
-      ``torch.optim.Adam(weight_decay=λ)``: *lost in our copy* — our choice, because the
-      paper speaks of "our weight decay loss" (our reading: a term in the loss, not AdamW's
-      decoupled decay) and "the weight decay follows the recommendation in Proposition
-      3.1", which bounds the logit spread by the parameters' largest singular values, the
-      size an L2 penalty shrinks. ``"decoupled"`` is AdamW (*ours*, the ablation's other arm).
-    - ``lr`` 1e-3: *lost in our copy* — our choice, because it is the default step size
-      Kingma & Ba give for Adam.
-    - ``schedule="cosine"``: *lost in our copy* (the paper's "initial learning rate" says only
-      that the rate changes) — our choice, cosine decay to zero over ``steps`` without
-      warm-up, because under a constant rate the seeds' out-of-distribution accuracies
-      spread two to three times wider (the ablation's std over seeds); ``"constant"`` is
-      *ours*. ``warmup`` (0): *ours*.
-    - ``weight_decay`` λ = 1e-3: *lost in our copy* — our choice, because with it the logit
-      spread still grows with training, as the paper reports "in spite of our weight decay
-      loss", and the model fits the task in distribution; no other λ was tried.
-    - ``batch`` 128: *lost in our copy* — our choice, because with it every seed fits the
-      task in distribution; no other batch was tried. One set size per batch: *paper*
-      (App. A).
-    - ``max_size`` 16, ``min_size`` 1: *lost in our copy* (the range after "sampled uniformly
-      from" is lost) — our choice, because with 16 the model learns the task in
-      distribution while its head disperses well inside the evaluation's sizes, and 1, the
-      smallest set, gives the widest range for the paper's "mixed-size training".
-    - ``steps`` 5,000: *lost in our copy* — our choice, because the steps rule
-      (:func:`.uncertainty.steps_rule`), applied to the default's ten seeds at 5,000 and
-      20,000 steps on 2026-11-27, found the pooled headline gain unmoved (+0.4 [−0.7, 1.4]
-      points), and 20,000 steps take about four times as long; ``--steps N`` trains another
-      length, and ``--ablation`` trains 5,000, 10,000 and 20,000 steps and the report shows
-      how much every number moves.
-    - ``size_seed``: *ours*. The per-step set size comes from one stream shared by every seed,
-      so all seeds step with the same size and train as one batched model; each seed's items
-      come from its own generator (seeded by the seed), exactly as in a run of that seed alone.
-    - ``log_every``, ``ckpt_every``, ``device``: *ours* (bookkeeping; the device's random
-      streams differ, so a GPU run draws other data).
+    ``regularizer``: ``"coupled"`` is Adam with the L2 term (λ/2)‖θ‖² in the loss
+    (``torch.optim.Adam(weight_decay=λ)``), ``"decoupled"`` AdamW; λ is ``weight_decay``.
+    ``schedule``: ``"cosine"`` decays ``lr`` to zero over ``steps`` after ``warmup`` steps,
+    ``"constant"`` keeps it. Each step's set size is uniform in ``min_size`` … ``max_size``,
+    one size per batch, drawn from one stream (``size_seed``) shared by every seed, so all
+    seeds train as one batched model; each seed's items come from its own generator, exactly
+    as in a run of that seed alone. ``log_every``, ``ckpt_every``, ``device``: bookkeeping (a
+    device's random streams differ, so a GPU run draws other data).
     """
 
     steps: int = 5000
@@ -231,8 +189,8 @@ class MaxRetrievalConfig:
     """Softmax vs adaptive temperature (applied at inference only): every seed trained
     together in one batched model (:mod:`.train`).
 
-    ``seeds``: ten (*paper*, §4.1). ``adaptive_params``: empty, the published polynomial
-    (*paper*). ``profile_sizes``: *ours* (the sizes of the attention-profile figure).
+    ``adaptive_params``: empty for the published polynomial; ``profile_sizes``: the sizes
+    of the attention-profile figure. Labels and reasons: :mod:`.provenance`.
     """
 
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -283,13 +241,12 @@ ABLATION: dict[str, tuple[str, ...]] = {
 class Config:
     """What to run; the benchmark's own parameters live in :class:`MaxRetrievalConfig`.
 
-    ``model_variant``, ``schedule`` and ``regularizer`` override the benchmark's defaults
-    (listing: *paper*; cosine: *lost in our copy*, our choice; coupled: *paper*).
-    ``ablation`` also trains every combination of :data:`ABLATION` (8 × ``seeds`` models) and
-    the default combination for each of ``ablation_steps`` (*ours*: 5,000, 10,000, 20,000,
-    the default and two and four times it; ``quick()``: 600, 1,200, 2,400). ``steps``, if
-    given, replaces the preset's training length (``TrainConfig.steps``: 5,000; ``quick()``:
-    600); the ablation trains it as well as ``ablation_steps``.
+    ``model_variant``, ``schedule``, ``regularizer``, ``seeds``, ``device`` and ``steps``
+    (if given) override the benchmark's (:data:`.provenance.ALIASES`; ``quick()`` trains 600
+    steps). ``ablation`` also trains every combination of :data:`ABLATION` (8 × ``seeds``
+    models) and the default combination for each of ``ablation_steps`` (``quick()``: 600,
+    1,200, 2,400); the ablation trains ``steps`` as well. Labels and reasons:
+    :mod:`.provenance`.
     """
 
     preset: Literal["paper", "quick"] = "paper"  # "quick": short training, sizes ≤ 1024

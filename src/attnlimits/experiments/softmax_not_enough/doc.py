@@ -38,6 +38,7 @@ from attnlimits.experiments.report import (
 )
 from attnlimits.experiments.softmax_not_enough.claims import held_out_refits, size_table
 from attnlimits.experiments.softmax_not_enough.config import Config
+from attnlimits.experiments.softmax_not_enough.provenance import defaults
 from attnlimits.experiments.softmax_not_enough.sections import (
     fit_tables,
     length_tables,
@@ -200,6 +201,7 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
         "sets": _sets(data["sizes"]),
         "sizes": markdown_table(data["sizes"]),
         "norms": markdown_table(data["norms"]),
+        "provenance": markdown_table(defaults()),  # the config's defaults, not the run's
     }
     out |= {name: markdown_table(df) for name, df in data.items() if name.startswith("fit_")}
     if "held_out" in data:

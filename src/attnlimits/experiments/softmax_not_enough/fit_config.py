@@ -1,5 +1,5 @@
-"""App. F's point collection and fit settings (:mod:`.temperature_fit`, :mod:`.fits`); labels as
-in :mod:`.config` (*paper*, *lost in our copy*, *ours*)."""
+"""App. F's point collection and fit settings (:mod:`.temperature_fit`, :mod:`.fits`); where each
+comes from and why: :mod:`.provenance`."""
 
 from __future__ import annotations
 
@@ -15,18 +15,17 @@ __all__ = ["TemperatureFitConfig"]
 
 @dataclass(frozen=True)
 class TemperatureFitConfig:
-    """App. F's point collection and fit (:mod:`.temperature_fit`).
+    """App. F's point collection and fit (:mod:`.temperature_fit`); labels and reasons:
+    :mod:`.provenance`.
 
-    - ``sizes`` 16 … 2048, ``sets_per_size`` 300: *lost in our copy* — our choice, because
-      they span the training size up to 128× beyond it at a cost of about 10 s. Every seed of
-      the model sees the same sets: one generator per size, seeded from ``seed`` (*ours*),
-      and the fit pools the seeds (*ours*: the paper fits one model; ten seeds × 300 sets
-      cost as much as one seed × 3,000, and :func:`.temperature_fit.seed_fits` shows the
-      spread).
+    - ``sizes``, ``sets_per_size``: the sets drawn per size. Every seed of the model sees the
+      same sets: one generator per size, seeded from ``seed``, and the fit pools the seeds
+      (the paper fits one model; ten seeds × 300 sets cost as much as one seed × 3,000, and
+      :func:`.temperature_fit.seed_fits` shows the spread).
     - ``thetas()``: the temperature grid, linear from ``theta_min`` to ``theta_max`` in steps
-      of ``theta_step``: linear grid *paper* ("we perform a simple grid search" over θ "in
-      increments of", our copy losing the numbers), bounds and step *lost in our copy* —
-      our choice, 0.005 … 2.0 in steps of 0.005 (400 points, θ = 1 on the grid), because:
+      of ``theta_step`` ("we perform a simple grid search" over θ "in increments of", our
+      copy losing the numbers); 0.005 … 2.0 in steps of 0.005 (400 points, θ = 1 on the
+      grid), because:
       on a softmax model trained 1,500 steps (3 seeds, sizes 16 … 2048) the continuous
       optimum θ* has 1st / 50th / 99.9th percentiles 0.011 / 0.10 / 1.56, so this grid puts
       0.5 % of the kept inputs on its lower edge and 0.04 % on its upper one, and resolves
@@ -35,11 +34,11 @@ class TemperatureFitConfig:
       edge also holds the inputs whose optimum is θ = ∞ (maximal item's logit at or below the
       mean logit), which no finite grid resolves: none on the trained model, 55 % on an
       untrained one, whose logits are nearly equal). The lower bound moves the least-squares
-      fit: ``alt_theta_min`` (0.05, *ours*; None: skip) refits with every θ* below it raised
+      fit: ``alt_theta_min`` (None: skip) refits with every θ* below it raised
       to it (what the narrower grid would find: w is unimodal in θ) to show how far.
-    - ``degree`` 4: *paper* (np.polyfit). ``threshold``: the listing's 0.5 nats (*paper*).
-    - ``bin_width`` 0.25 nats: *ours*, the entropy bins of the medians-and-quartiles table.
-    - ``chunk_items``: *ours*; sets are processed in chunks of at most this many items (at
+    - ``degree``: np.polyfit's degree. ``threshold``: the listing's entropy threshold.
+    - ``bin_width``: the entropy bins of the medians-and-quartiles table.
+    - ``chunk_items``: sets are processed in chunks of at most this many items (at
       least one set), which bounds the model's activations to S × ``chunk_items`` × width.
     """
 

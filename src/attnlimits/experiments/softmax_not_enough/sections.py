@@ -20,7 +20,7 @@ from attnlimits.experiments.softmax_not_enough.claims import (
     size_table,
 )
 from attnlimits.experiments.softmax_not_enough.evaluate import gain_matrix
-from attnlimits.experiments.softmax_not_enough.setup import setup_table
+from attnlimits.experiments.softmax_not_enough.provenance import provenance_table
 from attnlimits.experiments.softmax_not_enough.uncertainty import steps_rule
 
 __all__ = [
@@ -271,7 +271,7 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
         "copy* (the paper had a value our copy lost: our choice, and why) or *ours* (not in "
         "the paper):",
         "",
-        markdown_table(setup_table(bench, meta.get("temperature_fit"), meta.get("params"))),
+        markdown_table(provenance_table(bench, meta.get("temperature_fit"), meta.get("params"))),
         "",
         "## Max retrieval: softmax vs adaptive temperature, per set size",
         "",
