@@ -14,8 +14,8 @@ binary outcome's own noise (the seed × question interaction). The true differen
 E[p_A − p_B] over new seeds and questions (a Monte Carlo of 4·10⁶ draws). Scenarios:
 ``seed`` (seed-dominated), ``question`` (question-dominated), ``ceiling`` (both arms near
 97 %, most outcomes 1). Designs: paper B's 10 seeds × 32, 256 and 1,024 test sets (its
-largest to smallest sizes); CLRS-Text's 3 and 5 seeds × 100 questions (one length) and × 300
-(a regime pooled over three lengths).
+largest to smallest sizes) and its ``--quick`` 2 seeds × 32 and 500; CLRS-Text's 3 and 5 seeds
+× 100 questions (one length) and × 300 (a regime pooled over three lengths).
 
 Methods (each a 95 % interval of the difference):
 
@@ -33,7 +33,7 @@ Methods (each a 95 % interval of the difference):
 
 Run (prints a Markdown table, coverage in %, and the seconds it took)::
 
-    python benchmarks/stats_coverage.py [--sims 2000] [--boot 400] [--seed 0]
+    python benchmarks/stats_coverage.py [--sims 2000] [--boot 400] [--seed 0] [--seeds 2 10]
 
 Vectorised over simulations (and resamples): the loops run over the fixed design cases and
 methods, and over chunks of simulations only to bound the bootstrap's memory.
@@ -55,6 +55,8 @@ SCENARIOS = {  # μ (reference, arm), σ_seed, ρ, σ_q, σ_arm
     "ceiling": ((3.5, 4.0), 0.4, 0.3, 1.0, 0.3),
 }
 DESIGNS = (  # (seeds, questions, the experiment's design it stands for)
+    (2, 32, "paper B --quick, 2 seeds × 32 sets"),
+    (2, 500, "paper B --quick, 2 seeds × 500 sets"),
     (10, 32, "paper B, 10 seeds × 32 sets"),
     (10, 256, "paper B, 10 seeds × 256 sets"),
     (10, 1024, "paper B, 10 seeds × 1,024 sets"),
@@ -177,6 +179,7 @@ def main() -> None:
     ap.add_argument("--sims", type=int, default=2000)
     ap.add_argument("--boot", type=int, default=400)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", type=int, nargs="*", help="only the designs with these seeds")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
@@ -185,7 +188,8 @@ def main() -> None:
     print("| design | scenario | " + " | ".join(METHODS) + " |")
     print("|---|---|" + "---:|" * len(METHODS))
     summary: dict[tuple[str, str], list[float]] = {}
-    for S, Q, name in DESIGNS:  # the fixed design cases
+    designs = [d for d in DESIGNS if not args.seeds or d[0] in args.seeds]
+    for S, Q, name in designs:  # the fixed design cases
         for scenario, true in truths.items():
             y = simulate(scenario, args.sims, S, Q, rng)
             cov = {}
@@ -197,7 +201,7 @@ def main() -> None:
     print("min–max over the scenarios:")
     print("| design | " + " | ".join(METHODS) + " |")
     print("|---|" + "---:|" * len(METHODS))
-    for _, _, name in DESIGNS:
+    for _, _, name in designs:
         cells = [summary[(name, m)] for m in METHODS]
         print(f"| {name} | " + " | ".join(f"{min(c):.0f}–{max(c):.0f}" for c in cells) + " |")
     print(
