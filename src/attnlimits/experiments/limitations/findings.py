@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from attnlimits.claims import verdicts
+from attnlimits.claims.statistics import difference_interval
 from attnlimits.experiments.limitations import rules
 from attnlimits.experiments.limitations.statements import S
 
@@ -43,7 +44,6 @@ E_COLS = {  # grid column -> the report's name of that form of E
     "expectation_main_text": "printed",
     "expectation_rms": "rms",
 }
-Z95 = 1.959964  # the normal quantile of a two-sided 95 % interval
 
 
 def loglog_slope(x: pd.Series | np.ndarray, y: pd.Series | np.ndarray) -> float:
@@ -153,14 +153,16 @@ def plateau_change(
 
 def converge_interval(alg2: pd.DataFrame, form: str, n: int) -> tuple[float, float, float]:
     """E / d̃ at ``n`` (mean over heads of each, per-head means over windows first) and its 95 %
-    interval from E exact's standard error (Monte Carlo and row sampling; d̃ has none): the
-    closed forms have no noise, their interval is the point."""
+    interval from E exact's standard error (Monte Carlo and row sampling; d̃ has none; a
+    normal interval, :func:`attnlimits.claims.statistics.difference_interval`): the closed
+    forms have no noise, their interval is the point."""
     at = alg2[alg2["N"] == n]
     d = float(_per_head(at, "N", ["distance"])["distance"].mean())
     e = float(_per_head(at, "N", [form])[form].mean())
     se_col = f"{form}_se"
     se = float(np.sqrt((at[se_col] ** 2).sum()) / len(at)) if se_col in at else 0.0
-    return e / d, (e - Z95 * se) / d, (e + Z95 * se) / d
+    r = difference_interval(e, se)
+    return e / d, float(r.low) / d, float(r.high) / d
 
 
 def claim_ii(alg2: pd.DataFrame, form: str) -> list[Row]:
