@@ -206,15 +206,6 @@ def _eval_rows(
             "of the largest sizes (the counts actually drawn are in the accuracy table)",
         ),
         _row(
-            "intervals and test",
-            "eval.n_boot",
-            f"95 % percentile interval of a bootstrap over seeds and test sets ({e['n_boot']:,} "
-            "resamples); verdicts from its paired p-value",
-            OURS,
-            "the paper's paired t-test over seeds (shown beside it) leaves out the test-set "
-            "error, which every seed shares",
-        ),
-        _row(
             "adaptive temperature",
             "bench.adaptive_params",
             "the published polynomial, at inference only, on the softmax-trained models"
@@ -225,11 +216,10 @@ def _eval_rows(
         ),
         _row(
             "random streams",
-            "eval.seed, eval.boot_seed" + (", fit.seed" if fit else ""),
-            f"evaluation sets {e['seed']}, bootstrap {e['boot_seed']}"
-            + (f", App. F sets {fit['seed']}" if fit else ""),
+            "eval.seed" + (", fit.seed" if fit else ""),
+            f"evaluation sets {e['seed']}" + (f", App. F sets {fit['seed']}" if fit else ""),
             OURS,
-            "fixed generator seeds: every run draws the same sets and resamples",
+            "fixed generator seeds: every run draws the same sets",
         ),
         _row(
             "bookkeeping",
