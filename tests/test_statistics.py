@@ -264,3 +264,40 @@ def test_slope_rows_and_missing_points() -> None:
 def test_slope_needs_an_axis() -> None:
     with pytest.raises(ValueError, match="last axis"):
         slope_interval(1.0, 2.0)
+
+
+# ---- dispersion (attnlimits.metrics.dispersion) ------------------------------------------
+def test_dispersion_slope_known_answers() -> None:
+    """1/n weights have slope −1, constant weights 0, 1/√n −0.5; rows at once; a weight of 0
+    or NaN is left out; one length: NaN."""
+    from attnlimits.metrics.dispersion import dispersion_slope
+
+    n = np.array([16.0, 64, 256, 1024])
+    w = np.stack([3 / n, np.full(4, 0.4), 1 / np.sqrt(n), [0.5, np.nan, 0.0, 0.5 / 8]])
+    got = dispersion_slope(n, w)
+    assert got.tolist() == pytest.approx([-1.0, 0.0, -0.5, -0.5], abs=1e-12)
+    assert math.isnan(float(dispersion_slope([16.0], [0.3])))
+    with pytest.raises(ValueError, match="lengths must be > 0"):
+        dispersion_slope([0.0, 16.0], [0.5, 0.4])
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**16), k=st.integers(2, 12))
+def test_dispersion_slope_is_the_naive_loglog_fit(seed: int, k: int) -> None:
+    from attnlimits.metrics.dispersion import dispersion_slope
+
+    rng = np.random.default_rng(seed)
+    n = np.sort(rng.choice(np.arange(2, 5000), size=k, replace=False)).astype(float)
+    w = rng.uniform(1e-4, 1.0, size=k)
+    want = np.polyfit(np.log(n), np.log(w), 1)[0]
+    assert float(dispersion_slope(n, w)) == pytest.approx(want, rel=1e-9, abs=1e-9)
+
+
+def test_falls_throughout() -> None:
+    from attnlimits.metrics.dispersion import falls_throughout
+
+    rows = np.array([[0.9, 0.5, 0.2], [0.9, 0.9, 0.2], [0.5, 0.6, 0.1]])
+    assert falls_throughout(rows).tolist() == [True, False, False]
+    assert bool(falls_throughout([0.3]))  # vacuous: the caller decides whether one n judges
+    with pytest.raises(ValueError, match="last axis"):
+        falls_throughout(0.3)

@@ -27,6 +27,7 @@ from attnlimits.claims.verdicts import (
 )
 from attnlimits.experiments.softmax_not_enough.evaluate import pooled_gain
 from attnlimits.experiments.softmax_not_enough.temperature_fit import fold_label
+from attnlimits.metrics.dispersion import falls_throughout
 
 __all__ = [
     "ALPHA",
@@ -195,7 +196,7 @@ def _disperse(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[dict[str
         )
     else:
         sharp_row = sharp.judged(shown, "", NA)
-    falls = bool((np.diff(beyond.to_numpy()) < 0).all())
+    falls = bool(falls_throughout(beyond.to_numpy()))
     lower = len(beyond) > 1 and float(beyond.iloc[-1]) < float(beyond.iloc[0])
     spread = Statement(
         "(1.b) then disperses towards uniform as the sets grow",
@@ -216,7 +217,7 @@ def _disperse(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[dict[str
     ).judged(
         shown,
         "the max item's mean attention falls at every larger size",
-        REPRODUCED if bool((np.diff(top.to_numpy()) < 0).all()) else NOT,
+        REPRODUCED if bool(falls_throughout(top.to_numpy())) else NOT,
     )
     head = Statement("(1) softmax is sharp in distribution, then disperses", "finding", Q_SHARP)
     return [*finding(head, [sharp_row, spread_row]), check]
