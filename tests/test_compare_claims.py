@@ -137,27 +137,3 @@ def test_every_quote_of_the_comparison_is_the_papers_words():
     assert verdicts.missing_quotes(quotes, texts) == []
     assert set(claims(summary(), meta())["paper"]) == quotes
     assert verdicts.missing_quotes(["s·log n keeps attention sharp as n grows"], texts)
-
-
-def test_effects_known_answers_on_the_95_percent_intervals():
-    """helps / hurts / neutral / untested from the intervals of attnlimits.claims.statistics:
-    the perplexity change a paired t over the sequences (n − 1 degrees of freedom), the
-    accuracy change a normal interval of two binomial standard errors. 2.4 standard errors
-    over 4 sequences is not enough (t₃ = 3.18) but is over 100 (t₉₉ = 1.98)."""
-    from attnlimits.experiments.compare.claims import effects
-
-    def one(ppl, sd, sequences, acc, se):
-        rows = [_row("softmax", 64), _row("adaptive", 64, ppl=ppl, acc=acc)]
-        rows[1] |= {"delta_nll_sd": sd, "sequences": sequences, "accuracy_se": se}
-        rows[0] |= {"accuracy_se": se}
-        e = effects(pd.DataFrame(rows)).iloc[0]
-        return e["ppl_effect"], e["retrieval_effect"]
-
-    assert one(-0.12, 0.1, 4, 0.5, 0.02)[0] == "neutral"  # 2.4 SE < t₃
-    assert one(-0.12, 0.1 * 5, 100, 0.5, 0.02)[0] == "helps"  # 2.4 SE > t₉₉
-    assert one(0.4, 0.1, 4, 0.5, 0.02)[0] == "hurts"  # 8 SE
-    assert one(-0.002, 0.0001, 4, 0.5, 0.02)[0] == "neutral"  # significant, below 0.5 %
-    assert one(-0.12, float("nan"), 1, 0.5, 0.02)[0] == "untested"
-    se = 0.1 / (1.96 * math.sqrt(2)) * 0.99  # the 0.1 gap just past 1.96 SE of the difference
-    assert one(0.0, 0.01, 4, 0.6, se)[1] == "helps" and one(0.0, 0.01, 4, 0.4, se)[1] == "hurts"
-    assert one(0.0, 0.01, 4, 0.6, se * 1.02)[1] == "neutral"

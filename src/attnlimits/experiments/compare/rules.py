@@ -6,7 +6,7 @@ Each turns per-length numbers of one normaliser against softmax into ``"reproduc
 ``"partly"`` or ``"not reproduced"``, and ``"n/a"`` where the run lacks the numbers; "not
 testable" (no length where the statement applies) is decided where the tables are read
 (``claims.py``), with its reason. ``helps`` / ``hurts`` / ``neutral`` per length are
-``claims.effects``' (a change whose 95 % interval excludes 0). ``tests/test_compare_claims.py``
+``claims.effects``' (a paired change beyond 2 standard errors). ``tests/test_compare_claims.py``
 holds known answers for every verdict on both sides of each threshold.
 """
 

@@ -23,9 +23,8 @@ ADAPTIVE = Statement(
     HEADLINE,
     "applying adaptive temperature leads to a more performant retrieval head on larger inputs",
     _LARGER + "the retrieval probe's accuracy against softmax's at each, swapped into every head "
-    "of a pretrained LM (ours; paper B: one trained head on max retrieval); better: the "
-    "difference's 95 % interval from the two binomial standard errors above 0 (paper B: a "
-    "paired test, its name lost in our copy)",
+    "of a pretrained LM (ours; paper B: one trained head on max retrieval); better: beyond 2 "
+    "standard errors of the difference (paper B: a paired test, its name lost in our copy)",
 )
 ADAPTIVE_SHARPER = Statement(
     "its heads are sharper on larger inputs (paper B, Fig. 7)",
