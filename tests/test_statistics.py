@@ -15,6 +15,7 @@ from scipy import stats
 from attnlimits.claims.statistics import (
     LEVEL,
     difference_interval,
+    loglog_slope,
     paired_seeds_questions,
     proportion_interval,
     quantile,
@@ -301,3 +302,12 @@ def test_falls_throughout() -> None:
     assert bool(falls_throughout([0.3]))  # vacuous: the caller decides whether one n judges
     with pytest.raises(ValueError, match="last axis"):
         falls_throughout(0.3)
+
+
+def test_loglog_slope_is_a_power_laws_exponent() -> None:
+    """y = 3·x² has slope 2; points with x or y ≤ 0, or not finite, are left out."""
+    x = np.array([1.0, 2, 4, 8, -1, 16])
+    y = np.array([3.0, 12, 48, np.nan, 5, 0.0])
+    r = loglog_slope(x, y)
+    assert float(r.estimate) == pytest.approx(2.0) and float(r.se) == pytest.approx(0, abs=1e-12)
+    assert math.isnan(float(loglog_slope([1.0, 2.0], [0.0, 1.0]).estimate))  # one point left

@@ -71,7 +71,8 @@ degrees of freedom. CLRS-Text decides nothing on fewer than 3 seeds.
 coverage near 0 and 1 where the Wald interval collapses (Brown, Cai & DasGupta 2001).
 
 **A slope** (:func:`slope_interval`): the least-squares slope of y on x with its Student-t
-interval on n − 2 degrees of freedom (``scipy.stats.linregress``'s standard error).
+interval on n − 2 degrees of freedom (``scipy.stats.linregress``'s standard error);
+:func:`loglog_slope` the same on log x and log y (a power law's exponent).
 
 **A difference with its standard error** (:func:`difference_interval`): estimate ± t_ν · SE,
 ν = ∞ (the normal quantile) for two independent cells each with a binomial or Monte Carlo
@@ -83,12 +84,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 __all__ = [
     "LEVEL",
     "Interval",
     "difference_interval",
+    "loglog_slope",
     "paired_seeds_questions",
     "proportion_interval",
     "quantile",
@@ -98,8 +101,6 @@ __all__ = [
 
 #: The level of every interval our verdicts use (ours: the conventional two-sided 95 %).
 LEVEL = 0.95
-
-ArrayLike = np.ndarray | float | int
 
 
 class Interval(NamedTuple):
@@ -256,3 +257,14 @@ def slope_interval(x: ArrayLike, y: ArrayLike, level: float = LEVEL) -> Interval
         df = np.where(n > 2, n - 2, np.nan)
         se = np.sqrt((resid * resid).sum(-1) / df / sxx)
     return difference_interval(slope, np.where(np.isnan(slope), np.nan, se), df, level)
+
+
+def loglog_slope(x: ArrayLike, y: ArrayLike, level: float = LEVEL) -> Interval:
+    """:func:`slope_interval` of log ``y`` on log ``x`` (the exponent a of y ∝ x^a); points
+    where x or y is not positive, or not finite, are left out."""
+    x, y = np.broadcast_arrays(np.asarray(x, np.float64), np.asarray(y, np.float64))
+    ok = (x > 0) & (y > 0)  # NaN compares False: left out too
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return slope_interval(
+            np.where(ok, np.log(x), np.nan), np.where(ok, np.log(y), np.nan), level
+        )

@@ -27,23 +27,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlimits.claims.statistics import slope_interval
+from attnlimits.claims.statistics import loglog_slope
 
 __all__ = ["dispersion_slope", "falls_throughout"]
 
 
 def dispersion_slope(lengths: np.ndarray, max_weight: np.ndarray) -> np.ndarray:
     """The least-squares slope of log ``max_weight`` against log ``lengths`` along the last axis
-    (:func:`attnlimits.claims.statistics.slope_interval`): −1 for weights that fall as 1/n,
+    (:func:`attnlimits.claims.statistics.loglog_slope`): −1 for weights that fall as 1/n,
     0 for weights that do not fall. Points with a weight ≤ 0 or NaN are left out; fewer than
     two points, or one length only: NaN."""
     n = np.asarray(lengths, np.float64)
-    w = np.asarray(max_weight, np.float64)
     if bool((n <= 0).any()):
         raise ValueError("lengths must be > 0")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_w = np.where(w > 0, np.log(w), np.nan)
-    return slope_interval(np.log(n), log_w).estimate
+    return loglog_slope(n, max_weight).estimate
 
 
 def falls_throughout(max_weight: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from attnlimits.claims import verdicts
-from attnlimits.claims.statistics import difference_interval
+from attnlimits.claims.statistics import difference_interval, loglog_slope
 from attnlimits.experiments.limitations import rules
 from attnlimits.experiments.limitations.statements import S
 
@@ -46,12 +46,10 @@ E_COLS = {  # grid column -> the report's name of that form of E
 }
 
 
-def loglog_slope(x: pd.Series | np.ndarray, y: pd.Series | np.ndarray) -> float:
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    ok = (x > 0) & (y > 0) & np.isfinite(y)
-    if ok.sum() < 2:
-        return math.nan
-    return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
+def _slope(x: pd.Series | np.ndarray, y: pd.Series | np.ndarray) -> float:
+    """The log-log slope (:func:`attnlimits.claims.statistics.loglog_slope`) as a float: NaN
+    with fewer than two positive points."""
+    return float(loglog_slope(np.asarray(x, float), np.asarray(y, float)).estimate)
 
 
 def _per_head(df: pd.DataFrame, by: str, cols: list[str]) -> pd.DataFrame:
@@ -91,8 +89,8 @@ def slopes_in_l(
     cols = ["distance", "bound", *forms]
     ph = _per_head(alg1, "L", cols)
     mean = ph.groupby("L")[cols].mean()
-    slope_d = loglog_slope(mean.index, mean["distance"])
-    return slope_d, {c: loglog_slope(mean.index, mean[c]) for c in forms}, ph
+    slope_d = _slope(mean.index, mean["distance"])
+    return slope_d, {c: _slope(mean.index, mean[c]) for c in forms}, ph
 
 
 def claim_i(alg1: pd.DataFrame, form: str) -> list[Row]:
@@ -401,9 +399,7 @@ def claim_v(alg5: pd.DataFrame, eps: str = "all", statistic: str = "sensitivity"
     # flat in T), so an ε is judged over the T < 0.1 above it and left out with fewer than two
     deriv = [low[low.index > e][e] for e in top.columns]
     capped = [len(d) < 2 for d in deriv]
-    slopes = [
-        math.nan if c else loglog_slope(d.index, d) for d, c in zip(deriv, capped, strict=True)
-    ]
+    slopes = [math.nan if c else _slope(d.index, d) for d, c in zip(deriv, capped, strict=True)]
     order = [bool((np.diff(r) <= np.abs(r[:-1]) * 1e-9).all()) for r in low.to_numpy()]
     t_lo, t_hi = top.index[top.index <= 0.1], top.index[top.index >= 1]
     factor = factor_a = math.nan  # reading (b), from T = 0.01; (a), from T = 0.1
