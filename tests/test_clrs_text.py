@@ -38,7 +38,6 @@ from attnlimits.experiments.clrs_text.evaluate import (
     choose_lr,
     paired_interval,
     paired_table,
-    wilson_interval,
 )
 from attnlimits.experiments.clrs_text.model import (
     ByteTokenizer,
@@ -151,14 +150,6 @@ def test_adaptive_arm_trains_with_gradients_through_every_parameter():
 
 
 # ---- evaluation ----------------------------------------------------------------------------
-def test_wilson_interval_known_answers():
-    lo, hi = wilson_interval(0, 10)
-    assert lo == 0 and hi == pytest.approx(0.2775, abs=1e-4)
-    lo, hi = wilson_interval(5, 10)
-    assert (lo, hi) == (pytest.approx(0.2366, abs=1e-4), pytest.approx(0.7634, abs=1e-4))
-    assert all(math.isnan(v) for v in wilson_interval(0, 0))
-
-
 def _naive_paired_interval(cells: dict[tuple[int, int], tuple[int, int]]) -> tuple[float, ...]:
     """The reference kept here: ``cells[(seed, question)] = (correct, base)`` -> (mean, low,
     high, p) by loops: per-seed mean differences, their sd; per-question means over seeds, their

@@ -296,7 +296,15 @@ def test_claims_verdicts_known_answers() -> None:
     assert _judged(rises, S.DISPERSES.claim) == verdicts.REPRODUCED
     assert _judged(tables, S.DISPERSES.claim) == verdicts.NOT  # equal: it does not rise
     first = (acc["mode"] == "softmax") & (acc["n"] == 2)
-    for accuracy, se, expected in ((1.0, 0.01, verdicts.REPRODUCED), (0.52, 0.05, verdicts.NOT)):
+    # the drop's 95 % normal interval, SE = √2·se, the other cell at 0.5: above 0 past 1.96 of
+    # them (0.137 / 0.0707 = 1.94 is not; 0.140 / 0.0707 = 1.98 is, where 2 SE was not)
+    cases = (
+        (1.0, 0.01, verdicts.REPRODUCED),
+        (0.52, 0.05, verdicts.NOT),
+        (0.637, 0.05, verdicts.NOT),
+        (0.640, 0.05, verdicts.REPRODUCED),
+    )
+    for accuracy, se, expected in cases:
         a = acc.assign(accuracy=acc["accuracy"].where(~first, accuracy), se=se)
         got = _judged(tables | {"accuracy": a}, S.ACCURACY_FALLS.claim)
         assert got == expected, (accuracy, se)

@@ -14,6 +14,7 @@ import torch
 from scipy import stats
 from scipy.stats import ttest_rel
 
+from attnlimits.claims.statistics import paired_seeds_questions
 from attnlimits.experiments.softmax_not_enough import (
     EvalConfig,
     MaxRetrievalModel,
@@ -29,12 +30,8 @@ from attnlimits.experiments.softmax_not_enough import (
     train,
     uncertainty,
 )
-from attnlimits.experiments.softmax_not_enough.evaluate import P_BOOT_ROW, P_TTEST_ROW, paired_t
-from attnlimits.experiments.softmax_not_enough.uncertainty import (
-    crossed_bootstrap,
-    pack_hits,
-    unpack_hits,
-)
+from attnlimits.experiments.softmax_not_enough.evaluate import P_BOOT_ROW, P_TTEST_ROW
+from attnlimits.experiments.softmax_not_enough.uncertainty import pack_hits, unpack_hits
 from attnlimits.theory import binomial_standard_error as accuracy_se
 
 # the module, which the package's ``train`` (the function) hides
@@ -527,60 +524,40 @@ def test_paired_table_layout() -> None:
 
 
 # ---- intervals over seeds and test sets ----------------------------------------------------
+# (the interval itself is tested in tests/test_statistics.py; here: the cells, their sets and
+# the pairing with the baseline)
 
 
-def test_bootstrap_with_identical_seeds_is_the_binomial_error() -> None:
-    rng = np.random.default_rng(0)
-    m = 2000
-    hits = np.broadcast_to(rng.random(m) < 0.3, (1, 10, m))  # every seed the same
-    r = crossed_bootstrap(hits, n_boot=4000)
-    p = hits[0, 0].mean()
-    assert r.se[0] == pytest.approx(math.sqrt(p * (1 - p) / m), rel=0.05)
-    half = 1.96 * math.sqrt(p * (1 - p) / m)
-    assert r.low[0] == pytest.approx(p - half, abs=0.15 * half)
-    assert r.high[0] == pytest.approx(p + half, abs=0.15 * half)
-
-
-def test_bootstrap_with_many_sets_is_the_seed_error() -> None:
-    rng = np.random.default_rng(1)
-    rates = np.linspace(0.3, 0.9, 8)
-    hits = rng.random((1, 8, 100_000)) < rates[:, None]  # set error ≈ 0.0015, seeds' ≈ 0.07
-    r = crossed_bootstrap(hits, n_boot=2000)
-    acc = hits[0].mean(1)
-    # the bootstrap of a mean of S values has SD std(ddof=0)/√S
-    assert r.se[0] == pytest.approx(acc.std() / math.sqrt(8), rel=0.06)
-
-
-def test_bootstrap_counts_the_shared_set_error_the_t_test_misses() -> None:
-    """Ten seeds agree set by set; adaptive wins 2 of 32 sets for every seed, plus seed
-    noise. The t-test over seeds sees ten equal gains (p tiny); resampling the sets, the
-    gain is 2 sets' luck (p large)."""
+def test_seeds_by_sets_is_the_one_interval_per_cell_and_pair() -> None:
     rng = np.random.default_rng(2)
-    base = rng.random(32) < 0.3
-    soft = np.tile(base, (10, 1))
-    soft[np.arange(10), rng.integers(0, 32, 10)] ^= True  # a little seed-to-seed noise
-    adap = soft.copy()
-    adap[:, np.flatnonzero(~base)[:2]] = True  # the same two sets won by every seed
-    t_p = paired_t(adap.mean(1), soft.mean(1))[1]  # the report's t-test (scipy warns here)
-    r = crossed_bootstrap(np.stack([soft, adap]), baseline=0, n_boot=4000)
-    assert t_p < 1e-6 and r.p_value[1] > 0.1 and r.diff_low[1] <= 0 <= r.diff_high[1]
-    assert r.diff[1] == pytest.approx(2 / 32) and np.isnan(r.p_value[0])
-    # with 40 such sets among 640 the same gain is significant
-    many = np.stack([np.tile(soft, 20), np.tile(adap, 20)])
-    assert crossed_bootstrap(many, baseline=0, n_boot=4000).p_value[1] < 0.01
+    hits = rng.random((3, 10, 64)) < np.array([0.4, 0.6, 0.5])[:, None, None]
+    r = uncertainty.seeds_by_sets(hits, baseline=0)
+    for c in range(3):
+        own = paired_seeds_questions(hits[c].astype(float))
+        assert (r.mean[c], r.low[c], r.high[c]) == pytest.approx(
+            (float(own.estimate), float(own.low), float(own.high)), rel=1e-12
+        )
+    pair = paired_seeds_questions(hits[2].astype(float), hits[0].astype(float))
+    assert (r.diff[2], r.diff_low[2], r.p_value[2]) == pytest.approx(
+        (float(pair.estimate), float(pair.low), float(pair.p_value)), rel=1e-12
+    )
+    assert np.isnan(r.diff[0]) and np.isnan(r.p_value[0])
+    assert np.isnan(uncertainty.seeds_by_sets(hits).diff).all()  # no baseline, no pairs
 
 
-def test_bootstrap_uses_each_cells_own_sets() -> None:
+def test_seeds_by_sets_uses_each_cells_own_sets() -> None:
     """A cell that drew fewer sets is judged on those alone, and paired on the common ones."""
     hits = np.zeros((2, 3, 100))
     hits[0, :, :50] = 1.0  # baseline: 50 sets all correct ...
     hits[0, :, 50:] = 7.0  # ... and garbage past its n_sets
     hits[1, :, :] = 1.0
-    r = crossed_bootstrap(hits, n_sets=np.array([50, 100]), baseline=0, n_boot=300)
+    r = uncertainty.seeds_by_sets(hits, n_sets=np.array([50, 100]), baseline=0)
     assert r.mean.tolist() == [1.0, 1.0] and r.diff[1] == 0.0
     assert r.low[0] == r.high[0] == 1.0 and r.p_value[1] == 1.0
     with pytest.raises(ValueError, match="n_sets"):
-        crossed_bootstrap(hits, n_sets=np.array([0, 100]))
+        uncertainty.seeds_by_sets(hits, n_sets=np.array([0, 100]))
+    with pytest.raises(ValueError, match="baseline"):
+        uncertainty.seeds_by_sets(hits, baseline=2)
 
 
 def test_hits_pack_round_trip() -> None:
@@ -590,19 +567,19 @@ def test_hits_pack_round_trip() -> None:
         assert np.array_equal(unpack_hits(pack_hits(h), m), h)
 
 
-def test_summary_bootstrap_columns_from_evaluate() -> None:
+def test_summary_interval_columns_from_evaluate() -> None:
     model = MaxRetrievalModel(small(), seeds=(0, 1, 2))
-    cfg = EvalConfig(sizes=(4, 16), n_sets=200, target_se=None, n_boot=500)
+    cfg = EvalConfig(sizes=(4, 16), n_sets=200, target_se=None)
     acc = evaluate(model, cfg, {"softmax": ("softmax", {}), "topk": ("topk", {"k": 1})})
-    s = summary_table(acc, n_boot=500).set_index(["norm", "size"])
+    s = summary_table(acc).set_index(["norm", "size"])
     for (norm, size), row in s.iterrows():
         cell = acc[(acc["norm"] == norm) & (acc["size"] == size)]
         assert row["mean"] == pytest.approx(cell["accuracy"].mean())
         assert row["ci_low"] <= row["mean"] <= row["ci_high"] and row["n_sets"] == 200
-        assert row["se_boot"] > row["se"] / 3  # both levels: at least the seeds' share
+        assert row["se_seeds_sets"] > row["se"] / 3  # both levels: at least the seeds' share
     hits = np.stack([unpack_hits(acc[(acc["norm"] == n) & (acc["size"] == 16)]["hits"], 200)
                      for n in ("softmax", "topk")])  # fmt: skip
-    direct = crossed_bootstrap(hits, baseline=0, n_boot=500, seed=16)  # boot_seed + size
+    direct = uncertainty.seeds_by_sets(hits, baseline=0)
     assert s.loc[("topk", 16), "p_value"] == direct.p_value[1]
     assert s.loc[("topk", 16), "diff_low"] == direct.diff_low[1]
 
@@ -625,7 +602,6 @@ def test_summary_bootstrap_columns_from_evaluate() -> None:
         lambda: TrainConfig(schedule="linear"),
         lambda: TrainConfig(steps=10, warmup=11),
         lambda: EvalConfig(max_items=0),
-        lambda: EvalConfig(n_boot=10),
     ],
 )
 def test_bad_config_raises(make) -> None:  # type: ignore[no-untyped-def]
@@ -639,34 +615,13 @@ def test_unknown_normaliser_raises(gen: torch.Generator) -> None:
         model(*make_batch(2, 3, generator=gen)[:2])
 
 
-# ---- issue 40: few-seed correction, the steps rule, the pooled headline -------------------
+# ---- issue 40: the steps rule, the pooled headline ---------------------------------------
 
 
 def _crossed(rng: np.random.Generator, seeds: int, m: int, sd: tuple[float, float, float]):
     """Seed effect + set effect + interaction, true mean 0: ``[seeds, m]``."""
     return (sd[0] * rng.normal(size=(seeds, 1)) + sd[1] * rng.normal(size=(1, m))
             + sd[2] * rng.normal(size=(seeds, m)))  # fmt: skip
-
-
-def _coverage(seeds: int, sims: int, correct: bool) -> float:
-    rng = np.random.default_rng(1)
-    hit = 0
-    for i in range(sims):  # simulations, not seeds or sets
-        r = crossed_bootstrap(_crossed(rng, seeds, 32, (1.0, 0.3, 0.3))[None], n_boot=300,
-                              seed=i, correct=correct)  # fmt: skip
-        hit += bool(r.low[0] <= 0 <= r.high[0])
-    return hit / sims
-
-
-def test_the_interval_covers_at_three_seeds_only_with_the_seed_level_t_correction():
-    """A seed-dominated crossed design at 3 seeds, 150 simulations: the raw percentile
-    interval covers the true mean about 72 % of the time, the corrected one at least 90 %."""
-    assert _coverage(3, 150, correct=False) < 0.85
-    assert _coverage(3, 150, correct=True) >= 0.90
-    assert uncertainty.seed_factor(3) == pytest.approx(
-        stats.t.ppf(0.975, 2) / stats.norm.ppf(0.975) * math.sqrt(1.5)
-    )
-    assert uncertainty.seed_factor(10) == 1.0
 
 
 def test_steps_rule_follows_the_longer_length_only_when_the_headline_moved():
@@ -697,7 +652,7 @@ def test_gain_matrix_counts_every_size_once():
     g = gain_matrix(acc, [32, 64])
     assert g.shape == (2, 50) and g.mean() == pytest.approx(0.3)  # (0.5 + 0.1) / 2
     assert gain_matrix(acc, [64], n_sets={64: 8}).mean() == pytest.approx(0.5)
-    mean, low, high = pooled_gain(acc, [32, 64], n_boot=200)
+    mean, low, high = pooled_gain(acc, [32, 64])
     assert mean == pytest.approx(0.3) and low <= mean <= high
 
 
@@ -742,10 +697,10 @@ def _fold_acc(in_sample: float, held_out: float) -> tuple[pd.DataFrame, pd.DataF
 def test_a_refit_is_judged_better_only_on_seeds_it_was_not_fitted_on():
     from attnlimits.experiments.softmax_not_enough.claims import held_out_refits
 
-    overfit = held_out_refits(*_fold_acc(0.3, 0.0), 16, n_boot=300)
+    overfit = held_out_refits(*_fold_acc(0.3, 0.0), 16)
     assert overfit["outcome"].tolist() == ["inconclusive"] * 3
     assert overfit["evaluated on seeds"].tolist()[:2] == ["[5, 6, 7, 8, 9]", "[0, 1, 2, 3, 4]"]
-    general = held_out_refits(*_fold_acc(0.3, 0.3), 16, n_boot=300)
+    general = held_out_refits(*_fold_acc(0.3, 0.3), 16)
     assert general["outcome"].tolist() == ["better"] * 3
 
 
@@ -765,5 +720,5 @@ def test_the_ablation_report_states_the_length_the_steps_rule_picks():
                                               "hits": uncertainty.pack_hits(hits)}))  # fmt: skip
         return pd.concat(rows, ignore_index=True)
 
-    assert "**20,000 steps**" in steps_decision(ablation(0.3), 16, n_boot=300)[0]
-    assert "**5,000 steps**" in steps_decision(ablation(0.0), 16, n_boot=300)[0]
+    assert "**20,000 steps**" in steps_decision(ablation(0.3), 16)[0]
+    assert "**5,000 steps**" in steps_decision(ablation(0.0), 16)[0]

@@ -30,7 +30,7 @@ def tiny(**kw) -> MaxRetrievalConfig:  # type: ignore[no-untyped-def]
     return MaxRetrievalConfig(
         model=ModelConfig(width=16),
         train=TrainConfig(steps=12, batch=8, log_every=4, ckpt_every=6, max_size=4),
-        eval=EvalConfig(sizes=(4, 8), n_sets=40, n_boot=200),
+        eval=EvalConfig(sizes=(4, 8), n_sets=40),
         profile_sizes=(4, 8),
         **kw,
     )

@@ -93,7 +93,7 @@ def _run(folder: Path, tables: dict[str, pd.DataFrame], **params: object) -> Pat
         "params": {"preset": "quick", "seeds": 2, "steps": None, "ablation": False, **params},
         "benchmark": {"seeds": [0, 1], "train": {"max_size": 16, "steps": 20,
                       "schedule": "cosine", "regularizer": "coupled"},
-                      "model": {"variant": "listing"}, "eval": {"n_boot": 200}},
+                      "model": {"variant": "listing"}, "eval": {}},
         "machine": {"cpu": "TestCPU", "cpu_capability": "AVX2", "cores": 2, "torch_threads": 1},
         "wall_time_total_s": {"max_retrieval.train_eval": 12.4},
     }  # fmt: skip

@@ -9,6 +9,9 @@
   equivalent, inconclusive, mixed) and the rule from an interval to it;
 - :mod:`.rules`: rule shapes built from thresholds (:class:`~.rules.Graded`,
   :class:`~.rules.Share`, :class:`~.rules.Holds`) that judge a statistic and print themselves.
+- :mod:`.statistics`: the intervals of the designs we have (seeds × shared questions, a
+  proportion, a slope, a difference with its standard error), each method chosen once; numpy
+  and scipy, imported by name (``attnlimits.claims.statistics``), not re-exported here.
 
 It sits below :mod:`attnlimits.view` (pure Python, no torch), so that the pages render verdicts
 from the engine's own constants, and every experiment's ``claims.py`` judges through it.

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from attnlimits.claims import statistics
 from attnlimits.metrics.jacobian import finite_difference_sensitivity
 from attnlimits.theory.sensitivity import corollary3_bound_as_printed
 
@@ -51,11 +52,9 @@ def rows(seed: int = 0) -> dict[str, Tensor]:
 
 def loglog_slope(t: np.ndarray, y: np.ndarray) -> float:
     """Least-squares slope of log y against log t over the points with y > 0 (δ underflows
-    to 0 at small T on rows with a clear top logit); NaN with fewer than two."""
-    ok = y > 0
-    if ok.sum() < 2:
-        return math.nan
-    return float(np.polyfit(np.log(t[ok]), np.log(y[ok]), 1)[0])
+    to 0 at small T on rows with a clear top logit); NaN with fewer than two
+    (:func:`attnlimits.claims.statistics.loglog_slope`)."""
+    return float(statistics.loglog_slope(t, y).estimate)
 
 
 class Curve(NamedTuple):

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import math
 
+from attnlimits.claims import statistics
+
 #: The paper's words, as in our copy (../shared/papers; a test finds each there).
 QUOTES = (
     r"The critical-N\displaystyle N curve grows sub-linearly (0.06L\displaystyle\approx 0.06L)",
@@ -41,12 +43,8 @@ def fractions(a: float, lengths: tuple[int, ...] = LENGTHS) -> list[float]:
 
 def loglog_slope(a: float, lengths: tuple[int, ...] = LENGTHS) -> float:
     """Least-squares log-log slope of c·L^a over ``lengths`` (= a: a check of the arithmetic)."""
-    x = [math.log(n) for n in lengths]
-    y = [math.log(f * n) for f, n in zip(fractions(a, lengths), lengths, strict=True)]
-    mx, my = sum(x) / len(x), sum(y) / len(y)
-    return sum((u - mx) * (v - my) for u, v in zip(x, y, strict=True)) / sum(
-        (u - mx) ** 2 for u in x
-    )
+    y = [f * n for f, n in zip(fractions(a, lengths), lengths, strict=True)]
+    return float(statistics.loglog_slope(list(lengths), y).estimate)
 
 
 def smallest_exponent(within: float = 0.2, lengths: tuple[int, ...] = LENGTHS) -> float:

@@ -9,6 +9,8 @@ Per-row metrics return NaN where a row cannot be scored, with a ``valid`` flag b
 - :mod:`~attnlimits.metrics.jacobian`: exact softmax Jacobian norm, finite-difference sensitivity
 - :mod:`~attnlimits.metrics.entropy`: entropy, max weight, logit spread, effective support
 - :mod:`~attnlimits.metrics.criticality`: critical N by the Kolmogorov–Smirnov test (Alg. 3)
+- :mod:`~attnlimits.metrics.dispersion`: paper B's dispersion, the largest weight against n
+  (numpy, imported by name, not re-exported here: it needs scipy)
 """
 
 from attnlimits.metrics._rows import RowMean, row_mean

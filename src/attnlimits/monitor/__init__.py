@@ -37,8 +37,10 @@ that is not the monitor's own, or a symbolic link, is refused in one line. At th
 training (close, or the Trainer's ``on_train_end``) ``attention_monitor.html`` beside it shows
 the table (:mod:`attnlimits.view`). A head is judged on the rows with at least two kept keys:
 it has *collapsed* when ``H < collapse_entropy`` (0.05 nats) on every row, *dispersed* when
-``H / log n_keys > disperse_ratio`` (0.95) on every row; each head warns
-(:class:`AttentionHeadWarning`) once per kind. See docs/monitor.md.
+``H / log n_keys > disperse_ratio`` (0.95) on every row (the normalised entropy of one step: the
+end state paper B's dispersion leads to, near-uniform weights, not the trend over n that
+:mod:`attnlimits.metrics.dispersion` measures); each head warns (:class:`AttentionHeadWarning`)
+once per kind. See docs/monitor.md.
 """
 
 from __future__ import annotations

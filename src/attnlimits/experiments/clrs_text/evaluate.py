@@ -5,17 +5,15 @@
 the interval of :func:`paired_interval` against a baseline of 0 (``ci_seeds_*``: the seeds'
 spread and the questions' sampling, so three equal seeds do not give a point). The paired
 comparison of two arms is the mean over seeds of the per-seed accuracy difference (arm −
-baseline, same seed index, same questions), with a 95 % interval that counts both sources of
-chance (:func:`paired_interval`): the spread of the n seeds, and the sampling of the Q test
-questions, which every seed shares (so more seeds do not shrink it):
-mean ± t₀.₉₇₅,ν · √(sd²/n + var_q/Q), var_q the variance over questions of each question's
-difference averaged over seeds, ν the Welch–Satterthwaite degrees of freedom of the two
-variance estimates (ours: two equal seeds no longer give an interval of width 0; conservative,
-since the seed × question interaction counts in both terms).
+baseline, same seed index, same questions), with the one interval of the seeds × shared
+questions design (:mod:`attnlimits.claims.statistics`, its docstring gives the formula, the
+reason and the measured coverage): it counts the spread of the n seeds and the sampling of the
+Q test questions, which every seed shares (so more seeds do not shrink it).
 Fewer than :data:`MIN_SEEDS` seeds decide nothing. Wilson's 95 % score interval of the pooled
-answers (``ci_samples_*``) and the per-question counts (``wins``: questions only the arm answers,
-``losses``: only the baseline) treat every (seed, question) pair as independent: they are
-description only and decide nothing.
+answers (``ci_samples_*``, :func:`attnlimits.claims.statistics.proportion_interval`) and the
+per-question counts (``wins``: questions only the arm answers, ``losses``: only the baseline)
+treat every (seed, question) pair as independent: they are description only and decide
+nothing.
 
 **Trivial baselines** (:func:`baseline_table`, per algorithm and length): ``chance``, always
 giving the most common answer of the test split itself (the best constant answer in hindsight,
@@ -39,12 +37,10 @@ models stopped at the step cap, neither at the target nor converged, is not test
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from attnlimits.claims.statistics import proportion_interval, seeds_questions
 from attnlimits.experiments.clrs_text.data import result_of
 
 # the testable gate's thresholds, with their provenance, are the rules' (written once there)
@@ -58,18 +54,7 @@ __all__ = [
     "choose_lr",
     "paired_interval",
     "paired_table",
-    "wilson_interval",
 ]
-
-
-def wilson_interval(correct: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson's score interval for ``correct`` successes of ``n`` (``(nan, nan)`` when n = 0)."""
-    if n <= 0:
-        return math.nan, math.nan
-    p = correct / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 _FLOAT = r"\d+\.\d+"
@@ -140,9 +125,7 @@ def accuracy_table(answers: pd.DataFrame, baselines: pd.DataFrame) -> pd.DataFra
         result_accuracy=("result", "mean"),
     ).reset_index()
     t["accuracy"] = t["k"] / t["n"]
-    bounds = [wilson_interval(int(k), int(n)) for k, n in zip(t["k"], t["n"], strict=True)]
-    t["ci_samples_low"] = [lo for lo, _ in bounds]
-    t["ci_samples_high"] = [hi for _, hi in bounds]
+    t["ci_samples_low"], t["ci_samples_high"] = proportion_interval(t["k"], t["n"])
     # the interval counts the seeds' spread and the questions' sampling, as the paired one does
     ci = paired_interval(answers.assign(base=0.0), keys).set_index(keys)
     t = t.join(ci[["ci_low", "ci_high"]], on=keys)
@@ -167,37 +150,27 @@ def accuracy_table(answers: pd.DataFrame, baselines: pd.DataFrame) -> pd.DataFra
 def paired_interval(frame: pd.DataFrame, group: list[str]) -> pd.DataFrame:
     """Per ``group`` of ``frame`` (a row per (seed, length, question) with ``correct`` and
     ``base`` in {0, 1}): the mean over seeds of the per-seed accuracy difference, its 95 %
-    interval counting the seeds' spread and the questions' sampling (the module docstring:
-    mean ± t₀.₉₇₅,ν · √(sd²/n + var_q/Q), ν by Welch–Satterthwaite), the two-sided t-test's
-    ``p_t`` on that standard error and ν, ``seeds`` (n) and ``questions`` (Q).
+    interval of the seeds × shared questions design
+    (:func:`attnlimits.claims.statistics.seeds_questions`: the seeds' spread and the
+    questions' sampling), its two-sided ``p_t``, ``seeds`` (n) and ``questions`` (Q; a
+    question is a (length, question) pair where the group pools lengths).
 
     One seed: interval and p are nan. No spread at all: the interval is the mean itself and p
     is 0 (1 where the mean is 0)."""
     d = frame.assign(d=frame["correct"].astype(float) - frame["base"].astype(float))
     per_seed = d.groupby([*group, "seed"], sort=True)["d"].mean().rename("difference")
-    g = per_seed.reset_index().groupby(group, sort=True)["difference"].agg(["mean", "std", "count"])
+    g = per_seed.reset_index().groupby(group, sort=True)["difference"].agg(["mean", "var", "count"])
     inner = [c for c in ("length", "question") if c not in group]
     q = d.groupby([*group, *inner], sort=True)["d"].mean().reset_index()
     qv = q.groupby(group, sort=True)["d"].agg(["var", "count"])
-    n = g["count"].to_numpy(float)
-    mean, sd = g["mean"].to_numpy(float), g["std"].to_numpy(float)
-    var_q = np.nan_to_num(qv["var"].to_numpy(float)) / qv["count"].to_numpy(float)
-    a, b, nq = sd**2 / n, var_q, qv["count"].to_numpy(float)
-    with np.errstate(divide="ignore", invalid="ignore"):  # Welch–Satterthwaite
-        df = (a + b) ** 2 / (a**2 / (n - 1) + np.where(nq > 1, b**2 / (nq - 1), 0.0))
-    df = np.where(n > 1, np.where(np.isfinite(df), df, n - 1), np.nan)
-    se = np.sqrt(a + b)
-    half = stats.t.ppf(0.975, df) * se
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(se > 0, mean / se, np.where(mean == 0, 0.0, np.inf))
-    p = np.where(np.isnan(df), np.nan, 2 * stats.t.sf(np.abs(t), df))
+    r = seeds_questions(g["mean"], g["var"], g["count"], qv["var"], qv["count"])
     return g.reset_index()[group].assign(
-        seeds=n.astype(int),
+        seeds=g["count"].to_numpy(int),
         questions=qv["count"].to_numpy(int),
-        difference=mean,
-        ci_low=mean - half,
-        ci_high=mean + half,
-        p_t=p,
+        difference=r.estimate,
+        ci_low=r.low,
+        ci_high=r.high,
+        p_t=r.p_value,
     )
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from attnlimits.claims import verdicts
+from attnlimits.claims.statistics import difference_interval, loglog_slope
 from attnlimits.experiments.limitations import rules
 from attnlimits.experiments.limitations.statements import S
 
@@ -43,15 +44,12 @@ E_COLS = {  # grid column -> the report's name of that form of E
     "expectation_main_text": "printed",
     "expectation_rms": "rms",
 }
-Z95 = 1.959964  # the normal quantile of a two-sided 95 % interval
 
 
-def loglog_slope(x: pd.Series | np.ndarray, y: pd.Series | np.ndarray) -> float:
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    ok = (x > 0) & (y > 0) & np.isfinite(y)
-    if ok.sum() < 2:
-        return math.nan
-    return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
+def _slope(x: pd.Series | np.ndarray, y: pd.Series | np.ndarray) -> float:
+    """The log-log slope (:func:`attnlimits.claims.statistics.loglog_slope`) as a float: NaN
+    with fewer than two positive points."""
+    return float(loglog_slope(np.asarray(x, float), np.asarray(y, float)).estimate)
 
 
 def _per_head(df: pd.DataFrame, by: str, cols: list[str]) -> pd.DataFrame:
@@ -91,8 +89,8 @@ def slopes_in_l(
     cols = ["distance", "bound", *forms]
     ph = _per_head(alg1, "L", cols)
     mean = ph.groupby("L")[cols].mean()
-    slope_d = loglog_slope(mean.index, mean["distance"])
-    return slope_d, {c: loglog_slope(mean.index, mean[c]) for c in forms}, ph
+    slope_d = _slope(mean.index, mean["distance"])
+    return slope_d, {c: _slope(mean.index, mean[c]) for c in forms}, ph
 
 
 def claim_i(alg1: pd.DataFrame, form: str) -> list[Row]:
@@ -153,14 +151,16 @@ def plateau_change(
 
 def converge_interval(alg2: pd.DataFrame, form: str, n: int) -> tuple[float, float, float]:
     """E / d̃ at ``n`` (mean over heads of each, per-head means over windows first) and its 95 %
-    interval from E exact's standard error (Monte Carlo and row sampling; d̃ has none): the
-    closed forms have no noise, their interval is the point."""
+    interval from E exact's standard error (Monte Carlo and row sampling; d̃ has none; a
+    normal interval, :func:`attnlimits.claims.statistics.difference_interval`): the closed
+    forms have no noise, their interval is the point."""
     at = alg2[alg2["N"] == n]
     d = float(_per_head(at, "N", ["distance"])["distance"].mean())
     e = float(_per_head(at, "N", [form])[form].mean())
     se_col = f"{form}_se"
     se = float(np.sqrt((at[se_col] ** 2).sum()) / len(at)) if se_col in at else 0.0
-    return e / d, (e - Z95 * se) / d, (e + Z95 * se) / d
+    r = difference_interval(e, se)
+    return e / d, float(r.low) / d, float(r.high) / d
 
 
 def claim_ii(alg2: pd.DataFrame, form: str) -> list[Row]:
@@ -399,9 +399,7 @@ def claim_v(alg5: pd.DataFrame, eps: str = "all", statistic: str = "sensitivity"
     # flat in T), so an ε is judged over the T < 0.1 above it and left out with fewer than two
     deriv = [low[low.index > e][e] for e in top.columns]
     capped = [len(d) < 2 for d in deriv]
-    slopes = [
-        math.nan if c else loglog_slope(d.index, d) for d, c in zip(deriv, capped, strict=True)
-    ]
+    slopes = [math.nan if c else _slope(d.index, d) for d, c in zip(deriv, capped, strict=True)]
     order = [bool((np.diff(r) <= np.abs(r[:-1]) * 1e-9).all()) for r in low.to_numpy()]
     t_lo, t_hi = top.index[top.index <= 0.1], top.index[top.index >= 1]
     factor = factor_a = math.nan  # reading (b), from T = 0.01; (a), from T = 0.1

@@ -15,12 +15,12 @@ from typing import Any
 
 import pandas as pd
 
+from attnlimits.claims.statistics import difference_interval
 from attnlimits.claims.verdicts import NA, NOT, REPRODUCED
 from attnlimits.experiments.long_context.statements import (
     ACCURACY_FALLS,
     ADAPTIVE_HELPS,
     DISPERSES,
-    SE_MULTIPLE,
     SPREADS,
 )
 
@@ -53,7 +53,7 @@ def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.Da
     else:
         lo, hi = soft.iloc[0], soft.iloc[-1]
         first, last = a_soft.iloc[0], a_soft.iloc[-1]
-        drop = first.accuracy - last.accuracy
+        drop = difference_interval(first.accuracy - last.accuracy, math.hypot(first.se, last.se))
         rows = [
             DISPERSES.judged(
                 f"softmax answer-row entropy {lo.entropy:.2f} nats at n = {lo.n} → "
@@ -66,7 +66,7 @@ def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.Da
                 f"softmax accuracy {first.accuracy:.2f} ± {first.se:.2f} at n = {first.n} → "
                 f"{last.accuracy:.2f} ± {last.se:.2f} at n = {last.n}",
                 rule,
-                _yes(bool(drop > SE_MULTIPLE * math.hypot(first.se, last.se))),
+                _yes(bool(drop.low > 0)),
             ),
         ]
     paired = paired_counts(tables["answers"])

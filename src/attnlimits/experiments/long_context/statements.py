@@ -8,13 +8,10 @@ them on a pretrained LM's max-finding prompts, at inference. Every setting of th
 
 from __future__ import annotations
 
+from attnlimits.claims.statistics import LEVEL
 from attnlimits.claims.verdicts import HEADLINE, SUPPORTING, Statement
 
-__all__ = ["ACCURACY_FALLS", "ADAPTIVE_HELPS", "ALL", "DISPERSES", "SE_MULTIPLE", "SPREADS"]
-
-#: How many standard errors of the difference accuracy must fall by (ours: the normal
-#: approximation's two-sided 95 %, rounded; the same multiple compare uses).
-SE_MULTIPLE = 2.0
+__all__ = ["ACCURACY_FALLS", "ADAPTIVE_HELPS", "ALL", "DISPERSES", "SPREADS"]
 
 DISPERSES = Statement(
     "attention disperses as n grows (paper B, Lemma 2.1, Theorem 2.2)",
@@ -30,9 +27,9 @@ ACCURACY_FALLS = Statement(
     HEADLINE,
     "This makes it impossible to robustly compute functions that depend on any particular "
     "finite amount of input values, such as the aforementioned max",
-    f"under softmax, accuracy at the largest n is below that at the smallest by more than "
-    f"{SE_MULTIPLE:g} standard errors of the difference (ours: the prompts' binomial standard "
-    "errors, independent cells)",
+    f"under softmax, accuracy at the largest n is below that at the smallest: the difference's "
+    f"{LEVEL:.0%} normal interval above 0 (ours: the prompts' binomial standard errors, "
+    "independent cells; attnlimits.claims.statistics.difference_interval)",
 )
 ADAPTIVE_HELPS = Statement(
     "adaptive temperature at inference helps (paper B, §3)",

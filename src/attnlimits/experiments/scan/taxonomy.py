@@ -32,7 +32,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from attnlimits.claims.statistics import slope_interval
 from attnlimits.experiments.scan.rules import ABOUT, DISPERSING
+from attnlimits.metrics.dispersion import dispersion_slope
 
 __all__ = [
     "DISPERSING_SLOPE",
@@ -105,23 +107,23 @@ def head_kind(per_length: pd.DataFrame) -> pd.Series:
 
 
 def dispersion_slopes(per_length: pd.DataFrame) -> pd.DataFrame:
-    """Per (layer, head): the least-squares slopes of log max weight and of entropy against
-    log L over the scanned lengths (NaN with one length); 1/L dispersion has slope −1, and an
-    entropy that keeps up with log L has entropy slope 1."""
-    df = per_length.assign(
-        log_l=np.log(per_length["length"].astype(float)),
-        log_w=np.log(per_length["max_weight"].clip(lower=1e-300)),
+    """Per (layer, head): paper B's dispersion rate, the least-squares slope of log max weight
+    against log L over the scanned lengths (:func:`attnlimits.metrics.dispersion_slope`: 1/L
+    dispersion has slope −1), and the slope of entropy against log L (an entropy that keeps up
+    with log L has slope 1); NaN with one length."""
+    wide = per_length.pivot_table(
+        index=["layer", "head"], columns="length", values=["max_weight", "entropy"]
     )
-    g = df.groupby(["layer", "head"])
-    centred = df[["log_l", "log_w", "entropy"]] - g[["log_l", "log_w", "entropy"]].transform("mean")
-    var = (centred["log_l"] ** 2).groupby([df["layer"], df["head"]]).sum()
-    out = pd.DataFrame(
+    lengths = wide["max_weight"].columns.to_numpy(float)  # (L,)
+    return pd.DataFrame(
         {
-            name: (centred["log_l"] * centred[col]).groupby([df["layer"], df["head"]]).sum() / var
-            for name, col in (("dispersion_slope", "log_w"), ("entropy_slope", "entropy"))
-        }
-    )
-    return out.where(var > 0).reset_index()
+            "dispersion_slope": dispersion_slope(lengths, wide["max_weight"].to_numpy(float)),
+            "entropy_slope": slope_interval(
+                np.log(lengths), wide["entropy"][wide["max_weight"].columns].to_numpy(float)
+            ).estimate,
+        },
+        index=wide.index,
+    ).reset_index()
 
 
 def flag_heads(per_length: pd.DataFrame, fraction: float) -> pd.DataFrame:

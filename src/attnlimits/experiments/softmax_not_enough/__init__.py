@@ -61,7 +61,7 @@ from attnlimits.experiments.softmax_not_enough.temperature_fit import (
     seed_fits,
 )
 from attnlimits.experiments.softmax_not_enough.train import checkpoint_path, lr_factor, train
-from attnlimits.experiments.softmax_not_enough.uncertainty import crossed_bootstrap
+from attnlimits.experiments.softmax_not_enough.uncertainty import seeds_by_sets
 
 __all__ = [
     "ABLATION",
@@ -88,7 +88,6 @@ __all__ = [
     "clamp_points",
     "collect_points",
     "compute",
-    "crossed_bootstrap",
     "entropy_vs_temperature",
     "estimate",
     "evaluate",
@@ -108,6 +107,7 @@ __all__ = [
     "run_temperature_fit",
     "sections",
     "seed_fits",
+    "seeds_by_sets",
     "summary_table",
     "train",
     "trained_model",

@@ -1,9 +1,9 @@
 """Claims of a *Softmax is not Enough* run, judged on its tables.
 
-Significance throughout is the paired bootstrap over seeds *and* test sets
-(:mod:`.uncertainty`; ``p_value`` in the summary), at level :data:`ALPHA`. The paper's paired
-t-test over seeds (``p_ttest``) is shown beside it: it leaves out the test-set error that every
-seed shares.
+Significance throughout is the paired interval over seeds *and* test sets
+(:mod:`.uncertainty`, :mod:`attnlimits.claims.statistics`; ``p_value`` in the summary), at
+level :data:`ALPHA`. The paper's paired t-test over seeds (``p_ttest``) is shown beside it: it
+leaves out the test-set error that every seed shares.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from attnlimits.claims.verdicts import (
 )
 from attnlimits.experiments.softmax_not_enough.evaluate import pooled_gain
 from attnlimits.experiments.softmax_not_enough.temperature_fit import fold_label
+from attnlimits.metrics.dispersion import falls_throughout
 
 __all__ = [
     "ALPHA",
@@ -94,7 +95,7 @@ def _found(diff: float, p: float) -> str:
 
 def size_table(summary: pd.DataFrame, id_size: int) -> pd.DataFrame:
     """Per set size: the test sets drawn, softmax and adaptive (mean over seeds and sets, 95 %
-    interval over both), the paired difference with its interval, the paired bootstrap's p
+    interval over both), the paired difference with its interval, its p over both
     and the paper's t-test's p, our per-size outcome (:data:`PER_SIZE`) and, out of
     distribution where it is not better, a likely reason. This is *our* detail: the paper's Table 1
     gives a p-value per size, but its numbers are lost in our copy, so there is nothing per
@@ -131,9 +132,7 @@ def size_table(summary: pd.DataFrame, id_size: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def held_out_refits(
-    acc: pd.DataFrame, folds: pd.DataFrame, id_size: int, *, n_boot: int = 2000
-) -> pd.DataFrame:
+def held_out_refits(acc: pd.DataFrame, folds: pd.DataFrame, id_size: int) -> pd.DataFrame:
     """Is a refit a better rule than the published polynomial, on seeds it was not fitted on?
 
     ``folds`` is :func:`.fits.fold_fits`'s table; ``acc`` the evaluation with the published
@@ -153,9 +152,7 @@ def held_out_refits(
             mine = acc[(acc["norm"] == fold_label(fit, int(f.fold))) & acc["seed"].isin(f.held_out)]
             held.append(mine.assign(norm="held out"))
             part = pd.concat([mine, base[base["seed"].isin(f.held_out)]])
-            g = pooled_gain(
-                part, sizes, other=fold_label(fit, int(f.fold)), n_boot=n_boot, baseline="adaptive"
-            )
+            g = pooled_gain(part, sizes, other=fold_label(fit, int(f.fold)), baseline="adaptive")
             # plain ints: numpy's own would print as np.int64(0) before a redraw and 0 after
             fitted, held_out = ([int(s) for s in seeds] for seeds in (f.fit_seeds, f.held_out))
             rows.append(
@@ -167,7 +164,7 @@ def held_out_refits(
                 }
             )
         both = pd.concat([*held, base])
-        g = pooled_gain(both, sizes, other="held out", baseline="adaptive", n_boot=n_boot)
+        g = pooled_gain(both, sizes, other="held out", baseline="adaptive")
         rows.append(
             {
                 "fit": fit,
@@ -206,7 +203,7 @@ def _disperse(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[dict[str
         )
     else:
         sharp_row = sharp.judged(shown, "", NA)
-    falls = bool((np.diff(beyond.to_numpy()) < 0).all())
+    falls = bool(falls_throughout(beyond.to_numpy()))
     lower = len(beyond) > 1 and float(beyond.iloc[-1]) < float(beyond.iloc[0])
     spread = Statement(
         "(1.b) then disperses towards uniform as the sets grow",
@@ -227,15 +224,13 @@ def _disperse(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[dict[str
     ).judged(
         shown,
         "the max item's mean attention falls at every larger size",
-        REPRODUCED if bool((np.diff(top.to_numpy()) < 0).all()) else NOT,
+        REPRODUCED if bool(falls_throughout(top.to_numpy())) else NOT,
     )
     head = Statement("(1) softmax is sharp in distribution, then disperses", "finding", Q_SHARP)
     return [*finding(head, [sharp_row, spread_row]), check]
 
 
-def _adaptive(
-    tables: Mapping[str, pd.DataFrame], id_size: int, n_boot: int
-) -> list[dict[str, str]]:
+def _adaptive(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[dict[str, str]]:
     """§4.1 judged once: the gain pooled over the sizes above the training range (each size
     once) with its interval over seeds and test sets; the per-size findings beside it."""
     head = Statement(
@@ -244,7 +239,7 @@ def _adaptive(
         HEADLINE,
         Q_ADAPTIVE,
         "ours: 'larger inputs' = every size above the training range, pooled (each size "
-        "once); significance = the paired bootstrap's 95 % interval over seeds and test sets "
+        "once); significance = the paired 95 % interval over seeds and test sets "
         "above 0 (the paper's t-test's letter is lost in our copy)",
     )
     rule = "pooled gain's 95 % interval above 0 → reproduced; below 0 → not reproduced; else partly"
@@ -256,7 +251,7 @@ def _adaptive(
             Statement("(2) adaptive temperature helps on larger inputs", "finding", Q_ADAPTIVE),
             [head.judged("the run has no per-set hits above the training sizes", rule, NA)],
         )
-    gain, low, high = pooled_gain(acc, sizes, n_boot=n_boot)
+    gain, low, high = pooled_gain(acc, sizes)
     verdict = REPRODUCED if low > 0 else NOT if high < 0 else PARTLY
     per = size_table(summary, id_size)
     per = per[per["size"] > id_size]
@@ -318,7 +313,6 @@ def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.Da
     each finding's row (its verdict from its headline statements), its statements, then the
     theorems' checks (their own table in the report, never evidence)."""
     id_size = int(meta["benchmark"]["train"]["max_size"])
-    n_boot = int(meta["benchmark"].get("eval", {}).get("n_boot", 2000))
     *disperse, check = _disperse(tables, id_size)
-    rows = [*disperse, *_adaptive(tables, id_size, n_boot), check, *_checks(tables)]
+    rows = [*disperse, *_adaptive(tables, id_size), check, *_checks(tables)]
     return pd.DataFrame(rows)

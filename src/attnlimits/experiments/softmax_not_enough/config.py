@@ -73,7 +73,7 @@ class EvalConfig:
     largest sizes, which dominate the cost (16,384 items cost as much as all sizes up to 8,192
     together); there the seed-to-seed spread and the few sets together decide the error of a
     mean over ten seeds. Every seed sees the same sets, so the report's intervals resample seeds
-    *and* sets (:mod:`.uncertainty`, ``n_boot`` resamples, generator seed ``boot_seed`` + size).
+    *and* sets (:mod:`.uncertainty`, :mod:`attnlimits.claims.statistics`).
     ``chunk_items`` bounds memory: sets are processed in chunks of at most that many items per
     seed (at least one set per chunk).
     """
@@ -85,13 +85,9 @@ class EvalConfig:
     max_items: int | None = 1 << 19
     seed: int = 12345
     chunk_items: int = 1 << 13
-    n_boot: int = 2000
-    boot_seed: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sizes", tuple(int(s) for s in self.sizes))
-        if self.n_boot < 100:
-            raise ValueError(f"n_boot must be >= 100 for a 95 % interval, got {self.n_boot}")
         if not self.sizes or min(self.sizes) < 1:
             raise ValueError(f"sizes must be a non-empty list of positive ints, got {self.sizes}")
         if self.target_se is not None and not 0 < self.target_se < 1:

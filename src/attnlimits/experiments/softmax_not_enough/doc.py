@@ -134,7 +134,6 @@ def extract(folder: Path, date: str | None = None) -> Data:
     meta, tables = _read(folder)
     bench = meta["benchmark"]
     id_size = int(bench["train"]["max_size"])
-    n_boot = int(bench["eval"].get("n_boot", 2000))
     summary = tables["summary"]
     claims = tables.get("claims")
     if claims is None:
@@ -146,7 +145,7 @@ def extract(folder: Path, date: str | None = None) -> Data:
     }
     folds = tables.get("temperature_fit_folds")
     if folds is not None and "accuracy" in tables:
-        data["held_out"] = held_out_refits(tables["accuracy"], folds, id_size, n_boot=n_boot)
+        data["held_out"] = held_out_refits(tables["accuracy"], folds, id_size)
     # every normaliser of the evaluation pass but the folds' refits (the held-out table's)
     held = set() if folds is None else {fold_label(r.fit, int(r.fold)) for r in folds.itertuples()}
     data["norms"] = norm_table(summary[~summary["norm"].isin(held)], ["norm"])

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from scipy.stats import ttest_rel
 from tqdm.auto import tqdm
 
 from attnlimits import theory
+from attnlimits.claims.statistics import LEVEL, difference_interval
 from attnlimits.experiments.softmax_not_enough.config import EvalConfig, NormSpec
 from attnlimits.experiments.softmax_not_enough.model import (
     MaxRetrievalModel,
@@ -23,8 +23,8 @@ from attnlimits.experiments.softmax_not_enough.model import (
     set_generator,
 )
 from attnlimits.experiments.softmax_not_enough.uncertainty import (
-    crossed_bootstrap,
     pack_hits,
+    seeds_by_sets,
     unpack_hits,
 )
 
@@ -57,7 +57,7 @@ def evaluate(
     ``cfg.target_se`` (from ``cfg.min_sets`` on) or ``cfg.sets_at(n)`` is reached.
     Returns a tidy table: ``norm, seed, size, n_sets, correct, accuracy, se, hits``; ``se`` is
     the cell's binomial SE, ``hits`` its per-set outcomes in set order, packed
-    (:func:`.uncertainty.pack_hits`), for the bootstrap over seeds and sets.
+    (:func:`.uncertainty.pack_hits`), for the intervals over seeds and sets.
     """
     norms = dict(norms or {"trained": model.spec})
     device = next(model.parameters()).device
@@ -151,32 +151,22 @@ def _progress(it: Sequence[Any], on: bool, desc: str) -> Any:
 # ---- tables ------------------------------------------------------------------------------
 
 
-#: Interval level of every report table (percentile interval of the crossed bootstrap).
-LEVEL = 0.95
-
-
-def summary_table(
-    acc: pd.DataFrame,
-    baseline: str = "softmax",
-    *,
-    n_boot: int = 2000,
-    seed: int = 0,
-) -> pd.DataFrame:
+def summary_table(acc: pd.DataFrame, baseline: str = "softmax") -> pd.DataFrame:
     """Per (norm, mode, size): mean, std and SE over seeds, the paper's paired t-test over
-    seeds, and the crossed bootstrap over seeds and test sets (:mod:`.uncertainty`).
+    seeds, and the interval over seeds and test sets (:mod:`.uncertainty`).
 
     ``acc`` is tidy with columns ``norm, seed, size, accuracy`` (optionally ``mode``, and
-    ``n_sets, hits`` from :func:`evaluate` for the bootstrap). Columns:
+    ``n_sets, hits`` from :func:`evaluate` for the intervals over sets). Columns:
 
     - ``mean``; ``std``, ``se`` = std/√seeds: the spread over seeds only;
     - ``t``, ``p_ttest``: ``scipy.stats.ttest_rel`` against ``baseline``, seeds paired (the
       paper's test; NaN for the baseline or under two paired seeds);
-    - ``n_sets``; ``se_boot``, ``ci_low``, ``ci_high``: SD and 95 % percentile interval of the
-      mean under resampling of seeds and sets (``n_boot`` resamples);
+    - ``n_sets``; ``se_seeds_sets``, ``ci_low``, ``ci_high``: the standard error and 95 %
+      interval of the mean over seeds and sets (:func:`.uncertainty.seeds_by_sets`);
     - ``diff``, ``diff_low``, ``diff_high``, ``p_value``: the paired difference to
-      ``baseline`` on the same seeds and sets, its interval and two-sided bootstrap p-value.
+      ``baseline`` on the same seeds and sets, its interval and two-sided p-value.
 
-    Without ``hits`` the bootstrap columns are NaN.
+    Without ``hits`` those columns are NaN.
     """
     acc = acc if "mode" in acc else acc.assign(mode="train")
     base = acc[acc["norm"] == baseline].set_index(["size", "seed"])["accuracy"]
@@ -203,39 +193,39 @@ def summary_table(
             }
         )
     table = pd.DataFrame(rows)
-    boot = _bootstrap_columns(acc, baseline, n_boot=n_boot, seed=seed)
-    return table.merge(boot, on=["norm", "mode", "size"], how="left")
+    sets = _seeds_sets_columns(acc, baseline)
+    return table.merge(sets, on=["norm", "mode", "size"], how="left")
 
 
 def paired_t(x: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """``scipy.stats.ttest_rel(x, b)``'s t and two-sided p, except where the paired
-    differences are equal up to float rounding: there the SD of the differences is 0, so t is
-    ±inf and p is 0 (NaN and NaN where every difference is 0). On exactly equal differences
-    scipy warns of "catastrophic cancellation", a warning no user can act on (issue 54); and
-    accuracies are counts over n_sets, so seeds that differ by the same count can give
-    differences such as 0.93 − 0.91 and 0.95 − 0.93 that differ in their last bit, where scipy
-    divides by rounding noise and returns t ≈ 4e14 for inf. Real differences between seeds
+    """The paper's paired t-test over seeds: t and two-sided p of the mean of ``x − b`` on
+    its standard error sd/√n and n − 1 degrees of freedom (``scipy.stats.ttest_rel``'s, through
+    :func:`attnlimits.claims.statistics.difference_interval`), except where the paired
+    differences are equal up to float rounding: there the SD of the differences is taken as 0,
+    so t is ±inf and p is 0 (NaN and NaN where every difference is 0). Accuracies are counts
+    over n_sets, so seeds that differ by the same count can give differences such as
+    0.93 − 0.91 and 0.95 − 0.93 that differ in their last bit, where a t-test divides by
+    rounding noise and returns t ≈ 4e14 for inf (issue 54). Real differences between seeds
     differ by at least 1/n_sets, far above the tolerance used here (8 ulp of the largest
     accuracy)."""
-    d = x - b
+    d = np.asarray(x, np.float64) - np.asarray(b, np.float64)
     tol = 8 * np.finfo(float).eps * max(1.0, float(np.abs(x).max()), float(np.abs(b).max()))
     mean = float(d.mean())
     if float(np.abs(d - mean).max()) <= tol:
         return (math.copysign(math.inf, mean), 0.0) if abs(mean) > tol else (math.nan, math.nan)
-    with np.errstate(all="ignore"):
-        res = ttest_rel(x, b)
-    return float(res.statistic), float(res.pvalue)
+    r = difference_interval(mean, d.std(ddof=1) / math.sqrt(len(d)), len(d) - 1)
+    return float(r.estimate / r.se), float(r.p_value)
 
 
-_BOOT = ["se_boot", "ci_low", "ci_high", "diff", "diff_low", "diff_high", "p_value"]
+_SETS = ["se_seeds_sets", "ci_low", "ci_high", "diff", "diff_low", "diff_high", "p_value"]
 
 
-def _bootstrap_columns(acc: pd.DataFrame, baseline: str, *, n_boot: int, seed: int) -> pd.DataFrame:
-    """The crossed bootstrap per size, every (norm, mode) cell of the size in one call, paired
-    with the baseline cell; ``seed + size`` seeds each size's resamples."""
+def _seeds_sets_columns(acc: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """The intervals over seeds and sets per size (:func:`.uncertainty.seeds_by_sets`), every
+    (norm, mode) cell of the size in one call, paired with the baseline cell."""
     keys = ["norm", "mode", "size"]
     if "hits" not in acc:
-        return acc[keys].drop_duplicates().assign(**dict.fromkeys(_BOOT, np.nan))
+        return acc[keys].drop_duplicates().assign(**dict.fromkeys(_SETS, np.nan))
     parts = []
     for size, grp in acc.groupby("size", sort=False):
         seeds = np.sort(grp["seed"].unique())
@@ -254,20 +244,13 @@ def _bootstrap_columns(acc: pd.DataFrame, baseline: str, *, n_boot: int, seed: i
             hits[c, :, : lens[c]] = unpack_hits(rows["hits"].to_numpy(), lens[c])
         base = np.flatnonzero(cells["norm"] == baseline)
         if not full:
-            parts.append(cells.assign(size=size, **dict.fromkeys(_BOOT, np.nan)))
+            parts.append(cells.assign(size=size, **dict.fromkeys(_SETS, np.nan)))
             continue
-        r = crossed_bootstrap(
-            hits,
-            lens,
-            int(base[0]) if base.size else None,
-            n_boot=n_boot,
-            level=LEVEL,
-            seed=seed + int(size),
-        )
+        r = seeds_by_sets(hits, lens, int(base[0]) if base.size else None, level=LEVEL)
         parts.append(
             cells.assign(
                 size=size,
-                se_boot=r.se,
+                se_seeds_sets=r.se,
                 ci_low=r.low,
                 ci_high=r.high,
                 diff=r.diff,
@@ -281,7 +264,7 @@ def _bootstrap_columns(acc: pd.DataFrame, baseline: str, *, n_boot: int, seed: i
 
 #: The paired table's two p-value rows.
 P_TTEST_ROW = "p-value (paired t-test over seeds, the paper's test)"
-P_BOOT_ROW = "p-value (bootstrap over seeds and test sets)"
+P_BOOT_ROW = "p-value (over seeds and test sets)"
 
 
 def paired_table(
@@ -292,7 +275,7 @@ def paired_table(
 
     Cells are accuracy in percent, "mean ± std" over seeds (the paper's layout); the p-value
     rows are the paper's paired t-test over seeds (:data:`P_TTEST_ROW`) and the paired
-    crossed bootstrap over seeds and test sets (:data:`P_BOOT_ROW`).
+    interval over seeds and test sets (:data:`P_BOOT_ROW`).
     """
     s = summary[summary["norm"].isin([baseline, other])]
     sizes = sorted(s["size"].unique())
@@ -341,13 +324,8 @@ def pooled_gain(
     sizes: Sequence[int],
     other: str = "adaptive",
     baseline: str = "softmax",
-    *,
-    n_boot: int = 2000,
-    seed: int = 0,
 ) -> tuple[float, float, float]:
     """The mean gain over ``sizes`` (each size once, :func:`gain_matrix`) with its 95 %
-    interval from the paired bootstrap over seeds and test sets (corrected for few seeds)."""
-    r = crossed_bootstrap(
-        gain_matrix(acc, sizes, other, baseline)[None], n_boot=n_boot, level=LEVEL, seed=seed
-    )
+    interval over seeds and test sets (:func:`.uncertainty.seeds_by_sets`)."""
+    r = seeds_by_sets(gain_matrix(acc, sizes, other, baseline)[None], level=LEVEL)
     return float(r.mean[0]), float(r.low[0]), float(r.high[0])

@@ -293,14 +293,13 @@ _EVAL = (
     ),
     Setting(
         "intervals and test",
-        ("eval.n_boot",),
-        lambda p: (
-            "95 % percentile interval of a bootstrap over seeds and test sets "
-            f"({p['eval.n_boot']:,} resamples); verdicts from its paired p-value"
-        ),
+        (),
+        "95 % t-interval over seeds and test sets together (attnlimits.claims.statistics); "
+        "verdicts from its paired p-value",
         OURS,
         "the paper's paired t-test over seeds (shown beside it) leaves out the test-set error, "
-        "which every seed shares",
+        "which every seed shares; the interval's coverage is measured in "
+        "benchmarks/stats_coverage.py",
     ),
     Setting(
         "adaptive temperature",
@@ -319,10 +318,10 @@ _EVAL = (
     ),
     Setting(
         "random streams",
-        ("eval.seed", "eval.boot_seed"),
-        lambda p: f"evaluation sets {p['eval.seed']}, bootstrap {p['eval.boot_seed']}",
+        ("eval.seed",),
+        lambda p: f"evaluation sets {p['eval.seed']}",
         OURS,
-        "fixed generator seeds: every run draws the same sets and resamples",
+        "fixed generator seeds: every run draws the same sets",
     ),
     Setting(
         "bookkeeping",

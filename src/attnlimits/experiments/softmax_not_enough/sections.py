@@ -93,7 +93,7 @@ def steps_table(summary: pd.DataFrame, base_steps: int) -> pd.DataFrame:
     return table.reset_index()
 
 
-def steps_decision(acc: pd.DataFrame, id_size: int, *, n_boot: int = 2000) -> list[str]:
+def steps_decision(acc: pd.DataFrame, id_size: int) -> list[str]:
     """The steps rule applied (:func:`.uncertainty.steps_rule`): the headline gain (pooled over
     the sizes above ``id_size``, :func:`.evaluate.gain_matrix`) at the shortest and the longest
     length of ``acc`` (one combination's ablation accuracy, with ``steps`` and ``hits``), on
@@ -108,15 +108,15 @@ def steps_decision(acc: pd.DataFrame, id_size: int, *, n_boot: int = 2000) -> li
     seeds = set.intersection(*(set(g["seed"]) for _, g in acc.groupby("steps")))
     acc = acc[acc["seed"].isin(seeds)]
     gains = [gain_matrix(acc[acc["steps"] == st], sizes, n_sets=common) for st in pair]
-    r = steps_rule(gains[0], gains[1], pair, n_boot=n_boot)
+    r = steps_rule(gains[0], gains[1], pair)
     mean = [100 * float(g.mean()) for g in gains]
     return [
         f'**The steps rule, by code** (written before the ablation: "if the headline numbers '
         f'move by more than their intervals … follow the converged length"): the headline gain '
         f"pooled over n = {sizes[0]:,}…{sizes[-1]:,} is {mean[0]:.1f} points at {pair[0]:,} "
         f"steps and {mean[1]:.1f} at {pair[1]:,}; the change "
-        f"{interval(r.change, r.low, r.high)} points (paired bootstrap over {len(seeds)} seeds "
-        "and the same test sets, corrected for few seeds) "
+        f"{interval(r.change, r.low, r.high)} points (paired, over {len(seeds)} seeds and the "
+        "same test sets) "
         + (
             "excludes 0: the headline moved, so the rule picks "
             if r.moved
@@ -180,7 +180,7 @@ def fit_tables(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     }
 
 
-def _fit_lines(tables: Mapping[str, pd.DataFrame], id_size: int, n_boot: int) -> list[str]:
+def _fit_lines(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[str]:
     shown = fit_tables(tables)
     lines = [
         "## Adaptive temperature refit (App. F)",
@@ -221,9 +221,7 @@ def _fit_lines(tables: Mapping[str, pd.DataFrame], id_size: int, n_boot: int) ->
             "decides:",
             "",
             markdown_table(
-                held_out_refits(
-                    tables["accuracy"], tables["temperature_fit_folds"], id_size, n_boot=n_boot
-                )
+                held_out_refits(tables["accuracy"], tables["temperature_fit_folds"], id_size)
             ),
             "",
         ]
@@ -248,12 +246,9 @@ def length_tables(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -
     bench = meta["benchmark"]
     t, base = bench["train"], int(bench["train"]["steps"])
     acc = tables.get("ablation_accuracy")
-    n_boot = int(bench["eval"].get("n_boot", 2000))
     return {
         "steps": steps_table(_own(tables["ablation_summary"], t, bench), base),
-        "decision": []
-        if acc is None
-        else steps_decision(_own(acc, t, bench), int(t["max_size"]), n_boot=n_boot),
+        "decision": [] if acc is None else steps_decision(_own(acc, t, bench), int(t["max_size"])),
         "loss": loss_table(tables["ablation_training_log"]),
     }
 
@@ -263,7 +258,6 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
     bench = meta["benchmark"]
     id_size = int(bench["train"]["max_size"])
     summary = tables["summary"]
-    n_boot = bench["eval"].get("n_boot", "?")
     lines = [
         "## Set-up",
         "",
@@ -276,9 +270,9 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
         "## Max retrieval: softmax vs adaptive temperature, per set size",
         "",
         "Accuracy in percent: the mean over seeds and test sets with its 95 % interval "
-        f"[low, high] from a bootstrap that resamples seeds and test sets ({n_boot} resamples; "
-        "every seed is evaluated on the same sets, so both sources of error count). `p`: the "
-        "paired bootstrap of adaptive − softmax; `p (t-test, seeds only)`: the paper's paired "
+        "[low, high] over seeds and test sets (every seed is evaluated on the same sets, so "
+        "both sources of error count; `attnlimits.claims.statistics`). `p`: the paired "
+        "comparison of adaptive − softmax on it; `p (t-test, seeds only)`: the paper's paired "
         "t-test, which leaves out the test-set error. `sets`: test sets drawn at that size. "
         f"`{PER_SIZE}`: {BETTER} or {WORSE} where the paired bootstrap's p is below "
         f"{ALPHA:g} (by the difference's sign), else {INCONCLUSIVE}; it is our detail, not a "
@@ -300,7 +294,7 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
             "",
         ]
     if "temperature_fit_coeffs" in tables:
-        lines += _fit_lines(tables, id_size, int(bench["eval"].get("n_boot", 2000)))
+        lines += _fit_lines(tables, id_size)
     if "ablation_summary" in tables:
         abl = tables["ablation_summary"]
         base = int(bench["train"]["steps"])
@@ -341,7 +335,8 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
             "",
             markdown_table(norm_table(cross, ["norm", "mode"])),
             "",
-            "Paired against softmax (trained): difference, its interval and p (bootstrap), and "
+            "Paired against softmax (trained): difference, its interval and p (over seeds and "
+            "test sets), and "
             "the t-test over seeds:",
             "",
             markdown_table(

@@ -84,7 +84,7 @@ def _softmax_and_adaptive(cfg: MaxRetrievalConfig) -> dict[str, NormSpec]:
 
 
 def _summary(acc: pd.DataFrame, cfg: MaxRetrievalConfig) -> pd.DataFrame:
-    return summary_table(acc, n_boot=cfg.eval.n_boot, seed=cfg.eval.boot_seed)
+    return summary_table(acc)
 
 
 def softmax_model(cfg: MaxRetrievalConfig) -> ModelConfig:
@@ -112,7 +112,7 @@ def run_max_retrieval(
     acc = acc.assign(mode="inference")
     acc.loc[acc["norm"] == "softmax", "mode"] = "train"
     model, _ = trained_model(cfg, store, mcfg)
-    with store.timed("max_retrieval.bootstrap"):
+    with store.timed("max_retrieval.intervals"):
         summary = _summary(acc, cfg)
     return {
         "accuracy": acc,
@@ -155,7 +155,7 @@ def run_ablation(
 
     Tables: ``ablation_accuracy`` (tidy: schedule, regularizer, variant, steps, norm, seed,
     size, …), ``ablation_summary`` (:func:`.evaluate.summary_table` per run: mean, seed SE,
-    the bootstrap over seeds and sets, paired tests) and ``ablation_training_log`` (the
+    the intervals over seeds and sets, paired tests) and ``ablation_training_log`` (the
     training log of each steps run: steps, step, seed, loss, …).
     """
     norms = _softmax_and_adaptive(cfg)
