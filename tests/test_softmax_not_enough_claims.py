@@ -1,0 +1,134 @@
+"""Paper B's verdict rules on the claims engine: a known answer for every verdict of every rule,
+on both sides of each threshold, and the rules' texts following their thresholds."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from attnlimits.claims import AFTER_RUNS, NA, NOT, PARTLY, PROVENANCES, REPRODUCED
+from attnlimits.experiments.softmax_not_enough import rules
+
+
+@pytest.mark.parametrize(
+    ("value", "verdict"),
+    [
+        (0.95, REPRODUCED),
+        (0.9, REPRODUCED),
+        (0.89, PARTLY),
+        (0.5, PARTLY),
+        (0.49, NOT),
+        (math.nan, NA),
+        (None, NA),
+    ],
+)
+def test_sharp(value, verdict):
+    assert rules.sharp(value) == verdict
+
+
+def test_sharp_is_after_runs_and_flips_at_the_measured_value():
+    """SHARP was written after 0.922 was public: its flip point on that value is 0.922 (moved
+    above it, the verdict falls to partly)."""
+    assert rules.SHARP.provenance == AFTER_RUNS and rules.MOST.provenance == AFTER_RUNS
+    assert rules.sharp.flips(0.922) == {"SHARP": 0.922}
+    assert rules.sharp.flips(0.6) == {"SHARP": 0.6, "MOST": 0.6}
+
+
+@pytest.mark.parametrize(
+    ("slope", "verdict"),
+    [
+        (-1.0, REPRODUCED),
+        (-0.8, REPRODUCED),
+        (-1.2, REPRODUCED),
+        (-0.79, PARTLY),
+        (-1.21, PARTLY),
+        (-0.01, PARTLY),
+        (0.0, NOT),
+        (0.3, NOT),
+        (math.nan, NA),
+    ],
+)
+def test_towards_uniform(slope, verdict):
+    assert rules.towards_uniform(slope) == verdict
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "verdict"),
+    [
+        (0.01, 0.2, REPRODUCED),
+        (-0.2, -0.01, NOT),
+        (-0.1, 0.1, PARTLY),
+        (0.0, 0.1, PARTLY),
+        (math.nan, 0.1, NA),
+    ],
+)
+def test_pooled_gain(low, high, verdict):
+    assert rules.pooled_gain(low, high) == verdict
+
+
+def test_significant_sizes_counts_a_size_where_adaptive_is_higher_with_p_below_alpha():
+    assert rules.significant_sizes([0.1, 0.2], [0.01, 0.049]) == REPRODUCED
+    assert rules.significant_sizes([0.1, 0.2], [0.01, 0.05]) == PARTLY  # p = α is not below it
+    assert rules.significant_sizes([0.1, -0.2], [0.01, 0.01]) == PARTLY  # significant, worse
+    assert rules.significant_sizes([0.1, 0.2], [0.5, math.nan]) == NOT
+    assert rules.significant_sizes([], []) == NA
+
+
+def test_higher_on_target():
+    assert rules.higher_on_target([1.05, 2.0]) == REPRODUCED
+    assert rules.higher_on_target([1.04, 2.0]) == PARTLY
+    assert rules.higher_on_target([1.04, 0.5]) == NOT
+    assert rules.higher_on_target([math.nan, 1.2]) == REPRODUCED  # a size without such sets
+    assert rules.higher_on_target([]) == NA
+
+
+@pytest.mark.parametrize(
+    ("ratio", "verdict"),
+    [
+        (1.5, REPRODUCED),
+        (3.0, REPRODUCED),
+        (1.49, PARTLY),
+        (1.0001, PARTLY),
+        (1.0, NOT),
+        (0.7, NOT),
+        (math.inf, NA),
+    ],
+)
+def test_grows(ratio, verdict):
+    assert rules.grows(ratio) == verdict
+
+
+def test_checks_are_bounds_with_no_partly():
+    assert rules.falls_everywhere(1.0) == REPRODUCED and rules.falls_everywhere(0.99) == NOT
+    assert rules.bounded([1.0, 1.0]) == REPRODUCED and rules.bounded([1.0, 0.999]) == NOT
+    assert rules.bounded([]) == NA and rules.bounded([math.nan]) == NA
+    assert rules.monotone(1.0) == REPRODUCED and rules.spread_bound(0.5) == NOT
+
+
+def test_every_threshold_is_declared_once_with_a_provenance_and_read_by_a_rule():
+    read = [t.name for r in rules.RULES for t in r.thresholds]
+    assert set(read) == set(rules.THRESHOLDS)
+    assert all(t.provenance in PROVENANCES for t in rules.THRESHOLDS.values())
+    from attnlimits.claims import Threshold
+
+    declared = {n for n in dir(rules) if isinstance(getattr(rules, n), Threshold)}
+    assert declared == set(rules.THRESHOLDS)
+
+
+def test_a_changed_threshold_changes_the_rule_text(monkeypatch):
+    before = {r.name: r.text() for r in rules.RULES}
+    assert "≥ 0.9: reproduced; ≥ 0.5: partly" in before["sharp"]
+    assert "in [-1.2, -0.8]: reproduced; < 0: partly" in before["towards_uniform"]
+    assert "95% interval" in before["pooled_gain"] and "≥ 1.05" in before["higher_on_target"]
+    moved = replace(rules.SHARP, value=0.95)
+    graded = replace(rules.sharp, reproduced=replace(rules.sharp.reproduced, lo=moved))
+    assert "≥ 0.95: reproduced" in graded.text() and graded(0.922) == PARTLY
+    monkeypatch.setattr(rules, "ALPHA", replace(rules.ALPHA, value=0.01))
+    assert (
+        "99% interval" in rules.pooled_gain.text() and "p < 0.01" in rules.significant_sizes.text()
+    )
+    assert rules.significant_sizes([0.1], [0.02]) == NOT
+    monkeypatch.setattr(rules, "HIGHER", replace(rules.HIGHER, value=1.5))
+    assert "≥ 1.5" in rules.higher_on_target.text() and rules.higher_on_target([1.2]) == NOT
