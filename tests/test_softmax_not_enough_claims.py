@@ -132,3 +132,44 @@ def test_a_changed_threshold_changes_the_rule_text(monkeypatch):
     assert rules.significant_sizes([0.1], [0.02]) == NOT
     monkeypatch.setattr(rules, "HIGHER", replace(rules.HIGHER, value=1.5))
     assert "≥ 1.5" in rules.higher_on_target.text() and rules.higher_on_target([1.2]) == NOT
+
+
+def test_set_attention_matches_a_naive_per_set_computation():
+    """One row per (norm, seed, size, set): the attention on the max-priority item, whether it
+    holds the top logit, and Lemma 2.1's spread and extreme coefficients (float64, θ = 1)."""
+    import numpy as np
+    import torch
+
+    from attnlimits.experiments.softmax_not_enough.config import ModelConfig
+    from attnlimits.experiments.softmax_not_enough.evaluate import set_attention
+    from attnlimits.experiments.softmax_not_enough.model import (
+        MaxRetrievalModel,
+        make_batch,
+        set_generator,
+    )
+
+    model = MaxRetrievalModel(ModelConfig(), seeds=(0, 3))
+    norms = {"softmax": ("softmax", {}), "adaptive": ("adaptive", {})}
+    got = set_attention(model, [5, 12], norms, n_sets=3, chunk_items=20)  # chunks of 1 or 4 sets
+    assert len(got) == 2 * 2 * 2 * 3
+    mc = model.cfg
+    items, query, _ = make_batch(
+        3, 12, n_classes=mc.n_classes, query_dim=mc.query_dim, generator=set_generator(0, 12, "cpu")
+    )
+    with torch.no_grad():
+        _, e = model.encode(items, query)
+    row = got[(got["norm"] == "softmax") & (got["size"] == 12) & (got["seed"] == 3)]
+    row = row[row["set"] == 2].iloc[0]
+    logits = e[1, 2].double()
+    i = int(items[2, :, 0].argmax())
+    a = torch.softmax(logits, -1)
+    assert row["top"] == (int(logits.argmax()) == i)
+    assert np.isclose(row["target"], float(a[i]), rtol=1e-5)
+    assert np.isclose(row["spread"], float(logits.max() - logits.min()), rtol=1e-5)
+    assert np.isclose(row["log_max"], float(a.max().log())) and np.isclose(
+        row["log_min"], float(a.min().log())
+    )
+    # adaptive only rescales the logits: the same top flags and Lemma columns, its own target
+    soft, adap = (got[got["norm"] == k].reset_index(drop=True) for k in norms)
+    cols = ["seed", "size", "set", "top", "spread", "log_max", "log_min"]
+    assert soft[cols].equals(adap[cols])
