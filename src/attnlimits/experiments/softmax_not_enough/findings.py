@@ -25,6 +25,7 @@ from attnlimits.claims import (
     PARTLY,
     REPRODUCED,
     SUPPORTING,
+    Graded,
     Statement,
     agreement,
     finding,
@@ -66,6 +67,15 @@ def _profile_text(top: pd.Series) -> str:
     )
 
 
+def _flips(rule: Graded, value: float) -> str:
+    """The sensitivity line: which thresholds, moved past the measured value, change the
+    verdict (:meth:`~attnlimits.claims.Graded.flips`); "" where none would."""
+    moved = rule.flips(value)
+    if not moved:
+        return ""
+    return f"; the verdict flips if {' or '.join(moved)} passes {value:.3g}"
+
+
 def _slope(top: pd.Series, id_size: int) -> tuple[float, str]:
     """(1.b)'s statistic: the log-log slope of α_max against n over the two largest profile
     sizes above the training range (NaN with fewer than two, or a non-positive attention)."""
@@ -90,7 +100,7 @@ def disperse(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]:
         HEADLINE,
         Q_SHARP,
         f"ours: the max item's mean attention at the largest training size (n ≤ {id_size})",
-    ).judged(shown, rules.sharp.text(), rules.sharp(at))
+    ).judged(shown + _flips(rules.sharp, at), rules.sharp.text(), rules.sharp(at))
     slope, said = _slope(top, id_size)
     uniform = Statement(
         "(1.b) then disperses towards uniform as the sets grow",
@@ -98,7 +108,11 @@ def disperse(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]:
         Q_UNIFORM,
         "ours: the max item's mean attention falls at the uniform rate 1/n (n·α_max levels "
         "off) between the profile's two largest sizes",
-    ).judged(shown + said, rules.towards_uniform.text(), rules.towards_uniform(slope))
+    ).judged(
+        shown + said + _flips(rules.towards_uniform, slope),
+        rules.towards_uniform.text(),
+        rules.towards_uniform(slope),
+    )
     head = Statement("(1) softmax is sharp in distribution, then disperses", FINDING, Q_SHARP)
     return finding(head, [sharp, uniform])
 
@@ -221,7 +235,7 @@ def weights(tables: Mapping[str, pd.DataFrame], regularizer: str) -> list[Row]:
         ratio = (last[column] / first[column]).median()
         measured = (
             f"median over {len(first)} seeds, {steps}: {first[column].median():.3g} → "
-            f"{last[column].median():.3g} (× {ratio:.2f})"
+            f"{last[column].median():.3g} (× {ratio:.2f})" + _flips(rules.grows, float(ratio))
         )
         rows.append(
             Statement(claim, HEADLINE, Q_NORMS, reading).judged(
