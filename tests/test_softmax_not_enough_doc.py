@@ -143,7 +143,8 @@ def test_extract_and_render_a_tiny_run(tmp_path):
     assert blocks["steps_decision"] == ""  # no per-set hits in this folder: no decision
     assert set(blocks) == {"run", "claims", "checks", "sets", "sizes", "norms", "fit_sizes",
                            "fit_bins", "fit_fits", "fit_beta", "fit_seed_fits", "ablation_run",
-                           "steps", "steps_decision", "steps_loss", "rules", "thresholds"}  # fmt: skip
+                           "steps", "steps_decision", "steps_loss", "rules",
+                           "thresholds"}  # fmt: skip
     # the doc: each marked block replaced, a block without markers refused
     page = "".join(f"<!-- generated: {n} -->\nold\n<!-- /generated: {n} -->\n" for n in blocks)
     filled = fill(page, blocks)
