@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from attnlimits.claims import AFTER_RUNS, NA, NOT, PARTLY, PROVENANCES, REPRODUCED
@@ -137,7 +139,6 @@ def test_a_changed_threshold_changes_the_rule_text(monkeypatch):
 def test_set_attention_matches_a_naive_per_set_computation():
     """One row per (norm, seed, size, set): the attention on the max-priority item, whether it
     holds the top logit, and Lemma 2.1's spread and extreme coefficients (float64, θ = 1)."""
-    import numpy as np
     import torch
 
     from attnlimits.experiments.softmax_not_enough.config import ModelConfig
@@ -173,3 +174,62 @@ def test_set_attention_matches_a_naive_per_set_computation():
     soft, adap = (got[got["norm"] == k].reset_index(drop=True) for k in norms)
     cols = ["seed", "size", "set", "top", "spread", "log_max", "log_min"]
     assert soft[cols].equals(adap[cols])
+
+
+def _sets(rows: list[tuple[str, int, bool, float, float]]) -> pd.DataFrame:
+    """A set_attention table from (norm, size, top, target, spread); α_max/α_min at the
+    Lemma's bounds in log space, inside them by 0.1, so the bound holds unless a test moves
+    them."""
+    out = []
+    for k, (norm, n, top, target, spread) in enumerate(rows):
+        upper = -np.logaddexp(0.0, np.log(n - 1) - spread)
+        lower = -np.logaddexp(0.0, np.log(n - 1) + spread)
+        out.append(
+            {
+                "norm": norm,
+                "seed": 0,
+                "size": n,
+                "set": k // 2,
+                "top": top,
+                "target": target,
+                "spread": spread,
+                "log_max": upper - 0.1,
+                "log_min": lower + 0.1,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def test_fig7_row_reads_only_the_sets_where_the_max_item_lacks_the_top_logit():
+    from attnlimits.experiments.softmax_not_enough.findings import _fig7
+
+    sets = _sets(
+        [
+            ("softmax", 64, False, 0.2, 3.0),
+            ("adaptive", 64, False, 0.3, 3.0),
+            ("softmax", 64, True, 0.9, 3.0),
+            ("adaptive", 64, True, 0.1, 3.0),  # top: left out
+            ("softmax", 16, False, 0.5, 3.0),
+            ("adaptive", 16, False, 0.1, 3.0),
+        ]  # training size
+    )
+    row = _fig7({"set_attention": sets}, id_size=16)
+    assert row["verdict"] == REPRODUCED and row["role"] == "supporting"
+    assert "n=64: 0.300 / 0.200 = 1.50 (1 of 2 sets)" in row["measured"]
+    lower = sets.assign(target=[0.2, 0.2, 0.9, 0.1, 0.5, 0.1])  # no higher: not reproduced
+    assert _fig7({"set_attention": lower}, id_size=16)["verdict"] == NOT
+    missing = _fig7({}, id_size=16)
+    assert missing["verdict"] == NA and "rerun the same command" in missing["measured"]
+
+
+def test_lemma_check_fails_where_a_coefficient_passes_the_bound():
+    from attnlimits.experiments.softmax_not_enough.findings import _bound_share
+
+    sets = _sets([("softmax", 64, True, 0.5, 2.0), ("softmax", 128, True, 0.5, 8.0)])
+    assert _bound_share(sets)[0] == 1.0
+    upper = -float(np.logaddexp(0.0, np.log(127) - 8.0))
+    broken = sets.assign(log_max=[sets["log_max"][0], upper + 1e-3])
+    share, said = _bound_share(broken)
+    assert share == 0.5 and said.startswith("1 of 2 sets") and rules.bounded([share]) == NOT
+    within = sets.assign(log_max=[sets["log_max"][0], upper + 1e-5])  # float32 rounding
+    assert _bound_share(within)[0] == 1.0
