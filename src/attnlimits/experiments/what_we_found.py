@@ -72,7 +72,7 @@ def limitations_block(claims: pd.DataFrame) -> str:
 def _schedule(run: pd.DataFrame) -> str:
     """ "the N-step schedule (the S learning rate): the run of DATE, `command`"."""
     r = run.iloc[0]
-    rate = f", {r['schedule']} learning rate" if "schedule" in r.index else ""
+    rate = f" (the {r['schedule']} learning rate, our choice)" if "schedule" in r.index else ""
     return f"the {r['steps']}-step schedule{rate}: the run of {r['date']}, {r['command']}"
 
 

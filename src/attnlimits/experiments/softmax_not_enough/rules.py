@@ -91,7 +91,7 @@ UNIFORM_LO = Threshold(
     "written 2026-11-28 (issue 56) before the 20,000-step tables it decides, after the "
     "5,000-step run's n·α_max (14.8, 74, 130, 139) was public: 'towards the uniform "
     "distribution' read as the max item's attention falling at the uniform rate 1/n, a "
-    "log-log slope within 0.2 of −1 (paper A's 'follow 1/T' band)",
+    "log-log slope within 0.2 of −1 (the band of paper A's 1/T rule)",
 )
 UNIFORM_HI = Threshold(
     "UNIFORM_HI",
