@@ -103,5 +103,7 @@ def test_paper_b_block_names_the_schedule_and_app_f():
     assert text.startswith("The per-size numbers belong to the 20,000-step schedule")
     assert "β = 2.89 / 8.54 at H = 1 / 2 nats, against the published 1.27 / 2.10" in text
     assert "10.1 [7.5, 12.9] points (better)" in text and "| (1) f | partly |" in text
+    renamed = held.rename(columns={"held-out verdict": "outcome"})  # the comparison vocabulary's
+    assert "(better)" in what_we_found.max_retrieval_block(sizes, claims, run, beta, renamed)
     with pytest.raises(ValueError, match="paper or the refit"):
         what_we_found.max_retrieval_block(sizes, claims, run, beta[beta["fit"] != "paper"], held)

@@ -101,9 +101,11 @@ def app_f_sentence(beta: pd.DataFrame, held_out: pd.DataFrame) -> str:
     ]
     if len(both):
         r = both.iloc[0]
+        # the outcome column: "outcome" in the comparison vocabulary, "held-out verdict" before
+        outcome = r.get("outcome", r.get("held-out verdict", ""))
         said += (
             f"; on seeds it was not fitted on, the refit's gain over the published polynomial is "
-            f"{r['gain over published (pts)']} points ({r['held-out verdict']})"
+            f"{r['gain over published (pts)']} points ({outcome})"
         )
     return said + f" ([docs]({_APP_F}))."
 
