@@ -77,10 +77,8 @@ def test_clrs_block_names_the_run_and_keeps_finding_headline_and_regimes():
 
 
 def test_paper_b_block_names_the_schedule_and_app_f():
-    sizes = pd.DataFrame(
-        [["32", "50.0", "60.0", "10.0", "better"]],
-        columns=["size", "softmax (%)", "adaptive (%)", "difference (pts)", "ours (per size)"],
-    )
+    columns = what_we_found._SIZE_COLUMNS  # the per-size column's name is the vocabulary's
+    sizes = pd.DataFrame([["32", "50.0", "60.0", "10.0", "better"]], columns=columns)
     claims = pd.DataFrame({"claim": ["(1) f"], "role": ["finding"], "verdict": ["partly"]})
     run = pd.DataFrame({"date": ["2026-01-02"], "steps": ["20,000"], "command": ["`cmd`"]})
     beta = pd.DataFrame(
