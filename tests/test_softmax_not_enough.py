@@ -84,9 +84,34 @@ def _accuracy(sizes: list[int], gain: float, seeds: int = 10, m: int = 100) -> p
     return pd.concat(rows, ignore_index=True)
 
 
+def _set_attention(sizes: list[int], ratio: float) -> pd.DataFrame:
+    """A :func:`.evaluate.set_attention`-shaped table from random logits (Lemma 2.1's columns
+    exact); item 0 is the desired one, adaptive puts ``ratio`` times softmax's attention on it."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for n in sizes:
+        for k in range(4):
+            e = rng.normal(size=n)
+            log_a = e - np.logaddexp.reduce(e)
+            common = {
+                "seed": 0,
+                "size": n,
+                "set": k,
+                "top": bool(e.argmax() == 0),
+                "spread": e.max() - e.min(),
+                "log_max": log_a.max(),
+                "log_min": log_a.min(),
+            }
+            rows.append({"norm": "softmax", **common, "target": np.exp(log_a[0])})
+            rows.append({"norm": "adaptive", **common, "target": ratio * np.exp(log_a[0])})
+    return pd.DataFrame(rows)
+
+
 def _tables(adaptive_gain: float, spread_over: bool = False) -> dict[str, pd.DataFrame]:
     sizes = [16, 64, 256]
-    prof = pd.DataFrame({"norm": "softmax", "size": sizes, "rank": 0, "attention": [0.9, 0.5, 0.2]})
+    prof = pd.DataFrame(
+        {"norm": "softmax", "size": sizes, "rank": 0, "attention": [0.9, 0.5, 0.125]}
+    )
     rows = []
     for s in sizes:
         rows.append({"norm": "softmax", "size": s, "mean": 0.5, "se": 0.01, "ci_low": 0.48,
@@ -98,10 +123,12 @@ def _tables(adaptive_gain: float, spread_over: bool = False) -> dict[str, pd.Dat
                      "n_sets": 100, "t": 3.0 if adaptive_gain > 0 else -3.0, "p_ttest": 0.001,
                      "diff": adaptive_gain, "diff_low": adaptive_gain - 0.01,
                      "diff_high": adaptive_gain + 0.01, "p_value": 0.01})  # fmt: skip
-    log = pd.DataFrame({"spread": [1.0, 2.0], "bound": [3.0, 1.5 if spread_over else 3.0]})
+    bounds = [3.0, 1.5 if spread_over else 4.5]  # spread_over: past the bound, and shrinking
+    log = pd.DataFrame({"step": [100, 200], "seed": 0, "spread": [1.0, 2.0], "bound": bounds})
     return {
         "accuracy": _accuracy(sizes, adaptive_gain),
         "attention_profile": prof,
+        "set_attention": _set_attention(sizes, 1.2 if adaptive_gain > 0 else 0.8),
         "summary": pd.DataFrame(rows),
         "entropy_vs_temperature": entropy_vs_temperature((1.0,), n=8),
         "training_log": log,
@@ -113,11 +140,13 @@ def test_claims_follow_the_numbers():
     good = claims(_tables(0.1), meta)
     assert (good["verdict"] == "reproduced").all()
     assert good["role"].tolist() == [
-        "finding", "headline", "headline", "finding", "headline", "check", "check", "check"
+        "finding", "headline", "headline", "finding", "headline", "supporting", "finding",
+        "headline", "headline", "check", "check", "check", "check"
     ]  # fmt: skip
     bad = claims(_tables(-0.1, spread_over=True), meta).set_index("claim")["verdict"]
     assert bad.filter(like="larger inputs").tolist() == ["not reproduced"] * 2
     assert bad.filter(like="Prop. 3.1").tolist() == ["not reproduced"]
+    assert bad.filter(like="(3.b)").tolist() == ["not reproduced"]  # the bound shrank
     # no gain: the pooled interval straddles 0 → partly; without hits → n/a
     flat = claims(_tables(0.0), meta).set_index("claim")["verdict"]
     assert flat["(2) adaptive temperature helps on larger inputs"] == "partly"
@@ -141,11 +170,13 @@ def test_dispersion_finding_is_section_2s_observations_and_the_theorem_a_check()
     def one(got: pd.Series, prefix: str) -> str:
         return got[[c for c in got.index if c.startswith(prefix)]].item()
 
-    got = judged([0.95, 0.5, 0.2])
+    got = judged([0.95, 0.5, 0.125])  # 64 → 256 at the uniform rate 1/n
     assert one(got, "(1) ") == "reproduced"
-    got = judged([0.6, 0.5, 0.2])  # holds most of the mass only: partly
+    got = judged([0.95, 0.5, 0.2])  # falls, slower than 1/n: partly
+    assert one(got, "(1.b)") == "partly" and one(got, "dispersion is") == "reproduced"
+    got = judged([0.6, 0.5, 0.125])  # holds most of the mass only: partly
     assert one(got, "(1.a)") == "partly" and one(got, "(1) ") == "partly"
-    got = judged([0.3, 0.2, 0.1])  # never sharp: not reproduced, though it disperses
+    got = judged([0.3, 0.2, 0.05])  # never sharp: not reproduced, though it disperses
     assert one(got, "(1.a)") == "not reproduced" and one(got, "(1.b)") == "reproduced"
     assert one(got, "(1) ") == "not reproduced" and one(got, "dispersion is") == "reproduced"
     got = judged([0.95, 0.97, 0.5])  # up, then down: lower at the largest only
@@ -339,8 +370,8 @@ def test_quick_run_writes_the_report(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert "## Claims" in text and "Adaptive temperature refit" in text
     assert "resamples seeds and test sets" in text and "lost in our copy" in text
-    # (1), (1.a), (1.b), (2), (2.a) and three checks
-    assert len(pd.read_parquet(tmp_path / "tables" / "claims.parquet")) == 8
+    # (1), (1.a), (1.b), (2), (2.a), (2.b), (3), (3.a), (3.b) and four checks
+    assert len(pd.read_parquet(tmp_path / "tables" / "claims.parquet")) == 13
     redrawn = skeleton.redraw(tmp_path).read_text()  # attnlimits report DIR
     assert redrawn.split("## Run")[0] == text.split("## Run")[0]
 

@@ -119,7 +119,8 @@ def test_extract_and_render_a_tiny_run(tmp_path):
     blocks = doc.render(doc.load(tmp_path / "data"))
     assert blocks == doc.render(data)  # the CSVs hold the text the tables render to
     assert blocks["run"] == (
-        "Run: 2026-01-02, 2 seeds, 20 steps, `attnlimits reproduce softmax-not-enough --quick "
+        "Run: 2026-01-02, 2 seeds, 20 steps (cosine learning-rate schedule), "
+        "`attnlimits reproduce softmax-not-enough --quick "
         "--steps 7`, on TestCPU (AVX2), 2 cores, 1 torch threads (stage times: "
         "max_retrieval.train_eval 12.4 s)"
     )
@@ -142,7 +143,8 @@ def test_extract_and_render_a_tiny_run(tmp_path):
     assert blocks["steps_decision"] == ""  # no per-set hits in this folder: no decision
     assert set(blocks) == {"run", "claims", "checks", "sets", "sizes", "norms", "fit_sizes",
                            "fit_bins", "fit_fits", "fit_beta", "fit_seed_fits", "ablation_run",
-                           "steps", "steps_decision", "steps_loss", "provenance"}  # fmt: skip
+                           "steps", "steps_decision", "steps_loss", "rules",
+                           "thresholds", "provenance"}  # fmt: skip
     # the doc: each marked block replaced, a block without markers refused
     page = "".join(f"<!-- generated: {n} -->\nold\n<!-- /generated: {n} -->\n" for n in blocks)
     filled = fill(page, blocks)

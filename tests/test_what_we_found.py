@@ -74,3 +74,34 @@ def test_clrs_block_names_the_run_and_keeps_finding_headline_and_regimes():
     assert text.startswith("From the committed run (preset default, seeds 5).")
     assert "| F | finding | partly |" in text and "| h | headline | reproduced |" in text
     assert "| (a) r | supporting | not reproduced |" in text and "learns" not in text
+
+
+def test_paper_b_block_names_the_schedule_and_app_f():
+    columns = what_we_found._SIZE_COLUMNS  # the per-size column's name is the vocabulary's
+    sizes = pd.DataFrame([["32", "50.0", "60.0", "10.0", "better"]], columns=columns)
+    claims = pd.DataFrame({"claim": ["(1) f"], "role": ["finding"], "verdict": ["partly"]})
+    run = pd.DataFrame({"date": ["2026-01-02"], "steps": ["20,000"], "command": ["`cmd`"]})
+    beta = pd.DataFrame(
+        {
+            "fit": ["paper", "refit", "refit"],
+            "theta_min": ["—", "0.05", "0.005"],
+            "β(H=1)": ["1.27", "9", "2.894"],
+            "β(H=2)": ["2.099", "9", "8.541"],
+        }
+    )
+    held = pd.DataFrame(
+        {
+            "fit": ["refit"],
+            "evaluated on seeds": ["all (each on its held-out fold)"],
+            "gain over published (pts)": ["10.1 [7.5, 12.9]"],
+            "held-out verdict": ["better"],
+        }
+    )
+    text = what_we_found.max_retrieval_block(sizes, claims, run, beta, held)
+    assert text.startswith("The per-size numbers belong to the 20,000-step schedule")
+    assert "β = 2.89 / 8.54 at H = 1 / 2 nats, against the published 1.27 / 2.10" in text
+    assert "10.1 [7.5, 12.9] points (better)" in text and "| (1) f | partly |" in text
+    renamed = held.rename(columns={"held-out verdict": "outcome"})  # the comparison vocabulary's
+    assert "(better)" in what_we_found.max_retrieval_block(sizes, claims, run, beta, renamed)
+    with pytest.raises(ValueError, match="paper or the refit"):
+        what_we_found.max_retrieval_block(sizes, claims, run, beta[beta["fit"] != "paper"], held)

@@ -3,13 +3,14 @@
 ``config`` → ``model`` (the Eqs. 9–14 max-retrieval model) → ``train`` → ``evaluate`` (with
 ``uncertainty``: intervals over seeds and test sets) → ``seeds`` (train and evaluate over
 seeds, the ablation, the cross-normaliser table) and ``temperature_fit`` (App. F; ``fits``) →
-``compute`` (all tables) → ``figures``, ``claims`` and ``sections`` (``provenance``: every
+``compute`` (all tables) → ``figures``, ``findings`` (the claims, judged by ``rules``, quoting
+``claims``) and ``sections`` (``provenance``: every
 setting's label). Run it with
 ``attnlimits reproduce softmax-not-enough`` or ``skeleton.run(EXPERIMENT, Config(), out)``.
 """
 
 from attnlimits.experiments.skeleton import Experiment
-from attnlimits.experiments.softmax_not_enough.claims import EVIDENCE, claims
+from attnlimits.experiments.softmax_not_enough.claims import EVIDENCE
 from attnlimits.experiments.softmax_not_enough.compute import compute, entropy_vs_temperature
 from attnlimits.experiments.softmax_not_enough.config import (
     ABLATION,
@@ -33,6 +34,7 @@ from attnlimits.experiments.softmax_not_enough.evaluate import (
     summary_table,
 )
 from attnlimits.experiments.softmax_not_enough.figures import figures
+from attnlimits.experiments.softmax_not_enough.findings import claims
 from attnlimits.experiments.softmax_not_enough.model import (
     MaxRetrievalModel,
     make_batch,

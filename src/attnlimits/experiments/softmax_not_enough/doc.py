@@ -1,10 +1,13 @@
 """The run numbers of ``docs/max_retrieval.md``, from saved runs: no table in it is typed by hand.
 
-    python -m attnlimits.experiments.softmax_not_enough.doc RESULTS [--ablation ABLATION]
+    python -m attnlimits.experiments.softmax_not_enough.doc [RESULTS] [--ablation ABLATION]
         [--doc docs/max_retrieval.md] [--data docs/data/softmax_not_enough] [--date YYYY-MM-DD]
 
-RESULTS is the folder of ``attnlimits reproduce softmax-not-enough``; ABLATION, optional, the
-folder of ``python benchmarks/steps_ablation.py`` (the training-length axis of ``--ablation``).
+RESULTS is the folder of ``attnlimits reproduce softmax-not-enough`` (any run of it, default
+or not); without it the doc is re-rendered from the saved CSVs alone (a changed rule text or
+threshold). ABLATION, optional, the folder of ``python benchmarks/steps_ablation.py`` (the
+training-length axis of ``--ablation``). The ``rules`` and ``thresholds`` blocks are drawn from
+:mod:`.rules` itself (every threshold once, with its provenance), not from a run.
 :func:`extract` takes the tables the doc shows from a run's ``run.json`` and
 ``tables/*.parquet`` through the functions the report uses (:mod:`.claims`, :mod:`.sections`),
 as the text the report prints, and :func:`save` writes them as CSV under ``--data``;
@@ -36,6 +39,7 @@ from attnlimits.experiments.report import (
     refill,
     save_tables,
 )
+from attnlimits.experiments.softmax_not_enough import rules
 from attnlimits.experiments.softmax_not_enough.claims import held_out_refits, size_table
 from attnlimits.experiments.softmax_not_enough.config import Config
 from attnlimits.experiments.softmax_not_enough.provenance import defaults
@@ -120,6 +124,7 @@ def _run(folder: Path, meta: Mapping[str, Any], date: str | None, script: bool) 
         "date": str(when),
         "seeds": str(len(bench["seeds"])),
         "steps": ", ".join(f"{s:,}" for s in steps) if steps else f"{bench['train']['steps']:,}",
+        "schedule": str(bench["train"].get("schedule", "?")),
         "command": _command(meta["params"], script),
         "machine": f"{machine.get('cpu', '?')} ({machine.get('cpu_capability', '?')}), "
         f"{machine.get('cores', '?')} cores, {machine.get('torch_threads', '?')} torch threads"
@@ -175,11 +180,45 @@ def extract_ablation(folder: Path, date: str | None = None) -> Data:
 save, load = save_tables, load_tables
 
 
+def _rules() -> str:
+    """Every rule as the claims table prints it, formatted from its thresholds."""
+    table = pd.DataFrame(
+        {
+            "rule": [f"`{rule.name}`" for rule in rules.RULES],
+            "as the claims table prints it": [rule.text() for rule in rules.RULES],
+            "thresholds": [
+                ", ".join(t.name for t in rule.thresholds) or "—" for rule in rules.RULES
+            ],
+        }
+    )
+    return markdown_table(table)
+
+
+def _thresholds() -> str:
+    """Every threshold once: its value, provenance, reason and the rules that use it."""
+    limits = rules.THRESHOLDS.values()
+    table = pd.DataFrame(
+        {
+            "threshold": [f"`{t.name}`" for t in limits],
+            "value": [str(t) for t in limits],
+            "provenance": [t.provenance for t in limits],
+            "why": [t.reason or "the paper's number" for t in limits],
+            "used by": [
+                ", ".join(f"`{rule.name}`" for rule in rules.RULES if t in rule.thresholds)
+                for t in limits
+            ],
+        }
+    )
+    return markdown_table(table)
+
+
 def _run_line(run: pd.DataFrame, what: str) -> str:
     r = run.iloc[0]
+    schedule = f" ({r['schedule']} learning-rate schedule)" if "schedule" in r.index else ""
+    stages = f" (stage times: {r['stages']})" if r["stages"] else ""
     return (
-        f"{what}: {r['date']}, {r['seeds']} seeds, {r['steps']} steps, {r['command']}, on "
-        f"{r['machine']}" + (f" (stage times: {r['stages']})" if r["stages"] else "")
+        f"{what}: {r['date']}, {r['seeds']} seeds, {r['steps']} steps{schedule}, "
+        f"{r['command']}, on {r['machine']}{stages}"
     )
 
 
@@ -201,6 +240,8 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
         "sizes": markdown_table(data["sizes"]),
         "norms": markdown_table(data["norms"]),
         "provenance": markdown_table(defaults()),  # the config's defaults, not the run's
+        "rules": _rules(),
+        "thresholds": _thresholds(),
     }
     out |= {name: markdown_table(df) for name, df in data.items() if name.startswith("fit_")}
     if "held_out" in data:
@@ -215,20 +256,22 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("results", type=Path)
+    parser.add_argument("results", type=Path, nargs="?", help="a run folder (else: the CSVs)")
     parser.add_argument("--ablation", type=Path, help="a benchmarks/steps_ablation.py folder")
     parser.add_argument("--doc", type=Path, default=Path("docs/max_retrieval.md"))
     parser.add_argument("--data", type=Path, default=Path("docs/data/softmax_not_enough"))
     parser.add_argument("--date", help="RESULTS' date (default: its run.json's, UTC)")
     parser.add_argument("--ablation-date", help="ABLATION's date (default: its run.json's)")
     args = parser.parse_args(argv)
-    data = extract(args.results, args.date)
+    data: Data = {} if args.results is None else extract(args.results, args.date)
     if args.ablation is not None:
         data |= extract_ablation(args.ablation, args.ablation_date)
-    save(data, args.data)  # without --ablation the ablation's saved tables stay
+    if data:
+        save(data, args.data)  # without --ablation the ablation's saved tables stay
     blocks = render(load(args.data))  # what the test renders: the CSVs, not the parquet
     refill(args.doc, blocks)
-    print(f"{args.doc}: {len(blocks)} blocks from {args.results} (tables in {args.data})")
+    source = args.results or "the saved tables"
+    print(f"{args.doc}: {len(blocks)} blocks from {source} (tables in {args.data})")
 
 
 if __name__ == "__main__":

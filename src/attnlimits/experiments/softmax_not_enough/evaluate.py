@@ -38,6 +38,7 @@ __all__ = [
     "paired_t",
     "paired_table",
     "pooled_gain",
+    "set_attention",
     "summary_table",
 ]
 
@@ -141,6 +142,65 @@ def attention_profile(
             parts.append(
                 pd.DataFrame({"norm": label, "size": n, "rank": np.arange(n), "attention": ranked})
             )
+    return pd.concat(parts, ignore_index=True)
+
+
+@torch.no_grad()
+def set_attention(
+    model: MaxRetrievalModel,
+    sizes: Sequence[int],
+    norms: Mapping[str, NormSpec],
+    *,
+    n_sets: int = 64,
+    seed: int = 0,
+    chunk_items: int = 1 << 13,
+) -> pd.DataFrame:
+    """Per test set, the attention on the desired item (the max-priority one) and Lemma 2.1's
+    quantities: the sets of :func:`attention_profile` (same sizes and seed), one row per
+    (norm, seed, size, set).
+
+    Columns: ``target`` (the normaliser's attention on the max item), ``top`` (whether the max
+    item holds the largest logit: the same for every normaliser, which only rescales the
+    logits; Fig. 7's "even in situations where it did not receive the largest logit" is
+    ``~top``), ``spread`` (max − min logit of the set, Δ) and ``log_max`` / ``log_min`` (log of
+    the largest / smallest softmax coefficient at θ = 1, in float64 from the logits, so that a
+    coefficient below float32's range keeps its value: Lemma 2.1's setting, the same on every
+    normaliser's rows).
+    """
+    device = next(model.parameters()).device
+    mc = model.cfg
+    model.eval()
+    seeds = np.array(model.seeds)
+    parts = []
+    for n in sizes:
+        gen = set_generator(seed, n, device)
+        items, query, _ = make_batch(
+            n_sets, n, n_classes=mc.n_classes, query_dim=mc.query_dim, generator=gen, device=device
+        )
+        per_chunk = max(1, chunk_items // n)  # bounds the [S, sets, n, W] activations
+        e = torch.cat(
+            [
+                model.encode(items[lo : lo + per_chunk], query[lo : lo + per_chunk])[1]
+                for lo in range(0, n_sets, per_chunk)
+            ],
+            dim=1,
+        )  # (S, B, n)
+        i_max = items[..., 0].argmax(-1)  # (B,): the desired item
+        log_a = torch.log_softmax(e.double(), -1)
+        common = {
+            "seed": np.repeat(seeds, n_sets),
+            "size": n,
+            "set": np.tile(np.arange(n_sets), len(seeds)),
+            "top": (e.argmax(-1) == i_max).cpu().numpy().ravel(),
+            "spread": (e.amax(-1) - e.amin(-1)).double().cpu().numpy().ravel(),
+            "log_max": log_a.amax(-1).cpu().numpy().ravel(),
+            "log_min": log_a.amin(-1).cpu().numpy().ravel(),
+        }
+        for label, spec in norms.items():
+            a = normalise(e, spec)  # (S, B, n)
+            target = a.gather(-1, i_max.expand(a.shape[:-1]).unsqueeze(-1)).squeeze(-1)
+            on = target.double().cpu().numpy().ravel()
+            parts.append(pd.DataFrame({"norm": label, **common, "target": on}))
     return pd.concat(parts, ignore_index=True)
 
 

@@ -274,7 +274,7 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
         "both sources of error count; `attnlimits.claims.statistics`). `p`: the paired "
         "comparison of adaptive − softmax on it; `p (t-test, seeds only)`: the paper's paired "
         "t-test, which leaves out the test-set error. `sets`: test sets drawn at that size. "
-        f"`{PER_SIZE}`: {BETTER} or {WORSE} where the paired bootstrap's p is below "
+        f"`{PER_SIZE}`: {BETTER} or {WORSE} where the paired interval's p is below "
         f"{ALPHA:g} (by the difference's sign), else {INCONCLUSIVE}; it is our detail, not a "
         "statement of the paper: its §4.1 sentence is judged once in the claims, on the gain "
         "pooled over the sizes above the training range.",

@@ -30,6 +30,7 @@ from attnlimits.experiments.softmax_not_enough.evaluate import (
     attention_profile,
     evaluate,
     paired_table,
+    set_attention,
     summary_table,
 )
 from attnlimits.experiments.softmax_not_enough.model import MaxRetrievalModel
@@ -102,7 +103,8 @@ def run_max_retrieval(
     on the same sets.
 
     Tables: ``accuracy`` (tidy), ``summary``, ``paired`` (paper layout: softmax vs adaptive),
-    ``training_log``, ``attention_profile`` (softmax and adaptive).
+    ``training_log``, ``attention_profile`` (softmax and adaptive) and ``set_attention``
+    (per profile set: the attention on the desired item and Lemma 2.1's quantities).
     """
     mcfg = softmax_model(cfg)
     norms = _softmax_and_adaptive(cfg)
@@ -120,6 +122,7 @@ def run_max_retrieval(
         "paired": paired_table(summary, id_size=cfg.train.max_size),
         "training_log": log,
         "attention_profile": attention_profile(model, cfg.profile_sizes, norms),
+        "set_attention": set_attention(model, cfg.profile_sizes, norms),
     }
 
 

@@ -1,0 +1,267 @@
+"""The verdict rules of paper B's statements (*Softmax is not Enough*), declared on the claims
+engine from named thresholds (:mod:`attnlimits.claims`).
+
+Each rule turns numbers measured on a run into a verdict of :mod:`attnlimits.claims.verdicts`
+(``"n/a"`` only where the run lacks the numbers); "not testable" (a precondition of the
+statement fails in the data) is decided where the tables are read (:mod:`.findings`), with its
+reason. Every threshold is a :class:`~attnlimits.claims.Threshold` written once below, with its
+provenance and reason; each rule's ``text()`` is what the claims table's ``rule`` column and
+``docs/max_retrieval.md`` print, formatted from those thresholds, so no docstring or doc repeats
+their values. ``tests/test_softmax_not_enough_claims.py`` holds known answers for every verdict
+of every rule on both sides of each threshold, and changes a threshold to see the text follow.
+
+Thresholds set after earlier runs were public (:data:`~attnlimits.claims.AFTER_RUNS`) say so
+in their reason, with the date and what was public; the docs print each one's flip point (the
+value at which it would change the verdict, :meth:`~attnlimits.claims.Graded.flips`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from attnlimits.claims import (
+    AFTER_RUNS,
+    NA,
+    NOT,
+    OURS,
+    PARTLY,
+    REPRODUCED,
+    Band,
+    Graded,
+    Holds,
+    Rule,
+    Share,
+    Threshold,
+    finite,
+)
+
+__all__ = [
+    "ALPHA",
+    "FALLING",
+    "GROWN",
+    "HIGHER",
+    "MOST",
+    "RISES",
+    "ROUNDING",
+    "RULES",
+    "SHARP",
+    "THRESHOLDS",
+    "UNIFORM_HI",
+    "UNIFORM_LO",
+    "bounded",
+    "falls_everywhere",
+    "grows",
+    "higher_on_target",
+    "monotone",
+    "pooled_gain",
+    "sharp",
+    "significant_sizes",
+    "spread_bound",
+    "towards_uniform",
+]
+
+# ---- the thresholds, each once -----------------------------------------------------------------
+
+#: The level of every test of the experiment; the pooled interval is its 1 − ALPHA interval.
+ALPHA = Threshold(
+    "ALPHA",
+    0.05,
+    OURS,
+    "the conventional 5 % level; our copy of the paper states none (Table 1's p-values are "
+    "lost in it)",
+)
+SHARP = Threshold(
+    "SHARP",
+    0.9,
+    AFTER_RUNS,
+    "written 2026-11-27, after the 2026-11-25 run's 0.922 at n = 16 was public: 'sharply and "
+    "cleanly' read as one item holding nine tenths of the attention",
+)
+MOST = Threshold(
+    "MOST",
+    0.5,
+    AFTER_RUNS,
+    "written with SHARP, after the same run: the max item holding most of the mass is sharp "
+    "in part",
+)
+UNIFORM_LO = Threshold(
+    "UNIFORM_LO",
+    -1.2,
+    AFTER_RUNS,
+    "written 2026-11-28 (issue 56) before the 20,000-step tables it decides, after the "
+    "5,000-step run's n·α_max (14.8, 74, 130, 139) was public: 'towards the uniform "
+    "distribution' read as the max item's attention falling at the uniform rate 1/n, a "
+    "log-log slope within 0.2 of −1 (the band of paper A's 1/T rule)",
+)
+UNIFORM_HI = Threshold(
+    "UNIFORM_HI",
+    -0.8,
+    AFTER_RUNS,
+    "the upper end of UNIFORM_LO's band, written with it: n·α_max levelling off (growing by "
+    "at most n^0.2)",
+)
+FALLING = Threshold(
+    "FALLING",
+    0.0,
+    AFTER_RUNS,
+    "written with UNIFORM_LO: a slope below 0 is dispersing, though not at the uniform rate",
+)
+HIGHER = Threshold(
+    "HIGHER",
+    1.05,
+    OURS,
+    "written 2026-11-28 (issue 56) before any run measured it: 'higher attention' read as at "
+    "least 5 % more mean attention on the desired item than softmax gives it, so that "
+    "rounding-level differences do not count",
+)
+GROWN = Threshold(
+    "GROWN",
+    1.5,
+    AFTER_RUNS,
+    "written 2026-11-28 (issue 56), after the 5,000-step run's spread (33 at step 100, 131 at "
+    "step 5,000) was public: 'grows' read as at least half again from the first logged step "
+    "to the last",
+)
+RISES = Threshold("RISES", 1.0, AFTER_RUNS, "written with GROWN: any rise at all, smaller than it")
+ROUNDING = Threshold(
+    "ROUNDING",
+    1e-4,
+    OURS,
+    "float32 attention and logits: a bound checked up to this relative error, far below any "
+    "gap a broken bound leaves",
+)
+
+# ---- the rules ---------------------------------------------------------------------------------
+
+_share = Share("share", "it holds", "case")
+_holds = Holds("holds", "the bound holds", "case")
+
+#: (1.a) "sharply and cleanly ... on the problem sizes that the model was trained on": the max
+#: item's mean attention at the largest training size at least SHARP; at least MOST: partly.
+sharp = Graded(
+    "sharp",
+    "the max item's mean attention at the largest training size",
+    Band(lo=SHARP),
+    Band(lo=MOST),
+)
+#: (1.b) "eventually disperse towards the uniform distribution": the log-log slope of the max
+#: item's mean attention against n over the profile's two largest sizes (n·α_max levelling off
+#: is a slope of −1) in [UNIFORM_LO, UNIFORM_HI]; any other fall (slope below FALLING): partly;
+#: no fall: not reproduced. Its own statistic: the check "must disperse" (Lemma 2.1, Thm 2.2)
+#: asks only that the attention falls, which any dispersion does.
+towards_uniform = Graded(
+    "towards_uniform",
+    "log-log slope of the max item's mean attention against n over the two largest sizes",
+    Band(UNIFORM_LO, UNIFORM_HI),
+    Band(hi=FALLING, open_hi=True),
+)
+
+
+def _pooled(low: float, high: float) -> str:
+    if not (finite(low) and finite(high)):
+        return NA
+    return REPRODUCED if low > 0 else NOT if high < 0 else PARTLY
+
+
+#: (2.a) §4.1's "more performant retrieval head on larger inputs, with statistical
+#: significance": the gain pooled over the sizes above the training range, its 1 − ALPHA
+#: interval over seeds and test sets wholly above 0; wholly below: not reproduced; else partly.
+pooled_gain = Rule(
+    "pooled_gain",
+    _pooled,
+    lambda: (
+        f"pooled gain's {1 - ALPHA.value:.0%} interval above 0: reproduced; below 0: not "
+        "reproduced; else partly"
+    ),
+    (ALPHA,),
+)
+
+
+def _significant(diffs: Sequence[float], ps: Sequence[float]) -> list[bool]:
+    return [finite(p) and p < ALPHA.value and d > 0 for d, p in zip(diffs, ps, strict=True)]
+
+
+#: (2.a), per size, as a reading shown beside the verdict (never deciding it): a size counts
+#: where adaptive's mean is higher with p < ALPHA, once by the paper's paired t-test over seeds,
+#: once by our paired interval over seeds and test sets. Every size / some / none.
+significant_sizes = Rule(
+    "significant_sizes",
+    lambda diffs, ps: _share(_significant(diffs, ps)),
+    lambda: (
+        f"adaptive higher with p < {ALPHA} at every size above the training range: "
+        "reproduced; some: partly; none: not reproduced"
+    ),
+    (ALPHA,),
+)
+
+
+def _higher(ratios: Sequence[float]) -> str:
+    return _share([r >= HIGHER.value for r in ratios if finite(r)])
+
+
+#: (2.b) Fig. 7 / §4.1's "higher attention being directed to the desired item, even in
+#: situations where it did not receive the largest logit": per profile size above the training
+#: range, on the sets where the max item lacks the top logit, adaptive's mean attention on it
+#: over softmax's (seeds and such sets pooled) at least HIGHER; every size / some / none.
+higher_on_target = Rule(
+    "higher_on_target",
+    _higher,
+    lambda: (
+        f"adaptive / softmax mean attention on the max item, where it lacks the top logit, "
+        f"≥ {HIGHER} at every size above the training range: reproduced; some: partly; none: "
+        "not reproduced"
+    ),
+    (HIGHER,),
+)
+#: (3.a, 3.b) App. D / Fig. 9's "grows with training time": the median over seeds of a logged
+#: quantity at the last logged step over the first at least GROWN; any rise: partly.
+grows = Graded(
+    "grows",
+    "median over seeds of last / first logged step",
+    Band(lo=GROWN),
+    Band(lo=RISES, open_lo=True),
+)
+
+#: Check (Lemma 2.1, Thm 2.2 "must disperse"): the max item's mean attention falls at every
+#: larger size of the profile.
+falls_everywhere = Holds("falls_everywhere", "the max item's mean attention falls", "larger size")
+
+
+def _bounded(shares: Sequence[float]) -> str:
+    judged = [s for s in shares if finite(s)]
+    return _holds(min(judged)) if judged else NA
+
+
+#: Check (Lemma 2.1's two-sided bound, θ = 1): on every test set of the softmax arm,
+#: 1/(1 + (n−1)e^{Δ}) ≤ α_k ≤ 1/(1 + (n−1)e^{−Δ}) for every item, Δ the set's logit spread, up
+#: to ROUNDING relative error.
+bounded = Rule(
+    "bounded",
+    _bounded,
+    lambda: (
+        "1/(1 + (n−1)e^Δ) ≤ α_min and α_max ≤ 1/(1 + (n−1)e^−Δ) on every test set (Δ the set's "
+        f"logit spread, up to {ROUNDING:g} relative): reproduced; else not (a bound)"
+    ),
+    (ROUNDING,),
+)
+#: Check (Prop. 3.2): entropy non-decreasing in θ on the grid, for every spread.
+monotone = Holds("monotone", "no decrease of H as θ grows", "spread")
+#: Check (Prop. 3.1): the spread at most the bound at every logged step.
+spread_bound = Holds("spread_bound", "spread ≤ bound", "logged step")
+
+#: Every rule, in the order the claims table uses them (the docs' rules table).
+RULES = (
+    sharp,
+    towards_uniform,
+    pooled_gain,
+    significant_sizes,
+    higher_on_target,
+    grows,
+    falls_everywhere,
+    bounded,
+    monotone,
+    spread_bound,
+)
+#: Every threshold of paper B's rules, by name, in the order the rules use them (derived from
+#: the rules: the docs' provenance table is drawn from it).
+THRESHOLDS = {t.name: t for rule in RULES for t in rule.thresholds}

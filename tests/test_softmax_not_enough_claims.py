@@ -1,0 +1,235 @@
+"""Paper B's verdict rules on the claims engine: a known answer for every verdict of every rule,
+on both sides of each threshold, and the rules' texts following their thresholds."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnlimits.claims import AFTER_RUNS, NA, NOT, PARTLY, PROVENANCES, REPRODUCED
+from attnlimits.experiments.softmax_not_enough import rules
+
+
+@pytest.mark.parametrize(
+    ("value", "verdict"),
+    [
+        (0.95, REPRODUCED),
+        (0.9, REPRODUCED),
+        (0.89, PARTLY),
+        (0.5, PARTLY),
+        (0.49, NOT),
+        (math.nan, NA),
+        (None, NA),
+    ],
+)
+def test_sharp(value, verdict):
+    assert rules.sharp(value) == verdict
+
+
+def test_sharp_is_after_runs_and_flips_at_the_measured_value():
+    """SHARP was written after 0.922 was public: its flip point on that value is 0.922 (moved
+    above it, the verdict falls to partly)."""
+    assert rules.SHARP.provenance == AFTER_RUNS and rules.MOST.provenance == AFTER_RUNS
+    assert rules.sharp.flips(0.922) == {"SHARP": 0.922}
+    assert rules.sharp.flips(0.6) == {"SHARP": 0.6, "MOST": 0.6}
+
+
+@pytest.mark.parametrize(
+    ("slope", "verdict"),
+    [
+        (-1.0, REPRODUCED),
+        (-0.8, REPRODUCED),
+        (-1.2, REPRODUCED),
+        (-0.79, PARTLY),
+        (-1.21, PARTLY),
+        (-0.01, PARTLY),
+        (0.0, NOT),
+        (0.3, NOT),
+        (math.nan, NA),
+    ],
+)
+def test_towards_uniform(slope, verdict):
+    assert rules.towards_uniform(slope) == verdict
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "verdict"),
+    [
+        (0.01, 0.2, REPRODUCED),
+        (-0.2, -0.01, NOT),
+        (-0.1, 0.1, PARTLY),
+        (0.0, 0.1, PARTLY),
+        (math.nan, 0.1, NA),
+    ],
+)
+def test_pooled_gain(low, high, verdict):
+    assert rules.pooled_gain(low, high) == verdict
+
+
+def test_significant_sizes_counts_a_size_where_adaptive_is_higher_with_p_below_alpha():
+    assert rules.significant_sizes([0.1, 0.2], [0.01, 0.049]) == REPRODUCED
+    assert rules.significant_sizes([0.1, 0.2], [0.01, 0.05]) == PARTLY  # p = α is not below it
+    assert rules.significant_sizes([0.1, -0.2], [0.01, 0.01]) == PARTLY  # significant, worse
+    assert rules.significant_sizes([0.1, 0.2], [0.5, math.nan]) == NOT
+    assert rules.significant_sizes([], []) == NA
+
+
+def test_higher_on_target():
+    assert rules.higher_on_target([1.05, 2.0]) == REPRODUCED
+    assert rules.higher_on_target([1.04, 2.0]) == PARTLY
+    assert rules.higher_on_target([1.04, 0.5]) == NOT
+    assert rules.higher_on_target([math.nan, 1.2]) == REPRODUCED  # a size without such sets
+    assert rules.higher_on_target([]) == NA
+
+
+@pytest.mark.parametrize(
+    ("ratio", "verdict"),
+    [
+        (1.5, REPRODUCED),
+        (3.0, REPRODUCED),
+        (1.49, PARTLY),
+        (1.0001, PARTLY),
+        (1.0, NOT),
+        (0.7, NOT),
+        (math.inf, NA),
+    ],
+)
+def test_grows(ratio, verdict):
+    assert rules.grows(ratio) == verdict
+
+
+def test_checks_are_bounds_with_no_partly():
+    assert rules.falls_everywhere(1.0) == REPRODUCED and rules.falls_everywhere(0.99) == NOT
+    assert rules.bounded([1.0, 1.0]) == REPRODUCED and rules.bounded([1.0, 0.999]) == NOT
+    assert rules.bounded([]) == NA and rules.bounded([math.nan]) == NA
+    assert rules.monotone(1.0) == REPRODUCED and rules.spread_bound(0.5) == NOT
+
+
+def test_every_threshold_is_declared_once_with_a_provenance_and_read_by_a_rule():
+    read = [t.name for r in rules.RULES for t in r.thresholds]
+    assert set(read) == set(rules.THRESHOLDS)
+    assert all(t.provenance in PROVENANCES for t in rules.THRESHOLDS.values())
+    from attnlimits.claims import Threshold
+
+    declared = {n for n in dir(rules) if isinstance(getattr(rules, n), Threshold)}
+    assert declared == set(rules.THRESHOLDS)
+
+
+def test_a_changed_threshold_changes_the_rule_text(monkeypatch):
+    before = {r.name: r.text() for r in rules.RULES}
+    assert "≥ 0.9: reproduced; ≥ 0.5: partly" in before["sharp"]
+    assert "in [-1.2, -0.8]: reproduced; < 0: partly" in before["towards_uniform"]
+    assert "95% interval" in before["pooled_gain"] and "≥ 1.05" in before["higher_on_target"]
+    moved = replace(rules.SHARP, value=0.95)
+    graded = replace(rules.sharp, reproduced=replace(rules.sharp.reproduced, lo=moved))
+    assert "≥ 0.95: reproduced" in graded.text() and graded(0.922) == PARTLY
+    monkeypatch.setattr(rules, "ALPHA", replace(rules.ALPHA, value=0.01))
+    assert (
+        "99% interval" in rules.pooled_gain.text() and "p < 0.01" in rules.significant_sizes.text()
+    )
+    assert rules.significant_sizes([0.1], [0.02]) == NOT
+    monkeypatch.setattr(rules, "HIGHER", replace(rules.HIGHER, value=1.5))
+    assert "≥ 1.5" in rules.higher_on_target.text() and rules.higher_on_target([1.2]) == NOT
+
+
+def test_set_attention_matches_a_naive_per_set_computation():
+    """One row per (norm, seed, size, set): the attention on the max-priority item, whether it
+    holds the top logit, and Lemma 2.1's spread and extreme coefficients (float64, θ = 1)."""
+    import torch
+
+    from attnlimits.experiments.softmax_not_enough.config import ModelConfig
+    from attnlimits.experiments.softmax_not_enough.evaluate import set_attention
+    from attnlimits.experiments.softmax_not_enough.model import (
+        MaxRetrievalModel,
+        make_batch,
+        set_generator,
+    )
+
+    model = MaxRetrievalModel(ModelConfig(), seeds=(0, 3))
+    norms = {"softmax": ("softmax", {}), "adaptive": ("adaptive", {})}
+    got = set_attention(model, [5, 12], norms, n_sets=3, chunk_items=20)  # chunks of 1 or 4 sets
+    assert len(got) == 2 * 2 * 2 * 3
+    mc = model.cfg
+    items, query, _ = make_batch(
+        3, 12, n_classes=mc.n_classes, query_dim=mc.query_dim, generator=set_generator(0, 12, "cpu")
+    )
+    with torch.no_grad():
+        _, e = model.encode(items, query)
+    row = got[(got["norm"] == "softmax") & (got["size"] == 12) & (got["seed"] == 3)]
+    row = row[row["set"] == 2].iloc[0]
+    logits = e[1, 2].double()
+    i = int(items[2, :, 0].argmax())
+    a = torch.softmax(logits, -1)
+    assert row["top"] == (int(logits.argmax()) == i)
+    assert np.isclose(row["target"], float(a[i]), rtol=1e-5)
+    assert np.isclose(row["spread"], float(logits.max() - logits.min()), rtol=1e-5)
+    assert np.isclose(row["log_max"], float(a.max().log())) and np.isclose(
+        row["log_min"], float(a.min().log())
+    )
+    # adaptive only rescales the logits: the same top flags and Lemma columns, its own target
+    soft, adap = (got[got["norm"] == k].reset_index(drop=True) for k in norms)
+    cols = ["seed", "size", "set", "top", "spread", "log_max", "log_min"]
+    assert soft[cols].equals(adap[cols])
+
+
+def _sets(rows: list[tuple[str, int, bool, float, float]]) -> pd.DataFrame:
+    """A set_attention table from (norm, size, top, target, spread); α_max/α_min at the
+    Lemma's bounds in log space, inside them by 0.1, so the bound holds unless a test moves
+    them."""
+    out = []
+    for k, (norm, n, top, target, spread) in enumerate(rows):
+        upper = -np.logaddexp(0.0, np.log(n - 1) - spread)
+        lower = -np.logaddexp(0.0, np.log(n - 1) + spread)
+        out.append(
+            {
+                "norm": norm,
+                "seed": 0,
+                "size": n,
+                "set": k // 2,
+                "top": top,
+                "target": target,
+                "spread": spread,
+                "log_max": upper - 0.1,
+                "log_min": lower + 0.1,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def test_fig7_row_reads_only_the_sets_where_the_max_item_lacks_the_top_logit():
+    from attnlimits.experiments.softmax_not_enough.findings import _fig7
+
+    sets = _sets(
+        [
+            ("softmax", 64, False, 0.2, 3.0),
+            ("adaptive", 64, False, 0.3, 3.0),
+            ("softmax", 64, True, 0.9, 3.0),
+            ("adaptive", 64, True, 0.1, 3.0),  # top: left out
+            ("softmax", 16, False, 0.5, 3.0),
+            ("adaptive", 16, False, 0.1, 3.0),
+        ]  # training size
+    )
+    row = _fig7({"set_attention": sets}, id_size=16)
+    assert row["verdict"] == REPRODUCED and row["role"] == "supporting"
+    assert "n=64: 0.300 / 0.200 = 1.50 (1 of 2 sets)" in row["measured"]
+    lower = sets.assign(target=[0.2, 0.2, 0.9, 0.1, 0.5, 0.1])  # no higher: not reproduced
+    assert _fig7({"set_attention": lower}, id_size=16)["verdict"] == NOT
+    missing = _fig7({}, id_size=16)
+    assert missing["verdict"] == NA and "rerun the same command" in missing["measured"]
+
+
+def test_lemma_check_fails_where_a_coefficient_passes_the_bound():
+    from attnlimits.experiments.softmax_not_enough.findings import _bound_share
+
+    sets = _sets([("softmax", 64, True, 0.5, 2.0), ("softmax", 128, True, 0.5, 8.0)])
+    assert _bound_share(sets)[0] == 1.0
+    upper = -float(np.logaddexp(0.0, np.log(127) - 8.0))
+    broken = sets.assign(log_max=[sets["log_max"][0], upper + 1e-3])
+    share, said = _bound_share(broken)
+    assert share == 0.5 and said.startswith("1 of 2 sets") and rules.bounded([share]) == NOT
+    within = sets.assign(log_max=[sets["log_max"][0], upper + 1e-5])  # float32 rounding
+    assert _bound_share(within)[0] == 1.0
