@@ -720,7 +720,7 @@ def test_report_of_models_side_by_side_refuses_a_link_to_a_models_folder(tmp_pat
 def _loop(out_dir: Path, steps: int) -> list[int]:
     """A hand-written loop of ``steps`` steps recording every step; the table's steps after."""
     from attnlimits.monitor import TABLE_NAME, AttentionMonitor
-    from test_monitor import batch, tiny
+    from monitor_models import batch, tiny
 
     model = tiny("llama", "sdpa")
     with warnings.catch_warnings(), torch.no_grad():
@@ -776,7 +776,7 @@ def test_a_trainer_from_step_0_refuses_an_earlier_trainings_table(tmp_path):
     import transformers
 
     from attnlimits.monitor import TABLE_NAME, AttentionMonitor
-    from test_monitor import Tokens, tiny
+    from monitor_models import Tokens, tiny
 
     assert _loop(tmp_path, 2) == [1, 2]
     before = (tmp_path / TABLE_NAME).read_bytes()

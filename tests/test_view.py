@@ -270,7 +270,7 @@ def test_monitor_page_data_is_the_table_and_marks_the_warnings():
 
 def test_the_monitor_writes_its_page_at_the_end_of_training(tmp_path):
     from attnlimits.monitor import AttentionMonitor
-    from test_monitor import batch, tiny
+    from monitor_models import batch, tiny
 
     model = tiny("llama", "sdpa")
     with AttentionMonitor(every=1, out_dir=tmp_path, disperse_ratio=1.0).watch(model) as mon:
@@ -302,7 +302,7 @@ def test_a_monitored_trainer_run_leaves_the_page_beside_its_parquet(tmp_path):
     import warnings
 
     from attnlimits.monitor import TABLE_NAME, AttentionHeadWarning, AttentionMonitor
-    from test_monitor import Tokens, tiny
+    from monitor_models import Tokens, tiny
 
     model = tiny("gpt2", "sdpa")
     args = transformers.TrainingArguments(

@@ -518,7 +518,7 @@ def _monitored(out: Path, tokenizer: Any = None, steps: int = 4) -> Any:
     import torch
 
     from attnlimits.monitor import AttentionMonitor
-    from test_monitor import batch, tiny
+    from monitor_models import batch, tiny
 
     model = tiny("llama", "sdpa").eval()
     with AttentionMonitor(every=2, out_dir=out, tokenizer=tokenizer).watch(model) as mon:
@@ -536,7 +536,7 @@ def test_monitor_page_shows_a_steps_tokens_with_the_kept_weights(browser, tmp_pa
     from selenium.webdriver.support.ui import Select
 
     from attnlimits.view import MONITOR_PAGE
-    from test_monitor import WordTokenizer
+    from monitor_models import WordTokenizer
 
     mon = _monitored(tmp_path, WordTokenizer())
     rows, tokens = mon.token_rows()
