@@ -67,6 +67,7 @@ EXPERIMENT = skeleton.Experiment(
 
 
 def users_folder(root: Path) -> Path:
+    """``root`` holding a user's own files (:data:`USERS`), where a run would write."""
     for rel, data in USERS.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
@@ -74,6 +75,7 @@ def users_folder(root: Path) -> Path:
 
 
 def intact(root: Path) -> None:
+    """Every file of :data:`USERS` under ``root`` is still there, byte for byte."""
     for rel, data in USERS.items():
         assert (root / rel).read_bytes() == data, f"{rel} was deleted or written over"
 
@@ -112,6 +114,7 @@ def make_link(path: Path, target: Path) -> Path:
 
 
 def link_refusal(link: Path) -> str:
+    """The one line every writer refuses ``link`` with."""
     import os
 
     return (
@@ -121,6 +124,8 @@ def link_refusal(link: Path) -> str:
 
 
 def counting_compute(cfg, store, *, progress=True):
+    """A compute that logs its call in :data:`ENTERED`: the toy's computes, an experiment's
+    own raises (no model is loaded)."""
     ENTERED.append(type(cfg).__name__)
     if not isinstance(cfg, Cfg):  # an experiment's own: it must never get this far
         raise RuntimeError(f"{type(cfg).__module__} computed")

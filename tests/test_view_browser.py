@@ -4,8 +4,9 @@ For the scan page (a synthetic scan's tables; the other kinds' pages and the gen
 any other run are in tests/test_view_browser_kinds.py): it loads with no console error; the
 main heatmap renders (the screenshot is not blank) and its numbers are the Parquet table's for
 a sampled head; the length selector changes it; the filters blank the heads they exclude;
-clicking a head opens its attention pattern, whose numbers are the stored sample's. Screenshots go to docs/images/ only when ``ATTNLIMITS_WRITE_DOCS=1`` (else
-to a temporary folder: a test run leaves the tree as it found it; the ``images`` fixture in
+clicking a head opens its attention pattern, whose numbers are the stored sample's.
+Screenshots go to docs/images/ only when ``ATTNLIMITS_WRITE_DOCS=1`` (else to a temporary
+folder: a test run leaves the tree as it found it; the ``images`` fixture in
 tests/conftest.py). Without Chromium, its driver or selenium the tests skip, naming what is
 missing (``.ci/run`` installs them; tests/browser_driver.py).
 """
