@@ -1,4 +1,7 @@
-"""Shared test fixtures: seeded generators, the book's location, hypothesis profiles."""
+"""Shared test fixtures: seeded generators, the book's location, hypothesis profiles, the page
+tests' browser. Helpers that several test modules share live in modules of their own beside
+this one (tiny_models.py, made_up_tables.py, browser_driver.py, ...): a test module never
+imports another test module (tests/test_suite_layout.py checks)."""
 
 from __future__ import annotations
 
@@ -106,3 +109,39 @@ def paper_texts() -> list[str]:
     if not PAPERS.is_dir():
         pytest.skip("../shared/papers is absent")
     return [p.read_text(encoding="utf-8") for p in sorted(PAPERS.glob("paper-*.txt"))]
+
+
+@pytest.fixture
+def registered_safe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/safe_experiment.py's toy experiment registered as "safe" (``skeleton.get`` finds
+    it, ``attnlimits report`` redraws its runs), its computed parts' log emptied."""
+    import safe_experiment
+    from attnlimits.experiments import skeleton
+
+    monkeypatch.setitem(skeleton.EXPERIMENTS, "safe", safe_experiment.__name__)
+    safe_experiment.CALLS.clear()
+
+
+# ---- the page tests' headless Chromium (tests/browser_driver.py) --------------------------------
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory) -> Path:
+    """Where the screenshots go: docs/images with ``ATTNLIMITS_WRITE_DOCS=1``, else a temporary
+    folder."""
+    from browser_driver import DOCS_IMAGES
+
+    if os.environ.get("ATTNLIMITS_WRITE_DOCS"):
+        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
+        return DOCS_IMAGES
+    return tmp_path_factory.mktemp("screenshots")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless Chromium for the module's tests (skips, naming what is missing, without one)."""
+    from browser_driver import chrome_driver
+
+    driver = chrome_driver()
+    yield driver
+    driver.quit()

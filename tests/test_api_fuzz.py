@@ -18,13 +18,9 @@ strategy here fails :func:`test_every_public_function_has_a_strategy`.
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
-import signal
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -33,88 +29,21 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from api_fuzz_calls import FIRST, FUNCTIONS, LIMIT, call, leaves
 from api_fuzz_roles import Role, World, assert_normaliser_contract, worlds
 from api_fuzz_specs import ALIASES, REGISTERED, SPECS, Spec, spec_of
-from attnlimits import metrics, normalizers, theory
 
-MODULES = {"normalizers": normalizers, "metrics": metrics, "theory": theory}
-#: Seconds one call may take (the first call of a function gets FIRST: numba compiles once).
-LIMIT = 5.0
-FIRST = 120.0
 #: Examples per function: 100 by default (about 45 s of CPU for all); raise it for a longer hunt,
 #: e.g. ATTNLIMITS_API_FUZZ_EXAMPLES=1000 before a release.
 EXAMPLES = int(os.environ.get("ATTNLIMITS_API_FUZZ_EXAMPLES", "100"))
 
 
-def public_functions() -> dict[str, Callable[..., Any]]:
-    """``module.name`` -> function for every public callable that is not a class, and every
-    registered normaliser (under its function's name)."""
-    out: dict[str, Callable[..., Any]] = {}
-    for mod_name, mod in MODULES.items():
-        for name in mod.__all__:
-            obj = getattr(mod, name)
-            if callable(obj) and not isinstance(obj, type):
-                out[f"{mod_name}.{name}"] = obj
-    for fn in normalizers.REGISTRY.values():
-        out.setdefault(f"normalizers.{fn.__name__}", fn)
-    return out
-
-
 # ------------------------------------------------------------------ the oracle
-
-
-class Hang(BaseException):
-    """A call ran past its time limit."""
-
-
-def _numba_compiling() -> bool:
-    """Whether this thread holds numba's compiler lock (it is compiling a fused kernel)."""
-    try:
-        from numba.core.compiler_lock import global_compiler_lock
-    except ImportError:  # pragma: no cover
-        return False
-    return bool(global_compiler_lock.is_locked())
-
-
-@contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():  # pragma: no cover
-        yield  # SIGALRM reaches the main thread only
-        return
-
-    def on_alarm(signum: int, frame: Any) -> None:
-        if _numba_compiling():  # an exception inside numba's compiler breaks every later
-            signal.setitimer(signal.ITIMER_REAL, 1.0)  # compile in this process: wait, look
-            return  # again in 1 s (a cold machine compiles the fused kernels for minutes)
-        raise Hang(f"call ran past {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def names(message: str, param: str) -> bool:
     words = (param, *ALIASES.get(param, ()))
     return any(re.search(rf"(?<![A-Za-z_]){re.escape(w)}(?![A-Za-z_])", message) for w in words)
-
-
-def leaves(out: Any) -> Iterator[tuple[str, Any, Any]]:
-    """(path, value, valid-or-None) for every numeric leaf of a result."""
-    valid = getattr(out, "valid", None) if isinstance(out, tuple) else None
-    if isinstance(out, dict):
-        for k, v in out.items():
-            for p, leaf, ok in leaves(v):
-                yield f"[{k}]{p}", leaf, ok
-    elif isinstance(out, tuple):
-        for i, v in enumerate(out):
-            for p, leaf, ok in leaves(v):
-                yield f"[{i}]{p}", leaf, ok if ok is not None else valid
-    elif isinstance(out, (torch.Tensor, np.ndarray, float, int, np.floating, np.integer)):
-        yield "", out, None
 
 
 def _as_float64(args: dict[str, Any]) -> dict[str, Any]:
@@ -156,15 +85,6 @@ def check_finite(
         assert not bad.any(), f"{qualname}{path}: non-finite result {t}"
 
 
-def call(qualname: str, fn: Callable[..., Any], args: dict[str, Any], limit: float) -> Any:
-    params = inspect.signature(fn).parameters
-    pos = [v for k, v in args.items() if params[k].kind is not inspect.Parameter.KEYWORD_ONLY]
-    kw = {k: v for k, v in args.items() if params[k].kind is inspect.Parameter.KEYWORD_ONLY}
-    with time_limit(limit):
-        return fn(*pos, **kw)
-
-
-FUNCTIONS = public_functions()
 _SEEN: set[tuple[str, str]] = set()
 
 

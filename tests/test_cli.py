@@ -13,7 +13,6 @@ import re
 import shutil
 import struct
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 import torch
@@ -22,6 +21,7 @@ from typer.testing import CliRunner
 
 from attnlimits.cli import app
 from attnlimits.experiments import budget
+from cli_cases import Result, error_message
 from conftest import REPO
 from tiny_models import LLAMA_GGUF_TENSORS, tiny_gguf, tiny_llama_gguf, tiny_model_dir
 
@@ -304,13 +304,6 @@ def _malformed_models(root: Path, model: Path) -> None:
     (root / "spaces.txt").write_text("word\n" + " " * 30_000_000 + "\nword\n")
 
 
-class Result(NamedTuple):
-    code: int
-    output: str
-    changed: list[str]  # what the case added, removed or touched on disk
-    out: Path  # its --out
-
-
 def _argv(args: list[str], env: dict[str, str], out: Path) -> list[str]:
     subs = {**env, "OUT": str(out)}
     return [re.sub(r"\{(\w+)\}", lambda m: subs[m.group(1)], a) for a in args]
@@ -374,17 +367,6 @@ def results(env, tmp_path_factory) -> dict[str, Result]:
     return ran
 
 
-def _message(result: Result, env: dict[str, str]) -> str:
-    """The ``error:`` line, with the scratch paths and torch's version as placeholders."""
-    import torch
-
-    line = next((ln for ln in result.output.splitlines() if ln.startswith("error:")), "")
-    subs = [("OUT", str(result.out)), *sorted(env.items(), key=lambda kv: -len(kv[1]))]
-    for name, value in [*subs, ("TORCH", torch.__version__)]:
-        line = line.replace(value, "{" + name + "}")
-    return line
-
-
 def test_cases_are_distinct():
     assert len({c[0] for c in CASES}) == len(CASES)
     assert len({(tuple(c[1]), c[2]) for c in CASES}) == len(CASES)
@@ -408,7 +390,7 @@ def test_reliability_doc_is_current(env, results):
     for what, args, _ in CASES:
         res = results[what]
         cmd = " ".join(["attnlimits", *(a if a else "''" for a in args)]).replace("|", "\\|")
-        msg = _message(res, env).replace("|", "\\|")
+        msg = error_message(res, env).replace("|", "\\|")
         rows.append(f"| {what} | `{cmd}` | {res.code} | `{msg}` |")
     table = "\n".join(rows)
     doc = DOC.read_text(encoding="utf-8") if DOC.exists() else ""

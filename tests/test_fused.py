@@ -28,6 +28,7 @@ from attnlimits.metrics import (
     normalize_to_sphere,
     separability_curve,
 )
+from separability_reference import count_range
 
 MASKS = ["none", "causal", "random", "empty_rows"]
 LAYOUTS = ["per_head", "shared", "gqa"]
@@ -193,35 +194,6 @@ def test_jensen_gap_where_mu_is_zero_in_both_paths(dtype):
             assert theory.jensen_gap_bound(attn, xs, 1, form=f)[0].tolist() == [values[row]] * 2
 
 
-def _count_range(attn, x, keep, ns, tol=1e-7):
-    """Naive float64 N_s per row and N (Eq. 10), as the range [lo, hi] that rounding of the
-    ball radius r leaves open: lo counts ||s − α_i x_i|| < r − tol·scale, hi those ≤ r +
-    tol·scale (scale = ||s|| + max α_j||x_j||). Where duplicates tie a distance to r exactly,
-    either path may round it in or out; everywhere else both must count exactly lo = hi."""
-    heads, q, k = attn.shape
-    a = attn.double()
-    xs = x.double().expand(heads, k, x.shape[-1])
-    kp = torch.ones(q, k, dtype=torch.bool) if keep is None else keep
-    lo = torch.full((heads, q, len(ns)), math.nan, dtype=torch.float64)
-    hi = lo.clone()
-    for h in range(heads):
-        for i in range(q):
-            kept = kp[i].nonzero().squeeze(-1)
-            w = a[h, i, kept]
-            order = kept[w.argsort(descending=True, stable=True)]
-            for j, n in enumerate(ns):
-                if kept.numel() < n + 1:
-                    continue
-                top, rest = order[:n], order[n:]
-                s = (a[h, i, top, None] * xs[h, top]).sum(0)
-                inside = (s - a[h, i, top, None] * xs[h, top]).norm(dim=-1)
-                r = (s - a[h, i, rest, None] * xs[h, rest]).norm(dim=-1).min()
-                scale = s.norm() + (a[h, i, kept, None] * xs[h, kept]).norm(dim=-1).max()
-                lo[h, i, j] = (inside < r - tol * scale).sum()
-                hi[h, i, j] = (inside <= r + tol * scale).sum()
-    return lo, hi
-
-
 @given(**cases, data=st.data())
 def test_separability_curve_agrees_with_torch_path(
     seed, heads, q, k, d, mask, layout, dtype, ties, data
@@ -241,7 +213,7 @@ def test_separability_curve_agrees_with_torch_path(
     for got in (fused, ref):
         for name in ("ratio", "lower", "upper", "r"):
             assert not bool((getattr(got, name).isnan() & got.valid).any()), name
-    lo, hi = _count_range(attn, x, keep, ns)
+    lo, hi = count_range(attn, x, keep, ns)
     n = torch.tensor(ns, dtype=torch.float64)
     for got in (fused, ref):
         count = (got.ratio.double() * n).round()  # N_s: the ratio is N_s/N in attn's dtype

@@ -25,10 +25,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from api_fuzz_calls import FIRST, FUNCTIONS, call, leaves
 from api_fuzz_roles import World
 from api_fuzz_specs import spec_of
 from attnlimits import metrics, theory
-from test_api_fuzz import FIRST, FUNCTIONS, call, leaves
 
 EXAMPLES = int(os.environ.get("ATTNLIMITS_GRAD_FUZZ_EXAMPLES", "12"))
 

@@ -14,7 +14,7 @@ import attnlimits.kernels as K
 from attnlimits import normalizers as nz
 from attnlimits.hf_bridge import attention_function
 from attnlimits.kernels.chunked import chunked_attention
-from test_hf_attention import batch, logits, tiny_llama
+from hf_models import batch, logits, tiny_llama
 
 #: every entry without a name of its own before (softmax_t, ssmax, adaptive): the length
 #: scalings stream, the others run chunked

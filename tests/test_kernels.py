@@ -13,38 +13,13 @@ from attnlimits.kernels import AttentionStats, naive_attention, streaming_attent
 from attnlimits.kernels.spec import NORMALIZERS
 from attnlimits.normalizers.adaptive import ENTROPY_EPS
 from float_tolerance import assert_float32_close
+from kernel_inputs import PARAMS, inputs, rel_err
 
-#: Parameters chosen so that each normaliser departs from plain softmax on these inputs.
-PARAMS = {
-    "softmax": {"temperature": 0.7},
-    "ssmax": {"s": 0.8},
-    "adaptive": {},
-    "logn": {"train_length": 8},
-    "yarn": {"factor": 8.0},
-    "llama4_temperature": {"attn_scale": 0.3, "floor_scale": 4},
-    "softcap": {"cap": 2.0},
-    "softmax1": {},
-    "sink_softmax": {"sink": 0.7},
-    "ssmax_trained": {"train_length": 8},
-}
 STREAMED = sorted(NORMALIZERS)
 
 
 def test_params_cover_every_streamed_normalizer():
     assert set(PARAMS) == set(NORMALIZERS)
-
-
-def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
-    """||a − b|| / ||b|| in float64 (0 when both vanish)."""
-    a, b = a.double(), b.double()
-    return float((a - b).norm() / b.norm().clamp_min(1e-30))
-
-
-def inputs(gen, B=2, Hq=4, Hkv=2, Lq=19, Lk=29, d=8, dv=6, spread=3.0):
-    q = torch.randn(B, Hq, Lq, d, generator=gen) * spread  # spread: a mix of flat and peaked rows
-    k = torch.randn(B, Hkv, Lk, d, generator=gen)
-    v = torch.randn(B, Hkv, Lk, dv, generator=gen)
-    return q, k, v
 
 
 def make_mask(kind, gen, B, Hq, Lq, Lk):

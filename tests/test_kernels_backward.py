@@ -10,7 +10,7 @@ from attnlimits.kernels import naive_attention, streaming_attention
 from attnlimits.kernels._backward import beta_slope
 from attnlimits.kernels.spec import NORMALIZERS
 from attnlimits.normalizers.adaptive import POLY_COEFFS, adaptive_beta
-from test_kernels import PARAMS, inputs, rel_err
+from kernel_inputs import PARAMS, inputs, rel_err
 
 STREAMED = sorted(NORMALIZERS)
 SLOW_2048 = ("softmax", "logn", "softmax1", "sink_softmax")

@@ -14,7 +14,7 @@ from attnlimits.kernels.flex import (
     sink_rescale,
 )
 from attnlimits.kernels.spec import NORMALIZERS, resolve_params
-from test_kernels import PARAMS, inputs
+from kernel_inputs import PARAMS, inputs
 
 pytestmark = [
     pytest.mark.skipif(flex_available() is not None, reason=str(flex_available())),

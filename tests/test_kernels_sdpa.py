@@ -15,7 +15,7 @@ import attnlimits.kernels.sdpa as S
 from attnlimits import normalizers as nz
 from attnlimits.kernels import naive_attention, sdpa_attention, streaming_attention
 from float_tolerance import assert_float32_close
-from test_hf_attention import VOCAB, batch, logits, tiny_llama
+from hf_models import VOCAB, batch, logits, tiny_llama
 
 #: Parameters that move each normaliser off its trivial regime at these short lengths.
 PARAMS: dict[str, dict] = {

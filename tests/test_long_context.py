@@ -22,11 +22,11 @@ from attnlimits.experiments.long_context import summarize
 from attnlimits.experiments.long_context.claims import COLUMNS
 from attnlimits.kernels import patch
 from attnlimits.metrics import attention_entropy
+from made_up_tables import HIGH, LOW, long_context_tables
 from tiny_models import tiny_model_dir
 
 compute_module = importlib.import_module("attnlimits.experiments.long_context.compute")
 
-LOW, HIGH = 10, 40  # the tiny word-level tokenizer knows these numbers
 TEXT = " ".join([lc.QUESTION, lc.ANSWER_PREFIX] + [str(x) for x in range(LOW, HIGH + 1)] * 3)
 
 
@@ -221,29 +221,13 @@ def test_summarize_counts_positions() -> None:
     assert t["mean_entropy"]["frac_sharpened"].item() == 0.0
 
 
-def _tables(modes: tuple[str, ...], ns: tuple[int, ...]) -> dict[str, pd.DataFrame]:
-    """Summaries of made-up answers (prompt 0 right in every cell) for ``modes`` x ``ns``."""
-    cells = [(m, n, p) for m in modes for n in ns for p in (0, 1)]
-    answers = pd.DataFrame(
-        {"mode": [c[0] for c in cells], "n": [c[1] for c in cells],
-         "prompt": [c[2] for c in cells], "n_tokens": 9, "target": 30,
-         "predicted": [30.0 if c[2] == 0 else 10.0 for c in cells],
-         "correct": [c[2] == 0 for c in cells], "numbers": "10 30"}
-    )  # fmt: skip
-    heads = answers[["mode", "n", "prompt"]].assign(
-        layer=0, head=0, entropy=1.0, entropy_base=1.0, beta=1.0, spread=2.0, n_keys=9,
-        log_keys=math.log(9),
-    )  # fmt: skip
-    return summarize(answers, heads) | {"answers": answers}
-
-
 @pytest.mark.parametrize(
     ("modes", "ns", "judged"),
     [(("softmax", "adaptive"), (2, 3), 2), (("adaptive",), (2, 3), 0), (("softmax",), (3,), 0)],
 )
 def test_claims_sections_figures_from_tables(modes, ns, judged) -> None:
     """A run without the softmax mode, or with one n, gets n/a rows instead of an error."""
-    tables = _tables(modes, ns)
+    tables = long_context_tables(modes, ns)
     meta = {"params": {"model": "m", "prompts": 2, "low": LOW, "high": HIGH}}
     table = lc.claims(tables, meta)
     assert list(table.columns) == COLUMNS
@@ -289,7 +273,7 @@ def test_claims_verdicts_known_answers() -> None:
     not, accuracy that falls by more or less than the standard errors' multiple, more or fewer
     prompts right only with adaptive."""
     S = lc_statements
-    tables = _tables(("softmax", "adaptive"), (2, 3))
+    tables = long_context_tables(("softmax", "adaptive"), (2, 3))
     mean, acc = tables["mean_entropy"], tables["accuracy"]
     soft_hi = (mean["mode"] == "softmax") & (mean["n"] == 3)
     rises = tables | {"mean_entropy": mean.assign(entropy=mean["entropy"] + soft_hi * 0.5)}

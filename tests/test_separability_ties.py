@@ -24,7 +24,7 @@ from attnlimits.metrics import separability_curve, separability_metrics
 from attnlimits.metrics._rows import row_mean
 from attnlimits.metrics._topn import selection_csr
 from attnlimits.theory.geometry import separability_bounds
-from test_fused import _count_range as count_range
+from separability_reference import count_range
 
 TIES = ["exact", "ulp", "1e-4"]
 

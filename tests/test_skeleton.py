@@ -7,74 +7,20 @@ import multiprocessing as mp
 import os
 import stat
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from matplotlib.figure import Figure
 
 from attnlimits.experiments import skeleton
 from attnlimits.experiments.store import TMP_SUFFIX, FolderBusyError, ResultStore
-
-
-@dataclass(frozen=True)
-class ToyConfig:
-    steps: int = 3
-    fail_at: int = -1  # raise after saving this many parts (-1: never)
-
-    def __post_init__(self) -> None:
-        if self.steps < 1:
-            raise ValueError(f"steps must be >= 1, got {self.steps}")
-
-    @classmethod
-    def quick(cls, **fields: int) -> ToyConfig:
-        return cls(**{"steps": 2, **fields})
-
-
-CALLS: list[int] = []
-
-
-def _compute(config: ToyConfig, store: ResultStore, *, progress: bool = True):
-    params = {"steps": config.steps}
-    parts = []
-    for i in range(config.steps):
-        if i == config.fail_at:
-            raise RuntimeError("boom")
-
-        def one(i: int = i) -> pd.DataFrame:
-            CALLS.append(i)
-            return pd.DataFrame({"step": [i], "value": [i * i]})
-
-        parts.append(store.part("toy", params, f"s{i}", one))
-    return {"values": pd.concat(parts, ignore_index=True)}
-
-
-def _figures(tables, meta):
-    fig = Figure()
-    fig.add_subplot().plot(tables["values"]["step"], tables["values"]["value"])
-    return {"values": fig}
-
-
-def _claims(tables, meta):
-    total = int(tables["values"]["value"].sum())
-    return pd.DataFrame(
-        [{"claim": "sum", "paper": "-", "measured": total, "rule": "-", "verdict": "n/a"}]
-    )
-
-
-TOY = skeleton.Experiment(
-    name="toy", title="Toy", config=ToyConfig, compute=_compute, figures=_figures, claims=_claims
-)
+from toy_experiment import CALLS, TOY, ToyConfig
 
 
 @pytest.fixture(autouse=True)
 def _register_toy(monkeypatch):
-    monkeypatch.setitem(skeleton.EXPERIMENTS, "toy", __name__)
+    monkeypatch.setitem(skeleton.EXPERIMENTS, "toy", "toy_experiment")
     CALLS.clear()
-
-
-EXPERIMENT = TOY  # what skeleton.get("toy") finds in this module
 
 
 def test_run_writes_everything_and_resumes(tmp_path):

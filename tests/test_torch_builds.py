@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from attnlimits.cli import app
 from attnlimits.experiments import skeleton
+from cli_cases import Result, error_message
 from conftest import REPO, torch_release
-from test_cli import Result, _message
-from test_skeleton import TOY, ToyConfig
+from toy_experiment import TOY, ToyConfig
 
 LABELLED = "2.14.1+cu130"
 
@@ -33,7 +33,7 @@ def labelled_torch(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_run_json_names_the_torch_that_ran(labelled_torch, tmp_path, monkeypatch):
-    monkeypatch.setitem(skeleton.EXPERIMENTS, "toy", "test_skeleton")
+    monkeypatch.setitem(skeleton.EXPERIMENTS, "toy", "toy_experiment")
     skeleton.run(TOY, ToyConfig(steps=1), tmp_path / "run", progress=False)
     recorded = json.loads((tmp_path / "run" / "run.json").read_text())["versions"]["torch"]
     assert torch_release(recorded) == torch_release(torch.__version__) == "2.14.1"
@@ -48,7 +48,7 @@ def test_the_reliability_doc_renders_the_same_for_every_build(
     argv = ["reproduce", "limitations", "--device", "cuda", "--out", str(out)]
     res = CliRunner().invoke(app, argv)
     assert res.exit_code == 2 and LABELLED in res.output
-    message = _message(Result(res.exit_code, res.output, [], out), {})
+    message = error_message(Result(res.exit_code, res.output, [], out), {})
     assert (
         message.startswith("error:")
         and f"`{message}`" in (REPO / "docs/reliability.md").read_text()

@@ -35,6 +35,7 @@ from attnlimits.experiments.scan.synthetic import synthetic_scan
 from attnlimits.experiments.store import ResultStore
 from attnlimits.normalizers import ENTROPY_THRESHOLD
 from attnlimits.view.explore import MAX_ROWS
+from made_up_tables import fit_tables, kind_tables, monitor_table
 from tiny_models import tiny_model_dir
 
 runner = CliRunner()
@@ -237,28 +238,10 @@ def test_notebook_scan_figure(tmp_path):
 # ---- the monitor's page ----------------------------------------------------------------------
 
 
-def _monitor_table() -> pd.DataFrame:
-    """3 steps × 2 layers × 2 heads; layer 1 head 0 collapses at step 20, layer 0 head 1
-    disperses at step 30."""
-    rng = np.random.default_rng(0)
-    idx = pd.MultiIndex.from_product(
-        [[10, 20, 30], [0, 1], [0, 1]], names=["step", "layer", "head"]
-    )
-    t = idx.to_frame(index=False)
-    for col in ("entropy", "max_weight", "sink_mass", "logit_spread"):
-        t[col] = rng.random(len(t))
-    t["entropy_max"] = 1.0
-    t["entropy_ratio_min"] = 0.5
-    t.loc[(t.step == 20) & (t.layer == 1) & (t["head"] == 0), "entropy_max"] = 0.01
-    t.loc[(t.step == 30) & (t.layer == 0) & (t["head"] == 1), "entropy_ratio_min"] = 0.99
-    t["length"], t["n_rows"] = 12, 24
-    return t
-
-
 def test_monitor_page_data_is_the_table_and_marks_the_warnings():
     from attnlimits.view.monitor_page import monitor_data
 
-    t = _monitor_table()
+    t = monitor_table()
     data = monitor_data(t, collapse_entropy=0.05, disperse_ratio=0.95)
     assert data["steps"] == [10, 20, 30] and data["heads"] == [[0, 0], [0, 1], [1, 0], [1, 1]]
     for row in t.itertuples():
@@ -270,7 +253,7 @@ def test_monitor_page_data_is_the_table_and_marks_the_warnings():
 
 def test_the_monitor_writes_its_page_at_the_end_of_training(tmp_path):
     from attnlimits.monitor import AttentionMonitor
-    from test_monitor import batch, tiny
+    from monitor_models import batch, tiny
 
     model = tiny("llama", "sdpa")
     with AttentionMonitor(every=1, out_dir=tmp_path, disperse_ratio=1.0).watch(model) as mon:
@@ -302,7 +285,7 @@ def test_a_monitored_trainer_run_leaves_the_page_beside_its_parquet(tmp_path):
     import warnings
 
     from attnlimits.monitor import TABLE_NAME, AttentionHeadWarning, AttentionMonitor
-    from test_monitor import Tokens, tiny
+    from monitor_models import Tokens, tiny
 
     model = tiny("gpt2", "sdpa")
     args = transformers.TrainingArguments(
@@ -386,67 +369,6 @@ def test_view_serves_the_folder_with_port(tmp_path):
 # ---- claims linked to what decides them; each kind's presets -----------------------------------
 
 
-def _clrs_tables() -> tuple[dict[str, pd.DataFrame], dict]:
-    """Two algorithms, a training length 4 and a longer 8; made-up answers of two arms."""
-    from attnlimits.experiments.clrs_text.evaluate import (
-        accuracy_table,
-        baseline_table,
-        paired_table,
-    )
-
-    rng = np.random.default_rng(3)
-    rows = [
-        {"arm": arm, "seed": seed, "algorithm": algo, "length": n, "in_distribution": n == 4,
-         "regime": "in distribution" if n == 4 else "extrapolation",
-         "question": f"{algo}{n}q{i}", "answer": str(i % 3), "correct": bool(rng.random() < p),
-         "result_correct": True}
-        for arm, p in (("softmax", 0.4), ("adaptive", 0.7)) for seed in (0, 1)
-        for algo in ("minimum", "insertion_sort") for n in (4, 8) for i in range(6)
-    ]  # fmt: skip
-    ans = pd.DataFrame(rows)
-    acc = accuracy_table(ans, baseline_table(ans.drop_duplicates("question")))
-    train = pd.DataFrame({"arm": ["softmax", "adaptive"] * 2, "seed": 0, "step": [1, 1, 2, 2],
-                          "loss": [2.0, 2.1, 1.0, 0.9]})  # fmt: skip
-    tables = {"accuracy": acc, "paired": paired_table(ans, acc), "training": train}
-    return tables, {"params": {"arms": ["softmax", "adaptive"], "model": "m", "seeds": 2}}
-
-
-def _kind_tables(name: str) -> tuple[dict[str, pd.DataFrame], dict]:
-    """(tables, meta) of a run of ``name``, from each experiment's own test tables."""
-    if name == "softmax-not-enough":
-        from test_softmax_not_enough import _tables
-
-        tables = _tables(0.1)
-        tables["training_log"] = tables["training_log"].assign(step=[1, 2], norm="softmax")
-        return tables, {"benchmark": {"train": {"max_size": 16}}}
-    if name == "long-context":
-        from test_long_context import HIGH, LOW
-        from test_long_context import _tables as lc_tables
-
-        meta = {"params": {"model": "m", "prompts": 2, "low": LOW, "high": HIGH}}
-        return lc_tables(("softmax", "adaptive"), (2, 3)), meta
-    if name == "limitations":
-        from test_limitations_claims import META, tables
-
-        return tables(), META
-    if name == "clrs-text":
-        return _clrs_tables()
-    summary = _compare_summary()
-    return {"summary": summary}, {"model": {"id": "m"}}
-
-
-def _compare_summary() -> pd.DataFrame:
-    """A compare run's summary: softmax and adaptive at two lengths (numbers made up)."""
-    rows = [
-        {"normalizer": spec, "name": spec, "length": n, "perplexity_change": 0.01 * n / 64,
-         "delta_nll": 0.01, "delta_nll_sd": 0.001, "sequences": 4, "accuracy": 0.5,
-         "accuracy_se": 0.05, "head_entropy_median": 2.0, "seconds_per_forward": 0.1,
-         "time_vs_softmax": 1.2}
-        for spec in ("softmax", "adaptive") for n in (64, 128)
-    ]  # fmt: skip
-    return pd.DataFrame(rows)
-
-
 @pytest.mark.parametrize(
     "name", ["limitations", "softmax-not-enough", "clrs-text", "long-context", "compare"]
 )
@@ -454,7 +376,7 @@ def test_every_verdict_links_to_the_plots_and_tables_that_decide_it(name):
     """Each claim row's "decided by" cell links to plots and tables: in-page anchors that the
     page holds (or a table's CSV where the table is not on the page)."""
     experiment = skeleton.get(name)
-    tables, meta = _kind_tables(name)
+    tables, meta = kind_tables(name)
     claims = experiment.claims(tables, meta)
     page = page_html(
         RunPage(name, tables, {**meta, "experiment": name}, claims, evidence=experiment.evidence)
@@ -477,31 +399,14 @@ def test_every_verdict_links_to_the_plots_and_tables_that_decide_it(name):
                 assert href.removeprefix("tables/").removesuffix(".csv") in tables
 
 
-def _fit_tables() -> dict[str, pd.DataFrame]:
-    """App. F's tables: points, bins and two polynomials (one on a larger θ lower bound)."""
-    rng = np.random.default_rng(7)
-    h = rng.uniform(0.1, 4.0, 40)
-    beta = 1 + h + rng.normal(0, 0.1, 40)
-    points = pd.DataFrame({"entropy": h, "beta_star": beta, "theta_star": 1 / beta,
-                           "edge": np.where(h > 3.8, "top", "")})  # fmt: skip
-    bins = pd.DataFrame({"entropy_median": [1.0, 3.0], "beta_median": [2.0, 4.0],
-                         "beta_q25": [1.8, 3.5], "beta_q75": [2.2, 4.4]})  # fmt: skip
-    coeffs = pd.DataFrame({"fit": ["paper", "refit", "refit"],
-                           "coeffs": [[0.1, 1.0, 1.0], [1.0, 1.0], [2.0, 0.5]],
-                           "inverse": [False, False, False], "theta_min": [0.01, 0.01, 0.1],
-                           "mae_beta": [0.3, 0.1, 0.2]})  # fmt: skip
-    return {"temperature_fit_points": points, "temperature_fit_bins": bins,
-            "temperature_fit_coeffs": coeffs}  # fmt: skip
-
-
 def test_each_reproduction_gets_its_own_figures():
     """softmax-not-enough: accuracy per arm with the report's intervals and the training sizes
     marked, the dispersion, App. F (points, bins, the published and refit polynomials as
     curves: ``np.polyval`` of the coefficients, raw and under the rule); clrs-text: one
     profile per algorithm with the trivial baseline; long-context: accuracy with chance 1/n and
     entropies."""
-    tables, meta = _kind_tables("softmax-not-enough")
-    tables |= _fit_tables()
+    tables, meta = kind_tables("softmax-not-enough")
+    tables |= fit_tables()
     data = _window(
         page_html(RunPage("t", tables, {**meta, "experiment": "softmax-not-enough"})), "EXPLORE"
     )
@@ -539,7 +444,7 @@ def test_each_reproduction_gets_its_own_figures():
     )
     assert "attention_profile" in [p["figure"] for p in data["presets"]], "too big to plot"
 
-    tables, meta = _kind_tables("clrs-text")
+    tables, meta = kind_tables("clrs-text")
     data = _window(page_html(RunPage("t", tables, {**meta, "experiment": "clrs-text"})), "EXPLORE")
     profiles = [p for p in data["presets"] if p["figure"] == "profile"]
     assert [p["layers"][0]["where"] for p in profiles] == [
@@ -548,7 +453,7 @@ def test_each_reproduction_gets_its_own_figures():
     ]
     assert profiles[0]["shade"] == "in_distribution" and profiles[0]["layers"][1]["y"] == "baseline"
 
-    tables, meta = _kind_tables("long-context")
+    tables, meta = kind_tables("long-context")
     data = _window(
         page_html(RunPage("t", tables, {**meta, "experiment": "long-context"})), "EXPLORE"
     )
@@ -569,9 +474,9 @@ def test_claims_without_evidence_or_claim_column_get_no_links_column():
 def test_fig2c_is_one_plot_per_x_source_on_every_page():
     """Without a browser: Fig. 2c's presets are one per (model, x source), each filtering its
     source (never pooling the two), and the page has its contents and interactive tables."""
-    from test_view_pages_browser import _two_sources
+    from made_up_tables import two_sources
 
-    tables, meta = _two_sources()
+    tables, meta = two_sources()
     page = page_html(RunPage("t", tables, meta))
     presets = [p for p in _window(page, "EXPLORE")["presets"] if p["figure"] == "fig2c"]
     sources = [p["layers"][0]["where"] for p in presets]

@@ -1,23 +1,19 @@
 """report.html in a real browser: headless Chromium driven by selenium (issue 31).
 
-For the scan page (a synthetic scan's tables, and the generic page of any other run): it loads
-with no console error; the main heatmap renders (the screenshot is not blank) and its numbers
-are the Parquet table's for a sampled head; the length selector changes it; the filters blank
-the heads they exclude; clicking a head opens its attention pattern, whose numbers are the
-stored sample's. Screenshots go to docs/images/ only when ``ATTNLIMITS_WRITE_DOCS=1`` (else
-to a temporary folder: a test run leaves the tree as it found it). Without Chromium, its driver
-or selenium the tests skip, naming what is missing (``.ci/run`` installs them).
+For the scan page (a synthetic scan's tables; the other kinds' pages and the generic page of
+any other run are in tests/test_view_browser_kinds.py): it loads with no console error; the
+main heatmap renders (the screenshot is not blank) and its numbers are the Parquet table's for
+a sampled head; the length selector changes it; the filters blank the heads they exclude;
+clicking a head opens its attention pattern, whose numbers are the stored sample's.
+Screenshots go to docs/images/ only when ``ATTNLIMITS_WRITE_DOCS=1`` (else to a temporary
+folder: a test run leaves the tree as it found it; the ``images`` fixture in
+tests/conftest.py). Without Chromium, its driver or selenium the tests skip, naming what is
+missing (``.ci/run`` installs them; tests/browser_driver.py).
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
-import os
-import shutil
 import time
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,97 +21,11 @@ import pytest
 
 from attnlimits.experiments.pages import RunPage, write_page
 from attnlimits.experiments.scan.synthetic import synthetic_scan
-from conftest import REPO
-
-DOCS_IMAGES = REPO / "docs" / "images"
-
-
-def _digests(folder: Path) -> dict[str, str]:
-    return {
-        p.name: f"{p.stat().st_mtime_ns} {hashlib.sha256(p.read_bytes()).hexdigest()}"
-        for p in sorted(folder.glob("*"))
-    }
-
-
-#: docs/images as this module found it (the last test checks that the others left it so).
-_DOCS_BEFORE = _digests(DOCS_IMAGES) if DOCS_IMAGES.is_dir() else {}
-
-
-@pytest.fixture(scope="module")
-def images(tmp_path_factory) -> Path:
-    """Where the screenshots go: docs/images with ``ATTNLIMITS_WRITE_DOCS=1``, else a temporary
-    folder."""
-    if os.environ.get("ATTNLIMITS_WRITE_DOCS"):
-        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
-        return DOCS_IMAGES
-    return tmp_path_factory.mktemp("screenshots")
-
-
-def _browser() -> tuple[str, str] | str:
-    """(chromium, chromedriver) paths, or why there are none."""
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "selenium is not installed (pip install -e '.[test]')"
-    chromium = next((p for n in ("chromium", "chromium-browser", "google-chrome")
-                     if (p := shutil.which(n))), None)  # fmt: skip
-    driver = shutil.which("chromedriver")
-    if not chromium or not driver:
-        return (
-            "no headless browser here: install Chromium and its driver "
-            "(Debian: apt-get install chromium chromium-driver) to run the page's browser tests"
-        )
-    return chromium, driver
-
-
-def _chrome(prefs: dict | None = None):
-    """A headless Chromium driver logging the console (skips the test, naming what is missing,
-    without one); ``prefs``: Chromium's preferences (e.g. where downloads go)."""
-    found = _browser()
-    if isinstance(found, str):
-        pytest.skip(found)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1300,1100", "--allow-file-access-from-files"):  # fmt: skip
-        options.add_argument(arg)
-    options.binary_location = found[0]
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    if prefs:
-        options.add_experimental_option("prefs", prefs)
-    return webdriver.Chrome(service=Service(found[1]), options=options)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    driver = _chrome()
-    yield driver
-    driver.quit()
-
-
-def _open(driver, page: Path) -> None:
-    driver.get(page.resolve().as_uri())
-    deadline = time.monotonic() + 60  # a wait for the page under load, not a speed limit
-    while time.monotonic() < deadline:
-        if driver.execute_script("return !!(window.attnlimitsView && attnlimitsView.ready)"):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{page} never became ready; console: {driver.get_log('browser')}")
-
-
-def _errors(driver) -> list[dict]:
-    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-
-
-def _not_blank(png: bytes) -> int:
-    """How many distinct colours a screenshot has (a blank page has one or two)."""
-    from PIL import Image
-
-    image = Image.open(io.BytesIO(png)).convert("RGB")
-    return len(set(image.getdata()))
+from browser_driver import (
+    console_errors,
+    not_blank,
+    open_page,
+)
 
 
 def _main_z(driver) -> np.ndarray:
@@ -133,10 +43,10 @@ def scan_page(tmp_path_factory):
 
 def test_scan_page_loads_renders_and_shows_the_tables_numbers(browser, scan_page, images):
     page, tables = scan_page
-    _open(browser, page)
-    assert _errors(browser) == []
+    open_page(browser, page)
+    assert console_errors(browser) == []
     png = browser.find_element("id", "main").screenshot_as_png
-    assert _not_blank(png) > 50, "the heatmap did not render"
+    assert not_blank(png) > 50, "the heatmap did not render"
     browser.save_screenshot(str(images / "view-scan.png"))
     heads = tables["heads"]
     state = browser.execute_script("return attnlimitsView.state")
@@ -152,7 +62,7 @@ def test_length_selector_and_filters_change_the_heatmap(browser, scan_page):
     from selenium.webdriver.support.ui import Select
 
     page, tables = scan_page
-    _open(browser, page)
+    open_page(browser, page)
     heads = tables["heads"]
     Select(browser.find_element("id", "metric")).select_by_value("max_weight")
     Select(browser.find_element("id", "length")).select_by_value("128")
@@ -170,14 +80,14 @@ def test_length_selector_and_filters_change_the_heatmap(browser, scan_page):
     z = _main_z(browser)
     flagged = at["flag_dispersing"].to_numpy()
     assert np.isfinite(z[at["layer"], at["head"]]).tolist() == flagged.tolist()
-    assert _errors(browser) == []
+    assert console_errors(browser) == []
 
 
 def test_clicking_a_head_opens_its_pattern(browser, scan_page, images):
     from selenium.webdriver.common.action_chains import ActionChains
 
     page, tables = scan_page
-    _open(browser, page)
+    open_page(browser, page)
     layer, head = 2, 5
     x, y, w, h = browser.execute_script(
         """const gd = document.getElementById('main'), L = gd._fullLayout;
@@ -200,7 +110,7 @@ def test_clicking_a_head_opens_its_pattern(browser, scan_page, images):
     text = browser.find_element("id", "head-table").text
     assert f"layer {layer}, head {head}" in text
     browser.save_screenshot(str(images / "view-scan-head.png"))
-    assert _errors(browser) == []
+    assert console_errors(browser) == []
 
 
 def _click_head(driver, layer: int, head: int) -> None:
@@ -235,7 +145,7 @@ def test_clicking_a_head_shows_its_tokens_with_the_stored_weights(browser, scan_
     from selenium.webdriver.support.ui import Select
 
     page, tables = scan_page
-    _open(browser, page)
+    open_page(browser, page)
     Select(browser.find_element("id", "length")).select_by_value("128")  # full rows (L <= 256)
     layer, head = 3, 2
     _click_head(browser, layer, head)
@@ -263,26 +173,26 @@ def test_clicking_a_head_shows_its_tokens_with_the_stored_weights(browser, scan_
     assert len(want) == 8 and [s["key"] for s in shown] == want["key"].tolist()
     np.testing.assert_allclose([s["weight"] for s in shown], want["weight"], atol=0.6 / 65535)
     browser.save_screenshot(str(images / "view-scan-tokens.png"))
-    assert _errors(browser) == []
+    assert console_errors(browser) == []
 
 
 def test_thumbnails_show_a_layers_heads_and_open_one(browser, scan_page):
     from selenium.webdriver.support.ui import Select
 
     page, _ = scan_page
-    _open(browser, page)
+    open_page(browser, page)
     assert len(browser.find_elements("css selector", "#thumbs canvas")) == 8  # layer 0's heads
     Select(browser.find_element("id", "thumb-layer")).select_by_value("4")
     thumbs = browser.find_elements("css selector", "#thumbs canvas")
     assert [(int(t.get_attribute("data-layer")), int(t.get_attribute("data-head")))
             for t in thumbs] == [(4, h) for h in range(8)]  # fmt: skip
-    assert _not_blank(thumbs[6].screenshot_as_png) > 5, "a thumbnail drew nothing"
+    assert not_blank(thumbs[6].screenshot_as_png) > 5, "a thumbnail drew nothing"
     thumbs[6].click()
     assert browser.execute_script("return attnlimitsView.state.clicked") == {"layer": 4, "head": 6}
     assert "layer 4, head 6" in browser.find_element("id", "tokens").text
     picked = browser.find_elements("css selector", "#thumbs canvas.picked")
     assert [p.get_attribute("data-head") for p in picked] == ["6"]
-    assert _errors(browser) == []
+    assert console_errors(browser) == []
 
 
 def test_none_found_and_not_computed_are_their_own_categories(browser, scan_page, images):
@@ -291,7 +201,7 @@ def test_none_found_and_not_computed_are_their_own_categories(browser, scan_page
     from selenium.webdriver.support.ui import Select
 
     page, tables = scan_page
-    _open(browser, page)
+    open_page(browser, page)
     Select(browser.find_element("id", "metric")).select_by_value("critical_n_over_L")
     Select(browser.find_element("id", "length")).select_by_value("128")
     heads = tables["heads"]
@@ -321,14 +231,14 @@ def test_none_found_and_not_computed_are_their_own_categories(browser, scan_page
     assert {v for r in codes for v in r} == {1}
     names = browser.execute_script("return document.getElementById('main').data.map(t => t.name)")
     assert any("not computed" in n for n in names)
-    assert _errors(browser) == []
+    assert console_errors(browser) == []
 
 
 def test_the_colour_scale_stays_put_under_filters_unless_asked(browser, scan_page):
     from selenium.webdriver.support.ui import Select
 
     page, tables = scan_page
-    _open(browser, page)
+    open_page(browser, page)
     Select(browser.find_element("id", "metric")).select_by_value("max_weight")
     heads = tables["heads"]
     at = heads[heads["length"] == 512]
@@ -345,7 +255,7 @@ def test_the_colour_scale_stays_put_under_filters_unless_asked(browser, scan_pag
     browser.find_element("id", "rescale").click()
     sink = at[at["kind"] == "sink"]["max_weight"]
     assert scale() == pytest.approx([sink.min(), sink.max()])
-    assert _errors(browser) == []
+    assert console_errors(browser) == []
 
 
 def test_an_empty_filter_says_so(browser, scan_page, tmp_path):
@@ -355,7 +265,7 @@ def test_an_empty_filter_says_so(browser, scan_page, tmp_path):
     heads = tables["heads"].assign(flag_dispersing=True)  # every head flagged
     meta = {"experiment": "scan", "model": {"id": "synthetic"}}
     page = write_page(tmp_path, RunPage("Scan", {**tables, "heads": heads}, meta))
-    _open(browser, page)
+    open_page(browser, page)
     assert browser.find_element("id", "empty").text == ""
     Select(browser.find_element("id", "flag-filter")).select_by_value("none")
     assert "No head at L = 512 matches the filters (not flagged)" in browser.find_element(
@@ -364,7 +274,7 @@ def test_an_empty_filter_says_so(browser, scan_page, tmp_path):
         "return document.getElementById('main').layout.annotations.map(a => a.text)"
     )
     assert notes == ["no head matches: not flagged"]
-    assert _errors(browser) == []
+    assert console_errors(browser) == []
 
 
 def test_the_tooltip_is_short_and_flags_never_hide_it(browser, scan_page):
@@ -374,7 +284,7 @@ def test_the_tooltip_is_short_and_flags_never_hide_it(browser, scan_page):
 
     page, tables = scan_page
     heads = tables["heads"]
-    _open(browser, page)
+    open_page(browser, page)
     browser.execute_script("document.getElementById('main').data.slice(2).forEach("
                            "t => { if (t.visible === 'legendonly') t.visible = true; });"
                            "Plotly.redraw('main')")  # fmt: skip
@@ -435,7 +345,7 @@ def test_the_address_keeps_the_head_metric_and_length(browser, scan_page):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert browser.execute_script("return attnlimitsView.state.metric") == "sink_mass"
-    assert _errors(browser) == []
+    assert console_errors(browser) == []
 
 
 def test_the_address_keeps_a_head_and_a_tables_state_together(browser, scan_page, tmp_path):
@@ -472,234 +382,4 @@ def test_the_address_keeps_a_head_and_a_tables_state_together(browser, scan_page
     assert browser.execute_script(column) == ["a", "b", "c"]
     assert state() == {"layer": "4", "head": "1", "metric": "max_weight", "L": "128",
                        "t.claims.sort": "claim"}  # fmt: skip
-    assert _errors(browser) == []
-
-
-def test_a_generic_page_loads_without_errors(browser, tmp_path):
-    tables = {"values": pd.DataFrame({"step": [0, 1], "loss": [0.5, 0.25]})}
-    claims = pd.DataFrame(
-        [{"claim": "c", "paper": "-", "measured": 1.0, "rule": "-", "verdict": "partly"}]
-    )
-    page = write_page(tmp_path, RunPage("Generic", tables, {"experiment": "other"}, claims))
-    browser.get(page.resolve().as_uri())
-    assert browser.execute_script("return typeof Plotly") == "object"
-    assert "partly" in browser.find_element("tag name", "table").text
-    assert _errors(browser) == []
-
-
-def test_monitor_page_draws_steps_and_warnings(browser, tmp_path, images):
-    from selenium.webdriver.support.ui import Select
-
-    from attnlimits.view.monitor_page import write_monitor_page
-    from test_view import _monitor_table
-
-    table = _monitor_table()
-    page = write_monitor_page(tmp_path, table)
-    _open(browser, page)
-    assert _errors(browser) == []
-    assert _not_blank(browser.find_element("id", "main").screenshot_as_png) > 50
-    Select(browser.find_element("id", "stat")).select_by_value("sink_mass")
-    z = browser.execute_script("return document.getElementById('main').data[0].z")
-    row = table[(table.layer == 1) & (table["head"] == 1)].sort_values("step")
-    assert z[3] == pytest.approx(row["sink_mass"].tolist())
-    marks = browser.execute_script(
-        "return document.getElementById('main').data.slice(1).map(t => [t.name, t.x, t.y])"
-    )
-    assert marks == [["collapsed", [20], ["L1 H0"]], ["dispersed", [30], ["L0 H1"]]]
-    Select(browser.find_element("id", "layer")).select_by_value("1")
-    names = browser.execute_script("return document.getElementById('lines').data.map(t => t.name)")
-    assert names == ["head 0", "head 1", "collapsed", "dispersed"]
-    browser.save_screenshot(str(images / "view-monitor.png"))
-
-
-def _monitored(out: Path, tokenizer: Any = None, steps: int = 4) -> Any:
-    """A hand-written loop of ``steps`` steps under AttentionMonitor(every=2), its page in
-    ``out``; the monitor."""
-    import torch
-
-    from attnlimits.monitor import AttentionMonitor
-    from test_monitor import batch, tiny
-
-    model = tiny("llama", "sdpa").eval()
-    with AttentionMonitor(every=2, out_dir=out, tokenizer=tokenizer).watch(model) as mon:
-        for step in range(steps):
-            ids, mask = batch(seed=step)
-            with torch.no_grad():
-                model(ids, attention_mask=mask)
-            mon.step()
-    return mon
-
-
-def test_monitor_page_shows_a_steps_tokens_with_the_kept_weights(browser, tmp_path):
-    """With a tokenizer: choosing a step, layer and head shows the first sequence's rows as
-    tokens, their text and weights the monitor's token_rows' (▶ steps through the rows)."""
-    from selenium.webdriver.support.ui import Select
-
-    from attnlimits.view import MONITOR_PAGE
-    from test_monitor import WordTokenizer
-
-    mon = _monitored(tmp_path, WordTokenizer())
-    rows, tokens = mon.token_rows()
-    _open(browser, tmp_path / MONITOR_PAGE)
-    for sel, value in (("mt-step", "2"), ("mt-layer", "1"), ("mt-head", "3")):
-        Select(browser.find_element("id", sel)).select_by_value(value)
-    at = rows[(rows["step"] == 2) & (rows["layer"] == 1) & (rows["head"] == 3)]
-    text = tokens[tokens["step"] == 2].set_index("position")["text"]
-    for n, row in enumerate(sorted(at["row"].unique())):
-        if n:
-            browser.find_element("id", "mt-next").click()
-        shown = browser.execute_script(
-            """return [...document.querySelectorAll('#monitor-tokens span.tok')].map(s => ({
-              text: s.textContent, key: s.dataset.key === undefined ? null : Number(s.dataset.key),
-              weight: s.dataset.weight === undefined ? null : Number(s.dataset.weight),
-              query: s.classList.contains('query')}))"""
-        )
-        want = at[at["row"] == row].sort_values("key")
-        keyed = [t for t in shown if t["key"] is not None]
-        assert [t["key"] for t in keyed] == want["key"].tolist()
-        np.testing.assert_allclose([t["weight"] for t in keyed], want["weight"], atol=0.6 / 65535)
-        assert [t["text"] for t in keyed] == text[want["key"]].tolist()
-        assert [t["key"] for t in shown if t["query"]] == [row]
-    assert "step 2" in browser.find_element("id", "monitor-tokens").text
-    assert _errors(browser) == []
-
-
-def test_monitor_page_says_in_one_line_why_it_has_no_token_view(browser, tmp_path):
-    """Without a tokenizer the page says so, in one visible line, and draws no token."""
-    from attnlimits.view import MONITOR_PAGE
-
-    _monitored(tmp_path)
-    _open(browser, tmp_path / MONITOR_PAGE)
-    note = browser.find_element("id", "monitor-tokens")
-    assert note.is_displayed() and note.text.startswith("No token view: no tokenizer was given")
-    assert "\n" not in note.text
-    assert browser.find_elements("css selector", "span.tok") == []
-    assert _errors(browser) == []
-
-
-def _compare_like() -> dict[str, pd.DataFrame]:
-    """A compare run's summary table: 3 normalisers × 3 lengths (numbers made up)."""
-    rng = np.random.default_rng(5)
-    rows = [
-        {"normalizer": spec, "length": n, "perplexity_change": rng.normal(),
-         "accuracy": rng.random(), "head_entropy_median": rng.random() * 3,
-         "seconds_per_forward": rng.random()}
-        for spec in ("softmax", "adaptive", "logn:train_length=64")
-        for n in (64, 128, 256)
-    ]  # fmt: skip
-    return {"summary": pd.DataFrame(rows)}
-
-
-def test_compare_page_plots_the_summary_and_explores_it(browser, tmp_path, images):
-    from selenium.webdriver.support.ui import Select
-
-    tables = _compare_like()
-    page = write_page(tmp_path, RunPage("Compare", tables, {"experiment": "compare"}))
-    _open(browser, page)
-    assert _errors(browser) == []
-    assert _not_blank(browser.find_element("id", "preset-0").screenshot_as_png) > 50
-    lines = browser.execute_script(
-        "return document.getElementById('preset-1').data.map(t => [t.name, t.x, t.y])"
-    )
-    s = tables["summary"]
-    for name, x, y in lines:  # accuracy against length, one line per normaliser
-        at = s[s["normalizer"] == name].sort_values("length")
-        assert x == at["length"].tolist() and y == pytest.approx(at["accuracy"].tolist())
-    assert [line[0] for line in lines] == ["softmax", "adaptive", "logn:train_length=64"]
-    Select(browser.find_element("id", "ex-y")).select_by_value("seconds_per_forward")
-    title = browser.execute_script("return document.getElementById('explore').layout.title.text")
-    assert title == "summary: seconds_per_forward against length"
-    browser.save_screenshot(str(images / "view-compare.png"))
-    assert _errors(browser) == []
-
-
-def _in_view(driver, element_id: str) -> bool:
-    return driver.execute_script(
-        """const r = document.getElementById(arguments[0]).getBoundingClientRect();
-        return r.top >= -1 && r.top < window.innerHeight && r.height > 0;""",
-        element_id,
-    )
-
-
-def test_softmax_page_draws_its_figures_and_links_each_verdict(browser, tmp_path, images):
-    """The accuracy plot is the summary's means per arm with its 95 % intervals, the training
-    sizes shaded; App. F draws the polynomials; a verdict's link scrolls its plot into view."""
-    from attnlimits.experiments import skeleton
-    from test_view import _fit_tables, _kind_tables
-
-    experiment = skeleton.get("softmax-not-enough")
-    tables, meta = _kind_tables("softmax-not-enough")
-    tables |= _fit_tables()
-    meta = {**meta, "experiment": "softmax-not-enough"}
-    claims = experiment.claims(tables, meta)
-    page = write_page(tmp_path, RunPage("SnE", tables, meta, claims, evidence=experiment.evidence))
-    _open(browser, page)
-    assert _errors(browser) == []
-    assert _not_blank(browser.find_element("id", "preset-0").screenshot_as_png) > 50
-    traces = browser.execute_script(
-        "return document.getElementById('preset-0').data.map(t => [t.name, t.x, t.y, "
-        "t.error_y.array, t.error_y.arrayminus])"
-    )
-    s = tables["summary"]
-    assert [t[0] for t in traces] == ["softmax", "adaptive"]
-    for name, x, y, up, down in traces:
-        at = s[s["norm"] == name].sort_values("size")
-        assert x == at["size"].tolist() and y == pytest.approx(at["mean"].tolist())
-        assert up == pytest.approx((at["ci_high"] - at["mean"]).tolist())
-        assert down == pytest.approx((at["mean"] - at["ci_low"]).tolist())
-    x0, x1 = browser.execute_script(
-        "const s = document.getElementById('preset-0').layout.shapes[0]; return [s.x0, s.x1]"
-    )
-    assert x0 < 16 < x1 < 64, "the shaded range is the training sizes (n ≤ 16)"
-    names = browser.execute_script(
-        "return document.getElementById('preset-2').data.map(t => t.name)"
-    )
-    assert {"paper (raw)", "paper (rule)", "refit (raw)", "β* per input"} <= set(names)
-    browser.execute_script("window.scrollTo(0, document.body.scrollHeight)")
-    assert not _in_view(browser, "preset-0")
-    link = browser.find_element(
-        "css selector", 'tr.verdict-reproduced a.evidence[href="#preset-0"]'
-    )
-    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", link)
-    link.click()
-    assert browser.execute_script("return location.hash") == "#preset-0"
-    assert _in_view(browser, "preset-0"), "the verdict's link did not bring its plot into view"
-    browser.find_element("css selector", 'a.evidence[href="#table-summary"]').click()
-    assert _in_view(browser, "table-summary")
-    browser.execute_script("window.scrollTo(0, 0)")
-    browser.save_screenshot(str(images / "view-softmax-not-enough.png"))
-    assert _errors(browser) == []
-
-
-def test_clrs_page_draws_a_profile_per_algorithm(browser, tmp_path):
-    from test_view import _kind_tables
-
-    tables, meta = _kind_tables("clrs-text")
-    page = write_page(tmp_path, RunPage("CLRS", tables, {**meta, "experiment": "clrs-text"}))
-    _open(browser, page)
-    assert _errors(browser) == []
-    lines = browser.execute_script(
-        "return document.getElementById('preset-1').data.map(t => [t.name, t.x, t.y])"
-    )
-    acc = tables["accuracy"]
-    acc = acc[acc["algorithm"] == "minimum"]
-    base = "trivial baseline"
-    for name, x, y in lines:
-        at = acc[acc["arm"] == name] if name != base else acc.drop_duplicates("length")
-        at = at.sort_values("length")
-        assert x == at["length"].tolist()
-        assert y == pytest.approx(at["baseline" if name == base else "accuracy"].tolist())
-    assert sorted(line[0] for line in lines) == ["adaptive", "softmax", base]
-    x0, x1 = browser.execute_script(
-        "const s = document.getElementById('preset-1').layout.shapes[0]; return [s.x0, s.x1]"
-    )
-    assert x0 < 4 < x1 < 8, "the shaded range is the training length"
-
-
-def test_screenshots_leave_the_docs_alone():
-    """Last in this file: without ``ATTNLIMITS_WRITE_DOCS=1`` the tests above wrote nothing
-    into docs/images (a test run must not dirty the tree)."""
-    if os.environ.get("ATTNLIMITS_WRITE_DOCS"):
-        pytest.skip("ATTNLIMITS_WRITE_DOCS=1 asks the tests to rewrite docs/images")
-    now = _digests(DOCS_IMAGES) if DOCS_IMAGES.is_dir() else {}
-    assert now == _DOCS_BEFORE, "a browser test wrote into docs/images"
+    assert console_errors(browser) == []

@@ -24,7 +24,12 @@ import pandas as pd
 import pytest
 
 from attnlimits.experiments.pages import RunPage, write_page
-from test_view_browser import _chrome, _compare_like, _errors, _open
+from browser_driver import (
+    chrome_driver,
+    console_errors,
+    open_page,
+)
+from made_up_tables import compare_like, two_sources
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +39,7 @@ def downloads(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def chrome(downloads):
-    driver = _chrome(
+    driver = chrome_driver(
         {"download.default_directory": str(downloads), "download.prompt_for_download": False}
     )
     driver.execute_cdp_cmd(
@@ -42,20 +47,6 @@ def chrome(downloads):
     )
     yield driver
     driver.quit()
-
-
-def _two_sources() -> tuple[dict[str, pd.DataFrame], dict]:
-    """The limitations test tables with a second x source whose numbers differ."""
-    from test_limitations_claims import META, tables
-
-    out = tables()
-    for name in ("alg1", "alg2", "alg3", "alg4"):
-        df = out[name]
-        other = df.assign(x_source="hidden")
-        if name == "alg3":
-            other["critical_n"] = np.where(df["critical_n"] > 0, df["critical_n"] + 7, -1)
-        out[name] = pd.concat([df, other], ignore_index=True)
-    return out, {**META, "experiment": "limitations"}
 
 
 def _plots(driver) -> list[dict]:
@@ -71,10 +62,10 @@ def test_fig2c_draws_each_x_source_never_their_mean(chrome, tmp_path):
     """Fig. 2c: one plot per x source, titled with it; "derived" at L = 128 is the table's
     row of that source (values: 2, hidden: 9), not their mean 5.5. Figs. 2a/2b say what each
     point pools and what is fixed, and title their y axis in words."""
-    tables, meta = _two_sources()
+    tables, meta = two_sources()
     page = write_page(tmp_path, RunPage("Limitations", tables, meta))
-    _open(chrome, page)
-    assert _errors(chrome) == []
+    open_page(chrome, page)
+    assert console_errors(chrome) == []
     plots = _plots(chrome)
     fig2c = [p for p in plots if p["title"].startswith("Fig. 2c")]
     assert len(fig2c) == 2
@@ -113,7 +104,7 @@ def test_equal_lines_stay_apart_with_error_bars(chrome, tmp_path):
     """compare: softmax and adaptive with equal accuracies get distinct dashes and markers,
     each point its ± 1 s.e. and the plot the probes it rests on; on every plot the toolbar
     covers no title and the legend no axis title."""
-    tables = _compare_like()
+    tables = compare_like()
     s = tables["summary"]
     s.loc[s.normalizer == "adaptive", "accuracy"] = s.loc[
         s.normalizer == "softmax", "accuracy"
@@ -121,8 +112,8 @@ def test_equal_lines_stay_apart_with_error_bars(chrome, tmp_path):
     s["accuracy_se"] = np.sqrt(s["accuracy"] * (1 - s["accuracy"]) / 2)
     s["probes"] = 2
     page = write_page(tmp_path, RunPage("Compare", tables, {"experiment": "compare"}))
-    _open(chrome, page)
-    assert _errors(chrome) == []
+    open_page(chrome, page)
+    assert console_errors(chrome) == []
     acc = next(p for p in _plots(chrome) if p["id"] == "preset-1")
     assert len({(t["dash"], t["symbol"]) for t in acc["traces"]}) == 3
     for t in acc["traces"]:
@@ -134,15 +125,15 @@ def test_equal_lines_stay_apart_with_error_bars(chrome, tmp_path):
 def test_the_toolbar_and_legends_cover_no_title(chrome, tmp_path):
     """On every plot of a page with long titles and many lines (softmax-not-enough's, App. F
     among them) the toolbar covers no title and the legend no axis title."""
-    from test_view import _fit_tables, _kind_tables
+    from made_up_tables import fit_tables, kind_tables
 
-    tables, meta = _kind_tables("softmax-not-enough")
-    tables |= _fit_tables()
+    tables, meta = kind_tables("softmax-not-enough")
+    tables |= fit_tables()
     page = write_page(
         tmp_path, RunPage("SnE", tables, {**meta, "experiment": "softmax-not-enough"})
     )
-    _open(chrome, page)
-    assert _errors(chrome) == []
+    open_page(chrome, page)
+    assert console_errors(chrome) == []
     ids = chrome.execute_script("return [...document.querySelectorAll('.preset')].map(g => g.id)")
     for plot in [*ids, "explore"]:
         box = _boxes(chrome, plot)
@@ -204,7 +195,7 @@ def test_tables_sort_filter_top_ten_and_download_csv(chrome, tmp_path, downloads
     assert list(got.columns) == list(df.columns)
     pd.testing.assert_frame_equal(got.reset_index(drop=True), top.reset_index(drop=True),
                                   check_dtype=False)  # fmt: skip
-    assert _errors(chrome) == []
+    assert console_errors(chrome) == []
 
 
 def _hash(driver) -> dict[str, str]:
@@ -245,7 +236,7 @@ def test_a_tables_sort_and_filter_are_kept_in_the_url(chrome, tmp_path):
     box.find_elements("css selector", "th")[0].click()  # a sort replaces the top 10
     assert _hash(chrome) == {"t.heads_table.sort": "layer"}
     assert len(_shown(chrome, "heads_table")) == len(df)
-    assert _errors(chrome) == []
+    assert console_errors(chrome) == []
 
 
 def _png(path: Path, width: int, height: int) -> None:
@@ -259,7 +250,7 @@ def test_contents_anchors_below_images_and_no_static_copy_of_a_plot(chrome, tmp_
     """A table of contents links every section; the static figures take their place before
     they load (so an anchor below them stays where a link sent the reader); the figure an
     interactive plot mirrors is a link (to the plot, its PNG and SVG), not an image."""
-    tables = _compare_like()
+    tables = compare_like()
     names = ["accuracy", "tall_a", "tall_b", "tall_c"]
     for n in names:
         _png(tmp_path / "figures" / f"{n}.png", 800, 1400)
@@ -301,15 +292,15 @@ def test_contents_anchors_below_images_and_no_static_copy_of_a_plot(chrome, tmp_
     link = chrome.find_element("id", "figure-accuracy")
     hrefs = [a.get_attribute("href") for a in link.find_elements("tag name", "a")]
     assert hrefs[0].endswith("#preset-1") and hrefs[1].endswith("figures/accuracy.png")
-    assert _errors(chrome) == []
+    assert console_errors(chrome) == []
 
 
 def test_the_explorers_choice_is_kept_in_the_url(chrome, tmp_path):
     from selenium.webdriver.support.ui import Select
 
-    tables, meta = _two_sources()
+    tables, meta = two_sources()
     page = write_page(tmp_path, RunPage("Limitations", tables, meta))
-    _open(chrome, page)
+    open_page(chrome, page)
     Select(chrome.find_element("id", "ex-table")).select_by_value("alg3")
     Select(chrome.find_element("id", "ex-y")).select_by_value("critical_n")
     Select(chrome.find_element("id", "ex-group")).select_by_value("e_form")
@@ -324,7 +315,7 @@ def test_the_explorers_choice_is_kept_in_the_url(chrome, tmp_path):
         assert chrome.find_element("id", sel).get_attribute("value") == want
     names = chrome.execute_script("return document.getElementById('explore').data.map(t => t.name)")
     assert "derived · values" in names and "derived · hidden" in names
-    assert _errors(chrome) == []
+    assert console_errors(chrome) == []
 
 
 def _open_url_ready(driver) -> None:
@@ -341,7 +332,7 @@ def _model_run(folder: Path, model: str, shift: int) -> None:
     from attnlimits.experiments.limitations.claims import claims
     from attnlimits.experiments.store import ResultStore
 
-    tables, _ = _two_sources()
+    tables, _ = two_sources()
     alg3 = tables["alg3"]
     alg3["critical_n"] = np.where(alg3["critical_n"] > 0, alg3["critical_n"] + shift, -1)
     store = ResultStore(folder)
@@ -363,8 +354,8 @@ def test_limitations_side_by_side_page(chrome, tmp_path):
     for i, (model, folder) in enumerate(runs.items()):
         _model_run(folder, model, 3 * i)
     write_side_by_side(tmp_path, runs)
-    _open(chrome, tmp_path / "report.html")
-    assert _errors(chrome) == []
+    open_page(chrome, tmp_path / "report.html")
+    assert console_errors(chrome) == []
     plots = [p for p in _plots(chrome) if p["title"].startswith("Fig. 2c")]
     alg3 = pd.read_parquet(tmp_path / "tables" / "alg3.parquet")
     assert len(plots) == 4
@@ -406,7 +397,7 @@ def _compare_with_tokens() -> dict[str, pd.DataFrame]:
 
     from attnlimits.capture.token_rows import band_rows, rows_table
 
-    tables = _compare_like()
+    tables = compare_like()
     gen = torch.Generator().manual_seed(7)
     frames = []
     for spec in tables["summary"]["normalizer"].unique():
@@ -441,7 +432,7 @@ def test_compare_shows_one_head_under_two_normalisers_as_tokens(chrome, tmp_path
 
     tables = _compare_with_tokens()
     page = write_page(tmp_path, RunPage("Compare", tables, {"experiment": "compare"}))
-    _open(chrome, page)
+    open_page(chrome, page)
     assert chrome.execute_script("return !!(window.compareTokens && compareTokens.ready)")
     assert chrome.execute_script("return document.getElementById('preset-1').data.length") > 0
     rows, text = tables["attention_rows"], tables["tokens"].set_index("position")["text"]
@@ -467,4 +458,4 @@ def test_compare_shows_one_head_under_two_normalisers_as_tokens(chrome, tmp_path
         keyed = [s for s in _tokens_in(chrome, box) if s["key"] is not None]
         assert len(want) == 8 and [s["key"] for s in keyed] == want["key"].tolist()
         np.testing.assert_allclose([s["weight"] for s in keyed], want["weight"], atol=0.6 / 65535)
-    assert _errors(chrome) == []
+    assert console_errors(chrome) == []

@@ -1,4 +1,4 @@
-"""``attnlimits view``'s start-up and server, beyond tests/test_data_safety.py's refusals.
+"""``attnlimits view``'s start-up and server.
 
 - the command's whole path (the CLI, the page's lookup, the server) imports no torch, scipy,
   transformers, pandas or matplotlib: it served only after 20–35 s on a busy machine;
@@ -7,10 +7,12 @@
   in two columns, each run's files under ``/a/`` and ``/b/`` with the same refusals), opened in
   headless Chromium without console errors; two kinds are refused in one line; two scans of
   different shapes: A's and B's heatmaps on one colour scale (the range of both runs' shared
-  heads), B − A per head equal to the heads tables' difference, what only one run has named.
+  heads), B − A per head equal to the heads tables' difference, what only one run has named;
+- the page (also at ``/``) and the figures and CSVs it references are served; listings,
+  dotfiles, links out of the run, files the page does not show and ``..`` (encoded or not)
+  are 404 (issue 43, item 4).
 
-(The listing, dotfile, link and ``..`` refusals: ``test_data_safety.py::
-test_view_serves_the_page_and_what_it_shows_only``; the start-up time: benchmarks/view_start.py.)
+(The start-up time: benchmarks/view_start.py.)
 """
 
 from __future__ import annotations
@@ -30,11 +32,12 @@ from typer.testing import CliRunner
 
 from attnlimits.cli import app
 from attnlimits.cli.view import page_of, pair_server, server
+from attnlimits.experiments import skeleton
 from attnlimits.experiments.pages import RunPage, write_page
 from attnlimits.experiments.scan.synthetic import synthetic_scan
+from browser_driver import console_errors
 from conftest import REPO
-from test_data_safety import _get
-from test_view_browser import _errors, browser  # noqa: F401 - the browser fixture
+from safe_experiment import EXPERIMENT, Cfg
 
 HEAVY = ("torch", "scipy", "transformers", "pandas", "matplotlib", "plotly")
 
@@ -44,6 +47,21 @@ def _page(folder: Path) -> Path:
     page = folder / "report.html"
     page.write_text('<html><body><a href="tables/t.csv">t</a></body></html>', encoding="utf-8")
     return page
+
+
+def _get(url: str, path: str) -> tuple[int, bytes]:
+    """GET ``path`` (sent as given: no normalisation) from the server at ``url``."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=60)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
 
 
 def test_the_view_command_imports_no_heavy_library(tmp_path):
@@ -143,7 +161,7 @@ def test_view_a_b_refuses_runs_of_two_kinds_in_one_line(tmp_path):
     assert len(lines) == 1 and "a scan run" in lines[0] and "a compare run" in lines[0], lines
 
 
-def test_view_a_b_opens_in_a_browser_without_errors(browser, pair):  # noqa: F811
+def test_view_a_b_opens_in_a_browser_without_errors(browser, pair):
     _, _, port = pair
     browser.get(f"http://127.0.0.1:{port}/pair.html")
     deadline = time.monotonic() + 60  # a wait for the pages under load, not a speed limit
@@ -154,7 +172,7 @@ def test_view_a_b_opens_in_a_browser_without_errors(browser, pair):  # noqa: F81
     assert browser.execute_script(ready) == [True, True]
     table = browser.find_element("tag name", "table").text
     assert "partly" in table and "not reproduced" in table
-    assert _errors(browser) == []
+    assert console_errors(browser) == []
 
 
 def _ready_pair(driver, port: int) -> dict:
@@ -173,7 +191,7 @@ def _wait(driver, condition: str) -> None:
     raise AssertionError(f"never true: {condition}; console: {driver.get_log('browser')}")
 
 
-def test_view_a_b_of_two_scans_aligns_heads_and_their_difference(browser, tmp_path):  # noqa: F811
+def test_view_a_b_of_two_scans_aligns_heads_and_their_difference(browser, tmp_path):
     """A (3 layers, L = 16, 32) and B (4 layers, L = 16, 32, 64): the heads both have, on one
     scale, and B − A equal to the tables' difference; layer 3 and L = 64 named as B's only."""
     a = _run(tmp_path / "a", "scan", ["reproduced", "partly"], 1, (3, 4, (16, 32)))
@@ -197,7 +215,7 @@ def test_view_a_b_of_two_scans_aligns_heads_and_their_difference(browser, tmp_pa
             " const t = document.getElementById(i).data[0];"
             " return {z: t.z, zmin: t.zmin, zmax: t.zmax}; })"
         )
-        assert _errors(browser) == []
+        assert console_errors(browser) == []
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -213,7 +231,7 @@ def test_view_a_b_of_two_scans_aligns_heads_and_their_difference(browser, tmp_pa
         assert diff[layer][head] == pytest.approx(value, rel=1e-12, abs=1e-15), (layer, head)
 
 
-def test_view_a_b_keeps_its_choice_in_the_url(browser, pair):  # noqa: F811
+def test_view_a_b_keeps_its_choice_in_the_url(browser, pair):
     """A link with a diagnostic and a length opens the pair on them; a choice made on the page
     is written back into the address."""
     from urllib.parse import parse_qsl
@@ -232,4 +250,59 @@ def test_view_a_b_keeps_its_choice_in_the_url(browser, pair):  # noqa: F811
     Select(browser.find_element("id", "pair-length")).select_by_value("32")
     got = dict(parse_qsl(browser.execute_script("return location.hash.slice(1)")))
     assert got == {"metric": "max_weight", "L": "32"}
-    assert _errors(browser) == []
+    assert console_errors(browser) == []
+
+
+# ---- the page and what it shows, nothing else (issue 43, item 4) ------------------------------
+
+
+@pytest.mark.usefixtures("registered_safe")
+@pytest.mark.parametrize("given", ["folder", "page"])
+def test_view_serves_the_page_and_what_it_shows_only(tmp_path, given):
+    """Given a page file, the server served its whole parent folder with a listing; given a
+    run folder, it listed it, served dotfiles (.env, the manifest) and followed links out of
+    it. Now: the page (also at /) and the figures and CSVs it references; the rest is 404,
+    ``..`` encoded or not included."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    skeleton.run(EXPERIMENT, Cfg(), run, progress=False)
+    (run / ".env").write_text("SECRET=1")
+    (run / "notes.txt").write_text("my notes, not on the page")
+    (tmp_path / "secret.txt").write_text("outside the run")
+    (run / "figures" / "values.png").unlink()
+    (run / "figures" / "values.png").symlink_to(tmp_path / "secret.txt")  # shown by the page
+    (run / "out").symlink_to(tmp_path)
+    page = (run / "report.html").read_bytes()
+    assert b'src="figures/values.png"' in page and b'href="tables/values.csv"' in page
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    code = "from attnlimits.cli import app; app()"
+    target = run if given == "folder" else run / "report.html"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "view", str(target), "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+    )  # fmt: skip
+    try:
+        url = re.search(r"http://\S+", proc.stdout.readline())
+        assert url, "no address printed"
+        served = {p: _get(url.group(0), p) for p in ("/report.html", "/", "/tables/values.csv")}
+        assert served["/report.html"] == (200, page) and served["/"] == (200, page)
+        assert served["/tables/values.csv"] == (200, (run / "tables/values.csv").read_bytes())
+        refused = [
+            "/figures/", "/tables", "/figures/?C=M;O=D",  # listings
+            "/.env", "/.attnlimits-files", "/.attnlimits.lock", "/%2eenv",  # dotfiles
+            "/figures/values.png", "/out/secret.txt", "/out/",  # links out of the run
+            "/notes.txt", "/run.json", "/figures/values.svg", "/tables/values.parquet",  # the rest
+            "/../secret.txt", "/%2e%2e/secret.txt", "/figures/..%2f..%2fsecret.txt",  # traversal
+            "/tables/%2e%2e/%2e%2e/secret.txt", "//etc/passwd",
+        ]  # fmt: skip
+        for path in refused:
+            status, body = _get(url.group(0), path)
+            assert status == 404, (path, status, body[:200])
+            assert b"outside the run" not in body and b"SECRET" not in body, path
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
