@@ -180,3 +180,16 @@ def test_entropy_beta_derivative_near_the_largest_float64_spread() -> None:
         p = 1 / (1 + math.exp(-beta_delta))
         got32 = float(entropy_beta_derivative(e32, beta_delta / 6e38))
         assert got32 == pytest.approx(-beta_delta * p * (1 - p) * 6e38, rel=1e-5), beta_delta
+
+
+def test_entropy_beta_derivative_ignores_a_far_key_of_no_weight() -> None:
+    """A key at −3.4e38 beside logits near 0 has weight 0 and adds nothing to Var_p(e); it once
+    widened the range the variance was scaled by, so a rounding error of the weights' sum
+    (about 1e-7) became an overflow in float32 (and a wrong 0 in float64). Found by the API fuzz."""
+    far = -torch.finfo(torch.float32).max
+    e = torch.tensor([0.78246, far, -1.4186])
+    near = e[[0, 2]].double()  # the two keys that carry weight
+    p = torch.softmax(near, -1)
+    want = -float((p * (near - (p * near).sum()) ** 2).sum())  # −β·Var_p(e), β = 1
+    assert float(entropy_beta_derivative(e, 1.0)) == pytest.approx(want, rel=1e-5)
+    assert float(entropy_beta_derivative(e.double(), 1.0)) == pytest.approx(want, rel=1e-12)

@@ -201,15 +201,21 @@ def entropy_beta_derivative(
     # both signs near it) keeps its value; a product that overflows is −inf, a weight of 0
     z = torch.where(keep, (b * (e / 2 - ref / 2)) * 2, -math.inf)
     p = torch.softmax(z, dim=-1).nan_to_num(0.0)
-    # Var_p(e) through the row's half-range h (finite even where hi − lo is not): u = (e − lo)
-    # / 2h in [0, 1], Var(e) = 4h²·Var(u), and −β·4h²·Var(u) multiplied in an order whose
-    # partial products overflow only where the result does (a spread near float64's maximum
-    # with a subnormal β has a finite dH/dβ; squaring e − mean first overflowed)
-    lo0 = torch.where(torch.isfinite(lo), lo, 0.0)
-    h = torch.where(torch.isfinite(hi) & torch.isfinite(lo), hi / 2 - lo / 2, 0.0)
-    u = torch.where(h > 0, (e / 2 - lo0 / 2) / torch.where(h > 0, h, 1.0), 0.0)
-    u_mean = (p * u).sum(-1, keepdim=True)
-    var_u = torch.where(p > 0, p * (u - u_mean) ** 2, 0.0).sum(-1)  # p = 0: no term
+    # Var_p(e) through the half-range h of the keys that carry weight (p > 0: a key of weight 0
+    # adds nothing to Var_p, and a far one of them, -3.4e38 beside logits near 0, made h so wide
+    # that the others' spread was lost), and centred at the row's mode ``ref`` (so the mean of d
+    # is summed without cancelling: centring at 0.5 of the range left a rounding error of the
+    # weights' sum, ~1e-7, which h² lifted past the dtype's maximum). d = (e − ref) / 2h lies in
+    # [−1, 1], Var(e) = 4h²·Var(d), and −β·4h²·Var(d) is multiplied in an order whose partial
+    # products overflow only where the result does (a spread near float64's maximum with a
+    # subnormal β has a finite dH/dβ; squaring e − mean first overflowed)
+    held = keep & (p > 0)
+    hi_s = torch.where(held, e, -math.inf).amax(-1, keepdim=True)
+    lo_s = torch.where(held, e, math.inf).amin(-1, keepdim=True)
+    h = torch.where(torch.isfinite(hi_s) & torch.isfinite(lo_s), hi_s / 2 - lo_s / 2, 0.0)
+    d = torch.where(held & (h > 0), (e / 2 - ref / 2) / torch.where(h > 0, h, 1.0), 0.0)
+    d_mean = (p * d).sum(-1, keepdim=True)
+    var_u = torch.where(held, p * (d - d_mean) ** 2, 0.0).sum(-1)  # p = 0: no term
     beta_rows, h_rows = b.squeeze(-1), h.squeeze(-1)
     out = -(var_u * h_rows * beta_rows * h_rows) * 4
     out = torch.where(beta_rows == 0, 0.0, out)  # β = 0: exactly 0, Var or not
