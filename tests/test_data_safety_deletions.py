@@ -167,7 +167,8 @@ REVIEWED = {
         "tmp, path",
         origin=(
             "tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp'); "
-            "path = (folder or cache_dir() / 'clrs_text') / f'clrs_text-{params_hash(spec)}.parquet'"
+            "path = (folder or cache_dir() / 'clrs_text') / "
+            "f'clrs_text-{params_hash(spec)}.parquet'"
         ),
     ): "the CLRS-Text dataset's cache entry, from its own temporary file (pid in the name)",
     Site(
