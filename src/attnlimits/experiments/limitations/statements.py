@@ -62,7 +62,7 @@ S: dict[str, Statement] = {
             "log-log slope of the mean E over heads against L; Corollary 2(i) gives "
             "E ≈ Σ‖α_i x_i‖₂, at most max‖x_i‖₂ because the weights sum to 1, so it predicts an "
             "E that does not grow with L, while the printed E grows like d̃: the caption and "
-            "the corollary disagree (docs/errata.md, Corollary 2(i))",
+            "the corollary disagree (docs/errata.md, Corollary 2)",
         ),
         Statement("(i.c) the bound (Thm 1.1) is safe", CHECK, _SAFE, "bound ≥ d̃ per head and L"),
         Statement("(i.d) the bound is loose", SUPPORTING, _SAFE, "conservative: median bound / d̃"),
