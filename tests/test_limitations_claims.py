@@ -763,6 +763,15 @@ def test_v_c_reading_c_is_shown_beside_reading_b():
     assert verdict(got, "(v.c)") == R and verdict(got, "(v) ") == R
     rows = claim_v(alg5_table(), drop="c")
     assert _sub_verdict(rows, "(v.c)") == P and "(reading (c))" in _sub_row(rows, "(v.c)")["rule"]
+    slow = alg5_table()  # ε = 10 falls only 2× from T = 1 to 10: the smallest factor over ε
+    slow.loc[
+        (slow["eps"] == 10.0) & (slow["T"] == 10.0), ["sensitivity", "sensitivity_row_max"]
+    ] *= 5
+    rows = claim_v(slow, drop="c")
+    assert (
+        _sub_verdict(rows, "(v.c)") == N
+        and "T = 1 to 10: 2×" in _sub_row(rows, "(v.c)")["measured"]
+    )
 
 
 def test_v_statements_of_the_discussion_each_verdict():

@@ -274,8 +274,8 @@ def _sensitivity(claims: pd.DataFrame) -> str:
 def _summary(table: pd.DataFrame) -> str:
     """A committed summary as a Markdown table, numbers to 4 significant digits."""
     shown = table.copy()
-    for c in shown.columns:
-        if c not in ("model", "x_source", "N", "T", "ε"):
+    for c in shown.columns:  # the same text from the run's numbers and from the CSV's
+        if c not in ("model", "x_source"):
             shown[c] = [_g(v) for v in shown[c]]
     return markdown_table(shown.rename(columns={"x_source": "x_i"}))
 
