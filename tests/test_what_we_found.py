@@ -26,8 +26,11 @@ def test_readme_holds_exactly_what_the_committed_tables_render_to():
     assert found == set(blocks)
 
 
-def _claims(rows: list[tuple[str, str, str, str, str]]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=["claim", "role", "verdict", "model", "x_source"])
+def _claims(rows: list[tuple[str, ...]]) -> pd.DataFrame:
+    """claim, role, verdict, model, x_source[, e_form, e_printed] ("—": E plays no part)."""
+    full = [(*r, "—", "—") if len(r) == 5 else r for r in rows]
+    cols = ["claim", "role", "verdict", "model", "x_source", "e_form", "e_printed"]
+    return pd.DataFrame(full, columns=cols)
 
 
 def test_paper_a_block_puts_each_verdict_under_its_model_and_source():
@@ -42,12 +45,28 @@ def test_paper_a_block_puts_each_verdict_under_its_model_and_source():
     )
     lines = what_we_found.limitations_block(claims).splitlines()
     assert lines[0] == (
-        "| finding (paper A) | SmolLM2-135M, x = values | SmolLM2-135M, x = hidden "
+        "| finding (paper A) | E | SmolLM2-135M, x = values | SmolLM2-135M, x = hidden "
         "| MiniLM-L6, x = values | MiniLM-L6, x = hidden |"
     )
-    assert lines[2] == "| (i) f | partly | not reproduced | reproduced | — |"
-    assert lines[3] == "| (ii) g | — | — | — | not testable |"
-    assert len(lines) == 4  # the headline row is not a finding
+    assert lines[2] == "| (i) f | — | partly | not reproduced | reproduced | — |"
+    assert lines[3] == "| (ii) g | — | — | — | — | not testable |"
+    assert lines[4] == "" and lines[5] == what_we_found.E_FORMS_LINE
+    assert len(lines) == 6  # the headline row is not a finding
+
+
+def test_paper_a_block_shows_a_finding_that_uses_e_under_both_forms():
+    """Issue 56: the verdict under exact E and, on its own row, under the paper's printed E."""
+    claims = _claims(
+        [
+            ("(ii) g", "finding", "not reproduced", "m", "values", "exact", "reproduced"),
+            ("(ii) g", "finding", "partly", "m", "hidden", "exact", "partly"),
+            ("(iv) k", "finding", "reproduced", "m", "values", "—", "—"),
+        ]
+    )
+    lines = what_we_found.limitations_block(claims).splitlines()
+    assert lines[2] == "| (ii) g | exact | not reproduced | partly |"
+    assert lines[3] == "| (ii) g | printed | reproduced | partly |"
+    assert lines[4] == "| (iv) k | — | reproduced | — |"
 
 
 def test_paper_a_block_refuses_a_finding_twice_for_one_column():

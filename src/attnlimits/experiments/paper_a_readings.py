@@ -5,7 +5,7 @@ drift apart. The vocabulary and the threshold type are the claims engine's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from attnlimits.claims import (
     NA,
@@ -19,7 +19,15 @@ from attnlimits.claims import (
     finite,
 )
 
-__all__ = ["ABOUT", "BAND", "BAND_HI", "BAND_LO", "PAPER_FRACTION", "about_fraction"]
+__all__ = [
+    "ABOUT",
+    "BAND",
+    "BAND_HI",
+    "BAND_LO",
+    "PAPER_FRACTION",
+    "about_fraction",
+    "grid_limits",
+]
 
 #: (iii) "fewer than 6 %" / "≈ 0.06L": critical N / L at most PAPER_FRACTION, or within a factor
 #: ABOUT of it
@@ -33,14 +41,27 @@ BAND_HI = Threshold("BAND_HI", 0.85, PAPER, fmt=".2f")
 BAND = (BAND_LO.value, BAND_HI.value)
 
 
-def _about_fraction(fractions: Sequence[float | None]) -> str:
+def grid_limits(length: int, grid: Iterable[int]) -> tuple[float, float]:
+    """PAPER_FRACTION and PAPER_FRACTION·ABOUT (fractions of L) at the resolution of the N grid
+    tested at ``length``: each is the first tested N at or above that fraction of L, over L,
+    where a true critical N of exactly that fraction is measured (the test runs only on the
+    grid); the fraction itself where no tested N reaches it or a tested N equals it."""
+    tested = sorted(int(n) for n in grid)
+
+    def at(fraction: float) -> float:
+        above = [n for n in tested if n >= fraction * length]
+        return max(fraction, above[0] / length) if above else fraction
+
+    return at(PAPER_FRACTION.value), at(PAPER_FRACTION * ABOUT)
+
+
+def _about_fraction(
+    fractions: Sequence[float | None], limits: Sequence[tuple[float, float]] | None = None
+) -> str:
+    ends = limits or [(PAPER_FRACTION.value, PAPER_FRACTION * ABOUT)] * len(fractions)
     per = [
-        NOT
-        if f is None or not finite(f) or f > PAPER_FRACTION * ABOUT
-        else REPRODUCED
-        if f <= PAPER_FRACTION.value
-        else PARTLY
-        for f in fractions
+        NOT if f is None or not finite(f) or f > hi else REPRODUCED if f <= lo else PARTLY
+        for f, (lo, hi) in zip(fractions, ends, strict=True)
     ]
     if not per:
         return NA
@@ -55,14 +76,18 @@ def _about_fraction(fractions: Sequence[float | None]) -> str:
 #: censored), neither. Every L reproduced: reproduced; none reproduced or partly: not
 #: reproduced; else partly; no L: n/a (the caller leaves out the L where it is not testable). A
 #: small fraction passes: the paper's point is that "only a small subset of tokens can be
-#: separated", and "fewer than" sets no floor.
+#: separated", and "fewer than" sets no floor. ``limits``: per L, the two limits at the N grid's
+#: resolution (:func:`grid_limits`; the reproduction's grid holds L/16 = 0.0625·L at every L,
+#: where a true 0.06·L is measured); without it, the fractions themselves.
 about_fraction = Rule(
     "about_fraction",
     _about_fraction,
     lambda: (
         f"critical N / L ≤ {PAPER_FRACTION:g} ('fewer than 6 %') at every testable L: "
         f"reproduced; ≤ {PAPER_FRACTION * ABOUT:g} ('≈ 0.06L') or ≤ {PAPER_FRACTION:g} at some: "
-        "partly; above at every L: not reproduced"
+        "partly; above at every L: not reproduced; each limit at the N grid's resolution where "
+        f"the grid is known (the first tested N ≥ {PAPER_FRACTION:g}·L, "
+        f"≥ {PAPER_FRACTION * ABOUT:g}·L: where a true critical N of that size is measured)"
     ),
     (PAPER_FRACTION, ABOUT),
 )

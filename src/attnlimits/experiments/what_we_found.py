@@ -30,6 +30,7 @@ from attnlimits.experiments.report import fill, markdown_table
 from attnlimits.experiments.store import atomic_write_text
 
 __all__ = [
+    "E_FORMS_LINE",
     "app_f_sentence",
     "clrs_text_block",
     "limitations_block",
@@ -58,21 +59,49 @@ def _csv(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, dtype=str, keep_default_na=False)
 
 
+#: Why paper A's verdicts are shown under two forms of E (the README's line under the table).
+E_FORMS_LINE = (
+    "E is the expected distance of Theorem 1.2. *Exact* is its definition, the mean of d̃ over "
+    "uniformly random selections (Monte Carlo of Eq. 8), the quantity the findings name; "
+    "*printed* is the closed form the paper prints, what its figures appear to plot, off by "
+    "2–40× and growing like d̃ where the exact E hardly grows "
+    "([docs](docs/limitations.md#e-in-three-forms)): under printed E the rows test the paper's "
+    "procedure, under exact E its claim. (iv) and (v) do not use E."
+)
+
+
 def limitations_block(claims: pd.DataFrame) -> str:
-    """Paper A's findings as rows, one column per (model, x source), in the table's order."""
+    """Paper A's findings as rows, one column per (model, x source), in the table's order: each
+    finding whose verdict uses E (``e_form`` not "—") twice, under exact E (the verdict) and
+    under the paper's printed E (its ``e_printed`` column), with :data:`E_FORMS_LINE` below."""
     found = claims[claims["role"] == "finding"]
     if found.empty:
         raise ValueError("limitations/claims.csv has no finding rows")
     models = list(dict.fromkeys(found["model"]))
     sources = list(dict.fromkeys(found["x_source"]))
-    cells = found.set_index(["claim", "model", "x_source"])["verdict"]
-    if not cells.index.is_unique:
+    if "e_printed" not in found or "e_form" not in found:
+        raise ValueError("limitations/claims.csv lacks the e_form and e_printed columns")
+    uses_e = ~found["e_form"].isin(["", "—"])  # the finding's headline verdict uses E
+    both = [
+        found.assign(E=uses_e.map({True: "exact", False: "—"})),
+        found[uses_e].assign(verdict=found.loc[uses_e, "e_printed"], E="printed"),
+    ]
+    table = pd.concat(both).set_index(["claim", "E", "model", "x_source"])["verdict"]
+    if not table.index.is_unique:
         raise ValueError("limitations/claims.csv has a finding twice for one model and x source")
-    table = cells.unstack(["model", "x_source"]).reindex(list(dict.fromkeys(found["claim"])))
-    columns = [(m, s) for m in models for s in sources if (m, s) in table.columns]
-    table = table[columns].fillna("—")
-    table.columns = [f"{_MODEL_NAMES.get(m, m)}, x = {s}" for m, s in columns]
-    return markdown_table(table.rename_axis("finding (paper A)").reset_index())
+    order = list(dict.fromkeys(found["claim"]))
+    wide = table.unstack(["model", "x_source"])
+    rank = {"exact": 0, "—": 0, "printed": 1}
+    wide = wide.iloc[
+        sorted(
+            range(len(wide)), key=lambda i: (order.index(wide.index[i][0]), rank[wide.index[i][1]])
+        )
+    ]
+    columns = [(m, s) for m in models for s in sources if (m, s) in wide.columns]
+    wide = wide[columns].fillna("—")
+    wide.columns = [f"{_MODEL_NAMES.get(m, m)}, x = {s}" for m, s in columns]
+    wide = wide.rename_axis(["finding (paper A)", "E"]).reset_index()
+    return markdown_table(wide) + "\n\n" + E_FORMS_LINE
 
 
 def _schedule(run: pd.DataFrame) -> str:

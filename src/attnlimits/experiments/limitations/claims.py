@@ -24,7 +24,10 @@ plot (Fig. 2a's E grows linearly, as only the printed form does); its verdict is
 **Alternatives** (each changes one choice from the headline): the other forms of E for (i),
 (ii) and (iii); for (iii) the other KS level (the text's 0.01, the pseudocode's 0.05) and the
 paper's number of heads (144, GPT-2) by seeded draws, windows pooled, counted per verdict; for
-(v) the smallest ε alone and the maximum over rows in place of the row mean.
+(v) the smallest ε alone, the maximum over rows in place of the row mean, and "drop by two
+orders" read across T ≥ 1 (reading (c)). The verdict under the paper's printed E is also its
+own column (``e_printed``), which the README shows beside the headline's; ``statistic`` is the
+number a one-number rule judged (the docs' sensitivity lines read it).
 """
 
 from __future__ import annotations
@@ -43,15 +46,17 @@ from attnlimits.experiments.limitations.findings import (
     E_COLS,
     claim_i,
     claim_ii,
+    claim_ii_d,
     claim_iii,
     claim_iv,
     claim_v,
+    claim_variants,
     critical_from_tests,
     e_cols,
+    judged_row,
     plateau_change,
     slopes_in_l,
 )
-from attnlimits.experiments.limitations.statements import S
 
 __all__ = [
     "EVIDENCE",
@@ -91,7 +96,11 @@ COLUMNS = [
     "e_form",
     "alternatives",
     "robust",
+    "e_printed",
+    "statistic",
 ]
+#: The alternative whose verdict the README shows beside the headline's: the paper's printed E.
+PRINTED = "E printed"
 SHORT = verdicts.SHORT
 
 
@@ -110,11 +119,12 @@ def claim_corollary3(alg5: pd.DataFrame) -> list[Row]:
     held = float((by_t.to_numpy() <= printed).mean())
     worst = float((by_t * t).max())
     return [
-        S["Corollary"].judged(
+        judged_row(
+            "Corollary",
             f"max over heads and rows of T·‖J‖₂ = {worst:.3f} (paper's bound: 0.25, corrected: "
             f"0.5); the paper's bound holds at {held:.0%} of the T grid",
-            "the paper's bound holds on every real head at every T (a bound: no partly)",
-            rules.holds(held),
+            rules.corollary3,
+            held,
         )
     ]
 
@@ -126,13 +136,14 @@ def claim_assumption2(alg4: pd.DataFrame) -> list[Row]:
     failed = [int(v) for v in per_layer.index[~per_layer.to_numpy()]]
     delta = alg4.groupby("layer")["delta"].min()
     return [
-        S["Assumption"].judged(
+        judged_row(
+            "Assumption",
             f"δ = 0 (repeated vectors) in {len(failed)} of {len(per_layer)} layers"
             + (f": layers {failed}" if failed else "")
             + f"; δ over distinct vectors, smallest per layer: {float(delta.min()):.3g} to "
             f"{float(delta.max()):.3g}; Fig. 3 draws the bounds only where δ > 0",
-            "δ > 0 in every layer: reproduced; some: partly; none: not reproduced",
-            rules.share(per_layer.tolist()),
+            rules.delta_positive,
+            per_layer.tolist(),
         )
     ]
 
@@ -158,7 +169,7 @@ def claim_jensen(df: pd.DataFrame) -> list[Row]:
     """Theorem 1.2's ε: 0 ≤ E_exact − E_derived ≤ the printed bounds (main text; Eq. 25)."""
     rows = jensen_check(df)
     if rows.empty:
-        return [S["Theorem"].judged("not computed in this run", "—", rules.NA)]
+        return [judged_row("Theorem", "not computed in this run", rules.not_run)]
     forms = [c.removeprefix("within_") for c in rows if c.startswith("within_")]
     names = {"main_text": "main text", "appendix": "Eq. 25", "sharp": "sharp"}
     held = {f: float(rows["within_" + f].mean()) for f in forms}
@@ -169,11 +180,12 @@ def claim_jensen(df: pd.DataFrame) -> list[Row]:
         for f in forms
     )
     return [
-        S["Theorem"].judged(
+        judged_row(
+            "Theorem",
             f"over {len(rows)} (window, layer, head, L, N) at Alg. 1/2's N: ε ≥ 0 in {pos:.1%}; "
             f"{within} (all to 3 SE of E exact)",
-            rules.within_noise.text(),
-            rules.within_noise([pos, *held.values()]),
+            rules.within_noise,
+            [pos, *held.values()],
         )
     ]
 
@@ -219,7 +231,10 @@ def _with_alternatives(
             if set(counts.index) != {row["verdict"]}:
                 differ.append("head count")
         robust = "yes" if not differ else "no: " + ", ".join(differ)
-        out.append(row | {"alternatives": " · ".join(parts) or "—", "robust": robust})
+        printed = alternatives[PRINTED][i]["verdict"] if PRINTED in alternatives else "—"
+        out.append(
+            row | {"alternatives": " · ".join(parts) or "—", "robust": robust, "e_printed": printed}
+        )
     return out
 
 
@@ -256,6 +271,13 @@ def claims_for(
             f"E {E_COLS[c]}": _judged(with_form(fn, c), df) for c in _form_alternatives(df, form)
         }
         blocks.append((_judged(with_form(fn, form), df), alts, None, E_COLS[form]))
+    if "distance_grid" in results:  # (ii.d): Corollary 2(ii) over the whole N grid at L_max
+        grid = pick("distance_grid")
+        alts = {
+            f"E {E_COLS[c]}": _judged(with_form(claim_ii_d, c), grid)
+            for c in _form_alternatives(grid, form)
+        }
+        blocks.append((_judged(with_form(claim_ii_d, form), grid), alts, None, E_COLS[form]))
     headline = _judged(iii(form, alpha), tests)
     alts = {f"E {E_COLS[c]}": _judged(iii(c, alpha), tests) for c in _form_alternatives(alg1, form)}
     alts[f"α = {other_alpha:g}"] = _judged(iii(form, other_alpha), tests)
@@ -271,12 +293,16 @@ def claims_for(
         alts[label] = [{"verdict": rules.NA} for _ in headline]
     blocks.append((headline, alts, per_draw, E_COLS[form]))
     blocks.append((_judged(claim_iv, pick("alg4")), {}, None, "—"))
-    v_alts = {"smallest ε only": _judged(lambda d: claim_v(d, eps="smallest"), alg5)}
+    v_alts = {
+        "smallest ε only": _judged(lambda d: claim_v(d, eps="smallest"), alg5),
+        "drop across T ≥ 1 (c)": _judged(lambda d: claim_v(d, drop="c"), alg5),
+    }
     if "sensitivity_row_max" in alg5:
         v_alts["max over rows"] = _judged(
             lambda d: claim_v(d, statistic="sensitivity_row_max"), alg5
         )
     blocks.append((_judged(claim_v, alg5), v_alts, None, "—"))
+    blocks.append((claim_variants(), {}, None, "—"))
     blocks.append((_judged(claim_corollary3, alg5), {}, None, "—"))
     if "assumption2" in results["alg4"]:
         blocks.append((claim_assumption2(pick("alg4")), {}, None, "—"))
@@ -290,7 +316,7 @@ def claims_for(
     for headline, alts, draw_rows, e_form in blocks:
         for r in _with_alternatives(headline, alts, draw_rows):
             form_used = e_form if r.pop("uses_e", "") else "—"
-            rows.append({"windows": "—"} | r | {"e_form": form_used})
+            rows.append({"windows": "—", "statistic": ""} | r | {"e_form": form_used})
     return pd.DataFrame(rows)[COLUMNS].assign(x_source=x_source)
 
 

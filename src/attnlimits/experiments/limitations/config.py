@@ -93,7 +93,11 @@ class Config:
     alg3_heads: int = 144  # ours: the KS again on this many heads (paper's GPT-2: 12 × 12) ...
     alg3_draws: int = 20  # ... drawn without replacement this many times (seeded)
     ns_alg4: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
-    temperatures: tuple[float, ...] = tuple(float(t) for t in np.logspace(-3, 2, 11))
+    # half-decade steps over [10⁻³, 10²], and quarter-decade ones below 0.1, so that ε = 10⁻³
+    # has seven T in (ε, 0.1) over 1.5 decades where 1/T is judged (issue 56: at least four)
+    temperatures: tuple[float, ...] = tuple(
+        sorted({float(t) for t in (*np.logspace(-3, 2, 11), *np.logspace(-2.75, -1.25, 4))})
+    )
     epsilons: tuple[float, ...] = (1e-3, 1e-1, 10.0)
     alg5_rows: int = 128  # rows per head for Alg. 5, evenly spaced over the window
     x_sources: tuple[XSource, ...] = ("values", "hidden")  # the first drives the figures

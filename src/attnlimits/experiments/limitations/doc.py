@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from attnlimits.claims import PAPER, Graded
 from attnlimits.experiments.limitations import rules
 from attnlimits.experiments.limitations.provenance import defaults
 from attnlimits.experiments.limitations.sections import (
@@ -34,6 +35,11 @@ from attnlimits.experiments.limitations.sections import (
     x_source_comparison,
 )
 from attnlimits.experiments.limitations.statements import ALL
+from attnlimits.experiments.limitations.summaries import (
+    alg2_summary,
+    alg4_summary,
+    alg5_summary,
+)
 from attnlimits.experiments.report import (
     block,
     fill,
@@ -47,6 +53,7 @@ __all__ = ["block", "extract", "fill", "load", "main", "other_windows", "render"
 
 Data = dict[str, pd.DataFrame]
 _FORM = {"exact": "exact", "derived": "derived", "main_text": "printed"}
+_MODEL = {"smollm2-135m": "SmolLM2-135M", "minilm-l6": "MiniLM-L6"}
 
 
 def _runs(folder: Path) -> dict[str, Path]:
@@ -66,6 +73,7 @@ def _runs(folder: Path) -> dict[str, Path]:
 def extract(folder: Path) -> Data:
     """The doc's tables from a finished run (a side-by-side folder or one model's run)."""
     claims, crit, run = [], [], []
+    summaries: dict[str, list[pd.DataFrame]] = {"alg2": [], "alg4": [], "alg5": []}
     data: Data = {}
     for i, (model, path) in enumerate(_runs(folder).items()):
         meta = json.loads((path / "run.json").read_text())
@@ -81,8 +89,16 @@ def extract(folder: Path) -> Data:
             "robust",
             "alternatives",
             "measured",
+            "e_printed",
+            "statistic",
+            "rule",
         ]
         claims.append(tables["claims"][cols].assign(model=model))
+        for source in params["x_sources"]:
+            for name, summary in (("alg2", alg2_summary), ("alg4", alg4_summary)):
+                table = tables[name][tables[name]["x_source"] == source]
+                summaries[name].append(summary(table).assign(model=model, x_source=source))
+        summaries["alg5"].append(alg5_summary(tables["alg5"]).assign(model=model))
         alg3 = tables["alg3"]
         alg3 = alg3[alg3["window"] < 0] if "window" in alg3 else alg3
         text = [
@@ -111,6 +127,10 @@ def extract(folder: Path) -> Data:
             if len(params["x_sources"]) > 1:
                 data["x_sources"] = fmt(x_source_comparison(tables, list(params["x_sources"])))
     data["claims"] = pd.concat(claims, ignore_index=True)
+    for name, frames in summaries.items():
+        table = pd.concat(frames, ignore_index=True)
+        keys = [c for c in ("model", "x_source") if c in table]
+        data[f"{name}_summary"] = table[[*keys, *(c for c in table if c not in keys)]]
     data["critical_n"] = pd.concat(crit, ignore_index=True)
     data["run"] = pd.DataFrame(run)
     return data
@@ -209,6 +229,65 @@ def _thresholds() -> str:
     return markdown_table(table)
 
 
+def _rule_of(text: str) -> Graded | None:
+    """The one-number rule whose printed text a claims row's ``rule`` starts with."""
+    graded = [r for r in rules.RULES if isinstance(r, Graded)]
+    return next((r for r in graded if text.startswith(r.text())), None)
+
+
+def _sensitivity(claims: pd.DataFrame) -> str:
+    """For each threshold of ours that a one-number rule reads: how many committed verdicts it
+    decides, and the one it is closest to flipping, with the value it would have to pass
+    (:meth:`attnlimits.claims.Graded.flips`: the measured statistic itself)."""
+    rows = []
+    stats = claims[claims["statistic"].astype(str).str.len() > 0]
+    for t in rules.THRESHOLDS.values():
+        if t.provenance == PAPER:
+            continue
+        near: list[tuple[float, str]] = []
+        decided = 0
+        for r in stats.itertuples():
+            rule = _rule_of(str(r.rule))
+            if rule is None or t not in rule.thresholds:
+                continue
+            decided += 1
+            value = float(r.statistic)
+            if t.name in rule.flips(value):
+                x = abs(value) if rule.magnitude else value
+                where = f"{_MODEL.get(r.model, r.model)}, x = {r.x_source}"
+                said = f"{r.claim.split(' ')[0]} {where}: {x:.3g} ({r.verdict})"
+                near.append((abs(x - t.value), said))
+        if not decided:
+            continue
+        closest = min(near)[1] if near else "none (moving it alone flips no verdict)"
+        rows.append(
+            {
+                "threshold": f"`{t.name}`",
+                "value": str(t),
+                "provenance": t.provenance,
+                "verdicts it decides": str(decided),
+                "closest to flipping (the value the threshold would have to pass)": closest,
+            }
+        )
+    return markdown_table(pd.DataFrame(rows))
+
+
+def _summary(table: pd.DataFrame) -> str:
+    """A committed summary as a Markdown table, numbers to 4 significant digits."""
+    shown = table.copy()
+    for c in shown.columns:  # the same text from the run's numbers and from the CSV's
+        if c not in ("model", "x_source"):
+            shown[c] = [_g(v) for v in shown[c]]
+    return markdown_table(shown.rename(columns={"x_source": "x_i"}))
+
+
+def _g(value: object) -> str:
+    try:
+        return f"{float(str(value)):.4g}"
+    except ValueError:
+        return str(value)
+
+
 def _fraction(text: str, length: int) -> str:
     """A critical N as a fraction of L ("> 28" → "> 0.875"; N = 1: KS accepts at once)."""
     if text.startswith("> "):
@@ -293,6 +372,11 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
         out["x_sources"] = markdown_table(data["x_sources"])
     if "windows" in data:
         out["windows"] = _windows(data["windows"])
+    if "statistic" in claims:
+        out["sensitivity"] = _sensitivity(claims)
+    for name in ("alg2", "alg4", "alg5"):
+        if f"{name}_summary" in data:
+            out[f"{name}_summary"] = _summary(data[f"{name}_summary"])
     return out
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from attnlimits.claims import (
+    AFTER_RUNS,
     NA,
     NOT,
     OURS,
@@ -51,27 +52,48 @@ __all__ = [
     "THRESHOLDS",
     "about_fraction",
     "bound_loose",
+    "bounds_hold",
     "collapses",
     "converges",
+    "corollary3",
+    "delta_positive",
     "drops",
+    "exists",
     "falls",
+    "four_fifths",
     "holds",
     "in_band",
+    "increases",
     "linear_growth",
     "lower_loose",
+    "near_limit",
+    "not_run",
     "one_over_t",
+    "one_over_t_eps",
+    "ordered",
     "plateau",
+    "safe",
     "saturates",
     "share",
     "sub_linear",
     "tightens",
     "tracks",
+    "tracks_law",
+    "vanishes",
     "within_noise",
 ]
 
 
 def _ours(name: str, value: float, reason: str, fmt: str = "g") -> Threshold:
     return Threshold(name, value, OURS, reason, fmt)
+
+
+#: issue 56 (2026-11-28): thresholds set while the earlier runs' numbers were public
+_ISSUE_56 = "set 2026-11-28 (issue 56), after earlier runs were public"
+
+
+def _after(name: str, value: float, reason: str, fmt: str = "g") -> Threshold:
+    return Threshold(name, value, AFTER_RUNS, f"{reason} ({_ISSUE_56})", fmt)
 
 
 # ---- the thresholds, each once -----------------------------------------------------------------
@@ -91,14 +113,27 @@ FALLS = _ours("FALLS", 0.05, "'declines': the median N_s/N drops by 5 points or 
 ANY_DROP = _ours("ANY_DROP", 0.0, "any drop at all, smaller than FALLS")
 SATURATED = _ours("SATURATED", 0.05, "'saturates': the median moves at most 5 points")
 SATURATED_PARTLY = _ours("SATURATED_PARTLY", 0.15, "up to 15 points: slowing, not flat")
-TRACKS = _ours("TRACKS", 0.1, "'tracks closely': the bound at most 0.1 above the maxima")
+TRACKS = _ours("TRACKS", 0.1, "'tracks ... closely': the bound at most 0.1 above the maxima")
 FLAT = _ours("FLAT", 0.01, "a bound whose range over N is this small follows nothing")
 LOWER_LOOSE = _ours("LOWER_LOOSE", 0.3, "the lower bound 0.3 or more below N_s/N: loose")
 LOWER_TIGHT = _ours("LOWER_TIGHT", 0.1, "within 0.1 of N_s/N the lower bound is tight")
-ONE_OVER_T = _ours("ONE_OVER_T", 0.2, "'follow 1/T': a log-log slope within 0.2 of −1")
-DROP_ABOUT = _ours("DROP_ABOUT", 10**1.5, "'about two orders': to within half an order", ".0f")
+ONE_OVER_T_LO = _ours("ONE_OVER_T_LO", -1.2, "'follow the ... 1/T trend': slope within 0.2 of −1")
+ONE_OVER_T_HI = _ours("ONE_OVER_T_HI", -0.8, "'follow the ... 1/T trend': slope within 0.2 of −1")
+RISES = _after(
+    "RISES", -0.1, "a curve rising as T falls (GROWS's mirror), not as 1/T: a new partly rung"
+)
+MIN_T = _after("MIN_T", 4, "a slope through fewer than four T in (ε, 0.1) is not judged")
+DROP_ABOUT = _ours("DROP_ABOUT", 10**1.5, "'two orders of magnitude': within half an order", ".0f")
 DROP_SOME = _ours("DROP_SOME", 10**0.5, "half an order: a drop, not of two orders", ".1f")
 COLLAPSED = _ours("COLLAPSED", 1.1, "'collapse': the ε curves within 10 % of each other")
+ABOUT_80 = _after(
+    "ABOUT_80", 0.85, "≈ 80 %: 0.80 and the rounding of ≈, up to the band's 0.85", ".2f"
+)
+NEAR_LIMIT = _after("NEAR_LIMIT", 0.5, "'close to the theoretical limit': within a factor of 2")
+NEAR_SOME = _after("NEAR_SOME", 0.1, "within an order of magnitude: near, not close")
+RISE_CLEAR = _after("RISE_CLEAR", 2.0, "'increases': at least doubles from T = 0.1 to the least T")
+RISE_ANY = _after("RISE_ANY", 1.0, "any rise at all, smaller than RISE_CLEAR")
+VANISHES = _after("VANISHES", 0.5, "E → 0: at the grid's largest N, at most half its peak over N")
 WITHIN_SE = _ours(
     "WITHIN_SE", 0.99, "3 standard errors leave about 0.1 % of the cells out by chance", ".0%"
 )
@@ -107,6 +142,13 @@ WITHIN_SE = _ours(
 
 share = Share("share", "it holds", "case")
 holds = Holds("holds", "the bound holds", "case")
+#: the same shapes, saying what holds in which case (the report prints each)
+safe = Holds("safe", "bound ≥ d̃", "(head, L)")
+exists = Share("exists", "KS accepts at some N ≤ 0.9·L", "L")
+bounds_hold = Holds("bounds_hold", "lower ≤ N_s/N ≤ upper", "(head with δ > 0, N ≥ 2)")
+ordered = Share("ordered", "values fall with ε (n/a: one ε)", "T < 0.1")
+corollary3 = Holds("corollary3", "the paper's bound holds on every real head", "T")
+delta_positive = Share("delta_positive", "δ > 0", "layer")
 
 #: (i) "grow roughly linearly in L", read as a log-log slope in [ROUGHLY_LO, ROUGHLY_HI]; a slope
 #: of at least GROWS outside it grows, but not linearly (partly); below it does not grow.
@@ -230,21 +272,36 @@ tracks = Rule(
 )
 
 
+#: (v) "follow 1/T", per ε: the log-log slope over the T in (ε, 0.1) in [ONE_OVER_T_LO,
+#: ONE_OVER_T_HI] (1/T); at most RISES (the curve rises as T falls, not as 1/T): partly; else
+#: (flat or falling) not reproduced. The mirror of (i)'s rung from GROWS.
+one_over_t_eps = Graded(
+    "one_over_t_eps", "slope", Band(ONE_OVER_T_LO, ONE_OVER_T_HI), Band(hi=RISES)
+)
+
+
 def _one_over_t(slopes: Sequence[float]) -> str:
-    lo, hi = -1 - ONE_OVER_T.value, -1 + ONE_OVER_T.value  # a band: its ends are exact
-    return share([lo <= s <= hi for s in slopes if finite(s)])
+    per = [one_over_t_eps(s) for s in slopes if finite(s)]
+    if not per:
+        return NA
+    if all(v == REPRODUCED for v in per):
+        return REPRODUCED
+    return NOT if all(v == NOT for v in per) else PARTLY
 
 
-#: (v) "for T < 0.1 the curves follow 1/T": per ε, the log-log slope of the curve over the T in
-#: (ε, 0.1) within ONE_OVER_T of −1. Every ε / some / none.
+#: (v) "for T < 0.1 the curves follow 1/T": each ε with at least MIN_T temperatures in (ε, 0.1)
+#: judged by :data:`one_over_t_eps` (an ε with fewer is not testable, named, left out, where the
+#: data are read); every such ε reproduced: reproduced; every one not reproduced: not
+#: reproduced; else partly.
 one_over_t = Rule(
     "one_over_t",
     _one_over_t,
     lambda: (
-        f"within {ONE_OVER_T} of −1, over the T in (ε, 0.1), for every ε with two such T "
-        "(others named, left out): reproduced; some: partly; none: not"
+        f"per ε with at least {MIN_T:g} T in (ε, 0.1) (others not testable, named): "
+        f"{one_over_t_eps.text()}; every ε reproduced: reproduced; every ε not: not reproduced; "
+        "else partly"
     ),
-    (ONE_OVER_T,),
+    (ONE_OVER_T_LO, ONE_OVER_T_HI, RISES, MIN_T),
 )
 #: (v) "once T ≥ 1 all curves collapse": at each T ≥ 1, max / min over ε of the curves at most
 #: COLLAPSED (they meet). Every T / some / none; n/a without a T ≥ 1 (or with one ε).
@@ -254,6 +311,56 @@ collapses = Rule(
     lambda: f"≤ {COLLAPSED} at every T ≥ 1: reproduced; some: partly; none: not (n/a: one ε)",
     (COLLAPSED,),
 )
+#: (iv) "no more than ≈ 80 % of the selected tokens can be geometrically distinguished": the
+#: maximum over heads of N_s/N at every N ≥ 16 at most ABOUT_80 (a limit: no partly).
+four_fifths = Graded("four_fifths", "max over heads of N_s/N (N ≥ 16)", Band(hi=ABOUT_80))
+#: (v) "GPT-2 operates close to the theoretical limit when T < 10^{-1}": at each T < 0.1 the
+#: Fig. 4 curve (max over heads and ε of g) over the printed bound min{1/(4T), √2}; the largest
+#: such ratio (the curve reaches near the limit somewhere below 0.1; at every T < 0.1 would
+#: contradict "follow 1/T" there, the bound being flat at √2) at least NEAR_LIMIT (partly from
+#: NEAR_SOME).
+near_limit = Graded(
+    "near_limit", "largest over T < 0.1 of g / bound", Band(lo=NEAR_LIMIT), Band(lo=NEAR_SOME)
+)
+
+
+def _tracks_law(slope_high: float, slope_low: float) -> str:
+    if not (finite(slope_high) and finite(slope_low)):
+        return NA
+    follows = ONE_OVER_T_LO.value <= slope_high <= ONE_OVER_T_HI.value
+    return share([follows, slope_low > ONE_OVER_T_HI.value])
+
+
+#: (v) "the empirical Jacobian norm tracks the theoretical 1/(4T) law, saturating at low
+#: temperature": Fig. 4's curve (max over heads and ε of g) against T has a log-log slope in
+#: [ONE_OVER_T_LO, ONE_OVER_T_HI] over T ≥ 0.1 (tracks 1/T) and one above ONE_OVER_T_HI over
+#: the grid's lowest decade of T (flatter than 1/T: saturates, as the bound's √2 cap does).
+#: Both: reproduced; one: partly; none: not.
+tracks_law = Rule(
+    "tracks_law",
+    _tracks_law,
+    lambda: (
+        f"slope over T ≥ 0.1 in [{ONE_OVER_T_LO}, {ONE_OVER_T_HI}] (tracks) and over the lowest "
+        f"decade of T > {ONE_OVER_T_HI} (saturates): both: reproduced; one: partly; none: "
+        "not reproduced"
+    ),
+    (ONE_OVER_T_LO, ONE_OVER_T_HI),
+)
+#: (v) "Lowering T below 10^{-1} increases Jacobian norms": the exact ‖J‖₂ (max over heads of
+#: the row mean) at the smallest T over at T = 0.1 at least RISE_CLEAR; above RISE_ANY: partly.
+increases = Graded(
+    "increases",
+    "‖J‖₂ at the smallest T / at T = 0.1",
+    Band(lo=RISE_CLEAR),
+    Band(lo=RISE_ANY, open_lo=True),
+)
+#: Corollary 2(ii) "E → 0" as N → L: E exact (mean over heads) at the largest N of the grid at
+#: L_max over its largest value over N at most VANISHES (a check: E = 0 at N = L by
+#: definition; the grid ends at 0.9·L).
+vanishes = Graded("vanishes", "E at the largest N / its peak over N", Band(hi=VANISHES))
+#: a statement no run of ours can test (no such model): n/a, with the reason in the row
+not_run = Rule("not_run", lambda: NA, lambda: "no run of ours has the numbers: n/a")
+
 #: Theorem 1.2's ε = E exact − E derived: each check (ε ≥ 0, ε ≤ each printed bound) holds to 3
 #: standard errors of E exact in at least WITHIN_SE of the cells. Every check / some / none.
 within_noise = Rule(
@@ -270,12 +377,12 @@ within_noise = Rule(
 #: Every rule, in the order the findings use them (the docs' rules table).
 RULES = (
     linear_growth,
-    holds,
+    safe,
     bound_loose,
     plateau,
     tightens,
     converges,
-    share,
+    exists,
     about_fraction,
     sub_linear,
     falls,
@@ -283,10 +390,21 @@ RULES = (
     in_band,
     tracks,
     lower_loose,
+    bounds_hold,
+    four_fifths,
     one_over_t,
+    one_over_t_eps,
+    ordered,
     drops,
     collapses,
+    near_limit,
+    tracks_law,
+    increases,
+    corollary3,
+    delta_positive,
     within_noise,
+    vanishes,
+    not_run,
 )
 #: Every threshold of paper A's rules, by name, in the order the rules use them: derived from
 #: the rules, so none is listed that no rule reads (the docs' provenance table is drawn from it).

@@ -56,10 +56,13 @@ S: dict[str, Statement] = {
             "log-log slope of the mean d̃ over heads against L",
         ),
         Statement(
-            "(i.b) N = 5: E grows roughly linearly in L",
-            HEADLINE,  # Fig. 2a's caption names both, and Corollary 2(i) is a statement on E
+            "(i.b) N = 5: E grows roughly linearly in L (Fig. 2a's caption)",
+            SUPPORTING,  # the finding's sentence is about the distance
             _FIG2A,
-            "log-log slope of the mean E over heads against L",
+            "log-log slope of the mean E over heads against L; Corollary 2(i) gives "
+            "E ≈ Σ‖α_i x_i‖₂, at most max‖x_i‖₂ because the weights sum to 1, so it predicts an "
+            "E that does not grow with L, while the printed E grows like d̃: the caption and "
+            "the corollary disagree (docs/errata.md, Corollary 2)",
         ),
         Statement("(i.c) the bound (Thm 1.1) is safe", CHECK, _SAFE, "bound ≥ d̃ per head and L"),
         Statement("(i.d) the bound is loose", SUPPORTING, _SAFE, "conservative: median bound / d̃"),
@@ -92,6 +95,14 @@ S: dict[str, Statement] = {
             "E / d̃ at N = 100 (the largest N of Alg. 2) with its 95 % interval (E exact's "
             "Monte Carlo SE)",
         ),
+        Statement(
+            "(ii.d) E → 0 as N → L (Corollary 2(ii))",
+            CHECK,
+            r"evidence for the $N \rightarrow L$ collapse of Eq. (9)",
+            "Eq. (9) is E → 0 as N → L (the formula left out of the quote); E exact over the "
+            "whole N grid at L_max (Alg. 3's extension to 0.9·L): its value at the largest N "
+            "against its peak over N",
+        ),
         # ---- (iii) ----
         Statement(
             "(iii) the critical N is about 0.06·L",
@@ -113,8 +124,10 @@ S: dict[str, Statement] = {
             HEADLINE,
             "fewer than 6 % of the tokens need to be selected before the empirical and expected "
             "distances become statistically indistinguishable",
-            "with finding (iii)'s '≈ 0.06L': per L, critical N / L ≤ 0.06 meets both, ≤ 0.12 "
-            "only '≈'; no floor ('fewer than'); a length that never accepts up to 0.9·L has "
+            "with finding (iii)'s '≈ 0.06L': per L, critical N / L within the paper's fraction "
+            "meets both, within ABOUT times it only '≈' (rule about_fraction), each at the N "
+            "grid's resolution (a true critical N of 0.06·L is measured at the first tested "
+            "N above it); no floor ('fewer than'); a length that never accepts up to 0.9·L has "
             "critical N / L > 0.9 (censored, against)",
         ),
         Statement(
@@ -154,7 +167,7 @@ S: dict[str, Statement] = {
             SUPPORTING,
             "The exponential upper bound tracks the empirical maxima closely, showing the theorem "
             "is tight on the high side",
-            "max over heads (δ > 0) of the bound within 0.1 above the max of N_s/N at each "
+            "max over heads (δ > 0) of the bound within TRACKS above the max of N_s/N at each "
             "N ≥ 2, and moving with it (a bound constant over N tracks nothing)",
         ),
         Statement(
@@ -169,6 +182,14 @@ S: dict[str, Statement] = {
             _THM2,
             "lower ≤ N_s/N ≤ upper per head (δ > 0) and N ≥ 2, the formula (Eq. 11) left out of "
             "the quote; N = 1 left out (docs/errata.md, Theorem 2)",
+        ),
+        Statement(
+            "(iv.g) no more than about 80 % of the tokens are distinguishable",
+            SUPPORTING,
+            r"no more than $\approx 80\%$ of the selected tokens can be geometrically "
+            "distinguished",
+            "the conclusions' limit (and the Experiments' 'about four-fifths'): the maximum "
+            "over heads of N_s/N at every N ≥ 16, where (iv) saturates",
         ),
         # ---- (v) ----
         Statement(
@@ -186,7 +207,8 @@ S: dict[str, Statement] = {
             "per ε, log-log slope over the T in (ε, 0.1) of the max over heads of g(T, ε): "
             "1/T is the derivative's trend, and g approximates the derivative only while ε < T "
             "(at ε ≥ T the change saturates, ‖Δα‖₂ ≤ √2, so g ≤ √2/ε is flat in T); an ε with "
-            "fewer than two such T is left out (ε = 0.1 and 10 on the default grid)",
+            "fewer than MIN_T such T is not testable (ε = 0.1 and 10 on the default grid); a "
+            "curve that rises as T falls, slower than 1/T, is partly",
         ),
         Statement(
             "(v.b) smaller ε gives larger values (T < 0.1)",
@@ -200,14 +222,49 @@ S: dict[str, Statement] = {
             SUPPORTING,
             _V_HIGH,
             "the factor from T = 0.01 to T = 1 (reading (b) of docs/errata.md, "
-            "finding_v_two_orders, where 1/T falls 100×); the factor from T = 0.1 (reading (a), "
-            "1/T falls 10×) shown beside it",
+            "finding_v_two_orders, where 1/T falls 100×); beside it the factor across T ≥ 1, "
+            "from T = 1 to the largest T (reading (c), what the sentence most naturally says; "
+            "its verdict in the alternatives) and from T = 0.1 (reading (a), 1/T falls 10×)",
         ),
         Statement(
             "(v.d) for T ≥ 1 the curves collapse",
             SUPPORTING,
             r"Once $T \geq 1$ all curves collapse",
-            "the ε curves meet: at each T ≥ 1, max / min over ε of g(T, ε) at most 1.1",
+            "the ε curves meet: at each T ≥ 1, max / min over ε of g(T, ε) at most COLLAPSED",
+        ),
+        Statement(
+            "(v.e) GPT-2 operates close to the theoretical limit when T < 0.1",
+            SUPPORTING,
+            r"Figure 4 demonstrates that GPT-2 operates close to the theoretical limit when "
+            r"$T < 10^{-1}$",
+            "Fig. 4's curve (max over heads and ε of g) over the printed bound min{1/(4T), √2} at "
+            "each T < 0.1, the largest ratio (close somewhere below 0.1: the bound is flat at √2 "
+            "there, so close at every T < 0.1 would contradict 'follow 1/T'); the exact ‖J‖₂'s "
+            "ratio shown beside it",
+        ),
+        Statement(
+            "(v.f) the Jacobian norm tracks 1/(4T), saturating at low T",
+            SUPPORTING,
+            r"the empirical Jacobian norm tracks the theoretical $1/(4T)$ law, saturating at low "
+            "temperature",
+            "Fig. 4's curve (max over heads and ε of g, the paper's 'empirical Jacobian norm'): "
+            "its log-log slope over T ≥ 0.1 near −1 (tracks) and over the grid's lowest decade "
+            "of T flatter than 1/T (saturates, as the bound's √2 cap does)",
+        ),
+        Statement(
+            "(v.g) lowering T below 0.1 increases Jacobian norms",
+            SUPPORTING,
+            "Lowering T below 10^{-1} increases Jacobian norms without increasing separability",
+            "the exact ‖J‖₂ (max over heads of the row mean) at the smallest T against T = 0.1; "
+            "'without increasing separability' is not judged: the run measures separability "
+            "(Alg. 3, 4) at the model's own temperature only",
+        ),
+        Statement(
+            "Larger variants: qualitatively identical trends",
+            SUPPORTING,
+            "qualitatively identical trends were observed for larger variants",
+            "the paper's footnote on GPT-2's larger versions; no run of ours has a larger "
+            "variant (n/a)",
         ),
         # ---- checks outside the findings ----
         Statement(

@@ -1,0 +1,121 @@
+"""The committed Alg. 2/4/5 summaries of paper A's default run recompute its verdicts (issue 56).
+
+``docs/data/limitations/{alg2,alg4,alg5}_summary.csv`` hold the statistics the rules of (ii), (iv)
+and (v) read, per N or per (ε, T); ``claims.csv`` holds, for each one-number rule, the statistic
+it judged. Each statistic is recomputed here from the summaries alone and must match, and the
+rule applied to it must give the committed verdict: a reader can check those verdicts without
+the run's per-head tables.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnlimits.experiments.limitations import rules
+from attnlimits.experiments.limitations.summaries import alg2_summary, alg4_summary, alg5_summary
+from conftest import REPO
+
+DATA = REPO / "docs" / "data" / "limitations"
+
+
+def _read(name: str) -> pd.DataFrame:
+    return pd.read_csv(DATA / f"{name}.csv", keep_default_na=False)
+
+
+def _recomputed(model: str, x: str) -> dict[str, tuple[float, object]]:
+    """claim prefix -> (the statistic from the summaries, the rule that judges it)."""
+    a2, a4, a5 = (_read(f"alg{i}_summary") for i in (2, 4, 5))
+    a2 = a2[(a2["model"] == model) & (a2["x_source"] == x)].set_index("N")
+    a4 = a4[(a4["model"] == model) & (a4["x_source"] == x)].set_index("N")
+    a5 = a5[a5["model"] == model]
+    n_hi = int(a2.index.max())
+    ratio = a2["bound"] / a2["d̃"]
+    med = a4["median N_s/N"]
+    first = int(min(n for n in med.index if n > 1))
+    n16 = min((n for n in med.index if n > 1), key=lambda n: (abs(n - 16), -n))
+    g = a5.pivot_table(index="T", columns="ε", values="g")
+    t01 = min(g.index, key=lambda t: abs(math.log10(t) + 2))
+    envelope = g.max(axis=1)
+    low = envelope[envelope.index < 0.1]
+    near = low / np.minimum(1 / (4 * low.index.to_numpy()), math.sqrt(2))
+    jac = a5.groupby("T")["exact ‖J‖₂"].first()
+    t_tenth = min(jac.index, key=lambda t: abs(math.log10(t) + 1))
+    return {
+        "(ii.a)": (a2.loc[n_hi, "d̃"] / a2.loc[20, "d̃"] - 1, rules.plateau),
+        "(ii.b)": (ratio.loc[n_hi] / ratio.loc[20], rules.tightens),
+        "(iv.a)": (med.loc[first] - med.loc[n16], rules.falls),
+        "(iv.b)": (med.iloc[-1] - med.loc[n16], rules.saturates),
+        "(iv.g)": (a4.loc[a4.index >= n16, "max N_s/N"].max(), rules.four_fifths),
+        "(v.c)": ((g.loc[t01] / g.loc[1.0]).min(), rules.drops),
+        "(v.e)": (near.max(), rules.near_limit),
+        "(v.g)": (jac.iloc[0] / jac.loc[t_tenth], rules.increases),
+    }
+
+
+@pytest.mark.skipif(not (DATA / "alg5_summary.csv").is_file(), reason="no committed summaries")
+def test_committed_summaries_recompute_the_statistics_and_verdicts():
+    claims = _read("claims")
+    checked = 0
+    for (model, x), rows in claims.groupby(["model", "x_source"], sort=False):
+        for prefix, (value, rule) in _recomputed(str(model), str(x)).items():
+            row = rows[rows["claim"].str.startswith(prefix + " ")].iloc[0]
+            assert row["statistic"] != "", (model, x, prefix)
+            assert float(row["statistic"]) == pytest.approx(value, rel=1e-4, abs=1e-9), (
+                model,
+                x,
+                prefix,
+            )
+            assert rule(value) == row["verdict"], (model, x, prefix, value)
+            checked += 1
+    assert checked == 8 * claims.groupby(["model", "x_source"]).ngroups
+
+
+def test_summaries_aggregate_as_the_claims_do():
+    """Per-head means over windows first, then the mean / median / max over heads."""
+    alg4 = pd.DataFrame(
+        {
+            "window": [0, 1, 0, 1, 0, 1],
+            "layer": [0, 0, 0, 0, 1, 1],
+            "head": [0, 0, 1, 1, 0, 0],
+            "N": [16] * 6,
+            "ratio": [0.7, 0.9, 0.5, 0.5, 0.95, 0.95],
+            "lower": [0.1] * 6,
+            "upper": [1.0, 1.0, 0.6, 0.6, 0.99, 0.99],
+            "assumption2": [True, True, True, True, False, False],
+        }
+    )
+    got = alg4_summary(alg4).iloc[0]
+    assert got["median N_s/N"] == pytest.approx(0.8)  # heads 0.8, 0.5, 0.95
+    assert got["max N_s/N"] == pytest.approx(0.95)
+    assert got["max (δ > 0)"] == pytest.approx(0.8)  # the δ = 0 head left out
+    assert got["max upper (δ > 0)"] == pytest.approx(1.0)
+    alg5 = pd.DataFrame(
+        {
+            "eps": [1e-3] * 4,
+            "T": [0.1] * 4,
+            "layer": [0, 0, 0, 0],
+            "head": [0, 0, 1, 1],
+            "window": [0, 1, 0, 1],
+            "sensitivity": [1.0, 3.0, 2.5, 2.5],
+            "jacobian_norm": [1.0, 1.0, 4.0, 2.0],
+        }
+    )
+    got = alg5_summary(alg5).iloc[0]
+    assert got["g"] == pytest.approx(2.5) and got["exact ‖J‖₂"] == pytest.approx(3.0)
+    alg2 = pd.DataFrame(
+        {
+            "layer": [0, 0],
+            "head": [0, 1],
+            "N": [20, 20],
+            "distance": [1.0, 3.0],
+            "bound": [2.0, 4.0],
+            "expectation_exact": [0.5, 1.5],
+            "expectation_exact_se": [0.3, 0.4],
+        }
+    )
+    got = alg2_summary(alg2).iloc[0]
+    assert got["d̃"] == 2.0 and got["E exact"] == 1.0 and got["E exact SE"] == pytest.approx(0.25)
