@@ -383,7 +383,7 @@ def test_cli_steps_sets_the_training_length_and_ablation_help_names_the_steps_ax
         return out / "report.md"
 
     monkeypatch.setattr(skeleton, "run", fake_run)
-    for extra, steps in (([], 5000), (["--steps", "1234"], 1234), (["--quick", "--steps", "7"], 7)):
+    for extra, steps in (([], 20000), (["--steps", "1234"], 1234), (["--quick", "--steps", "7"], 7)):
         res = CliRunner().invoke(app, ["reproduce", "softmax-not-enough", *extra,
                                        "--out", str(tmp_path / "r")])  # fmt: skip
         assert res.exit_code == 0, res.output
@@ -398,7 +398,7 @@ def test_cli_steps_sets_the_training_length_and_ablation_help_names_the_steps_ax
     cfg = SoftmaxNotEnoughConfig(steps=300, ablation=True)
     assert (
         cfg.benchmark().train.steps == 300
-        and SoftmaxNotEnoughConfig().benchmark().train.steps == 5000
+        and SoftmaxNotEnoughConfig().benchmark().train.steps == 20000
     )
 
 
