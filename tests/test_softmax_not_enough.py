@@ -339,14 +339,14 @@ def test_every_phrase_quoted_from_paper_b_is_in_its_text():
     row, appears word for word (up to whitespace) in our copy of paper B."""
     import inspect
 
-    from attnlimits.experiments.softmax_not_enough import config, fit_config
+    from attnlimits.experiments.softmax_not_enough import config
 
     fit = json.loads(json.dumps(asdict(TemperatureFitConfig())))
     arms = [{}, {"model_variant": "ours", "regularizer": "decoupled", "schedule": "constant"}]
     params = json.loads(json.dumps(asdict(SoftmaxNotEnoughConfig(ablation=True))))
     phrases = [q for kw in arms for why in setup_table(_bench(**kw), fit, params)["why"]
                for q in _quoted(why)]  # fmt: skip
-    for mod in (config, fit_config):
+    for mod in (config,):
         owned = [
             o for _, o in inspect.getmembers(mod) if getattr(o, "__module__", "") == mod.__name__
         ]
@@ -383,7 +383,11 @@ def test_cli_steps_sets_the_training_length_and_ablation_help_names_the_steps_ax
         return out / "report.md"
 
     monkeypatch.setattr(skeleton, "run", fake_run)
-    for extra, steps in (([], 20000), (["--steps", "1234"], 1234), (["--quick", "--steps", "7"], 7)):
+    for extra, steps in (
+        ([], 20000),
+        (["--steps", "1234"], 1234),
+        (["--quick", "--steps", "7"], 7),
+    ):
         res = CliRunner().invoke(app, ["reproduce", "softmax-not-enough", *extra,
                                        "--out", str(tmp_path / "r")])  # fmt: skip
         assert res.exit_code == 0, res.output
