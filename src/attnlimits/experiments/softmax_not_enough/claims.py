@@ -25,6 +25,7 @@ from attnlimits.claims.verdicts import (
     agreement,
     finding,
 )
+from attnlimits.experiments.softmax_not_enough.appf_match import appf_rows
 from attnlimits.experiments.softmax_not_enough.evaluate import pooled_gain
 from attnlimits.experiments.softmax_not_enough.temperature_fit import fold_label
 
@@ -320,5 +321,6 @@ def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.Da
     id_size = int(meta["benchmark"]["train"]["max_size"])
     n_boot = int(meta["benchmark"].get("eval", {}).get("n_boot", 2000))
     *disperse, check = _disperse(tables, id_size)
-    rows = [*disperse, *_adaptive(tables, id_size, n_boot), check, *_checks(tables)]
+    rows = [*disperse, *_adaptive(tables, id_size, n_boot), *appf_rows(tables), check]
+    rows += _checks(tables)
     return pd.DataFrame(rows)
