@@ -15,6 +15,18 @@ beside the published polynomial::
 The grids (all linear, as App. F; its bounds are lost in our copy): the default
 0.005 … 2 in steps of 0.005; a lower bound of 0.05 (β* ≤ 20); 0.001 … 2 in steps of 0.001
 (β* ≤ 1000, 5× the search); an upper bound of 10 (θ* of inputs whose optimum lies above 2).
+
+``--rule`` instead applies the rule written before its run (docs/max_retrieval.md, "The θ
+grid's floor and training-size inputs"; ``softmax_not_enough.appf_match``) to each training
+length's model: (G) the default grid's points with θ* raised to each floor 0.20 … 0.50
+(``floors.csv``), and (T) App. F's points collected at the training sizes 2 … 16 only,
+beside the default procedure's (``inputs.csv``, one row per inputs and H; ``verdicts.csv``,
+one row per explanation)::
+
+    python benchmarks/appf_sensitivity.py RESULTS --rule --steps 20000 \\
+        --out docs/data/appf_sensitivity
+
+RESULTS may be any folder with the default combination's checkpoints (the default run's too).
 """
 
 from __future__ import annotations
@@ -27,6 +39,15 @@ import numpy as np
 import pandas as pd
 import torch
 
+from attnlimits.experiments.softmax_not_enough.appf_match import (
+    SHOWN_FLOORS,
+    TRAINING_SETS,
+    TRAINING_SIZES,
+    floor_table,
+    floor_verdict,
+    judge_published,
+    match_table,
+)
 from attnlimits.experiments.softmax_not_enough.config import Config, TemperatureFitConfig
 from attnlimits.experiments.softmax_not_enough.fits import poly_beta
 from attnlimits.experiments.softmax_not_enough.model import make_batch, set_generator
@@ -68,12 +89,45 @@ def _spread(model: torch.nn.Module, fit: TemperatureFitConfig) -> float:
     return float((e.amax(-1) - e.amin(-1)).median())
 
 
+def _rule(
+    model: torch.nn.Module, fit: TemperatureFitConfig, steps: int
+) -> tuple[pd.DataFrame, ...]:
+    """(G) and (T) on one model: the floors' table, the per-H table of both inputs, and the
+    verdicts."""
+    default = collect_points(model, fit)  # type: ignore[arg-type]
+    floors = floor_table(default).assign(steps=steps)
+    training_cfg = replace(fit, sizes=TRAINING_SIZES, sets_per_size=TRAINING_SETS)
+    training = collect_points(model, training_cfg)  # type: ignore[arg-type]
+    inputs, verdicts = [], []
+    for name, pts in (
+        ("default: n = 16 … 2,048, 300 sets per size", default),
+        (f"training sizes: n = 2 … 16, {TRAINING_SETS:,} sets per size", training),
+    ):
+        m = match_table(pts)
+        v = judge_published(list(m["matches"]), int(m["n_seeds"].iloc[0]))
+        h = f"{pts['entropy'].min():.2f}–{pts['entropy'].max():.2f}" if len(pts) else "—"
+        inputs.append(m.assign(steps=steps, inputs=name, points=len(pts), entropy_range=h))
+        verdicts.append({"steps": steps, "explanation": f"rule on {name}", "verdict": v})
+    shown = floors[floors["floor"].isin(SHOWN_FLOORS)]
+    verdicts.append(
+        {
+            "steps": steps,
+            "explanation": "(G) grid floor 0.20 … 0.50",
+            "verdict": floor_verdict(floors),
+        }
+    )
+    verdicts[-2]["explanation"] = "(T) " + verdicts[-2]["explanation"]
+    print(shown.to_markdown(index=False, floatfmt=".3g"), flush=True)
+    return floors, pd.concat(inputs, ignore_index=True), pd.DataFrame(verdicts)
+
+
 def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", type=Path, help="the folder of benchmarks/steps_ablation.py")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--steps", type=int, nargs="+", default=[5000, 10000, 20000])
-    ap.add_argument("--out", type=Path, default=None, help="write sensitivity.csv here")
+    ap.add_argument("--out", type=Path, default=None, help="write the CSVs here")
+    ap.add_argument("--rule", action="store_true", help="the floors and training-size rule")
     args = ap.parse_args(argv)
     base = Config(seeds=args.seeds).benchmark()
     fit = TemperatureFitConfig()
@@ -82,6 +136,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         {"steps": "—", "grid": "published polynomial (App. F listing)", "kept": "—", "spread": "—"}
         | {f"H{h:g}": float(b) for h, b in zip(H_AT, paper, strict=True)}
     ]
+    found: list[tuple[pd.DataFrame, ...]] = []
     for steps in args.steps:
         cfg = replace(base, train=replace(base.train, steps=steps))
         mcfg = softmax_model(cfg)
@@ -89,12 +144,26 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         if not ckpt.is_file():
             raise SystemExit(f"no checkpoint for {steps} steps: {ckpt} (run steps_ablation.py)")
         model, _ = train(mcfg, cfg.train, cfg.seeds, ckpt=ckpt)
+        if args.rule:
+            found.append(_rule(model, fit, steps))
+            continue
         spread = _spread(model, fit)
         for name, change in GRIDS.items():
             points = collect_points(model, replace(fit, **change))
             rows.append({"steps": steps, "grid": name, "kept": len(points),
                          "spread": round(spread, 1)} | _medians(points))  # fmt: skip
             print(rows[-1], flush=True)
+    if args.rule:
+        names = ("floors", "inputs", "verdicts")
+        tables = {
+            n: pd.concat([f[i] for f in found], ignore_index=True) for i, n in enumerate(names)
+        }
+        if args.out is not None:
+            args.out.mkdir(parents=True, exist_ok=True)
+            for n, t in tables.items():
+                t.to_csv(args.out / f"{n}.csv", index=False)
+        print(tables["verdicts"].to_markdown(index=False))
+        return tables["verdicts"]
     table = pd.DataFrame(rows)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -144,6 +144,10 @@ README = {
     "scan": (120, 13.9, 1.56),
     "compare": (1331, 10.0, 7.1),  # peak: 7.1 GB on AVX2 (2026-11-27); time: Zen 4 (11-25)
 }
+#: The measured default run's options where today's default differs: paper B's default now
+#: trains 20,000 steps, whose median of 3 on a quiet machine is not yet measured (one run under
+#: load, docs/max_retrieval.md#speed), so its estimate is checked at the timed 5,000 steps.
+MEASURED_WITH = {"softmax-not-enough": {"steps": 5000}}
 
 
 def _config(name: str, quick: bool = False, **given):
@@ -153,11 +157,11 @@ def _config(name: str, quick: bool = False, **given):
     return config_type.quick(**given) if quick else config_type(**given)
 
 
-def _command(name: str, quick: bool = False) -> budget.Estimate:
+def _command(name: str, quick: bool = False, **given: object) -> budget.Estimate:
     """What the command with no options estimates (limitations: both default models)."""
     estimate = skeleton.get(name).estimate
     if name != "limitations":
-        return estimate(_config(name, quick))
+        return estimate(_config(name, quick, **given))
     runs = [estimate(_config(name, quick, model=m)) for m in ("smollm2-135m", "minilm-l6")]
     return budget.combined(runs, "limitations")
 
@@ -166,9 +170,10 @@ def _command(name: str, quick: bool = False) -> budget.Estimate:
 def test_default_and_quick_runs_are_estimated_near_the_readme(name):
     """Within 1.5× of the README's default run (time and peak memory) and 2× of --quick."""
     default, quick, peak = README[name]
-    assert 1 / 1.5 <= _command(name).seconds / default <= 1.5, _command(name)
+    measured = _command(name, **MEASURED_WITH.get(name, {}))
+    assert 1 / 1.5 <= measured.seconds / default <= 1.5, measured
     assert 1 / 2 <= _command(name, quick=True).seconds / quick <= 2
-    assert 1 / 1.5 <= _command(name).peak_bytes / (peak * GB) <= 1.5
+    assert 1 / 1.5 <= measured.peak_bytes / (peak * GB) <= 1.5
 
 
 def test_no_default_command_asks_for_yes_and_compare_says_its_time():

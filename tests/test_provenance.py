@@ -22,16 +22,15 @@ from attnlimits.experiments.limitations.config import Config as LimitationsConfi
 from attnlimits.experiments.provenance import LOST, OURS, PAPER, Setting
 from attnlimits.experiments.report import block
 from attnlimits.experiments.softmax_not_enough import config as snae_config
-from attnlimits.experiments.softmax_not_enough import fit_config
 from attnlimits.experiments.softmax_not_enough import provenance as snae
 from attnlimits.experiments.softmax_not_enough.config import (
     Config,
     EvalConfig,
     MaxRetrievalConfig,
     ModelConfig,
+    TemperatureFitConfig,
     TrainConfig,
 )
-from attnlimits.experiments.softmax_not_enough.fit_config import TemperatureFitConfig
 
 ROOT = Path(__file__).parents[1]
 PAPERS = ROOT.parent / "shared" / "papers"
@@ -222,7 +221,7 @@ def test_config_docstrings_carry_no_labels_of_their_own():
     from attnlimits.experiments.clrs_text import config as clrs_config
     from attnlimits.experiments.limitations import config as lim_config
 
-    for mod in (snae_config, fit_config, clrs_config, lim_config):
+    for mod in (snae_config, clrs_config, lim_config):
         owned = [
             o for _, o in inspect.getmembers(mod) if getattr(o, "__module__", "") == mod.__name__
         ]
@@ -231,7 +230,7 @@ def test_config_docstrings_carry_no_labels_of_their_own():
     assert "provenance" in (snae_config.__doc__ or "") and "provenance" in (
         clrs_config.__doc__ or ""
     )
-    assert fit_config.TemperatureFitConfig.degree == 4  # read, not retyped, by the table
+    assert TemperatureFitConfig.degree == 4  # read, not retyped, by the table
 
 
 def _quotes(texts: list[str], pattern: str) -> list[str]:

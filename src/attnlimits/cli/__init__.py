@@ -274,7 +274,7 @@ def reproduce_softmax_not_enough(
     ] = None,
     steps: Annotated[
         int | None,
-        typer.Option(help="Training steps per model (default 5,000; 600 with --quick)."),
+        typer.Option(help="Training steps per model (default 20,000; 600 with --quick)."),
     ] = None,
 ) -> None:
     """Veličković et al. (2025): max retrieval, adaptive temperature, dispersion, claims report."""

@@ -32,6 +32,7 @@ from attnlimits.claims import (
     finite,
 )
 from attnlimits.experiments.softmax_not_enough import rules
+from attnlimits.experiments.softmax_not_enough.appf_match import appf_rows
 from attnlimits.experiments.softmax_not_enough.claims import (
     Q_ADAPTIVE,
     Q_DISPERSE,
@@ -347,6 +348,7 @@ def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.Da
         *disperse(tables, id_size),
         *adaptive(tables, id_size),
         *weights(tables, str(train.get("regularizer", "coupled"))),
+        *appf_rows(tables),
         *checks(tables),
     ]
     return pd.DataFrame(rows)

@@ -30,8 +30,7 @@ from attnlimits.experiments.provenance import (
     config_fields,
     table,
 )
-from attnlimits.experiments.softmax_not_enough.config import Config
-from attnlimits.experiments.softmax_not_enough.fit_config import TemperatureFitConfig
+from attnlimits.experiments.softmax_not_enough.config import Config, TemperatureFitConfig
 
 __all__ = ["ALIASES", "COLUMNS", "SETTINGS", "defaults", "flat", "provenance_table"]
 

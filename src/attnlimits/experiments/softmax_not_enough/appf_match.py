@@ -1,0 +1,264 @@
+"""Does App. F's procedure give the published polynomial? The rule, its statistic and its row.
+
+Paper B (Veličković et al., *Softmax is not Enough*), §4.1: "Then we fit an inverse degree-4
+polynomial to this data—see Figure 6—and use it to predict temperatures to use at inference
+time." The rule was written down before the runs it decides (docs/max_retrieval.md, "The θ
+grid's floor and training-size inputs: the rule, written before the run", 2026-11-28):
+
+- **Statistic** (:func:`match_table`): on a set of App. F points, the fit App. F describes
+  (least squares of β* on H, degree 4, ``np.polyfit``) pooled over the seeds, and the same fit
+  on each seed's points alone (a seed with at most ``degree`` points has none). At each H of
+  :data:`H_AT` inside the points' entropy range (outside it a polynomial is extrapolation: H
+  is not tested), the distance d(H) = |pooled(H) − published(H)| and the seeds' spread
+  s(H) = max over seeds |seed(H) − pooled(H)|; H *matches* when d(H) ≤ s(H): the published
+  polynomial is no further from our pooled fit than one of our own single-model fits is
+  (the paper fitted one model).
+- **Rule** (:data:`PUBLISHED_RULE`): fewer than :data:`MIN_SEEDS` seeds with a fit, or no H
+  tested: not testable; every H of :data:`H_AT` tested and matching: reproduced; no tested H
+  matching: not reproduced; otherwise partly.
+- **(G), a grid floor** (:func:`floor_table`, :func:`floor_verdict`): the points with θ*
+  raised to each floor of :data:`FLOORS` (:func:`.fits.clamp_points`, exact: w is unimodal in
+  θ); supported if the rule says reproduced at some floor; partly supported if not, but at
+  some floor it says partly or the rise r = fit(4)/fit(2) matches (|r_pooled − r_published|
+  no larger than the largest |r_seed − r_pooled|); not supported otherwise.
+- **(T), training-size inputs**: the rule on points collected at the training sizes only
+  (:data:`TRAINING_SIZES`, :data:`TRAINING_SETS` sets per size); at most partly, since a
+  softmax over at most 16 items has H ≤ ln 16 ≈ 2.77 nats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from attnlimits.claims.rules import Rule
+from attnlimits.claims.thresholds import OURS, Threshold
+from attnlimits.claims.verdicts import (
+    FINDING,
+    HEADLINE,
+    NA,
+    NOT,
+    NOT_TESTABLE,
+    PARTLY,
+    REPRODUCED,
+    Statement,
+    finding,
+)
+from attnlimits.experiments.softmax_not_enough.fits import clamp_points, fit_polynomial, poly_beta
+from attnlimits.normalizers.adaptive import POLY_COEFFS
+
+__all__ = [
+    "FLOORS",
+    "H_AT",
+    "MIN_SEEDS",
+    "PUBLISHED_RULE",
+    "Q_FIT",
+    "SHOWN_FLOORS",
+    "TRAINING_SETS",
+    "TRAINING_SIZES",
+    "appf_rows",
+    "floor_table",
+    "floor_verdict",
+    "judge_published",
+    "match_table",
+    "rise_match",
+]
+
+#: The entropies (nats) where the docs compare the fits with the published polynomial; the
+#: published one's plateau (2.10 → 2.39) lies over 2 … 4.
+H_AT = (1.0, 2.0, 3.0, 4.0)
+MIN_SEEDS = Threshold(
+    "MIN_SEEDS",
+    5,
+    OURS,
+    "a spread over fewer than five single-model fits is no spread (written before the run)",
+)
+#: (G)'s floors: 0.20, 0.21, …, 0.50, all points of the default θ grid; the table shows four.
+FLOORS = tuple(round(0.2 + 0.01 * k, 2) for k in range(31))
+SHOWN_FLOORS = (0.2, 0.3, 0.4, 0.5)
+#: (T)'s inputs: every training size that can keep an input (a 1-item set never is: its only
+#: item is the maximal one), and sets per size (about 1 % of the sets at n = 16 are kept).
+TRAINING_SIZES = tuple(range(2, 17))
+TRAINING_SETS = 10_000
+SUPPORTED, PARTLY_SUPPORTED, NOT_SUPPORTED = "supported", "partly supported", "not supported"
+#: Paper B's own words (§4.1), word for word in our copy.
+Q_FIT = (
+    "Then we fit an inverse degree-4 polynomial to this data—see Figure 6—and use it to predict "
+    "temperatures to use at inference time."
+)
+
+
+def _fit_at(points: pd.DataFrame, degree: int, entropies: np.ndarray) -> np.ndarray | None:
+    """App. F's fit (least squares of β* on H) at ``entropies``; None for too few points."""
+    if len(points) <= degree:
+        return None
+    coeffs = fit_polynomial(points["entropy"].to_numpy(float), points["beta_star"], degree)
+    return poly_beta(entropies, coeffs)
+
+
+def match_table(
+    points: pd.DataFrame, degree: int = 4, entropies: Sequence[float] = H_AT
+) -> pd.DataFrame:
+    """The rule's statistic per H: ``entropy, tested, published, pooled, distance, spread,
+    matches, n_seeds`` (``matches`` is None where H is not tested or fewer than
+    :data:`MIN_SEEDS` seeds have a fit; ``n_seeds`` counts the seeds with a fit)."""
+    H = np.asarray(entropies, float)
+    published = poly_beta(H, POLY_COEFFS)
+    pooled = _fit_at(points, degree, H)
+    per_seed = [
+        b
+        for _, p in points.groupby("seed", sort=True)  # ten seeds at most
+        if (b := _fit_at(p, degree, H)) is not None
+    ]
+    lo = float(points["entropy"].min()) if len(points) else np.inf
+    hi = float(points["entropy"].max()) if len(points) else -np.inf
+    tested = (H >= lo) & (H <= hi) & (pooled is not None)
+    nan = np.full(len(H), np.nan)
+    pooled_h = nan if pooled is None else pooled
+    spread = np.max(np.abs(np.stack(per_seed) - pooled_h), axis=0) if per_seed else nan  # (len(H),)
+    distance = np.abs(pooled_h - published)
+    enough = len(per_seed) >= MIN_SEEDS.value
+    matches = [
+        bool(d <= s) if (t and enough) else None
+        for d, s, t in zip(distance, spread, tested, strict=True)
+    ]
+    return pd.DataFrame(
+        {
+            "entropy": H,
+            "tested": tested,
+            "published": published,
+            "pooled": pooled_h,
+            "distance": distance,
+            "spread": spread,
+            "matches": pd.Series(matches, dtype=object),
+            "n_seeds": len(per_seed),
+        }
+    )
+
+
+def judge_published(matches: Sequence[bool | None], n_seeds: int) -> str:
+    """The rule on the per-H flags (None: H not tested) and the seeds with a fit."""
+    if n_seeds < MIN_SEEDS.value:
+        return NOT_TESTABLE
+    tested = [m for m in matches if m is not None]
+    if not tested:
+        return NOT_TESTABLE
+    if len(tested) == len(matches) and all(tested):
+        return REPRODUCED
+    return PARTLY if any(tested) else NOT
+
+
+def _say() -> str:
+    h = ", ".join(f"{x:g}" for x in H_AT)
+    return (
+        f"H matches where |pooled fit − published| ≤ the largest |seed fit − pooled fit|; "
+        f"every H of {h} nats tested and matching: reproduced; none matching: not reproduced; "
+        f"else partly; fewer than {MIN_SEEDS} seeds with a fit, or no H inside the points' "
+        "entropy range: not testable"
+    )
+
+
+PUBLISHED_RULE = Rule("published_polynomial", judge_published, _say, (MIN_SEEDS,))
+
+
+def rise_match(points: pd.DataFrame, degree: int = 4) -> tuple[float, float, float, bool]:
+    """The rise r = fit(4)/fit(2): ``(pooled r, published r, seeds' spread of r, matches)``;
+    NaN and False where either H is outside the points or fewer than :data:`MIN_SEEDS` seeds
+    have a fit."""
+    H = np.array([2.0, 4.0])
+    pub = poly_beta(H, POLY_COEFFS)
+    r_pub = float(pub[1] / pub[0])
+    pooled = _fit_at(points, degree, H)
+    inside = len(points) and points["entropy"].min() <= 2 and points["entropy"].max() >= 4
+    seeds = [b for _, p in points.groupby("seed") if (b := _fit_at(p, degree, H)) is not None]
+    if pooled is None or not inside or len(seeds) < MIN_SEEDS.value:
+        return float("nan"), r_pub, float("nan"), False
+    r = float(pooled[1] / pooled[0])
+    spread = max(abs(float(b[1] / b[0]) - r) for b in seeds)
+    return r, r_pub, spread, bool(abs(r - r_pub) <= spread)
+
+
+def floor_table(
+    points: pd.DataFrame, degree: int = 4, floors: Sequence[float] = FLOORS
+) -> pd.DataFrame:
+    """(G) per floor: ``floor, cap`` (1/floor), the pooled fit at each H (``fit_H1`` …), the
+    ratio distance/spread at each H (``d/s_H1`` …: ≤ 1 matches), the rule's ``verdict``, and
+    the rise's ``rise, rise_spread, rise_matches``."""
+    rows = []
+    for f in floors:  # 31 floors: a clamp and eleven small fits each
+        pts = clamp_points(points, f)
+        m = match_table(pts, degree)
+        r, _, r_spread, r_ok = rise_match(pts, degree)
+        rows.append(
+            {"floor": f, "cap": 1.0 / f}
+            | {f"fit_H{h:g}": v for h, v in zip(m["entropy"], m["pooled"], strict=True)}
+            | {
+                f"d/s_H{h:g}": d / s if s > 0 else np.inf
+                for h, d, s in zip(m["entropy"], m["distance"], m["spread"], strict=True)
+            }
+            | {
+                "verdict": judge_published(list(m["matches"]), int(m["n_seeds"].iloc[0])),
+                "rise": r,
+                "rise_spread": r_spread,
+                "rise_matches": r_ok,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def floor_verdict(table: pd.DataFrame) -> str:
+    """(G) from :func:`floor_table`'s rows: supported / partly supported / not supported."""
+    if (table["verdict"] == REPRODUCED).any():
+        return SUPPORTED
+    if (table["verdict"] == PARTLY).any() or table["rise_matches"].astype(bool).any():
+        return PARTLY_SUPPORTED
+    return NOT_SUPPORTED
+
+
+def _shown(m: pd.DataFrame) -> str:
+    cells = []
+    for r in m.itertuples():
+        if not r.tested:
+            cells.append(f"H={r.entropy:g}: not tested")
+            continue
+        cells.append(
+            f"H={r.entropy:g}: {r.pooled:.2f} vs {r.published:.2f} "
+            f"(d {r.distance:.2f}, s {r.spread:.2f})"
+        )
+    return "; ".join(cells)
+
+
+def appf_rows(tables: Mapping[str, pd.DataFrame], degree: int = 4) -> list[dict[str, str]]:
+    """App. F's finding: its one headline row, the rule on the run's own points (the default
+    procedure), with (G)'s outcome beside it (not deciding); n/a for a run without App. F."""
+    head = Statement("(F) App. F's procedure yields the published polynomial", FINDING, Q_FIT)
+    row = Statement(
+        "(F.a) the fit to App. F's points is the published polynomial",
+        HEADLINE,
+        Q_FIT,
+        "ours: App. F's fit (least squares of β* on H, np.polyfit, degree 4; the listing's "
+        "use reads it as β, not θ) on the default procedure's points, seeds pooled, against "
+        "the listing's poly_fit, at each H within the spread of our single-seed fits",
+    )
+    points = tables.get("temperature_fit_points")
+    if points is None or not len(points):
+        return finding(head, [row.judged("the run has no App. F points", _say(), NA)])
+    m = match_table(points, degree)
+    n_seeds = int(m["n_seeds"].iloc[0])
+    verdict = judge_published(list(m["matches"]), n_seeds)
+    floors = floor_table(points, degree)
+    shown = (
+        f"pooled fit vs published β: {_shown(m)}; {n_seeds} seeds with a fit; "
+        f"readings (not deciding): θ* raised to a floor of 0.20 … 0.50: "
+        f"{floor_verdict(floors)} (the rule: "
+        + ", ".join(
+            f"{f:g} {v}"
+            for f, v in floors.set_index("floor")["verdict"].items()
+            if f in SHOWN_FLOORS
+        )
+        + "); training-size inputs: docs/max_retrieval.md"
+    )
+    reason = "" if verdict != NOT_TESTABLE else "fewer seeds with a fit, or no H inside the data"
+    return finding(head, [row.judged(shown, _say(), verdict, reason)])

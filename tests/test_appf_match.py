@@ -1,0 +1,160 @@
+"""App. F's rule (softmax_not_enough.appf_match): known answers for every verdict of the rule
+on the published polynomial, of (G)'s floor verdict, and the claims row built from it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnlimits.claims.verdicts import (
+    FINDING,
+    HEADLINE,
+    NA,
+    NOT,
+    NOT_TESTABLE,
+    PARTLY,
+    REPRODUCED,
+    missing_quotes,
+)
+from attnlimits.experiments.softmax_not_enough.appf_match import (
+    FLOORS,
+    H_AT,
+    PUBLISHED_RULE,
+    Q_FIT,
+    SHOWN_FLOORS,
+    appf_rows,
+    floor_table,
+    floor_verdict,
+    judge_published,
+    match_table,
+    rise_match,
+)
+from attnlimits.experiments.softmax_not_enough.fits import poly_beta
+from attnlimits.normalizers.adaptive import POLY_COEFFS
+
+
+def _points(
+    beta,
+    *,
+    seeds: int = 10,
+    per_seed: int = 60,
+    lo: float = 0.6,
+    hi: float = 4.4,
+    noise: float = 0.05,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """App. F points whose β* is ``beta(H)`` times a per-seed factor 1 ± ``noise`` (each seed
+    a slightly different model), H uniform on [lo, hi]."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for s in range(seeds):
+        H = rng.uniform(lo, hi, per_seed)
+        b = beta(H) * (1 + noise * rng.uniform(-1, 1))
+        parts.append(
+            pd.DataFrame({"seed": s, "entropy": H, "beta_star": b, "theta_star": 1 / b, "edge": ""})
+        )
+    return pd.concat(parts, ignore_index=True)
+
+
+def published(H: np.ndarray) -> np.ndarray:
+    return poly_beta(H, POLY_COEFFS)
+
+
+@pytest.mark.parametrize(
+    ("matches", "n_seeds", "verdict"),
+    [
+        ([True, True, True, True], 10, REPRODUCED),
+        ([True, True, True, True], 5, REPRODUCED),  # MIN_SEEDS is enough
+        ([True, False, True, True], 10, PARTLY),
+        ([True, None, None, None], 10, PARTLY),  # matching where tested, H 2-4 untested
+        ([False, False, False, False], 10, NOT),
+        ([False, None, None, None], 10, NOT),
+        ([None, None, None, None], 10, NOT_TESTABLE),
+        ([True, True, True, True], 4, NOT_TESTABLE),  # fewer than MIN_SEEDS seeds
+    ],
+)
+def test_published_rule_known_answers(matches, n_seeds, verdict):
+    assert judge_published(matches, n_seeds) == verdict
+    assert PUBLISHED_RULE(matches, n_seeds) == verdict
+    assert "5 seeds" in PUBLISHED_RULE.text()  # the text formatted from MIN_SEEDS
+
+
+def test_points_on_the_published_polynomial_reproduce_it_and_twice_it_does_not():
+    same = match_table(_points(published))
+    assert same["tested"].all() and same["matches"].tolist() == [True] * 4
+    assert judge_published(list(same["matches"]), 10) == REPRODUCED
+    np.testing.assert_allclose(same["published"], [1.27, 2.099, 2.25, 2.389], atol=1e-3)
+    double = match_table(_points(lambda H: 2 * published(H)))
+    assert double["matches"].tolist() == [False] * 4
+    assert judge_published(list(double["matches"]), 10) == NOT
+
+
+def test_h_outside_the_points_is_not_tested_and_few_seeds_is_not_testable():
+    narrow = match_table(_points(published, lo=0.7, hi=1.6))
+    assert narrow["tested"].tolist() == [True, False, False, False]
+    assert narrow["matches"].tolist() == [True, None, None, None]
+    assert judge_published(list(narrow["matches"]), 10) == PARTLY
+    few = _points(published, seeds=10, per_seed=3)  # 3 points a seed: no seed fits degree 4
+    m = match_table(few)
+    assert int(m["n_seeds"].iloc[0]) == 0 and m["matches"].isna().all()
+    assert judge_published(list(m["matches"]), 0) == NOT_TESTABLE
+
+
+def test_the_seeds_spread_is_the_tolerance():
+    """The same published-shaped data, but with seeds spread ±1 % or ±30 %: a 10 % offset of
+    every point is outside the narrow spread and inside the wide one."""
+
+    def off(H):
+        return 1.1 * published(H)
+
+    narrow = match_table(_points(off, noise=0.01))
+    wide = match_table(_points(off, noise=0.3))
+    assert not any(narrow["matches"]) and all(wide["matches"])
+
+
+def test_floor_verdict_known_answers():
+    def table(verdicts, rises):
+        return pd.DataFrame({"verdict": verdicts, "rise_matches": rises})
+
+    assert floor_verdict(table([NOT, REPRODUCED], [False, False])) == "supported"
+    assert floor_verdict(table([NOT, PARTLY], [False, False])) == "partly supported"
+    assert floor_verdict(table([NOT, NOT], [False, True])) == "partly supported"
+    assert floor_verdict(table([NOT, NOT_TESTABLE], [False, False])) == "not supported"
+
+
+def test_a_floor_that_caps_a_rising_curve_makes_a_plateau():
+    """β* = 3H (rising) raised θ* to 0.4 caps β* at 2.5 wherever 3H > 2.5: the fit at H = 2 … 4
+    is 2.5 and its rise fit(4)/fit(2) is 1; points already under the cap (published values,
+    all below 5) are unchanged by a floor of 0.2, so they still reproduce."""
+    rising = floor_table(_points(lambda H: 3 * H, lo=1.0), floors=(0.4,))
+    np.testing.assert_allclose(rising[["fit_H2", "fit_H3", "fit_H4"]], 2.5, rtol=1e-6)
+    assert rising["rise"].iloc[0] == pytest.approx(1.0, abs=1e-6)
+    under = floor_table(_points(published), floors=(0.2,))
+    assert under["verdict"].iloc[0] == REPRODUCED
+    assert floor_verdict(under) == "supported"
+    r, r_pub, _, ok = rise_match(_points(published))
+    assert (
+        r_pub == pytest.approx(2.389 / 2.099, rel=1e-3) and ok and r == pytest.approx(r_pub, 0.02)
+    )
+
+
+def test_floors_are_grid_points_from_point_two_to_point_five():
+    grid = np.round(0.005 + 0.005 * np.arange(400), 12)
+    assert FLOORS[0] == 0.2 and FLOORS[-1] == 0.5 and len(FLOORS) == 31
+    assert all(np.isclose(grid, f).any() for f in FLOORS)
+    assert set(SHOWN_FLOORS) <= set(FLOORS) and H_AT == (1.0, 2.0, 3.0, 4.0)
+
+
+def test_the_claims_row():
+    rows = appf_rows({"temperature_fit_points": _points(published)})
+    assert [r["role"] for r in rows] == [FINDING, HEADLINE]
+    assert rows[1]["verdict"] == REPRODUCED == rows[0]["verdict"]
+    assert "readings (not deciding)" in rows[1]["measured"]
+    off = appf_rows({"temperature_fit_points": _points(lambda H: 3 * published(H))})
+    assert off[1]["verdict"] == NOT and off[0]["verdict"] == NOT
+    assert appf_rows({})[1]["verdict"] == NA
+
+
+def test_the_quote_is_word_for_word(paper_texts):
+    assert missing_quotes([Q_FIT], paper_texts) == []
