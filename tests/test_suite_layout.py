@@ -31,7 +31,7 @@ PENDING_IMPORTS = {
     ("made_up_tables", "test_softmax_not_enough"),
 }
 #: Test files over LONG_TEST_FILE lines still to split (each must still be that long).
-PENDING_SPLITS = {"test_clrs_text.py", "test_limitations_claims.py"}
+PENDING_SPLITS = {"test_limitations_claims.py"}
 
 
 def _test_module(name: str) -> bool:
