@@ -5,7 +5,10 @@ its statements are judged at, and the shared rule that joins them.
 
 Four sets of mutants, each run in this process against the tests that need no run (the
 known-answer tables of every rule and of the finding rule, and the claims judged on synthetic
-tables, in ``tests/test_limitations_claims.py`` and ``tests/test_verdicts.py``):
+tables, in ``tests/test_limitations_rules.py``, ``test_limitations_findings.py``,
+``test_limitations_readings.py`` and ``tests/test_verdicts.py``; Alg. 3's grid and KS table,
+``test_limitations_critical.py``, and the quotes and docs, ``test_limitations_doc.py``, need a
+run, the papers' text or a tmp_path, and judge no rule):
 
 - every numeric threshold of ``experiments/limitations/rules.py`` and of the readings it shares
   with the scan (``experiments/paper_a_readings.py``) moved by 2 % (0 → 0.01), and every
@@ -37,23 +40,17 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
 
-import test_limitations_claims as T
+import test_limitations_findings
+import test_limitations_readings
+import test_limitations_rules as T
 import test_verdicts as TV
 from attnlimits.claims import verdicts
 from attnlimits.experiments import paper_a_readings
 from attnlimits.experiments.limitations import findings, rules
 
 claims_module = sys.modules["attnlimits.experiments.limitations.claims"]
-NEEDS_A_RUN = (  # tests that need a run, the papers' text or a tmp_path (none is a verdict rule)
-    "test_doc_numbers",
-    "test_extension_means",
-    "test_ks_statistics",
-    "test_head_draws_match",
-    "test_figure4_erratum",
-    "test_alg3_grid",
-    "test_critical_n_table",
-    "test_every_quote",
-)
+#: the test modules whose tests the mutants run (none needs a run, the papers or a tmp_path)
+TEST_MODULES = (T, test_limitations_findings, test_limitations_readings, TV)
 FINDINGS = [
     ("low = top[top.index < 0.1]", "low = top[top.index <= 0.1]"),
     ("low = top[top.index < 0.1]", "low = top[top.index < 0.3]"),
@@ -167,7 +164,7 @@ def install(module: ModuleType, pristine: dict, source: str, path: str) -> None:
     module.__dict__.clear()
     module.__dict__.update(pristine)
     exec(compile(source, path, "exec"), module.__dict__)
-    for user in (claims_module, rules, T, TV):
+    for user in (claims_module, rules, *TEST_MODULES):
         if user is module:
             continue
         for name, value in list(vars(user).items()):
@@ -204,11 +201,9 @@ def failures(tests: list[Callable[[], None]]) -> list[str]:
 def main() -> int:
     tests = [
         f
-        for m in (T, TV)
+        for m in TEST_MODULES
         for n, f in vars(m).items()
-        if n.startswith("test_")
-        and not inspect.signature(f).parameters
-        and not n.startswith(NEEDS_A_RUN)
+        if n.startswith("test_") and not inspect.signature(f).parameters
     ]
     survived = []
     sets = (

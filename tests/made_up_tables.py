@@ -1,6 +1,7 @@
 """Made-up tables of each kind of run, for the tests of claims and pages (tests/test_view*.py,
-tests/test_long_context.py): numbers chosen so that each verdict and each plot has something to
-show; none is a measurement."""
+tests/test_long_context.py, tests/test_softmax_not_enough.py): numbers chosen so that each verdict
+and each plot has something to show; none is a measurement. Paper A's are built in
+limitations_tables.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import math
 import numpy as np
 import pandas as pd
 
+import limitations_tables
 from attnlimits.experiments.long_context import summarize
+from attnlimits.experiments.softmax_not_enough import entropy_vs_temperature
+from attnlimits.experiments.softmax_not_enough.uncertainty import pack_hits
 
 LOW, HIGH = 10, 40  # the tiny word-level tokenizer knows these numbers
 
@@ -76,20 +80,14 @@ def clrs_tables() -> tuple[dict[str, pd.DataFrame], dict]:
 def kind_tables(name: str) -> tuple[dict[str, pd.DataFrame], dict]:
     """(tables, meta) of a run of ``name``, from each experiment's own test tables."""
     if name == "softmax-not-enough":
-        # pending: the softmax-not-enough tables move here once its claims tests settle
-        from test_softmax_not_enough import _tables as softmax_tables
-
-        tables = softmax_tables(0.1)
+        tables = softmax_not_enough_tables(0.1)
         tables["training_log"] = tables["training_log"].assign(step=[1, 2], norm="softmax")
         return tables, {"benchmark": {"train": {"max_size": 16}}}
     if name == "long-context":
         meta = {"params": {"model": "m", "prompts": 2, "low": LOW, "high": HIGH}}
         return long_context_tables(("softmax", "adaptive"), (2, 3)), meta
     if name == "limitations":
-        # pending: the limitations tables move here when test_limitations_claims.py is split
-        from test_limitations_claims import META, tables
-
-        return tables(), META
+        return limitations_tables.tables(), limitations_tables.META
     if name == "clrs-text":
         return clrs_tables()
     summary = compare_summary()
@@ -140,13 +138,80 @@ def compare_like() -> dict[str, pd.DataFrame]:
 
 def two_sources() -> tuple[dict[str, pd.DataFrame], dict]:
     """The limitations test tables with a second x source whose numbers differ."""
-    from test_limitations_claims import META, tables  # pending, as in kind_tables
-
-    out = tables()
+    out = limitations_tables.tables()
     for name in ("alg1", "alg2", "alg3", "alg4"):
         df = out[name]
         other = df.assign(x_source="hidden")
         if name == "alg3":
             other["critical_n"] = np.where(df["critical_n"] > 0, df["critical_n"] + 7, -1)
         out[name] = pd.concat([df, other], ignore_index=True)
-    return out, {**META, "experiment": "limitations"}
+    return out, {**limitations_tables.META, "experiment": "limitations"}
+
+
+def softmax_accuracy(sizes: list[int], gain: float, seeds: int = 10, m: int = 100) -> pd.DataFrame:
+    """An :func:`evaluate`-shaped table with hits: softmax right on about half the sets,
+    adaptive on the same sets flipped to right (gain > 0) or wrong (gain < 0) on a share
+    ``|gain|`` of them, per seed and size."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in sizes:
+        soft = rng.random((seeds, m)) < 0.5
+        flip = rng.random((seeds, m)) < 2 * abs(gain)
+        adap = soft | flip if gain > 0 else soft & ~flip
+        for norm, hits in (("softmax", soft), ("adaptive", adap)):
+            rows.append(pd.DataFrame({"norm": norm, "seed": np.arange(seeds), "size": n,
+                                      "n_sets": m, "hits": pack_hits(hits)}))  # fmt: skip
+    return pd.concat(rows, ignore_index=True)
+
+
+def _set_attention(sizes: list[int], ratio: float) -> pd.DataFrame:
+    """A :func:`.evaluate.set_attention`-shaped table from random logits (Lemma 2.1's columns
+    exact); item 0 is the desired one, adaptive puts ``ratio`` times softmax's attention on it."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for n in sizes:
+        for k in range(4):
+            e = rng.normal(size=n)
+            log_a = e - np.logaddexp.reduce(e)
+            common = {
+                "seed": 0,
+                "size": n,
+                "set": k,
+                "top": bool(e.argmax() == 0),
+                "spread": e.max() - e.min(),
+                "log_max": log_a.max(),
+                "log_min": log_a.min(),
+            }
+            rows.append({"norm": "softmax", **common, "target": np.exp(log_a[0])})
+            rows.append({"norm": "adaptive", **common, "target": ratio * np.exp(log_a[0])})
+    return pd.DataFrame(rows)
+
+
+def softmax_not_enough_tables(
+    adaptive_gain: float, spread_over: bool = False
+) -> dict[str, pd.DataFrame]:
+    sizes = [16, 64, 256]
+    prof = pd.DataFrame(
+        {"norm": "softmax", "size": sizes, "rank": 0, "attention": [0.9, 0.5, 0.125]}
+    )
+    rows = []
+    for s in sizes:
+        rows.append({"norm": "softmax", "size": s, "mean": 0.5, "se": 0.01, "ci_low": 0.48,
+                     "ci_high": 0.52, "n_sets": 100, "t": np.nan, "p_ttest": np.nan,
+                     "diff": np.nan, "diff_low": np.nan, "diff_high": np.nan,
+                     "p_value": np.nan})  # fmt: skip
+        rows.append({"norm": "adaptive", "size": s, "mean": 0.5 + adaptive_gain, "se": 0.01,
+                     "ci_low": 0.48 + adaptive_gain, "ci_high": 0.52 + adaptive_gain,
+                     "n_sets": 100, "t": 3.0 if adaptive_gain > 0 else -3.0, "p_ttest": 0.001,
+                     "diff": adaptive_gain, "diff_low": adaptive_gain - 0.01,
+                     "diff_high": adaptive_gain + 0.01, "p_value": 0.01})  # fmt: skip
+    bounds = [3.0, 1.5 if spread_over else 4.5]  # spread_over: past the bound, and shrinking
+    log = pd.DataFrame({"step": [100, 200], "seed": 0, "spread": [1.0, 2.0], "bound": bounds})
+    return {
+        "accuracy": softmax_accuracy(sizes, adaptive_gain),
+        "attention_profile": prof,
+        "set_attention": _set_attention(sizes, 1.2 if adaptive_gain > 0 else 0.8),
+        "summary": pd.DataFrame(rows),
+        "entropy_vs_temperature": entropy_vs_temperature((1.0,), n=8),
+        "training_log": log,
+    }

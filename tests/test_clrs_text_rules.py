@@ -1,7 +1,7 @@
 """CLRS-Text's rules on the engine (experiments/clrs_text/rules.py): every threshold named once
 with its provenance, the outcomes in the one comparison vocabulary, and a moved threshold that
 changes the verdict and the rule text the claims table prints. (The known answers of every
-outcome, profile and verdict are in tests/test_clrs_text.py.)"""
+outcome, profile and verdict are in tests/test_clrs_text_claims.py.)"""
 
 from __future__ import annotations
 

@@ -23,7 +23,8 @@ from attnlimits.experiments.softmax_not_enough import (
 from attnlimits.experiments.softmax_not_enough.claims import size_table
 from attnlimits.experiments.softmax_not_enough.config import TemperatureFitConfig
 from attnlimits.experiments.softmax_not_enough.provenance import provenance_table
-from attnlimits.experiments.softmax_not_enough.uncertainty import pack_hits
+from made_up_tables import softmax_accuracy as _accuracy
+from made_up_tables import softmax_not_enough_tables as _tables
 
 
 def test_entropy_rises_with_temperature_and_is_capped_by_log_n():
@@ -66,73 +67,6 @@ def test_cross_table_takes_any_registry_normaliser_or_all():
     assert cfg.normalizers == ("softmax", "softpick", "relu2")
     with pytest.raises(ValueError, match="normalizers repeats softpick"):
         SoftmaxNotEnoughConfig(normalizers=("softmax", "softpick", "relu2", "softpick"))
-
-
-def _accuracy(sizes: list[int], gain: float, seeds: int = 10, m: int = 100) -> pd.DataFrame:
-    """An :func:`evaluate`-shaped table with hits: softmax right on about half the sets,
-    adaptive on the same sets flipped to right (gain > 0) or wrong (gain < 0) on a share
-    ``|gain|`` of them, per seed and size."""
-    rng = np.random.default_rng(0)
-    rows = []
-    for n in sizes:
-        soft = rng.random((seeds, m)) < 0.5
-        flip = rng.random((seeds, m)) < 2 * abs(gain)
-        adap = soft | flip if gain > 0 else soft & ~flip
-        for norm, hits in (("softmax", soft), ("adaptive", adap)):
-            rows.append(pd.DataFrame({"norm": norm, "seed": np.arange(seeds), "size": n,
-                                      "n_sets": m, "hits": pack_hits(hits)}))  # fmt: skip
-    return pd.concat(rows, ignore_index=True)
-
-
-def _set_attention(sizes: list[int], ratio: float) -> pd.DataFrame:
-    """A :func:`.evaluate.set_attention`-shaped table from random logits (Lemma 2.1's columns
-    exact); item 0 is the desired one, adaptive puts ``ratio`` times softmax's attention on it."""
-    rng = np.random.default_rng(1)
-    rows = []
-    for n in sizes:
-        for k in range(4):
-            e = rng.normal(size=n)
-            log_a = e - np.logaddexp.reduce(e)
-            common = {
-                "seed": 0,
-                "size": n,
-                "set": k,
-                "top": bool(e.argmax() == 0),
-                "spread": e.max() - e.min(),
-                "log_max": log_a.max(),
-                "log_min": log_a.min(),
-            }
-            rows.append({"norm": "softmax", **common, "target": np.exp(log_a[0])})
-            rows.append({"norm": "adaptive", **common, "target": ratio * np.exp(log_a[0])})
-    return pd.DataFrame(rows)
-
-
-def _tables(adaptive_gain: float, spread_over: bool = False) -> dict[str, pd.DataFrame]:
-    sizes = [16, 64, 256]
-    prof = pd.DataFrame(
-        {"norm": "softmax", "size": sizes, "rank": 0, "attention": [0.9, 0.5, 0.125]}
-    )
-    rows = []
-    for s in sizes:
-        rows.append({"norm": "softmax", "size": s, "mean": 0.5, "se": 0.01, "ci_low": 0.48,
-                     "ci_high": 0.52, "n_sets": 100, "t": np.nan, "p_ttest": np.nan,
-                     "diff": np.nan, "diff_low": np.nan, "diff_high": np.nan,
-                     "p_value": np.nan})  # fmt: skip
-        rows.append({"norm": "adaptive", "size": s, "mean": 0.5 + adaptive_gain, "se": 0.01,
-                     "ci_low": 0.48 + adaptive_gain, "ci_high": 0.52 + adaptive_gain,
-                     "n_sets": 100, "t": 3.0 if adaptive_gain > 0 else -3.0, "p_ttest": 0.001,
-                     "diff": adaptive_gain, "diff_low": adaptive_gain - 0.01,
-                     "diff_high": adaptive_gain + 0.01, "p_value": 0.01})  # fmt: skip
-    bounds = [3.0, 1.5 if spread_over else 4.5]  # spread_over: past the bound, and shrinking
-    log = pd.DataFrame({"step": [100, 200], "seed": 0, "spread": [1.0, 2.0], "bound": bounds})
-    return {
-        "accuracy": _accuracy(sizes, adaptive_gain),
-        "attention_profile": prof,
-        "set_attention": _set_attention(sizes, 1.2 if adaptive_gain > 0 else 0.8),
-        "summary": pd.DataFrame(rows),
-        "entropy_vs_temperature": entropy_vs_temperature((1.0,), n=8),
-        "training_log": log,
-    }
 
 
 def test_claims_follow_the_numbers():

@@ -32,7 +32,7 @@ adaptive's (the other arm's) point of view:
   algorithm; a length with fewer than :data:`MIN_SEEDS` seeds decides nothing
   (``evaluate.paired_table``).
 
-Known-answer tests for every outcome and verdict: ``tests/test_clrs_text.py`` and
+Known-answer tests for every outcome and verdict: ``tests/test_clrs_text_claims.py`` and
 ``tests/test_clrs_text_rules.py`` (which moves thresholds and sees the verdicts and texts
 follow).
 """

@@ -1,5 +1,5 @@
 """The statements of paper B §4.2 that a CLRS-Text run judges: the paper's words (``quote``,
-word for word in ../shared/papers/paper-b-softmax-not-enough.txt; ``tests/test_clrs_text.py``
+word for word in ../shared/papers/paper-b-softmax-not-enough.txt; ``tests/test_clrs_text_claims.py``
 finds them) and our reading of each. The rules that judge them are in :mod:`.claims`.
 """
 

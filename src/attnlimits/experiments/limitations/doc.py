@@ -12,7 +12,7 @@ Markdown blocks, which replace the doc's blocks between
 ``<!-- generated: NAME -->`` and ``<!-- /generated: NAME -->``. ``--windows OTHER``: a run of the
 same models with another window count; :func:`other_windows` sets each verdict beside the one
 that run gives (the doc's "Windows" block: what the default's window count changes).
-``tests/test_limitations_claims.py`` renders the committed CSVs and checks that the doc holds
+``tests/test_limitations_doc.py`` renders the committed CSVs and checks that the doc holds
 exactly those blocks, so the doc and the saved run's tables cannot drift apart; CI needs no run.
 """
 

@@ -8,7 +8,7 @@ the statement fails in the data) is decided where the data are read (``findings.
 reason. Every threshold is a :class:`~attnlimits.claims.Threshold` written once below, with its
 provenance and reason; each rule's ``text()`` is what the report's ``rule`` column and the docs
 print, formatted from those thresholds, so docstrings name thresholds and never repeat their
-values. ``tests/test_limitations_claims.py`` holds known answers for every verdict of every rule
+values. ``tests/test_limitations_rules.py`` holds known answers for every verdict of every rule
 on both sides of each threshold, and changes a threshold to see the text follow.
 """
 

@@ -5,7 +5,7 @@ quantitative claim; they alone decide the finding, :func:`attnlimits.claims.verd
 its **supporting** ones (judged and shown, never deciding) and the **checks** near it
 (properties a theorem guarantees: shown in their own table, never evidence for a finding).
 ``quote`` is the paper's text, word for word up to whitespace in ../shared/papers (the NeurIPS
-copy keeps the mathematics; ``tests/test_limitations_claims.py`` finds every quote there);
+copy keeps the mathematics; ``tests/test_limitations_doc.py`` finds every quote there);
 ``reading`` is ours: how the quote is turned into a test, labelled as such in the report.
 
 Where the verdict depends on how a self-contradictory statement is read, the reading names the

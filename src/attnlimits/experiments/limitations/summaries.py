@@ -3,7 +3,7 @@
 The claims (:mod:`.findings`) judge per-head tables of a run that are too large to commit; these
 summaries are what the rules of (ii), (iv) and (v) actually compare to their thresholds, small
 enough to commit under ``docs/data/limitations/`` (:mod:`.doc` writes them), so that a reader
-can recompute those verdicts from committed numbers (``tests/test_limitations_claims.py`` does,
+can recompute those verdicts from committed numbers (``tests/test_limitations_summaries.py`` does,
 against each row's ``statistic``). Each aggregates as the findings do: per-head means over
 windows first, then the mean, median or maximum over heads.
 """

@@ -1,0 +1,241 @@
+"""Paper A's findings (``experiments/limitations/findings.py``): the readings, at which T, N
+and α each statement is judged, on synthetic tables (tests/limitations_tables.py).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from attnlimits.claims import verdicts
+from attnlimits.experiments.limitations import Config, claims, rules
+from attnlimits.experiments.limitations.findings import (
+    claim_i,
+    claim_ii,
+    claim_iii,
+    claim_iv,
+    claim_v,
+    critical_from_tests,
+)
+from attnlimits.experiments.paper_a_readings import grid_limits
+from limitations_tables import (
+    META,
+    NT,
+    PAPER_CRIT,
+    N,
+    P,
+    R,
+    alg1_table,
+    alg2_table,
+    alg3_tables,
+    alg4_table,
+    alg5_table,
+    row,
+    tables,
+    verdict,
+)
+
+
+def _sub_row(rows: list[dict[str, str]], prefix: str) -> dict[str, str]:
+    return next(r for r in rows if r["claim"].startswith(prefix))
+
+
+def _sub_verdict(rows: list[dict[str, str]], prefix: str) -> str:
+    return _sub_row(rows, prefix)["verdict"]
+
+
+def test_v_slope_is_fitted_over_t_below_0_1_only():
+    """T = 0.1 itself is not "T < 0.1": a curve that bends there still follows 1/T below."""
+    alg5 = alg5_table()
+    at = alg5["T"] == 0.1
+    alg5.loc[at, ["sensitivity", "sensitivity_row_max"]] *= 0.01
+    assert _sub_verdict(claim_v(alg5), "(v.a)") == R
+
+
+def test_v_slope_sign():
+    """A curve that rises as T^1 below T = 0.1 is not 1/T (the slope's sign matters)."""
+    assert _sub_verdict(claim_v(alg5_table(slope=1.0)), "(v.a)") == N
+
+
+def test_v_a_an_eps_with_fewer_than_four_t_is_not_testable():
+    """Each ε needs MIN_T = 4 temperatures in (ε, 0.1): with three (T = 0.002 dropped), ε =
+    10⁻³ is not testable, named; every ε not testable: the statement is not testable."""
+    alg5 = alg5_table()
+    rows = claim_v(alg5[alg5["T"] != 2e-3])
+    assert _sub_verdict(rows, "(v.a)") == NT
+    assert "ε=0.001: not testable (3 such T)" in _sub_row(rows, "(v.a)")["measured"]
+    assert "no ε has 4 T in (ε, 0.1)" in _sub_row(rows, "(v.a)")["measured"]
+    assert _sub_verdict(claim_v(alg5), "(v.a)") == R  # four: judged
+
+
+def test_v_c_reading_c_is_shown_beside_reading_b():
+    """(v.c) "Once T ≥ 1 all curves collapse and drop by two orders": reading (b) from T = 0.01
+    to T = 1 decides; reading (c), across T ≥ 1, is its measured number and an alternative."""
+    got = claims(tables(), META)
+    measured = row(got, "(v.c)")["measured"]
+    assert "across T ≥ 1, T = 1 to 10: 10× (reading (c))" in measured
+    assert "drop across T ≥ 1 (c): P" in row(got, "(v.c)")["alternatives"]
+    assert verdict(got, "(v.c)") == R and verdict(got, "(v) ") == R
+    rows = claim_v(alg5_table(), drop="c")
+    assert _sub_verdict(rows, "(v.c)") == P and "(reading (c))" in _sub_row(rows, "(v.c)")["rule"]
+    slow = alg5_table()  # ε = 10 falls only 2× from T = 1 to 10: the smallest factor over ε
+    slow.loc[
+        (slow["eps"] == 10.0) & (slow["T"] == 10.0), ["sensitivity", "sensitivity_row_max"]
+    ] *= 5
+    rows = claim_v(slow, drop="c")
+    assert (
+        _sub_verdict(rows, "(v.c)") == N
+        and "T = 1 to 10: 2×" in _sub_row(rows, "(v.c)")["measured"]
+    )
+
+
+def test_v_statements_of_the_discussion_each_verdict():
+    """(v.e) close to the limit below T = 0.1, (v.f) tracks 1/(4T) and saturates, (v.g)
+    lowering T raises ‖J‖₂: each reproduced on the paper-shaped table, and each fails where its
+    own number fails."""
+    rows = claim_v(alg5_table())
+    assert [_sub_verdict(rows, k) for k in ("(v.e)", "(v.f)", "(v.g)")] == [R, R, R]
+    low = alg5_table()
+    low[["sensitivity", "sensitivity_row_max"]] *= 0.1  # 0.07·√2 at most: far from the limit
+    assert _sub_verdict(claim_v(low), "(v.e)") == N
+    steep = alg5_table()
+    steep.loc[steep["T"] == 1e-3, ["sensitivity", "sensitivity_row_max"]] *= 2.0  # no saturation
+    assert _sub_verdict(claim_v(steep), "(v.f)") == P
+    flat = alg5_table()
+    flat["jacobian_norm"] = 1.0  # ‖J‖₂ the same at every T
+    assert _sub_verdict(claim_v(flat), "(v.g)") == N
+
+
+def test_iv_g_no_more_than_four_fifths():
+    got = claim_iv(alg4_table())  # maxima 0.81 at N ≥ 16
+    assert _sub_verdict(got, "(iv.g)") == R
+    high = alg4_table()
+    high.loc[(high["head"] == 2) & (high["N"] == 32), "ratio"] = 0.95
+    assert _sub_verdict(claim_iv(high), "(iv.g)") == N
+    assert "0.95" in _sub_row(claim_iv(high), "(iv.g)")["measured"]
+
+
+def test_ii_d_e_vanishes_as_n_approaches_l():
+    """Corollary 2(ii), a check over the whole N grid at L_max: E at the largest N against its
+    peak."""
+    rows = []
+    for n, e in ((1, 1.0), (10, 8.0), (100, 10.0), (200, 4.0), (230, 4.0)):
+        for h in range(3):
+            rows.append({"window": 0, "layer": 0, "head": h, "L": 256, "N": n, "distance": 1.0,
+                         "expectation_exact": e, "x_source": "values"})  # fmt: skip
+    grid = pd.DataFrame(rows)
+    from attnlimits.experiments.limitations.findings import claim_ii_d
+
+    assert _sub_verdict(claim_ii_d(grid, "expectation_exact"), "(ii.d)") == R  # 4 / 10
+    grid.loc[grid["N"] == 230, "expectation_exact"] = 6.0
+    assert _sub_verdict(claim_ii_d(grid, "expectation_exact"), "(ii.d)") == N  # 6 / 10
+    got = claims(tables(distance_grid=grid.assign(expectation=grid["expectation_exact"])), META)
+    assert row(got, "(ii.d)")["role"] == "check" and verdict(got, "(ii) ") == R
+
+
+def test_iii_a_critical_n_at_the_grid_point_nearest_0_06_l_reproduces():
+    """On the default Alg. 3 grid the first N at or above 0.06·L is L/16 = 0.0625·L at every
+    L, the grid point nearest 0.06·L: a true critical N of 0.06·L is measured there, and
+    reproduces; one grid point further up is partly."""
+    cfg = Config()
+    lengths = (32, 64, 128, 256, 512, 1024)
+    for length in lengths:
+        grid = sum(cfg.alg3_grid(length), ())
+        nearest = min(grid, key=lambda n: abs(n - 0.06 * length))
+        assert nearest == length // 16
+        assert rules.about_fraction([nearest / length], [grid_limits(length, grid)]) == R
+        above = min(n for n in grid if n > nearest)
+        assert rules.about_fraction([above / length], [grid_limits(length, grid)]) == P
+    tests = pd.DataFrame(
+        [
+            {"L": L, "e_form": "exact", "N": n, "p_value": 0.5 if n >= L // 16 else 0.0}
+            for L in lengths
+            for n in sum(cfg.alg3_grid(L), ())
+        ]
+    )
+    crit = critical_from_tests(tests, "exact", 0.01)
+    assert (crit["critical_n"] == crit["L"] // 16).all()
+    assert _sub_verdict(claim_iii(crit, ""), "(iii.b)") == R
+    no_grid = crit.drop(columns=["limit_lo", "limit_hi"])  # the fractions alone: 0.0625 > 0.06
+    assert _sub_verdict(claim_iii(no_grid, ""), "(iii.b)") == P
+    # a tested N equal to 0.06·L is where 0.06·L is measured; none reaching it: the fraction
+    assert grid_limits(50, (1, 2, 3, 4, 6)) == (0.06, 0.12)
+    assert grid_limits(50, (1, 2, 4, 8)) == (0.08, 0.16)
+    assert grid_limits(50, (1, 2)) == (0.06, 0.12)
+
+
+def test_judged_row_takes_the_rule_once():
+    """A row's printed rule and its verdict come from one rule object; a one-number rule keeps
+    its statistic (the sensitivity lines read it)."""
+    from attnlimits.experiments.limitations.findings import judged_row
+
+    r = judged_row("(i.a)", "slope 0.5", rules.linear_growth, 0.5)
+    assert r["rule"] == rules.linear_growth.text() and r["verdict"] == P
+    assert r["statistic"] == "0.5"
+    r = judged_row("(iv.c)", "", rules.in_band, [0.8], untested="no N ≥ 16")
+    assert r["verdict"] == NT and r["rule"] == rules.in_band.text() and "statistic" not in r
+
+
+def test_v_drop_is_measured_from_t_0_01_to_t_1():
+    # for the largest ε (k = 0.8): 16× from T = 0.01 (reading (b), partly), 1.6× from T = 0.1
+    rows = claim_v(alg5_table(drop=2.0))
+    assert _sub_verdict(rows, "(v.c)") == P
+    assert "from T = 0.01 to T = 1: 16×" in _sub_row(rows, "(v.c)")["measured"]
+    assert "from T = 0.1: 1.6× (reading (a))" in _sub_row(rows, "(v.c)")["measured"]
+
+
+def test_iv_saturation_and_band_start_at_n_16():
+    alg4 = alg4_table()
+    for n, m in {32: 0.9, 64: 0.9}.items():  # up again after N = 16: not saturated from 16
+        alg4.loc[alg4["N"] == n, "ratio"] = m
+    rows = claim_iv(alg4)
+    assert _sub_verdict(rows, "(iv.b)") == P
+    assert "from N = 16 to N = 64" in _sub_row(rows, "(iv.b)")["measured"]
+    alg4 = alg4_table()
+    alg4.loc[alg4["N"] == 16, "ratio"] = 0.9  # N = 16 itself outside the band
+    assert _sub_verdict(claim_iv(alg4), "(iv.c)") == P
+
+
+def test_iv_falls_from_the_first_n_above_one():
+    """N_s/N = 1 at N = 1 by definition; from N = 2 (0.82) to N = 16 (0.8) it barely falls."""
+    alg4 = alg4_table()
+    alg4.loc[alg4["N"].isin([2, 4, 8]), "ratio"] = 0.82
+    assert _sub_verdict(claim_iv(alg4), "(iv.a)") == P
+
+
+def test_ii_plateau_from_n_20():
+    alg2 = alg2_table()
+    alg2.loc[alg2["N"] == 10, "distance"] *= 0.3  # a big change before N = 20 does not count
+    assert _sub_verdict(claim_ii(alg2, "expectation_exact"), "(ii.a)") == R
+
+
+def test_i_a_bound_equal_to_d_is_safe():
+    rows = claim_i(alg1_table(bound_ratio=1.0), "expectation_exact")
+    assert _sub_verdict(rows, "(i.c)") == R and _sub_verdict(rows, "(i.d)") == N
+    rows = claim_i(alg1_table(bound_ratio=0.999), "expectation_exact")
+    assert _sub_verdict(rows, "(i.c)") == N
+
+
+def test_critical_n_accepts_at_p_equal_to_alpha():
+    """Alg. 3 rejects while p < α: p = α is the first N not rejected."""
+    _, tests = alg3_tables({"exact": {}})
+    tests.loc[(tests["L"] == 128) & (tests["N"] == 8), "p_value"] = 0.01
+    crit = critical_from_tests(tests, "exact", 0.01).set_index("L")
+    assert crit.loc[128, "critical_n"] == 8 and pd.isna(crit.loc[64, "critical_n"])
+
+
+def test_claim_functions_return_the_finding_then_its_statements():
+    sets = {
+        "(i)": claim_i(alg1_table(), "expectation_exact"),
+        "(ii)": claim_ii(alg2_table(), "expectation_exact"),
+        "(iii)": claim_iii(
+            critical_from_tests(alg3_tables({"exact": PAPER_CRIT})[1], "exact", 0.01), ""
+        ),
+        "(iv)": claim_iv(alg4_table()),
+        "(v)": claim_v(alg5_table()),
+    }
+    for name, rows in sets.items():
+        assert rows[0]["claim"].startswith(name + " ") and rows[0]["role"] == "finding"
+        subs = [r["claim"].split(" ")[0] for r in rows[1:]]
+        assert subs == [f"{name[:-1]}.{chr(97 + i)})" for i in range(len(subs))]
+        heads = [r["verdict"] for r in rows[1:] if r["role"] == "headline"]
+        assert heads and rows[0]["verdict"] == verdicts.combine(heads)
