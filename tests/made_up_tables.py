@@ -112,7 +112,8 @@ def fit_tables() -> dict[str, pd.DataFrame]:
     h = rng.uniform(0.1, 4.0, 40)
     beta = 1 + h + rng.normal(0, 0.1, 40)
     points = pd.DataFrame({"entropy": h, "beta_star": beta, "theta_star": 1 / beta,
-                           "edge": np.where(h > 3.8, "top", "")})  # fmt: skip
+                           "edge": np.where(h > 3.8, "top", ""),
+                           "seed": np.arange(40) % 10})  # fmt: skip
     bins = pd.DataFrame({"entropy_median": [1.0, 3.0], "beta_median": [2.0, 4.0],
                          "beta_q25": [1.8, 3.5], "beta_q75": [2.2, 4.4]})  # fmt: skip
     coeffs = pd.DataFrame({"fit": ["paper", "refit", "refit"],

@@ -34,7 +34,8 @@ EVIDENCE = (
     (r"dispers|sharp on", ("attention_profile",), ("attention_profile",)),
     (r"larger inputs", ("accuracy",), ("summary",)),
     (r"entropy falls", ("entropy_vs_temperature",), ("entropy_vs_temperature",)),
-    (r"logit spread|norms", ("logit_spread",), ("training_log",)),
+    (r"logit spread|norms|growing weights", ("logit_spread",), ("training_log",)),
+    (r"App\. F", ("temperature_fit",), ("temperature_fit_coeffs", "temperature_fit_points")),
     (r"desired item|two-sided", ("attention_profile",), ("set_attention",)),
 )
 
