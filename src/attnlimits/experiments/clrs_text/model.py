@@ -39,6 +39,7 @@ __all__ = [
     "greedy_answers",
     "make_batch",
     "step_gradients",
+    "teacher_forced_correct",
     "train_model",
 ]
 
@@ -237,6 +238,7 @@ def train_model(
     check_every: int = 500,
     stop_at: float = 1.0,
     patience: int = 0,
+    floor: float = -math.inf,
     micro: int = MICRO_BATCHES,
 ) -> TrainResult:
     """AdamW with linear warm-up (5 %) and cosine decay over ``steps``; each batch draws
@@ -245,6 +247,9 @@ def train_model(
     (:data:`Check`); training stops once the worst part reaches ``stop_at``, or (``patience``
     ≥ 1) once the best score is older than the last ``patience`` checks (no gain over them:
     converged), and the model returned is the one of the best score (``steps`` is a cap).
+    The convergence stop waits while the latest score is at or below ``floor`` (ours, issue
+    57's probe 3: the trivial answer's score on validation), so a model on the trivial
+    answer's plateau is not taken for converged.
 
     A step's examples are sorted by length and run as ``micro`` micro-batches, each padded to
     its own longest text (:func:`step_gradients`): the gradient is the whole batch's, the mean
@@ -299,7 +304,7 @@ def train_model(
             if worst >= stop_at:
                 stopped = "target"
                 break
-            if patience and len(checks) - 1 - best_at >= patience:
+            if patience and score > floor and len(checks) - 1 - best_at >= patience:
                 stopped = "converged"
                 break
     elapsed = time.perf_counter() - start - checking
@@ -361,4 +366,34 @@ def greedy_answers(
                 text = tokenizer.decode(toks[: budget[r]])
                 cut = text.find(_STOP)
                 out[r] = text if cut < 0 else text[: cut + len(_STOP)]
+    return out
+
+
+@torch.no_grad()
+def teacher_forced_correct(
+    model: nn.Module,
+    questions: list[list[int]],
+    answers: list[list[int]],
+    *,
+    batch: int = 64,
+    device: str = "cpu",
+) -> list[bool]:
+    """Per question, whether every answer token is the model's most likely next token given the
+    question and the right answer before it: one forward pass per batch, no decoding.
+
+    This is greedy decoding's exact match (ties of the argmax and float rounding between a
+    padded batch and cached decoding aside): a greedy answer equals the right one exactly when
+    each of its tokens is the argmax after the right prefix. Texts are sorted by length and
+    right-padded per batch (a pad only follows the tokens that matter, under the causal mask)."""
+    model.eval()
+    order = sorted(range(len(questions)), key=lambda i: len(questions[i]) + len(answers[i]))
+    out = [False] * len(questions)
+    for s in range(0, len(order), batch):
+        part = order[s : s + batch]
+        ids, labels = make_batch([questions[i] for i in part], [answers[i] for i in part])
+        guess = model(input_ids=ids.to(device)).logits[:, :-1].argmax(-1).cpu()
+        target = labels[:, 1:]
+        right = ((guess == target) | (target == -100)).all(dim=1)
+        for i, ok in zip(part, right.tolist(), strict=True):
+            out[i] = bool(ok)
     return out
