@@ -3,6 +3,7 @@ probe's decision rule (benchmarks/clrs_text_probe3.py), each with known answers.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import math
 from pathlib import Path
@@ -150,3 +151,42 @@ def test_the_per_seed_gate_and_the_arm_gate(probe):
     assert not probe.arm_passes(units, 0.899)
     assert not probe.arm_passes(units.iloc[:2], 0.95)
     assert not probe.arm_passes(units.assign(passes=[True, False, True]), 0.95)
+
+
+def test_the_products_trivial_score_is_the_probes(probe):
+    from attnlimits.experiments.clrs_text.compute import trivial_validation_score
+
+    val = pd.DataFrame(
+        {
+            "algorithm": ["m"] * 6 + ["s"] * 2,
+            "length": [4, 4, 4, 5, 5, 5, 4, 4],
+            "answer": ["a", "a", "b", "c", "d", "e", "x", "y"],
+        }
+    )
+    assert trivial_validation_score(val) == pytest.approx(probe.trivial_score(val))
+    assert trivial_validation_score(val) == pytest.approx((3 / 6 + 1 / 2) / 2)
+
+
+@pytest.mark.parametrize("patience", [0, 2])
+def test_a_run_with_the_convergence_stop_gives_training_the_trivial_floor(monkeypatch, patience):
+    """compute hands train_model the trivial answer's validation score as the floor when the
+    convergence stop is on, and no floor when it is off."""
+    from attnlimits.experiments.clrs_text.config import Config
+
+    compute = importlib.import_module("attnlimits.experiments.clrs_text.compute")
+
+    fixture = str(Path(__file__).parent / "data" / "clrs_text_fixture.parquet")
+    cfg = Config(dataset=fixture, seeds=2, steps=3, width=16, heads=2, layers=1, patience=patience)
+    data, _ = compute.load_dataset(cfg)
+    seen = {}
+
+    def fake(*args, **kw):
+        seen.update(kw)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(compute, "train_model", fake)
+    with pytest.raises(RuntimeError, match="stop here"):
+        compute.run_arm_seed(cfg, data, "softmax", 1e-3, 0)
+    val = data[data["split"] == "validation"]
+    want = compute.trivial_validation_score(val) if patience else -math.inf
+    assert seen["floor"] == want and 0 < compute.trivial_validation_score(val) < 1

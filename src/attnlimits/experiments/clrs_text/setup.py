@@ -168,7 +168,8 @@ def setup_table(meta: Mapping[str, Any]) -> pd.DataFrame:
             f"{p.get('stop_at', 1):g} (checked every {p.get('eval_every', 0)} steps; the best "
             "check's model kept)"
             + (
-                f" or once {p['patience']} checks in a row bring no gain"
+                f" or once {p['patience']} checks in a row bring no gain above the trivial "
+                "answer's validation score"
                 if p.get("patience")
                 else ""
             )
