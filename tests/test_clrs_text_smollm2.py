@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from attnlimits.cli import app
 
-# 1,171 s for the quick run (2026-11-28, AVX2 kind, niced, load 3-10), the tokenizer's 0.5 s
+# 643 s for the quick run (2026-11-28, AVX2 kind, not niced, load 2-4), the tokenizer's 0.5 s
 pytestmark = [pytest.mark.real_model, pytest.mark.slow]
 
 

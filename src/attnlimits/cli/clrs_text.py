@@ -83,7 +83,8 @@ def command(_run: Callable[..., Any]) -> Callable[..., None]:
         patience: Annotated[
             int | None,
             typer.Option(
-                help="Stop a model after this many validation checks without gain (0: off)."
+                help="Stop a model after this many validation checks without gain, once above "
+                "the trivial answer's validation score (0: off)."
             ),
         ] = None,
         dtype: Annotated[

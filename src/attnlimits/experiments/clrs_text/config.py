@@ -73,7 +73,8 @@ class Config:
     - ``lrs``: the learning-rate grid; each arm takes the one whose seed-0 model scores best on
       the validation split. ``steps`` is a cap: a model stops once its validation exact match
       reaches ``stop_at`` (checked every ``eval_every`` steps), or, with ``patience`` ≥ 1,
-      once its score has not improved over its last ``patience`` checks.
+      once its score has not improved over its last ``patience`` checks while above the
+      trivial answer's validation score (:func:`.compute.trivial_validation_score`).
     - ``positions``: the tiny model's positional encoding, the same in every arm.
     - ``dataset``: a Parquet file of :func:`.data.build_dataset` (e.g. the tests' fixture);
       None generates (or reuses from the cache) the one the settings describe.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import math
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,13 +40,13 @@ __all__ = [
     "greedy_answers",
     "make_batch",
     "step_gradients",
+    "teacher_forced_correct",
     "train_model",
 ]
 
 PAD = 0
 VOCAB = 128  # ASCII
 _STOP = "\n\n"  # every CLRS-Text answer ends so
-_NEWLINE = 10
 
 
 @dataclass(frozen=True)
@@ -237,6 +238,7 @@ def train_model(
     check_every: int = 500,
     stop_at: float = 1.0,
     patience: int = 0,
+    floor: float = -math.inf,
     micro: int = MICRO_BATCHES,
 ) -> TrainResult:
     """AdamW with linear warm-up (5 %) and cosine decay over ``steps``; each batch draws
@@ -245,6 +247,9 @@ def train_model(
     (:data:`Check`); training stops once the worst part reaches ``stop_at``, or (``patience``
     ≥ 1) once the best score is older than the last ``patience`` checks (no gain over them:
     converged), and the model returned is the one of the best score (``steps`` is a cap).
+    The convergence stop waits while the latest score is at or below ``floor`` (ours, issue
+    57's probe 3: the trivial answer's score on validation), so a model on the trivial
+    answer's plateau is not taken for converged.
 
     A step's examples are sorted by length and run as ``micro`` micro-batches, each padded to
     its own longest text (:func:`step_gradients`): the gradient is the whole batch's, the mean
@@ -299,7 +304,7 @@ def train_model(
             if worst >= stop_at:
                 stopped = "target"
                 break
-            if patience and len(checks) - 1 - best_at >= patience:
+            if patience and score > floor and len(checks) - 1 - best_at >= patience:
                 stopped = "converged"
                 break
     elapsed = time.perf_counter() - start - checking
@@ -327,7 +332,9 @@ def greedy_answers(
     question); a row's text is cut at its own count, so it does not depend on which questions
     share its batch. Questions of equal byte length are decoded together (no padding, so no
     mask), with the model's key-value cache, for the most tokens any row of the batch may
-    make; with byte tokens a batch stops once every row has made its blank line.
+    make; a batch stops once every row has made its blank line (in one token, or across two:
+    one ending and the next starting with a newline, whatever the tokenizer) or its budget.
+    Stopping early changes no answer: each is cut after its first blank line anyway.
     """
     ids = tokenizer.encode(questions)
     budget = [max_new] * len(ids) if isinstance(max_new, int) else list(max_new)
@@ -335,30 +342,89 @@ def greedy_answers(
         raise ValueError(
             f"max_new must be ≥ 1, one for all or one per question ({len(ids)}), got {max_new!r}"
         )
-    bytewise = isinstance(tokenizer, ByteTokenizer)
     out: list[str] = [""] * len(ids)
     by_length: dict[int, list[int]] = {}
     for i, q in enumerate(ids):
         by_length.setdefault(len(q), []).append(i)
     model.eval()
+    marks: list[Tensor] = []
     for rows_all in by_length.values():
         for s in range(0, len(rows_all), batch):
             rows = rows_all[s : s + batch]
             x = torch.tensor([ids[r] for r in rows], device=device)
             res = model(input_ids=x, use_cache=True)
             past, nxt = res.cache, res.logits[:, -1].argmax(-1)
+            if not marks:
+                marks = [m.to(device) for m in _stop_marks(tokenizer, res.logits.shape[-1])]
+            inside, ends, starts = marks
+            own = torch.tensor([budget[r] for r in rows], device=device)
             made = [nxt]
-            ended = torch.zeros_like(nxt, dtype=torch.bool)  # a blank line made: the answer's end
-            for _ in range(max(budget[r] for r in rows) - 1):
+            ended = inside[nxt]  # a blank line made: the answer's end
+            for k in range(1, int(own.max())):
+                if bool((ended | (own <= k)).all()):  # every row at its end or its budget
+                    break
                 res = model(input_ids=nxt[:, None], cache=past, use_cache=True)
                 past, prev, nxt = res.cache, nxt, res.logits[:, -1].argmax(-1)
                 made.append(nxt)
-                ended |= (prev == _NEWLINE) & (nxt == _NEWLINE)
-                if bytewise and bool(ended.all()):  # a subword tokenizer spells it otherwise
-                    break
+                ended |= inside[nxt] | (ends[prev] & starts[nxt])
             gen = torch.stack(made, 1).tolist()
             for r, toks in zip(rows, gen, strict=True):
                 text = tokenizer.decode(toks[: budget[r]])
                 cut = text.find(_STOP)
                 out[r] = text if cut < 0 else text[: cut + len(_STOP)]
+    return out
+
+
+_MARKS: weakref.WeakKeyDictionary[object, tuple[Tensor, Tensor, Tensor]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _stop_marks(
+    tokenizer: ByteTokenizer | HFTokenizer, vocab: int
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Per token id below ``vocab``: (its text holds a blank line, ends with a newline, starts
+    with one), so that decoding sees the answer's end however the tokenizer spells it (bytes:
+    two newline tokens; SmolLM2: one ``\\n\\n`` token, or a newline ending one token and
+    starting the next). Kept per tokenizer: a pretrained vocabulary is decoded once."""
+    kept = _MARKS.get(tokenizer)
+    if kept is not None and len(kept[0]) == vocab:
+        return kept
+    texts = [tokenizer.decode([i]) for i in range(vocab)]
+    marks = (
+        torch.tensor([_STOP in t for t in texts]),
+        torch.tensor([t.endswith("\n") for t in texts]),
+        torch.tensor([t.startswith("\n") for t in texts]),
+    )
+    _MARKS[tokenizer] = marks
+    return marks
+
+
+@torch.no_grad()
+def teacher_forced_correct(
+    model: nn.Module,
+    questions: list[list[int]],
+    answers: list[list[int]],
+    *,
+    batch: int = 64,
+    device: str = "cpu",
+) -> list[bool]:
+    """Per question, whether every answer token is the model's most likely next token given the
+    question and the right answer before it: one forward pass per batch, no decoding.
+
+    This is greedy decoding's exact match (ties of the argmax and float rounding between a
+    padded batch and cached decoding aside): a greedy answer equals the right one exactly when
+    each of its tokens is the argmax after the right prefix. Texts are sorted by length and
+    right-padded per batch (a pad only follows the tokens that matter, under the causal mask)."""
+    model.eval()
+    order = sorted(range(len(questions)), key=lambda i: len(questions[i]) + len(answers[i]))
+    out = [False] * len(questions)
+    for s in range(0, len(order), batch):
+        part = order[s : s + batch]
+        ids, labels = make_batch([questions[i] for i in part], [answers[i] for i in part])
+        guess = model(input_ids=ids.to(device)).logits[:, :-1].argmax(-1).cpu()
+        target = labels[:, 1:]
+        right = ((guess == target) | (target == -100)).all(dim=1)
+        for i, ok in zip(part, right.tolist(), strict=True):
+            out[i] = bool(ok)
     return out

@@ -53,7 +53,10 @@ def _test_lengths(p: Params) -> str:
 def _training(p: Params) -> str:
     lrs = ", ".join(f"{v:g}" for v in p.get("lrs", ()))
     patience = (
-        f" or once {p['patience']} checks in a row bring no gain" if p.get("patience") else ""
+        f" or once {p['patience']} checks in a row bring no gain above the trivial answer's "
+        "validation score"
+        if p.get("patience")
+        else ""
     )
     return (
         f"at most {p['steps']:,} steps, batch {p['batch']} (run as micro-batches by length: "
