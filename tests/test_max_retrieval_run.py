@@ -43,7 +43,14 @@ def test_run_max_retrieval_returns_every_table(tmp_path) -> None:  # type: ignor
     assert set(acc["norm"]) == {"softmax", "adaptive"} and set(acc["seed"]) == {0, 1}
     assert list(out["paired"]["model"]) == ["softmax", "adaptive", P_TTEST_ROW, P_BOOT_ROW]
     assert list(out["paired"].columns) == ["model", "4 (ID)", "8"]
-    assert set(out) == {"accuracy", "summary", "paired", "training_log", "attention_profile"}
+    assert set(out) == {
+        "accuracy",
+        "summary",
+        "paired",
+        "training_log",
+        "attention_profile",
+        "set_attention",
+    }
     assert "max_retrieval.train_eval" in store.meta["wall_time_s"]
     assert len(list((tmp_path / "checkpoints").glob("*.pt"))) == 1  # both seeds, one model
     # a rerun loads checkpoints and parts and gives the same table

@@ -39,6 +39,7 @@ from attnlimits.experiments.report import (
     refill,
     save_tables,
 )
+from attnlimits.experiments.rule_tables import rules_table, thresholds_table
 from attnlimits.experiments.softmax_not_enough import rules
 from attnlimits.experiments.softmax_not_enough.claims import held_out_refits, size_table
 from attnlimits.experiments.softmax_not_enough.config import Config
@@ -181,35 +182,13 @@ save, load = save_tables, load_tables
 
 
 def _rules() -> str:
-    """Every rule as the claims table prints it, formatted from its thresholds."""
-    table = pd.DataFrame(
-        {
-            "rule": [f"`{rule.name}`" for rule in rules.RULES],
-            "as the claims table prints it": [rule.text() for rule in rules.RULES],
-            "thresholds": [
-                ", ".join(t.name for t in rule.thresholds) or "—" for rule in rules.RULES
-            ],
-        }
-    )
-    return markdown_table(table)
+    """Every rule as the claims table prints it, formatted from its thresholds (never retyped)."""
+    return rules_table(rules.RULES)
 
 
 def _thresholds() -> str:
     """Every threshold once: its value, provenance, reason and the rules that use it."""
-    limits = rules.THRESHOLDS.values()
-    table = pd.DataFrame(
-        {
-            "threshold": [f"`{t.name}`" for t in limits],
-            "value": [str(t) for t in limits],
-            "provenance": [t.provenance for t in limits],
-            "why": [t.reason or "the paper's number" for t in limits],
-            "used by": [
-                ", ".join(f"`{rule.name}`" for rule in rules.RULES if t in rule.thresholds)
-                for t in limits
-            ],
-        }
-    )
-    return markdown_table(table)
+    return thresholds_table(rules.THRESHOLDS, rules.RULES)
 
 
 def _run_line(run: pd.DataFrame, what: str) -> str:
