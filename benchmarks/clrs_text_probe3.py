@@ -101,16 +101,23 @@ from attnlimits.experiments.clrs_text.model import (
     train_model,
 )
 
-#: candidate -> (layers, width, batch); PROBE3_CANDIDATES=b32 runs that one alone (the
-#: amendment below)
-CANDIDATES = {
-    c: v
-    for c, v in {"b32": (2, 64, 32), "b64": (2, 64, 64)}.items()
-    if c in os.environ.get("PROBE3_CANDIDATES", "b32,b64").split(",")
+LR = 3e-3
+#: every candidate any probe of this family names -> (layers, width, batch, learning rate);
+#: probe 3's are b32 and b64, probe 4's (benchmarks/clrs_text_probe4.py) lr1e-3 and lr5e-4
+ALL_CANDIDATES = {
+    "b32": (2, 64, 32, LR),
+    "b64": (2, 64, 64, LR),
+    "lr1e-3": (2, 64, 32, 1e-3),
+    "lr5e-4": (2, 64, 32, 5e-4),
 }
+#: the candidates of this run; PROBE3_CANDIDATES=b32 runs that one alone (the amendment below)
+CANDIDATES = {
+    c: ALL_CANDIDATES[c] for c in os.environ.get("PROBE3_CANDIDATES", "b32,b64").split(",")
+}
+#: the tables' file prefix (probe 4 writes probe4_*.csv)
+NAME = os.environ.get("PROBE_NAME", "probe3")
 ARMS = ("softmax", "adaptive")
 SEEDS = (0, 1, 2)
-LR = 3e-3
 PATIENCE = 4
 MICRO = 2
 #: the cap; PROBE3_STEPS=20 smoke-tests the script (not the probe)
@@ -125,7 +132,7 @@ Unit = tuple[str, str, int]  # (candidate, arm, seed)
 
 def config(candidate: str) -> Config:
     """The rule's task and data (the candidates share them)."""
-    layers, width, batch = CANDIDATES[candidate]
+    layers, width, batch, lr = CANDIDATES[candidate]
     return Config(
         algorithms=("minimum",),
         train_lengths=(4, 5, 6, 8, 10),
@@ -135,7 +142,7 @@ def config(candidate: str) -> Config:
         test_samples=100,
         seeds=len(SEEDS),
         steps=STEPS,
-        lrs=(LR,),
+        lrs=(lr,),
         eval_every=EVAL_EVERY,
         patience=PATIENCE,
         positions="none",
@@ -200,7 +207,7 @@ def unit(
         train["algorithm"].to_numpy(),
         steps=cfg.steps,
         batch=cfg.batch,
-        lr=LR,
+        lr=cfg.lrs[0],
         seed=seed,
         check=check,
         check_every=cfg.eval_every,
@@ -213,7 +220,7 @@ def unit(
     decoded = _answer(cfg, result.model, tok, val)
     val_decoded = float(decoded.groupby("algorithm")["correct"].mean().min())
     cols = ["algorithm", "length", "regime", "in_distribution", "question", "answer"]
-    answers = _answer(cfg, result.model, tok, test[cols]).assign(arm=arm, lr=LR, seed=seed)
+    answers = _answer(cfg, result.model, tok, test[cols]).assign(arm=arm, lr=cfg.lrs[0], seed=seed)
     cpu = time.process_time() - cpu
     steps, losses = zip(*result.losses, strict=True)
     validation = pd.concat(
@@ -290,7 +297,8 @@ def main() -> None:
     start_by = _at(sys.argv[2] if len(sys.argv) > 2 else "13:25")
     end = _at(sys.argv[3] if len(sys.argv) > 3 else "14:00")
     work.mkdir(parents=True, exist_ok=True)
-    load_dataset(config("b32"))  # the dataset once, in this process, before the workers
+    # the dataset once, in this process, before the workers
+    load_dataset(config(next(iter(CANDIDATES))))
     start = time.perf_counter()
     done: dict[Unit, tuple[pd.DataFrame, ...]] = {}
     pending: list[Unit] = [(c, a, 0) for c in CANDIDATES for a in ARMS]
@@ -373,11 +381,11 @@ def unit_table(done: dict[Unit, tuple[pd.DataFrame, ...]]) -> pd.DataFrame:
 def write(done: dict[Unit, tuple[pd.DataFrame, ...]], wall: float) -> None:
     """The probe's tables, the choice and the gate printed."""
     units = unit_table(done)
-    units.to_csv(OUT / "probe3_units.csv", index=False)
+    units.to_csv(OUT / f"{NAME}_units.csv", index=False)
     val = pd.concat([t[2] for t in done.values()], ignore_index=True)
     val[["candidate", "arm", "seed", "step", "algorithm", "accuracy"]].sort_values(
         ["candidate", "arm", "seed", "step"]
-    ).to_csv(OUT / "probe3_validation.csv", index=False)
+    ).to_csv(OUT / f"{NAME}_validation.csv", index=False)
     answers = pd.concat([t[0] for t in done.values()], ignore_index=True)
     tests, paired = [], []
     for c, a in answers.groupby("candidate"):
@@ -391,12 +399,12 @@ def write(done: dict[Unit, tuple[pd.DataFrame, ...]], wall: float) -> None:
     test = pd.concat(tests, ignore_index=True)
     cols = ["candidate", "arm", "algorithm", "length", "regime", "seeds", "accuracy"]
     cols += ["ci_seeds_low", "ci_seeds_high", "result_accuracy", "baseline", "baseline_result"]
-    test[cols].round(3).to_csv(OUT / "probe3_test.csv", index=False)
+    test[cols].round(3).to_csv(OUT / f"{NAME}_test.csv", index=False)
     if paired:
         keep = ["candidate", "algorithm", "regime", "scope", "lengths", "seeds", "accuracy"]
         keep += ["baseline_accuracy", "difference", "ci_low", "ci_high", "testable", "why"]
         pd.concat(paired, ignore_index=True)[keep].round(3).to_csv(
-            OUT / "probe3_paired.csv", index=False
+            OUT / f"{NAME}_paired.csv", index=False
         )
     print(f"\nwall {wall:.1f} min\n{units.to_string(index=False)}")
     for c in CANDIDATES:
