@@ -1,6 +1,7 @@
 """compare's rules on the engine: known answers for every outcome of each comparison (on both
-sides of SIGNIFICANT and MARGIN), every threshold named once with its provenance, and a moved
-threshold that changes a verdict and the text the report prints."""
+sides of the interval's end and of MARGIN; the interval is the statistics module's), every
+threshold named once with its provenance, and a moved threshold that changes a verdict and the
+text the report prints."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from scipy import stats
 
 from attnlimits.claims import (
     BETTER,
@@ -24,22 +26,25 @@ from attnlimits.claims import (
     REPRODUCED,
     WORSE,
     Threshold,
+    statistics,
 )
 from attnlimits.experiments.compare import doc, rules
 from attnlimits.experiments.compare.claims import claims, effects, sections
 from attnlimits.experiments.report import block, fill
 
 E9 = 1e-9
+#: the standard error at which 0.1's 95 % normal interval ends on 0
+Z_EDGE = 0.1 / stats.norm.ppf(0.975)
 
 
 @pytest.mark.parametrize(
     ("delta_nll", "se", "want"),
     [
-        (-0.1, 0.01, BETTER),  # perplexity −9.5 %, far beyond 2 SE
+        (-0.1, 0.01, BETTER),  # perplexity −9.5 %, far beyond 1.96 SE
         (0.1, 0.01, WORSE),
-        (-0.1, 0.05 - E9, BETTER),  # just inside 2 SE of 0 …
-        (-0.1, 0.05, INCONCLUSIVE),  # … and on it: the interval reaches 0
-        (0.1, 0.05 + E9, INCONCLUSIVE),
+        (-0.1, Z_EDGE - E9, BETTER),  # the interval's end just short of 0 …
+        (-0.1, Z_EDGE + E9, INCONCLUSIVE),  # … and just past it
+        (0.1, Z_EDGE + E9, INCONCLUSIVE),
         (0.001, 0.001, EQUIVALENT),  # interval inside ±0.5 %
         (0.0, 0.0, EQUIVALENT),  # one value, no change (logn within the context)
         (0.01, 0.01, INCONCLUSIVE),  # straddles 0 and reaches past the margin
@@ -58,9 +63,9 @@ def test_perplexity_outcome_known_answers(delta_nll, se, want) -> None:
     [
         (0.2, 0.05, BETTER),
         (-0.2, 0.05, WORSE),
-        (0.1, 0.05 - E9, BETTER),
-        (0.1, 0.05, INCONCLUSIVE),  # the interval's low end on 0
-        (-0.1, 0.05, INCONCLUSIVE),
+        (0.1, Z_EDGE - E9, BETTER),
+        (0.1, Z_EDGE + E9, INCONCLUSIVE),  # the interval's low end past 0
+        (-0.1, Z_EDGE + E9, INCONCLUSIVE),
         (0.0, 0.0, INCONCLUSIVE),  # no margin for accuracy: never equivalent
         (math.nan, 0.1, INCONCLUSIVE),
     ],
@@ -81,6 +86,7 @@ def test_the_outcomes_are_the_engines_words() -> None:
 def test_every_threshold_is_named_once_with_its_provenance_and_reason() -> None:
     declared = {v.name: v for v in vars(rules).values() if isinstance(v, Threshold)}
     assert declared == rules.THRESHOLDS
+    assert set(rules.READ_BY) <= set(rules.THRESHOLDS)
     for t in rules.THRESHOLDS.values():
         assert t.provenance in PROVENANCES and (t.reason or t.provenance == PAPER)
 
@@ -140,11 +146,35 @@ def test_a_moved_threshold_changes_the_verdict_and_the_printed_rule(monkeypatch)
     assert "±5.0%" in "\n".join(sections({"summary": _summary()}, META))
 
 
-def test_a_moved_significance_factor_changes_the_outcome_and_its_text(monkeypatch) -> None:
-    assert rules.retrieval_outcome(0.1, 0.04) == BETTER and "± 2 standard" in rules.effects_text()
-    monkeypatch.setattr(rules, "SIGNIFICANT", replace(rules.SIGNIFICANT, value=3.0))
+def test_a_moved_level_changes_the_outcome_and_its_text(monkeypatch) -> None:
+    """0.1 ± z·0.04: above 0 at 95 % (z 1.96), reaching past it at 99 % (z 2.58)."""
+    assert rules.retrieval_outcome(0.1, 0.04) == BETTER and "95% interval" in rules.effects_text()
+    monkeypatch.setattr(rules, "LEVEL", replace(rules.LEVEL, value=0.99))
     assert rules.retrieval_outcome(0.1, 0.04) == INCONCLUSIVE
-    assert "± 3 standard" in rules.effects_text()
+    assert "99% interval" in rules.effects_text()
+
+
+@pytest.mark.parametrize(("df", "want"), [(math.inf, BETTER), (30, BETTER), (2, INCONCLUSIVE)])
+def test_the_perplexity_interval_is_t_on_the_sequences(df, want) -> None:
+    """−0.1 with SE 0.03: ±0.059 (normal), ±0.061 (t on 30), ±0.129 (t on 2: 3 sequences)."""
+    assert rules.perplexity_outcome(-0.1, 0.03, df) == want
+
+
+def test_the_interval_is_the_statistics_modules() -> None:
+    got = rules.significance(0.3, 0.1, 4)
+    want = statistics.difference_interval(0.3, 0.1, 4)
+    assert got == pytest.approx((float(want.low), float(want.high)), abs=0)
+    assert got[1] - 0.3 == pytest.approx(0.1 * stats.t.ppf(0.975, 4))
+
+
+def test_a_few_sequences_widen_the_summarys_interval() -> None:
+    """The summary's sequences set the degrees of freedom: topk's 3 % fall with a per-sequence
+    SD of 0.02 is better over 4 sequences (t on 3: ±0.032 > 0.030: inconclusive) only with
+    more of them (t on 29 over 30)."""
+    few = effects(_summary(sd=0.02, sequences=4))
+    many = effects(_summary(sd=0.02 * math.sqrt(30 / 4), sequences=30))
+    assert set(few["ppl_effect"]) == {INCONCLUSIVE}
+    assert set(many["ppl_effect"]) == {BETTER}
 
 
 def test_one_sequence_is_not_testable_with_its_reason_in_the_report() -> None:

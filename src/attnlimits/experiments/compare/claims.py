@@ -88,7 +88,8 @@ def effects(summary: pd.DataFrame) -> pd.DataFrame:
     base = summary[summary["normalizer"] == BASELINE].set_index("length")
     se = df["delta_nll_sd"] / np.sqrt(df["sequences"])  # NaN with one sequence: not testable
     df["ppl_effect"] = [
-        rules.perplexity_outcome(d, s) for d, s in zip(df["delta_nll"], se, strict=True)
+        rules.perplexity_outcome(d, s, n - 1)
+        for d, s, n in zip(df["delta_nll"], se, df["sequences"], strict=True)
     ]
     acc0, se0 = (df["length"].map(base[c]) for c in ("accuracy", "accuracy_se"))
     gap = df["accuracy"] - acc0

@@ -3,9 +3,10 @@
 verdict rules of the papers' statements built on it.
 
 **Outcomes** (:mod:`attnlimits.claims.comparisons`' vocabulary, the normaliser's point of
-view). Per normaliser and length, each measure's difference from softmax gets an interval of
-±:data:`SIGNIFICANT` standard errors (:func:`significance`, the one place that test is
-computed):
+view). Per normaliser and length, each measure's difference from softmax gets a
+:data:`LEVEL` interval from :func:`attnlimits.claims.statistics.difference_interval`
+(:func:`significance`, the one place the comparison calls it): t on sequences − 1 degrees of
+freedom for the paired perplexity change, normal for the accuracy difference:
 
 - *perplexity* (:func:`perplexity_outcome`, the paired change over the same sequences, on the
   perplexity scale, a fall is better): the interval inside ±:data:`MARGIN` is *equivalent*; the
@@ -52,16 +53,17 @@ from attnlimits.claims import (
     Threshold,
     by_interval,
     finite,
+    statistics,
 )
 
 __all__ = [
     "CONSTANT",
+    "LEVEL",
     "MARGIN",
     "MUCH_LONGER",
     "ONE_SEQUENCE",
     "READ_BY",
     "RULES",
-    "SIGNIFICANT",
     "THRESHOLDS",
     "effects_text",
     "more_performant",
@@ -74,13 +76,16 @@ __all__ = [
 ]
 
 # ---- the thresholds, each once -----------------------------------------------------------------
-#: the half-width of the interval of a difference, in standard errors
-SIGNIFICANT = Threshold(
-    "SIGNIFICANT",
-    2.0,
+#: the two-sided level of the interval of a difference
+LEVEL = Threshold(
+    "LEVEL",
+    statistics.LEVEL,
     OURS,
-    "'beyond 2 standard errors': about a two-sided 5 % test under a normal approximation; "
-    "written with compare's first version (2026-11-24, the day of its first run)",
+    "the level of every experiment's interval (attnlimits.claims.statistics); since 2026-11-28 "
+    "(issue 55: no experiment keeps its own test) in place of compare's first rule, ± 2 "
+    "standard errors, written with its first version (2026-11-24); compare has no committed "
+    "run that the change could move",
+    ".0%",
 )
 #: a perplexity change within ± this is no effect
 MARGIN = Threshold(
@@ -115,20 +120,23 @@ ONE_SEQUENCE = "one sequence, no standard error"
 # ---- the outcomes ------------------------------------------------------------------------------
 
 
-def significance(difference: float, se: float) -> tuple[float, float]:
-    """The interval ``difference ± SIGNIFICANT · se`` the outcomes are read from (NaN ends
-    with a NaN standard error): the one place the comparison's test is computed."""
-    half = SIGNIFICANT.value * se
-    return difference - half, difference + half
+def significance(difference: float, se: float, df: float = math.inf) -> tuple[float, float]:
+    """The :data:`LEVEL` interval of ``difference`` with standard error ``se`` on ``df``
+    degrees of freedom (``inf``: normal), by
+    :func:`attnlimits.claims.statistics.difference_interval` (NaN ends with a NaN standard
+    error): the one place the comparison's test is computed."""
+    found = statistics.difference_interval(difference, se, df, LEVEL.value)
+    return float(found.low), float(found.high)
 
 
-def perplexity_outcome(delta_nll: float, se: float) -> str:
+def perplexity_outcome(delta_nll: float, se: float, df: float = math.inf) -> str:
     """The outcome of a paired mean change ``delta_nll`` of the mean NLL per token (normaliser
-    − softmax, same sequences) with standard error ``se`` (module docstring): on the perplexity
-    scale, the change is ``expm1(delta_nll)`` and its interval ``expm1`` of the NLL's."""
-    if not finite(se) or not finite(delta_nll):
+    − softmax, same sequences) with standard error ``se`` on ``df`` degrees of freedom (the
+    sequences − 1; module docstring): on the perplexity scale, the change is
+    ``expm1(delta_nll)`` and its interval ``expm1`` of the NLL's."""
+    if not finite(se) or not finite(delta_nll) or not df > 0:
         return NOT_TESTABLE
-    low, high = significance(delta_nll, se)
+    low, high = significance(delta_nll, se, df)
     gain_low, gain_high = -math.expm1(high), -math.expm1(low)  # a fall in perplexity: a gain
     found = by_interval(gain_low, gain_high, MARGIN.value)
     if found in (BETTER, WORSE) and abs(math.expm1(delta_nll)) <= MARGIN.value:
@@ -145,11 +153,11 @@ def retrieval_outcome(gap: float, se: float) -> str:
 def effects_text() -> str:
     """The outcome rules as the report and the docs print them."""
     return (
-        f"perplexity (the paired change; a fall is {BETTER}): its interval of ± {SIGNIFICANT:g} "
-        f"standard errors of the per-sequence changes inside ±{MARGIN}: {EQUIVALENT}; wholly on "
+        f"perplexity (the paired change; a fall is {BETTER}): its {LEVEL} interval (t on the "
+        f"sequences − 1 degrees of freedom) inside ±{MARGIN}: {EQUIVALENT}; wholly on "
         f"one side of 0 with the change beyond ±{MARGIN}: {BETTER} or {WORSE}; else "
         f"{INCONCLUSIVE}; {ONE_SEQUENCE}: {NOT_TESTABLE}. Retrieval (the accuracy difference): "
-        f"its interval of ± {SIGNIFICANT:g} standard errors of the difference above 0: {BETTER}; "
+        f"its {LEVEL} interval (normal) above 0: {BETTER}; "
         f"below 0: {WORSE}; else {INCONCLUSIVE}"
     )
 
@@ -238,13 +246,11 @@ preferred = Rule(
 
 #: What reads a threshold besides the rules (the docs' thresholds table).
 READ_BY = {
-    "SIGNIFICANT": "`perplexity_outcome`, `retrieval_outcome`",
+    "LEVEL": "`perplexity_outcome`, `retrieval_outcome` (via `significance`)",
     "MARGIN": "`perplexity_outcome`",
     "MUCH_LONGER": "the L it judges (`claims`)",
 }
 #: Every rule, in the order the statements use them.
 RULES = (more_performant, sharper, roughly_constant, preferred)
 #: Every threshold, by name: those the rules read, then the outcomes' (effects_text).
-THRESHOLDS = {
-    t.name: t for t in (*(t for rule in RULES for t in rule.thresholds), SIGNIFICANT, MARGIN)
-}
+THRESHOLDS = {t.name: t for t in (*(t for rule in RULES for t in rule.thresholds), LEVEL, MARGIN)}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from attnlimits.claims import BETTER, WORSE
 from attnlimits.claims.verdicts import HEADLINE, SUPPORTING, Statement
-from attnlimits.experiments.compare.rules import CONSTANT, MUCH_LONGER, SIGNIFICANT
+from attnlimits.experiments.compare.rules import CONSTANT, LEVEL, MUCH_LONGER
 
 __all__ = ["ADAPTIVE", "ADAPTIVE_SHARPER", "ALL", "COVERS", "LENGTH_AWARE", "TOPK"]
 
@@ -25,8 +25,8 @@ ADAPTIVE = Statement(
     "applying adaptive temperature leads to a more performant retrieval head on larger inputs",
     _LARGER + "the retrieval probe's accuracy against softmax's at each, swapped into every head "
     "of a pretrained LM (ours; paper B: one trained head on max retrieval); "
-    f"{BETTER}: the difference's interval of ± {SIGNIFICANT:g} standard errors above 0 (paper "
-    "B: a paired test, its name lost in our copy)",
+    f"{BETTER}: the difference's {LEVEL} interval (normal, from both arms' standard errors) above "
+    "0 (paper B: a paired test, its name lost in our copy)",
 )
 ADAPTIVE_SHARPER = Statement(
     "its heads are sharper on larger inputs (paper B, Fig. 7)",
