@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
 import torch
 
-from attnlimits.experiments.clrs_text.model import greedy_answers
+from attnlimits.experiments.clrs_text.model import ModelSize, build_model, greedy_answers
 
 #: a subword vocabulary: the blank line as one token (4) or across two (2 then 3)
 _VOCAB = ["?", "x", "y\n", "\nz", "\n\n", "a", "q", "b"]
@@ -73,3 +74,23 @@ def test_without_an_end_decoding_runs_to_the_budget():
         assert model.calls == 6
     finally:
         del _SCRIPT[9]
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "attnlimits_adaptive"])
+@pytest.mark.parametrize("positions", ["rope", "none"])
+def test_left_padded_batches_give_each_rows_own_answer(attention, positions):
+    """Questions of different lengths in one left-padded batch (mask and positions from each
+    row's first real token) decode to what each gets alone, with RoPE and without, for softmax
+    and adaptive temperature; every row gets its own budget."""
+    model, tok = build_model(ModelSize(2, 32, 4, 64, 128, positions), attention, seed=3)
+    torch.manual_seed(0)
+    with torch.no_grad():  # large random weights: answers that depend on every token and place
+        for p in model.parameters():
+            p.normal_(0.0, 0.5)
+    questions = ["3 1 2:", "[0.5 0.25]", "ab", "minimum: key: [9 8 7 6 5]"]
+    budgets = [9, 14, 5, 12]
+    alone = [greedy_answers(model, tok, [q], b)[0] for q, b in zip(questions, budgets, strict=True)]
+    together = greedy_answers(model, tok, questions, budgets, padded=True)
+    assert together == alone
+    assert [len(a) for a in alone] == budgets  # no blank line made: every budget used
+    assert len({a[1:] for a in alone}) == len(alone)  # and the answers differ

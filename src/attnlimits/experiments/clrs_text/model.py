@@ -325,16 +325,26 @@ def greedy_answers(
     *,
     batch: int = 64,
     device: str = "cpu",
+    padded: bool | None = None,
 ) -> list[str]:
     """Greedy continuations of ``questions``, cut after the first blank line (the answer's end).
 
     ``max_new``: the most tokens made for each question (one number for all, or one per
     question); a row's text is cut at its own count, so it does not depend on which questions
-    share its batch. Questions of equal byte length are decoded together (no padding, so no
-    mask), with the model's key-value cache, for the most tokens any row of the batch may
-    make; a batch stops once every row has made its blank line (in one token, or across two:
-    one ending and the next starting with a newline, whatever the tokenizer) or its budget.
-    Stopping early changes no answer: each is cut after its first blank line anyway.
+    share its batch. Decoding uses the model's key-value cache, for the most tokens any row of
+    the batch may make; a batch stops once every row has made its blank line (in one token, or
+    across two: one ending and the next starting with a newline, whatever the tokenizer) or its
+    budget. Stopping early changes no answer: each is cut after its first blank line anyway.
+
+    Batches: without ``padded``, questions of equal token count are decoded together (no
+    padding, no mask): the byte model's questions of a length are equal, and its committed
+    tables were made so. With ``padded`` (default: a pretrained model's tokenizer, whose token
+    counts split a handful of questions into many small groups), up to ``batch`` questions
+    sorted by token count share a batch, padded on the left, with an attention mask and
+    positions counted from each row's first real token, so a row's answer is the one it gets
+    alone (float rounding aside; ``tests/test_clrs_text_decoding.py`` checks it, which tests
+    the mask: RoPE's scores do not change when a row's positions all shift, so the positions
+    matter only to a model with absolute ones).
     """
     ids = tokenizer.encode(questions)
     budget = [max_new] * len(ids) if isinstance(max_new, int) else list(max_new)
@@ -342,36 +352,52 @@ def greedy_answers(
         raise ValueError(
             f"max_new must be ≥ 1, one for all or one per question ({len(ids)}), got {max_new!r}"
         )
+    padded = isinstance(tokenizer, HFTokenizer) if padded is None else padded
+    groups: list[list[int]] = []
+    if padded:
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        groups = [order[s : s + batch] for s in range(0, len(order), batch)]
+    else:
+        by_length: dict[int, list[int]] = {}
+        for i, q in enumerate(ids):
+            by_length.setdefault(len(q), []).append(i)
+        for rows_all in by_length.values():
+            groups += [rows_all[s : s + batch] for s in range(0, len(rows_all), batch)]
     out: list[str] = [""] * len(ids)
-    by_length: dict[int, list[int]] = {}
-    for i, q in enumerate(ids):
-        by_length.setdefault(len(q), []).append(i)
     model.eval()
     marks: list[Tensor] = []
-    for rows_all in by_length.values():
-        for s in range(0, len(rows_all), batch):
-            rows = rows_all[s : s + batch]
-            x = torch.tensor([ids[r] for r in rows], device=device)
-            res = model(input_ids=x, use_cache=True)
-            past, nxt = res.cache, res.logits[:, -1].argmax(-1)
-            if not marks:
-                marks = [m.to(device) for m in _stop_marks(tokenizer, res.logits.shape[-1])]
-            inside, ends, starts = marks
-            own = torch.tensor([budget[r] for r in rows], device=device)
-            made = [nxt]
-            ended = inside[nxt]  # a blank line made: the answer's end
-            for k in range(1, int(own.max())):
-                if bool((ended | (own <= k)).all()):  # every row at its end or its budget
-                    break
-                res = model(input_ids=nxt[:, None], cache=past, use_cache=True)
-                past, prev, nxt = res.cache, nxt, res.logits[:, -1].argmax(-1)
-                made.append(nxt)
-                ended |= inside[nxt] | (ends[prev] & starts[nxt])
-            gen = torch.stack(made, 1).tolist()
-            for r, toks in zip(rows, gen, strict=True):
-                text = tokenizer.decode(toks[: budget[r]])
-                cut = text.find(_STOP)
-                out[r] = text if cut < 0 else text[: cut + len(_STOP)]
+    for rows in groups:
+        width = max(len(ids[r]) for r in rows)
+        x = torch.tensor([[PAD] * (width - len(ids[r])) + ids[r] for r in rows], device=device)
+        extra: dict[str, Tensor] = {}
+        if padded:
+            keep = torch.tensor(
+                [[0] * (width - len(ids[r])) + [1] * len(ids[r]) for r in rows], device=device
+            )
+            extra = {"attention_mask": keep, "position_ids": (keep.cumsum(-1) - 1).clamp(min=0)}
+        res = model(input_ids=x, use_cache=True, **extra)
+        past, nxt = res.cache, res.logits[:, -1].argmax(-1)
+        if not marks:
+            marks = [m.to(device) for m in _stop_marks(tokenizer, res.logits.shape[-1])]
+        inside, ends, starts = marks
+        own = torch.tensor([budget[r] for r in rows], device=device)
+        made = [nxt]
+        ended = inside[nxt]  # a blank line made: the answer's end
+        for k in range(1, int(own.max())):
+            if bool((ended | (own <= k)).all()):  # every row at its end or its budget
+                break
+            if padded:
+                keep = torch.cat([extra["attention_mask"], keep.new_ones(len(rows), 1)], 1)
+                extra = {"attention_mask": keep, "position_ids": extra["position_ids"][:, -1:] + 1}
+            res = model(input_ids=nxt[:, None], cache=past, use_cache=True, **extra)
+            past, prev, nxt = res.cache, nxt, res.logits[:, -1].argmax(-1)
+            made.append(nxt)
+            ended |= inside[nxt] | (ends[prev] & starts[nxt])
+        gen = torch.stack(made, 1).tolist()
+        for r, toks in zip(rows, gen, strict=True):
+            text = tokenizer.decode(toks[: budget[r]])
+            cut = text.find(_STOP)
+            out[r] = text if cut < 0 else text[: cut + len(_STOP)]
     return out
 
 
