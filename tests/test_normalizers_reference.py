@@ -100,6 +100,19 @@ def test_softmax_matches_torch(dim: int, temperature: float, gen: torch.Generato
     )
 
 
+@pytest.mark.parametrize("temperature", [1e-300, 1e39, 1e300])
+def test_softmax_with_a_temperature_outside_float32_is_float64s(temperature: float) -> None:
+    """A float32 row holding ±float32's max (their difference overflows to -inf) under a T
+    beyond float32's range is float64's answer (found by the API fuzz: -inf / inf was NaN)."""
+    big = torch.finfo(torch.float32).max
+    x = torch.tensor([[big, -big, -1.4, 0.3, 0.0], [0.5, -0.5, -1.4, 0.0, 0.8]])
+    got = nz.softmax(x, temperature=temperature)
+    assert got.dtype == torch.float32 and bool(torch.isfinite(got).all())
+    shifted = x.double() - x.double().amax(-1, keepdim=True)  # float64 holds the difference
+    want = torch.softmax(shifted / temperature, -1).float()
+    torch.testing.assert_close(got, want)
+
+
 def test_softmax_mask_matches_neg_inf_fill_in_torch(gen: torch.Generator) -> None:
     x = torch.randn(6, 6, generator=gen)
     causal = torch.ones(6, 6, dtype=torch.bool).tril()

@@ -36,9 +36,9 @@ def softmax(
     mask : Tensor of bool, optional
         Keep-mask (True = attend), broadcastable to ``scores``.
     temperature : float or Tensor
-        ``T > 0``; any positive float, also below float32's range (then computed in float64;
-        the output keeps ``scores``' dtype); or a tensor broadcastable to ``scores`` (e.g. a
-        learned temperature per head).
+        ``T > 0``; any positive float, also outside float32's range (below its smallest normal
+        or above its largest: then computed in float64, the output keeps ``scores``' dtype);
+        or a tensor broadcastable to ``scores`` (e.g. a learned temperature per head).
 
     Returns
     -------
@@ -54,8 +54,12 @@ def softmax(
     check_positive(temperature, "temperature")
     x, keep, d = prepare(scores, mask, dim)
     check_broadcasts_to(temperature, "temperature", x.shape)
-    if not isinstance(temperature, Tensor) and temperature < torch.finfo(x.dtype).tiny:
-        x = x.double()  # T below the working dtype's normal range: divide where T is exact
+    if not isinstance(temperature, Tensor) and not (
+        torch.finfo(x.dtype).tiny <= temperature <= torch.finfo(x.dtype).max
+    ):
+        # T outside the working dtype's normal range: divide where T is exact (a T that
+        # rounds to inf would turn an overflowed -inf logit difference into -inf / inf = NaN)
+        x = x.double()
     return finish(masked_softmax(x, keep, d, temperature=temperature), keep, scores)
 
 
