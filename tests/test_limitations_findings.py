@@ -135,11 +135,23 @@ def test_v_each_verdict():
     assert verdict(got, "(v.a)") == P and verdict(got, "(v) ") == P
     got = claims(tables(alg5={"slope": 0.05}), META)  # no rise
     assert verdict(got, "(v.a)") == N and verdict(got, "(v) ") == N
-    got = claims(tables(alg5={"drop": 0.5}), META)  # the 1/T trend holds, the drop is small
+    # across T ≥ 1 (reading (c), deciding): 100^0.5 = 10× from T = 1 to 100 is partly, 100^0.1
+    # = 1.6× not; the 1/T trend below 0.1 holds, so (v) stays reproduced
+    got = claims(tables(alg5={"fall": 0.5}), META)
     assert verdict(got, "(v.c)") == P and verdict(got, "(v) ") == R
+    assert "T = 1 to 100: 10× (reading (c))" in row(got, "(v.c)")["measured"]
+    got = claims(tables(alg5={"fall": 0.1}), META)
+    assert verdict(got, "(v.c)") == N and verdict(got, "(v) ") == R
+    # reading (b), from T = 0.01, is the alternative: a small drop below T = 1 moves it alone
+    got = claims(tables(alg5={"drop": 0.5}), META)
+    assert (
+        verdict(got, "(v.c)") == R
+        and "drop from T = 0.01 (b): P" in row(got, "(v.c)")["alternatives"]
+    )
     # 10× from T = 0.1 (reading (a) falls short) is 100× from T = 0.01: reading (b) holds
     got = claims(tables(alg5={"drop": 10.0}), META)
-    assert verdict(got, "(v.c)") == R and "from T = 0.1: 8×" in row(got, "(v.c)")["measured"]
+    assert "drop from T = 0.01 (b): R" in row(got, "(v.c)")["alternatives"]
+    assert "from T = 0.1: 10× (reading (a))" in row(got, "(v.c)")["measured"]
 
 
 def test_v_a_judges_each_eps_where_it_is_below_t():

@@ -96,6 +96,13 @@ def _after(name: str, value: float, reason: str, fmt: str = "g") -> Threshold:
     return Threshold(name, value, AFTER_RUNS, f"{reason} ({_ISSUE_56})", fmt)
 
 
+def _referee(name: str, value: float, reason: str, point: int, fmt: str = "g") -> Threshold:
+    """A threshold set, or applied to a new reading, after the round-3 run was public, on the
+    referee's point ``point`` (docs/referee_round3.md)."""
+    when = f"round-3 referee point {point}, after the round-3 run was public"
+    return Threshold(name, value, AFTER_RUNS, f"{reason} ({when})", fmt)
+
+
 # ---- the thresholds, each once -----------------------------------------------------------------
 ROUGHLY_LO = _ours("ROUGHLY_LO", 0.7, "'roughly linearly' as a log-log slope within 0.3 of 1")
 ROUGHLY_HI = _ours("ROUGHLY_HI", 1.3, "'roughly linearly' as a log-log slope within 0.3 of 1")
@@ -123,8 +130,10 @@ RISES = _after(
     "RISES", -0.1, "a curve rising as T falls (GROWS's mirror), not as 1/T: a new partly rung"
 )
 MIN_T = _after("MIN_T", 4, "a slope through fewer than four T in (ε, 0.1) is not judged")
-DROP_ABOUT = _ours("DROP_ABOUT", 10**1.5, "'two orders of magnitude': within half an order", ".0f")
-DROP_SOME = _ours("DROP_SOME", 10**0.5, "half an order: a drop, not of two orders", ".1f")
+DROP_ABOUT = _referee(
+    "DROP_ABOUT", 10**1.5, "'two orders of magnitude', across T ≥ 1: within half an order", 5, ".0f"
+)
+DROP_SOME = _referee("DROP_SOME", 10**0.5, "half an order: a drop, not of two orders", 5, ".1f")
 COLLAPSED = _ours("COLLAPSED", 1.1, "'collapse': the ε curves within 10 % of each other")
 ABOUT_80 = _after(
     "ABOUT_80", 0.85, "≈ 80 %: 0.80 and the rounding of ≈, up to the band's 0.85", ".2f"
@@ -180,11 +189,12 @@ saturates = Graded(
 lower_loose = Graded(
     "lower_loose", "median N_s/N − lower bound", Band(lo=LOWER_LOOSE), Band(lo=LOWER_TIGHT)
 )
-#: (v) "drop by about two orders of magnitude", counted from T = 0.01 to T = 1 (reading (b) of
-#: docs/errata.md, finding_v_two_orders: the reading under which it agrees with "follow 1/T"):
-#: the smallest factor over ε at least DROP_ABOUT (partly from DROP_SOME: a drop, not of two
-#: orders).
-drops = Graded("drops", "smallest factor over ε", Band(lo=DROP_ABOUT), Band(lo=DROP_SOME))
+#: (v) "Once T ≥ 1 all curves collapse and drop by two orders of magnitude", read across T ≥ 1,
+#: from T = 1 to the grid's largest T (reading (c) of docs/errata.md, finding_v_two_orders: what
+#: the sentence most naturally says; reading (b), from T = 0.01, is an alternative): the smallest
+#: factor over the ε below the lower T (at ε ≥ T, g ≤ √2/ε is capped, flat in T) at least
+#: DROP_ABOUT (partly from DROP_SOME: a drop, not of two orders).
+drops = Graded("drops", "smallest factor over ε < T", Band(lo=DROP_ABOUT), Band(lo=DROP_SOME))
 
 
 def _converges(ratio_lo: float, ratio_hi: float) -> str:

@@ -196,9 +196,9 @@ S: dict[str, Statement] = {
             "(v) for T < 0.1 the curves follow 1/T",
             FINDING,
             _V_LOW,
-            "the 1/T trend is the headline; 'drop by two orders of magnitude' is read from "
-            "T = 0.01, the reading under which the two sentences agree (counted from T = 0.1 "
-            "they contradict: docs/errata.md, finding_v_two_orders)",
+            "the 1/T trend is the headline; 'drop by two orders of magnitude' is read across "
+            "T ≥ 1, what the sentence most naturally says (counted from T = 0.1 it contradicts "
+            "1/T: docs/errata.md, finding_v_two_orders)",
         ),
         Statement(
             "(v.a) for T < 0.1 the curves follow 1/T",
@@ -221,10 +221,11 @@ S: dict[str, Statement] = {
             "(v.c) for T ≥ 1 they drop by about two orders of magnitude",
             SUPPORTING,
             _V_HIGH,
-            "the factor from T = 0.01 to T = 1 (reading (b) of docs/errata.md, "
-            "finding_v_two_orders, where 1/T falls 100×); beside it the factor across T ≥ 1, "
-            "from T = 1 to the largest T (reading (c), what the sentence most naturally says; "
-            "its verdict in the alternatives) and from T = 0.1 (reading (a), 1/T falls 10×)",
+            "the factor across T ≥ 1, from T = 1 to the largest T (reading (c) of "
+            "docs/errata.md, finding_v_two_orders: what the sentence most naturally says); "
+            "beside it the factor from T = 0.01 to T = 1 (reading (b), where 1/T falls 100×; "
+            "its verdict in the alternatives) and from T = 0.1 (reading (a), 1/T falls 10×); "
+            "each the smallest over the ε below the lower T (at ε ≥ T, g ≤ √2/ε is capped)",
         ),
         Statement(
             "(v.d) for T ≥ 1 the curves collapse",
