@@ -104,6 +104,7 @@ def alg5_table(
     order_above: bool = False,
     order: float = -0.1,
     fall: float = 1.0,
+    eps: tuple[float, ...] = (1e-3, 0.1, 10.0),
 ):
     """g(T, ε) = k_ε·SCALE·(T/0.1)^slope below T = 0.1 (k_ε = 1 + order·i: smaller ε larger
     for order < 0), flat from T = 0.002 down (it saturates in the lowest decade), equal curves
@@ -114,7 +115,7 @@ def alg5_table(
     rows = []
     for r in _heads().itertuples():
         for t in TEMPS:
-            for i, eps in enumerate((1e-3, 0.1, 10.0)):
+            for i, e in enumerate(eps):
                 k = 1.0 + order * i
                 if t <= 0.1:
                     g = k * SCALE * (max(t, 2e-3) / 0.1) ** slope
@@ -122,7 +123,7 @@ def alg5_table(
                     base = SCALE / drop * (1.0 / t) ** (1 if t <= 1 else fall)
                     g = base * (1 + 0.01 * i if order_above else 1)
                 g *= 1 + 0.01 * r.head
-                rows.append(dict(r._asdict(), T=t, eps=eps, sensitivity=g,
+                rows.append(dict(r._asdict(), T=t, eps=e, sensitivity=g,
                                  sensitivity_row_max=1.5 * g, jacobian_norm=0.1 / t,
                                  jacobian_norm_max=min(0.2 / t, 1.0)))  # fmt: skip
     return pd.DataFrame(rows).drop(columns="Index")

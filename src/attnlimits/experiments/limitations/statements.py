@@ -215,7 +215,9 @@ S: dict[str, Statement] = {
             SUPPORTING,
             "smaller ε values yield larger gradients because the sharpest logits dominate the "
             "variation",
-            "at each T < 0.1, the curves ordered by ε",
+            "at each T < 0.1, the curves of the ε below T ordered by ε (at ε ≥ T the cap "
+            "g ≤ √2/ε orders them by arithmetic); not testable where no T < 0.1 has two ε below "
+            "it",
         ),
         Statement(
             "(v.c) for T ≥ 1 they drop by about two orders of magnitude",
