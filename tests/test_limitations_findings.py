@@ -237,6 +237,19 @@ def test_i_and_ii_each_verdict_and_the_form_of_e():
     assert row(none, "(ii) ")["e_form"] == "exact"
 
 
+def test_ii_converge_has_a_partly_rung_for_a_ratio_moving_towards_one():
+    """(ii.c): E / d̃ wholly outside 1 ± CONVERGED at N = 100 but rising towards 1 at every N
+    of the grid (SmolLM2's values: 0.014 → 0.215) is partly (round-3 referee, point 6); one
+    that does not move towards 1 at every step is not reproduced."""
+    alg2 = alg2_table()
+    alg2["expectation_exact"] *= 0.3  # 0.3·(1 − 0.9·e^(−N/20)): rising, 0.298 at N = 100
+    rows = claim_ii(alg2, "expectation_exact")
+    assert _sub_verdict(rows, "(ii.c)") == P and rows[0]["verdict"] == P
+    assert "; over N: 1: 0.0" in _sub_row(rows, "(ii.c)")["measured"]
+    alg2.loc[alg2["N"] == 20, "expectation_exact"] *= 3  # up past N = 100's ratio, then back
+    assert _sub_verdict(claim_ii(alg2, "expectation_exact"), "(ii.c)") == N
+
+
 def test_ii_converge_is_judged_at_n_100_with_its_interval():
     alg2 = alg2_table()
     at = alg2["N"] == 100

@@ -200,6 +200,7 @@ def claim_ii(alg2: pd.DataFrame, form: str) -> list[Row]:
     n_at = 100 if 100 in mean.index else n_hi
     ratio = mean["bound"] / mean["distance"]
     r, r_lo, r_hi = converge_interval(alg2, form, n_at)
+    e_over_d = (mean[form] / mean["distance"]).loc[:n_at]
     rows = [
         judged_row(
             "(ii.a)",
@@ -218,10 +219,13 @@ def claim_ii(alg2: pd.DataFrame, form: str) -> list[Row]:
         judged_row(
             "(ii.c)",
             f"E {E_COLS[form]} / d̃ at N = {n_at}: {r:.3f} [{r_lo:.3f}, {r_hi:.3f}]"
-            + ("" if n_at == 100 else " (the run has no N = 100: its largest N)"),
+            + ("" if n_at == 100 else " (the run has no N = 100: its largest N)")
+            + "; over N: "
+            + ", ".join(f"{int(n)}: {v:.3f}" for n, v in e_over_d.items()),
             rules.converges,
             r_lo,
             r_hi,
+            e_over_d.tolist(),
             uses_e=True,
         ),
     ]
