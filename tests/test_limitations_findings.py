@@ -12,6 +12,7 @@ import pytest
 from attnlimits.experiments.limitations import claims
 from attnlimits.experiments.limitations.findings import (
     claim_ii,
+    claim_ii_d,
     claim_iv,
     claim_v,
     critical_from_tests,
@@ -235,6 +236,20 @@ def test_i_and_ii_each_verdict_and_the_form_of_e():
     none = claims(tables(alg2={"plateau": False, "tightens": False, "converge": False}), META)
     assert verdict(none, "(ii) ") == N and verdict(none, "(ii.c)") == N
     assert row(none, "(ii) ")["e_form"] == "exact"
+
+
+def test_ii_e_d_collapses_over_the_whole_n_grid():
+    """(ii.e) contribution 1's "the representation distance collapses once N grows
+    proportionally to L": d̃ at the grid's largest N (≈ 0.9·L) over its peak over N."""
+    alg2 = alg2_table()
+    grid = alg2.copy()
+    grid.loc[grid["N"] == grid["N"].max(), "distance"] *= 0.1
+    rows = claim_ii_d(grid, "expectation_exact")
+    assert rows[1]["claim"].startswith("(ii.e)") and rows[1]["verdict"] == R
+    assert "close to definitional" in rows[1]["measured"]
+    grid.loc[grid["N"] == grid["N"].max(), "distance"] *= 4  # 0.4 of the peak: partly
+    assert claim_ii_d(grid, "expectation_exact")[1]["verdict"] == P
+    assert claim_ii_d(alg2, "expectation_exact")[1]["verdict"] == N  # no collapse
 
 
 def test_ii_converge_has_a_partly_rung_for_a_ratio_moving_towards_one():

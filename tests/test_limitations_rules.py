@@ -61,6 +61,12 @@ CASES = [
     (rules.converges, (0.5, 0.75), P),  # touching the edge from outside: not wholly outside
     (rules.converges, (1.25, 2.0), P),
     (rules.converges, (math.nan, 0.1), NA),
+    (rules.d_collapses, (0.25,), R),  # d̃ at N ≈ 0.9·L at most a quarter of its peak
+    (rules.d_collapses, (0.13,), R),  # the round-3 run: 0.08–0.14
+    (rules.d_collapses, (0.25 + E9,), P),
+    (rules.d_collapses, (0.5,), P),
+    (rules.d_collapses, (0.5 + E9,), N),
+    (rules.d_collapses, (math.nan,), NA),
     # wholly outside, but E / d̃ moving towards 1 at every step over ≥ 3 N: partly (point 6)
     (rules.converges, (0.21, 0.22, [0.014, 0.06, 0.1, 0.13, 0.215]), P),  # SmolLM2 values
     (rules.converges, (0.21, 0.22, [0.1, 0.15, 0.215]), P),

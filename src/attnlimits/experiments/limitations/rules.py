@@ -57,6 +57,7 @@ __all__ = [
     "collapses",
     "converges",
     "corollary3",
+    "d_collapses",
     "delta_positive",
     "drops",
     "exists",
@@ -147,6 +148,9 @@ NEAR_SOME = _after("NEAR_SOME", 0.1, "within an order of magnitude: near, not cl
 RISE_CLEAR = _after("RISE_CLEAR", 2.0, "'increases': at least doubles from T = 0.1 to the least T")
 RISE_ANY = _after("RISE_ANY", 1.0, "any rise at all, smaller than RISE_CLEAR")
 VANISHES = _after("VANISHES", 0.5, "E → 0: at the grid's largest N, at most half its peak over N")
+D_COLLAPSED = _referee(
+    "D_COLLAPSED", 0.25, "'collapses': d̃ at N ≈ 0.9·L at most a quarter of its peak over N", 14
+)
 WITHIN_SE = _ours(
     "WITHIN_SE", 0.99, "3 standard errors leave about 0.1 % of the cells out by chance", ".0%"
 )
@@ -386,6 +390,16 @@ increases = Graded(
 #: L_max over its largest value over N at most VANISHES (a check: E = 0 at N = L by
 #: definition; the grid ends at 0.9·L).
 vanishes = Graded("vanishes", "E at the largest N / its peak over N", Band(hi=VANISHES))
+#: contribution 1's "the representation distance collapses once N grows proportionally to L":
+#: d̃ (mean over heads) at the largest N of the grid at L_max (about 0.9·L, Alg. 3's extension)
+#: over its peak over N at most D_COLLAPSED; up to VANISHES partly (it falls, not to a quarter).
+#: Close to definitional: d̃ = 0 at N = L.
+d_collapses = Graded(
+    "d_collapses",
+    "d̃ at the largest N / its peak over N",
+    Band(hi=D_COLLAPSED),
+    Band(hi=VANISHES),
+)
 #: a statement no run of ours can test (no such model): n/a, with the reason in the row
 not_run = Rule("not_run", lambda: NA, lambda: "no run of ours has the numbers: n/a")
 
@@ -432,6 +446,7 @@ RULES = (
     delta_positive,
     within_noise,
     vanishes,
+    d_collapses,
     not_run,
 )
 #: Every threshold of paper A's rules, by name, in the order the rules use them: derived from

@@ -103,6 +103,14 @@ S: dict[str, Statement] = {
             "whole N grid at L_max (Alg. 3's extension to 0.9·L): its value at the largest N "
             "against its peak over N",
         ),
+        Statement(
+            "(ii.e) d̃ collapses once N grows proportionally to L",
+            CHECK,
+            "the representation distance collapses once N grows proportionally to L",
+            "contribution 1 (Fig. 2, middle): d̃ over the whole N grid at L_max (Alg. 3's "
+            "extension to about 0.9·L), its value at the largest N against its peak over N; a "
+            "check, close to definitional (d̃ = 0 at N = L, where every token is selected)",
+        ),
         # ---- (iii) ----
         Statement(
             "(iii) the critical N is about 0.06·L",
