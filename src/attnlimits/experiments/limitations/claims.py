@@ -18,8 +18,9 @@ alone is shown beside it ("1 of 2 windows agree") and never changes it.
 
 **The form of E.** Verdicts use E *exact*, the Monte Carlo of Eq. 8: the paper's claims are
 about E = E_{I_N}[d̃] (random selection), and its closed forms only approximate it (the printed
-one is off by 2–40×, docs/errata.md). The printed form is what the paper's figures appear to
-plot (Fig. 2a's E grows linearly, as only the printed form does); its verdict is an alternative.
+one is 3.6–54× the exact on the round-3 run, docs/errata.md). The printed form is what the
+paper's figures appear to plot (Fig. 2a's E grows linearly, as only the printed form does); its
+verdict is an alternative.
 
 **Alternatives** (each changes one choice from the headline): the other forms of E for (i),
 (ii) and (iii); for (iii) the other KS level (the text's 0.01, the pseudocode's 0.05) and the

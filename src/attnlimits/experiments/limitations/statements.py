@@ -244,7 +244,8 @@ S: dict[str, Statement] = {
             "the ε curves meet: at each T ≥ 1, max / min over ε of g(T, ε) at most COLLAPSED",
         ),
         Statement(
-            "(v.e) GPT-2 operates close to the theoretical limit when T < 0.1",
+            "(v.e) close to the theoretical limit when T < 0.1 (the paper's GPT-2; here our "
+            "models' analogue)",
             SUPPORTING,
             r"Figure 4 demonstrates that GPT-2 operates close to the theoretical limit when "
             r"$T < 10^{-1}$",
