@@ -61,6 +61,17 @@ CASES = [
     (rules.converges, (0.5, 0.75), P),  # touching the edge from outside: not wholly outside
     (rules.converges, (1.25, 2.0), P),
     (rules.converges, (math.nan, 0.1), NA),
+    # (iii.b) paper A: '≈ 0.06L' needed at more than MOST_L = half the testable L (point 8)
+    (rules.about_most, ([0.06, 0.03, 0.001],), R),
+    (rules.about_most, ([0.06, 0.12, 0.5],), P),  # two of three within ≈
+    (rules.about_most, ([0.12, 0.12, None],), P),
+    (rules.about_most, ([0.06, 0.5],), N),  # one of two: not more than half
+    (rules.about_most, ([0.12, None, None],), N),
+    (rules.about_most, ([0.12 + E9, 0.12 + E9, 0.06],), N),
+    (rules.about_most, ([],), NA),
+    (rules.about_most, ([0.0625, 0.5, 0.5], [(0.0625, 0.125)] * 3), N),  # one length passing
+    (rules.about_most, ([0.125, 0.125, 0.9], [(0.0625, 0.125)] * 3), P),
+    (rules.about_most, ([0.0625, 0.0625], [(0.0625, 0.125)] * 2), R),  # at the grid's resolution
     (rules.d_collapses, (0.25,), R),  # d̃ at N ≈ 0.9·L at most a quarter of its peak
     (rules.d_collapses, (0.13,), R),  # the round-3 run: 0.08–0.14
     (rules.d_collapses, (0.25 + E9,), P),

@@ -309,7 +309,7 @@ def claim_iii(crit: pd.DataFrame, label: str) -> list[Row]:
     n_cens = int(censored.sum())
     blind_note = f"; not testable at L = {blind_txt} (KS accepts at the smallest N)"
     if not len(ok):
-        about = judged_row("(iii.b)", "", rules.about_fraction, untested=why, uses_e=True)
+        about = judged_row("(iii.b)", "", rules.about_most, untested=why, uses_e=True)
     else:
         about = judged_row(
             "(iii.b)",
@@ -318,7 +318,7 @@ def claim_iii(crit: pd.DataFrame, label: str) -> list[Row]:
             + (f" (0.06 at the grid's resolution: {resolution})" if resolution else "")
             + (f" ({n_cens} with none up to 0.9·L: > 0.9·L)" if n_cens else "")
             + (blind_note if blind.any() else ""),
-            rules.about_fraction,
+            rules.about_most,
             fractions,
             limits,
             uses_e=True,

@@ -52,6 +52,7 @@ __all__ = [
     "RULES",
     "THRESHOLDS",
     "about_fraction",
+    "about_most",
     "bound_loose",
     "bounds_hold",
     "collapses",
@@ -148,6 +149,9 @@ NEAR_SOME = _after("NEAR_SOME", 0.1, "within an order of magnitude: near, not cl
 RISE_CLEAR = _after("RISE_CLEAR", 2.0, "'increases': at least doubles from T = 0.1 to the least T")
 RISE_ANY = _after("RISE_ANY", 1.0, "any rise at all, smaller than RISE_CLEAR")
 VANISHES = _after("VANISHES", 0.5, "E → 0: at the grid's largest N, at most half its peak over N")
+MOST_L = _referee(
+    "MOST_L", 0.5, "'≈ 0.06L' must hold at more than this share of the testable L: partly", 8, ".0%"
+)
 D_COLLAPSED = _referee(
     "D_COLLAPSED", 0.25, "'collapses': d̃ at N ≈ 0.9·L at most a quarter of its peak over N", 14
 )
@@ -250,6 +254,41 @@ def _sub_linear(slope_min: float, slope_max: float) -> str:
     if slope_max <= SUB_LINEAR.value:
         return REPRODUCED
     return NOT if slope_min >= LINEAR.value else PARTLY
+
+
+def _about_most(
+    fractions: Sequence[float | None], limits: Sequence[tuple[float, float]] | None = None
+) -> str:
+    ends = limits or [(PAPER_FRACTION.value, PAPER_FRACTION * ABOUT)] * len(fractions)
+    near = [
+        f is not None and finite(f) and f <= hi for f, (_, hi) in zip(fractions, ends, strict=True)
+    ]
+    if not near:
+        return NA
+    verdict = about_fraction(fractions, limits)
+    if verdict == REPRODUCED:
+        return REPRODUCED
+    return PARTLY if sum(near) > MOST_L.value * len(near) else NOT
+
+
+#: (iii) paper A's reading of Fig. 2c's "fewer than 6 %" with the finding's "≈ 0.06L": per L as
+#: :data:`about_fraction` (at most PAPER_FRACTION: both; within ABOUT times it: '≈' only; each
+#: at the N grid's resolution, :func:`grid_limits`); every testable L within PAPER_FRACTION:
+#: reproduced; '≈' (within ABOUT times it) at more than MOST_L of them: partly; else not
+#: reproduced (one length passing at the grid's resolution is not "about 0.06·L": the round-3
+#: referee's point 8). :data:`about_fraction` itself (partly at any one L) stays the scan's rule.
+about_most = Rule(
+    "about_most",
+    _about_most,
+    lambda: (
+        f"critical N / L ≤ {PAPER_FRACTION:g} ('fewer than 6 %') at every testable L: "
+        f"reproduced; ≤ {PAPER_FRACTION * ABOUT:g} ('≈ 0.06L') at more than {MOST_L} of them: "
+        "partly; else not reproduced; each limit at the N grid's resolution where the grid is "
+        f"known (the first tested N ≥ {PAPER_FRACTION:g}·L, ≥ {PAPER_FRACTION * ABOUT:g}·L: "
+        "where a true critical N of that size is measured)"
+    ),
+    (PAPER_FRACTION, ABOUT, MOST_L),
+)
 
 
 #: (iii) "grows sub-linearly": the log-log slope of critical N against L, as the interval
@@ -425,7 +464,7 @@ RULES = (
     tightens,
     converges,
     exists,
-    about_fraction,
+    about_most,
     sub_linear,
     falls,
     saturates,

@@ -133,10 +133,11 @@ S: dict[str, Statement] = {
             "fewer than 6 % of the tokens need to be selected before the empirical and expected "
             "distances become statistically indistinguishable",
             "with finding (iii)'s '≈ 0.06L': per L, critical N / L within the paper's fraction "
-            "meets both, within ABOUT times it only '≈' (rule about_fraction), each at the N "
-            "grid's resolution (a true critical N of 0.06·L is measured at the first tested "
-            "N above it); no floor ('fewer than'); a length that never accepts up to 0.9·L has "
-            "critical N / L > 0.9 (censored, against)",
+            "meets both, within ABOUT times it only '≈' (rule about_most: '≈' needed at more "
+            "than MOST_L of the testable L for partly), each at the N grid's resolution (a true "
+            "critical N of 0.06·L is measured at the first tested N above it); no floor "
+            "('fewer than'); a length that never accepts up to 0.9·L has critical N / L > 0.9 "
+            "(censored, against)",
         ),
         Statement(
             "(iii.c) the critical N grows sub-linearly in L",
