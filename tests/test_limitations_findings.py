@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from attnlimits.experiments.limitations import claims
+from attnlimits.experiments.limitations.corollary2 import claim_ii_d
 from attnlimits.experiments.limitations.findings import (
     claim_ii,
-    claim_ii_d,
     claim_iv,
     claim_v,
     critical_from_tests,

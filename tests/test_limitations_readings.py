@@ -135,7 +135,7 @@ def test_ii_d_e_vanishes_as_n_approaches_l():
             rows.append({"window": 0, "layer": 0, "head": h, "L": 256, "N": n, "distance": 1.0,
                          "expectation_exact": e, "x_source": "values"})  # fmt: skip
     grid = pd.DataFrame(rows)
-    from attnlimits.experiments.limitations.findings import claim_ii_d
+    from attnlimits.experiments.limitations.corollary2 import claim_ii_d
 
     assert _sub_verdict(claim_ii_d(grid, "expectation_exact"), "(ii.d)") == R  # 4 / 10
     grid.loc[grid["N"] == 230, "expectation_exact"] = 6.0

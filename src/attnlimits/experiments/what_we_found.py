@@ -155,8 +155,8 @@ def notes(claims: pd.DataFrame) -> str:
         if split
         else "the two windows agree on it"
     )
-    v_lo, v_hi = (f"{x:.2f}".replace("-", "−") for x in (v_lo, v_hi))
-    values = dict(d_lo=d_lo, d_hi=d_hi, e_lo=e_lo, e_hi=e_hi, v_lo=v_lo, v_hi=v_hi, split=said)
+    v_from, v_to = (f"{x:.2f}".replace("-", "−") for x in (v_lo, v_hi))
+    values = dict(d_lo=d_lo, d_hi=d_hi, e_lo=e_lo, e_hi=e_hi, v_lo=v_from, v_hi=v_to, split=said)
     return "\n".join(line.format(**values) for line in NOTES)
 
 

@@ -44,11 +44,11 @@ from attnlimits import theory
 from attnlimits.claims import verdicts
 from attnlimits.experiments.limitations import rules
 from attnlimits.experiments.limitations.config import E_COLUMNS
+from attnlimits.experiments.limitations.corollary2 import claim_ii_d
 from attnlimits.experiments.limitations.findings import (
     E_COLS,
     claim_i,
     claim_ii,
-    claim_ii_d,
     claim_iii,
     claim_iv,
     claim_v,
