@@ -94,30 +94,36 @@ def alg4_table(paper: bool = True):
     return pd.DataFrame(rows).drop(columns="Index").assign(x_source="values")
 
 
-TEMPS = (1e-3, 2e-3, 5e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 10.0)
+TEMPS = (1e-3, 2e-3, 5e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 10.0, 100.0)
 SCALE = 0.02  # g at T = 0.1: the curve reaches ≈ 0.7·√2 at T = 0.002
 
 
 def alg5_table(
-    slope: float = -1.0, drop: float = 10.0, order_above: bool = False, order: float = -0.1
+    slope: float = -1.0,
+    drop: float = 10.0,
+    order_above: bool = False,
+    order: float = -0.1,
+    fall: float = 1.0,
+    eps: tuple[float, ...] = (1e-3, 0.1, 10.0),
 ):
     """g(T, ε) = k_ε·SCALE·(T/0.1)^slope below T = 0.1 (k_ε = 1 + order·i: smaller ε larger
     for order < 0), flat from T = 0.002 down (it saturates in the lowest decade), equal curves
     from T = 0.3 on (reversed in ε if ``order_above``), ``drop`` from T = 0.1 to T = 1 (so
-    10·``drop`` from T = 0.01 on a 1/T curve; 10: 1/T throughout). Four T lie in (10⁻³, 0.1),
+    10·``drop`` from T = 0.01 on a 1/T curve; 10: 1/T throughout), as T^-``fall`` above T = 1
+    (1: 100× from T = 1 to 100, reading (c)'s two orders). Four T lie in (10⁻³, 0.1),
     none in (0.1, 0.1) or (10, 0.1): ε = 0.1 and 10 are not testable for (v.a)."""
     rows = []
     for r in _heads().itertuples():
         for t in TEMPS:
-            for i, eps in enumerate((1e-3, 0.1, 10.0)):
+            for i, e in enumerate(eps):
                 k = 1.0 + order * i
                 if t <= 0.1:
                     g = k * SCALE * (max(t, 2e-3) / 0.1) ** slope
                 else:
-                    base = SCALE / drop * (1.0 / t) ** 1
+                    base = SCALE / drop * (1.0 / t) ** (1 if t <= 1 else fall)
                     g = base * (1 + 0.01 * i if order_above else 1)
                 g *= 1 + 0.01 * r.head
-                rows.append(dict(r._asdict(), T=t, eps=eps, sensitivity=g,
+                rows.append(dict(r._asdict(), T=t, eps=e, sensitivity=g,
                                  sensitivity_row_max=1.5 * g, jacobian_norm=0.1 / t,
                                  jacobian_norm_max=min(0.2 / t, 1.0)))  # fmt: skip
     return pd.DataFrame(rows).drop(columns="Index")

@@ -57,10 +57,37 @@ CASES = [
     (rules.converges, (0.7, 1.3), P),
     (rules.converges, (0.5, 0.75 - E9), N),  # wholly outside
     (rules.converges, (1.25 + E9, 2.0), N),
-    (rules.converges, (0.16, 0.17), N),  # the gap shrank from 1 at N = 1: not convergence
+    (rules.converges, (0.16, 0.17), N),  # wholly outside, no trend over N given
     (rules.converges, (0.5, 0.75), P),  # touching the edge from outside: not wholly outside
     (rules.converges, (1.25, 2.0), P),
     (rules.converges, (math.nan, 0.1), NA),
+    # (iii.b) paper A: '≈ 0.06L' needed at more than MOST_L = half the testable L (point 8)
+    (rules.about_most, ([0.06, 0.03, 0.001],), R),
+    (rules.about_most, ([0.06, 0.12, 0.5],), P),  # two of three within ≈
+    (rules.about_most, ([0.12, 0.12, None],), P),
+    (rules.about_most, ([0.06, 0.5],), N),  # one of two: not more than half
+    (rules.about_most, ([0.12, None, None],), N),
+    (rules.about_most, ([0.12 + E9, 0.12 + E9, 0.06],), N),
+    (rules.about_most, ([],), NA),
+    (rules.about_most, ([0.0625, 0.5, 0.5], [(0.0625, 0.125)] * 3), N),  # one length passing
+    (rules.about_most, ([0.125, 0.125, 0.9], [(0.0625, 0.125)] * 3), P),
+    (rules.about_most, ([0.0625, 0.0625], [(0.0625, 0.125)] * 2), R),  # at the grid's resolution
+    (rules.d_collapses, (0.25,), R),  # d̃ at N ≈ 0.9·L at most a quarter of its peak
+    (rules.d_collapses, (0.13,), R),  # the round-3 run: 0.08–0.14
+    (rules.d_collapses, (0.25 + E9,), P),
+    (rules.d_collapses, (0.5,), P),
+    (rules.d_collapses, (0.5 + E9,), N),
+    (rules.d_collapses, (math.nan,), NA),
+    # wholly outside, but E / d̃ moving towards 1 at every step over ≥ 3 N: partly (point 6)
+    (rules.converges, (0.21, 0.22, [0.014, 0.06, 0.1, 0.13, 0.215]), P),  # SmolLM2 values
+    (rules.converges, (0.21, 0.22, [0.1, 0.15, 0.215]), P),
+    (rules.converges, (0.21, 0.22, [0.15, 0.215]), N),  # two N: one step is no trend
+    (rules.converges, (0.21, 0.22, [0.014, 0.1, 0.1, 0.215]), N),  # a step that stays
+    (rules.converges, (0.21, 0.22, [0.014, 0.3, 0.215]), N),  # a step away from 1
+    (rules.converges, (1.5, 1.6, [3.0, 2.0, 1.55]), P),  # from above
+    (rules.converges, (1.5, 1.6, [0.5, 2.0, 1.55]), N),  # crosses 1 and overshoots
+    (rules.converges, (0.21, 0.22, []), N),
+    (rules.converges, (0.5, 0.75, [0.1, 0.2, 0.3]), P),  # at the edge: partly either way
     (rules.about_fraction, ([0.06, 0.03, 0.001],), R),  # "fewer than 6 %" sets no floor
     (rules.about_fraction, ([0.06 + E9],), P),
     (rules.about_fraction, ([0.12],), P),

@@ -50,8 +50,7 @@ def test_paper_a_block_puts_each_verdict_under_its_model_and_source():
     )
     assert lines[2] == "| (i) f | — | partly | not reproduced | reproduced | — |"
     assert lines[3] == "| (ii) g | — | — | — | — | not testable |"
-    assert lines[4] == "" and lines[5] == what_we_found.E_FORMS_LINE
-    assert len(lines) == 6  # the headline row is not a finding
+    assert len(lines) == 4  # the headline row is not a finding; no E tables: no notes
 
 
 def test_paper_a_block_shows_a_finding_that_uses_e_under_both_forms():
@@ -124,3 +123,46 @@ def test_paper_b_block_names_the_schedule_and_app_f():
     assert "(better)" in what_we_found.max_retrieval_block(sizes, claims, run, beta, renamed)
     with pytest.raises(ValueError, match="paper or the refit"):
         what_we_found.max_retrieval_block(sizes, claims, run, beta[beta["fit"] != "paper"], held)
+
+
+def test_paper_a_notes_take_their_numbers_from_the_tables():
+    """The line under paper A's table and its notes (round-3 referee, points 3, 4, 7, 9): the
+    printed/exact range from e_forms.csv, printed E / d̃ at N = 1 from alg2_summary.csv, the
+    slopes and the windows' split from claims.csv."""
+    claims = _claims(
+        [
+            ("(i) f", "finding", "reproduced", "m", "values"),
+            ("(v) k", "finding", "partly", "m", "values"),
+        ]
+    )
+    claims["windows"] = ["—", "P N: 1 of 2 windows agree"]
+    extra = pd.DataFrame(
+        {
+            "claim": ["(i.a) d", "(i.b) e", "(v.a) s"],
+            "role": ["headline", "supporting", "headline"],
+            "verdict": ["reproduced", "not reproduced", "partly"],
+            "model": "m",
+            "x_source": "values",
+            "statistic": ["0.9", "0.05", ""],
+            "measured": ["", "", "slopes: ε=0.001: -0.30 (7 T), ε=0.1: not testable (0 such T)"],
+            "windows": "—",
+        }
+    )
+    claims = pd.concat([claims, extra], ignore_index=True).fillna("—")
+    e_forms = pd.DataFrame({"L": ["32", "64"], "E exact": ["10", "10"], "E printed": ["40", "200"]})
+    alg2 = pd.DataFrame(
+        {
+            "model": "m",
+            "x_source": ["values", "values"],
+            "N": ["1", "100"],
+            "d̃": ["100", "120"],
+            "E printed": ["110", "121"],
+        }
+    )
+    text = what_we_found.limitations_block(claims, e_forms, alg2)
+    assert "4–20× exact E (m, N = 5, L = 32 … 64)" in text
+    assert "moves at most 10% from N = 1" in text and "already 1.1× d̃ at N = 1 for m values" in text
+    assert "log-log slopes 0.90–0.90" in text and "exact slopes are 0.05–0.05" in text
+    assert "its slopes are −0.30 to −0.30" in text
+    assert "the two windows split it for m values" in text
+    assert "No GPT-2 weights were run" in text and "Q4_1" in text

@@ -29,7 +29,6 @@ __all__ = [
     "E_COLS",
     "claim_i",
     "claim_ii",
-    "claim_ii_d",
     "claim_iii",
     "claim_iv",
     "claim_v",
@@ -200,6 +199,7 @@ def claim_ii(alg2: pd.DataFrame, form: str) -> list[Row]:
     n_at = 100 if 100 in mean.index else n_hi
     ratio = mean["bound"] / mean["distance"]
     r, r_lo, r_hi = converge_interval(alg2, form, n_at)
+    e_over_d = (mean[form] / mean["distance"]).loc[:n_at]
     rows = [
         judged_row(
             "(ii.a)",
@@ -218,10 +218,13 @@ def claim_ii(alg2: pd.DataFrame, form: str) -> list[Row]:
         judged_row(
             "(ii.c)",
             f"E {E_COLS[form]} / d̃ at N = {n_at}: {r:.3f} [{r_lo:.3f}, {r_hi:.3f}]"
-            + ("" if n_at == 100 else " (the run has no N = 100: its largest N)"),
+            + ("" if n_at == 100 else " (the run has no N = 100: its largest N)")
+            + "; over N: "
+            + ", ".join(f"{int(n)}: {v:.3f}" for n, v in e_over_d.items()),
             rules.converges,
             r_lo,
             r_hi,
+            e_over_d.tolist(),
             uses_e=True,
         ),
     ]
@@ -305,7 +308,7 @@ def claim_iii(crit: pd.DataFrame, label: str) -> list[Row]:
     n_cens = int(censored.sum())
     blind_note = f"; not testable at L = {blind_txt} (KS accepts at the smallest N)"
     if not len(ok):
-        about = judged_row("(iii.b)", "", rules.about_fraction, untested=why, uses_e=True)
+        about = judged_row("(iii.b)", "", rules.about_most, untested=why, uses_e=True)
     else:
         about = judged_row(
             "(iii.b)",
@@ -314,7 +317,7 @@ def claim_iii(crit: pd.DataFrame, label: str) -> list[Row]:
             + (f" (0.06 at the grid's resolution: {resolution})" if resolution else "")
             + (f" ({n_cens} with none up to 0.9·L: > 0.9·L)" if n_cens else "")
             + (blind_note if blind.any() else ""),
-            rules.about_fraction,
+            rules.about_most,
             fractions,
             limits,
             uses_e=True,
@@ -438,8 +441,18 @@ def _slope_over(curve: pd.Series) -> float:
     return _slope(curve.index, curve) if len(curve) >= 2 else math.nan
 
 
+def _drop(top: pd.DataFrame, t_from: float, t_to: float) -> float:
+    """The smallest factor over ε of g(``t_from``, ε) / g(``t_to``, ε), over the ε below
+    ``t_from`` only: at ε ≥ T the change saturates (g ≤ √2/ε, flat in T), so its fall says
+    nothing of the curve's (NaN where no ε is below ``t_from``)."""
+    below = [e for e in top.columns if e < t_from]
+    if not below:
+        return math.nan
+    return float((top.loc[t_from, below] / top.loc[t_to, below]).min())
+
+
 def claim_v(
-    alg5: pd.DataFrame, eps: str = "all", statistic: str = "sensitivity", drop: str = "b"
+    alg5: pd.DataFrame, eps: str = "all", statistic: str = "sensitivity", drop: str = "c"
 ) -> list[Row]:
     """(v) for T < 0.1 the curves follow 1/T (the headline); smaller ε gives larger values; for
     T ≥ 1 they collapse and drop by about two orders of magnitude (each as written; "1/T" and
@@ -448,8 +461,9 @@ def claim_v(
     paper's discussion and conclusions). The curve per ε: the maximum over heads of
     ``statistic`` (the row mean, Alg. 5's; or ``sensitivity_row_max``, the max over rows);
     ``eps``: every ε of the run, or ``"smallest"`` (where δ approximates the derivative);
-    ``drop``: the reading of "drop by two orders" (``"b"``: from T = 0.01 to T = 1; ``"c"``:
-    across T ≥ 1, from T = 1 to the largest T)."""
+    ``drop``: the reading of "drop by two orders" (``"c"``, deciding: across T ≥ 1, from T = 1
+    to the largest T; ``"b"``: from T = 0.01 to T = 1), each a factor over the ε below the
+    lower T only."""
     how = "max" if statistic == "sensitivity_row_max" else "mean"
     ph = alg5.groupby(["eps", "T", "layer", "head"])[statistic].agg(how)
     top = ph.groupby(["eps", "T"]).max().unstack("eps")  # rows T, columns ε ascending
@@ -463,15 +477,23 @@ def claim_v(
     deriv = [low[low.index > e][e] for e in top.columns]
     few = [len(d) < rules.MIN_T.value for d in deriv]
     slopes = [math.nan if f else _slope_over(d) for d, f in zip(deriv, few, strict=True)]
-    order = [bool((np.diff(r) <= np.abs(r[:-1]) * 1e-9).all()) for r in low.to_numpy()]
+    # (v.b) compares the ε below T only: at ε ≥ T the cap g ≤ √2/ε orders the curves by ε by
+    # arithmetic, as it flattens them in T for (v.a)
+    below = [[e for e in top.columns if e < t] for t in low.index]
+    order = [
+        bool((np.diff(r) <= np.abs(r[:-1]) * 1e-9).all())
+        for r in (row[b].to_numpy() for (_, row), b in zip(low.iterrows(), below, strict=True))
+        if len(r) >= 2
+    ]
+    no_pair = f"at no T < 0.1 are two ε below T (the grid's ε: {', '.join(f'{e:g}' for e in top)})"
     t_lo, t_hi = top.index[top.index <= 0.1], top.index[top.index >= 1]
     factor = factor_a = factor_c = math.nan  # reading (b), from T = 0.01; (a), from T = 0.1
     t_from = min(t_lo, key=lambda t: abs(math.log10(t) + 2)) if len(t_lo) else math.nan
     if len(t_lo) and len(t_hi):
-        factor = float((top.loc[t_from] / top.loc[t_hi.min()]).min())
-        factor_a = float((top.loc[t_lo.max()] / top.loc[t_hi.min()]).min())
+        factor = _drop(top, t_from, t_hi.min())
+        factor_a = _drop(top, t_lo.max(), t_hi.min())
     if len(t_hi) > 1:  # reading (c): across T ≥ 1
-        factor_c = float((top.loc[t_hi.min()] / top.loc[t_hi.max()]).min())
+        factor_c = _drop(top, t_hi.min(), t_hi.max())
     high = top.loc[t_hi]
     spread = (high.max(axis=1) / high.min(axis=1)).tolist() if top.shape[1] > 1 else []
     slopes_txt = ", ".join(
@@ -484,10 +506,10 @@ def claim_v(
     spread_txt = ", ".join(f"T={t:g}: {v:.2f}" for t, v in zip(t_hi, spread, strict=False))
     t_max = f"{t_hi.max() if len(t_hi) else math.nan:g}"
     drop_txt = (
-        f"smallest factor over ε from T = {t_from:g} to T = "
-        f"{t_hi.min() if len(t_hi) else math.nan:g}: {factor:.3g}× (reading (b)); across T ≥ 1, "
-        f"T = 1 to {t_max}: {factor_c:.3g}× (reading (c)); from T = "
-        f"{t_lo.max() if len(t_lo) else math.nan:g}: {factor_a:.3g}× (reading (a))"
+        f"smallest factor over ε < T, across T ≥ 1, T = 1 to {t_max}: {factor_c:.3g}× (reading "
+        f"(c)); from T = {t_from:g} to T = {t_hi.min() if len(t_hi) else math.nan:g}: "
+        f"{factor:.3g}× (reading (b)); from T = {t_lo.max() if len(t_lo) else math.nan:g}: "
+        f"{factor_a:.3g}× (reading (a))"
     )
     # the Fig. 4 curve: max over ε (and heads) of g, against the printed bound min{1/(4T), √2}
     envelope = top.max(axis=1)
@@ -513,16 +535,18 @@ def claim_v(
         ),
         judged_row(
             "(v.b)",
-            f"values fall with ε at {sum(order)} of {len(order)} T < 0.1",
+            f"values fall with ε (the ε < T) at {sum(order)} of {len(order)} T < 0.1 with two "
+            "ε below T",
             rules.ordered,
             order if top.shape[1] > 1 else [],
+            untested=no_pair if top.shape[1] > 1 and not order else "",
         ),
         judged_row(
             "(v.c)",
             drop_txt,
             rules.drops,
             factor_c if drop == "c" else factor,
-            note=" (reading (c))" if drop == "c" else " (reading (b))",
+            note=" (reading (c), across T ≥ 1)" if drop == "c" else " (reading (b), from T = 0.01)",
         ),
         judged_row(
             "(v.d)",
@@ -557,26 +581,6 @@ def claim_v(
         ),
     ]
     return _finding("(v)", rows)
-
-
-def claim_ii_d(grid: pd.DataFrame, form: str) -> list[Row]:
-    """(ii.d) Corollary 2(ii): E → 0 as N → L, at L_max over the whole N grid (Alg. 3's extension
-    included): E (``form``, mean over heads) at the largest N over its peak over N (a check)."""
-    at = grid[grid["L"] == grid["L"].max()]
-    mean = _per_head(at, "N", [form]).groupby("N")[form].mean()
-    ratio = float(mean.iloc[-1] / mean.max()) if len(mean) and mean.max() > 0 else math.nan
-    return [
-        judged_row(
-            "(ii.d)",
-            f"E {E_COLS[form]} (mean over heads) at L = {int(at['L'].max()) if len(at) else 0}: "
-            f"peak {mean.max():.4g} at N = {int(mean.idxmax()) if len(mean) else 0}, "
-            f"{mean.iloc[-1] if len(mean) else math.nan:.4g} at the largest N "
-            f"{int(mean.index[-1]) if len(mean) else 0}",
-            rules.vanishes,
-            ratio,
-            uses_e=True,
-        )
-    ]
 
 
 def claim_variants() -> list[Row]:

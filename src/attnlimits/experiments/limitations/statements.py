@@ -103,6 +103,14 @@ S: dict[str, Statement] = {
             "whole N grid at L_max (Alg. 3's extension to 0.9·L): its value at the largest N "
             "against its peak over N",
         ),
+        Statement(
+            "(ii.e) d̃ collapses once N grows proportionally to L",
+            CHECK,
+            "the representation distance collapses once N grows proportionally to L",
+            "contribution 1 (Fig. 2, middle): d̃ over the whole N grid at L_max (Alg. 3's "
+            "extension to about 0.9·L), its value at the largest N against its peak over N; a "
+            "check, close to definitional (d̃ = 0 at N = L, where every token is selected)",
+        ),
         # ---- (iii) ----
         Statement(
             "(iii) the critical N is about 0.06·L",
@@ -125,10 +133,11 @@ S: dict[str, Statement] = {
             "fewer than 6 % of the tokens need to be selected before the empirical and expected "
             "distances become statistically indistinguishable",
             "with finding (iii)'s '≈ 0.06L': per L, critical N / L within the paper's fraction "
-            "meets both, within ABOUT times it only '≈' (rule about_fraction), each at the N "
-            "grid's resolution (a true critical N of 0.06·L is measured at the first tested "
-            "N above it); no floor ('fewer than'); a length that never accepts up to 0.9·L has "
-            "critical N / L > 0.9 (censored, against)",
+            "meets both, within ABOUT times it only '≈' (rule about_most: '≈' needed at more "
+            "than MOST_L of the testable L for partly), each at the N grid's resolution (a true "
+            "critical N of 0.06·L is measured at the first tested N above it); no floor "
+            "('fewer than'); a length that never accepts up to 0.9·L has critical N / L > 0.9 "
+            "(censored, against)",
         ),
         Statement(
             "(iii.c) the critical N grows sub-linearly in L",
@@ -196,9 +205,9 @@ S: dict[str, Statement] = {
             "(v) for T < 0.1 the curves follow 1/T",
             FINDING,
             _V_LOW,
-            "the 1/T trend is the headline; 'drop by two orders of magnitude' is read from "
-            "T = 0.01, the reading under which the two sentences agree (counted from T = 0.1 "
-            "they contradict: docs/errata.md, finding_v_two_orders)",
+            "the 1/T trend is the headline; 'drop by two orders of magnitude' is read across "
+            "T ≥ 1, what the sentence most naturally says (counted from T = 0.1 it contradicts "
+            "1/T: docs/errata.md, finding_v_two_orders)",
         ),
         Statement(
             "(v.a) for T < 0.1 the curves follow 1/T",
@@ -215,16 +224,19 @@ S: dict[str, Statement] = {
             SUPPORTING,
             "smaller ε values yield larger gradients because the sharpest logits dominate the "
             "variation",
-            "at each T < 0.1, the curves ordered by ε",
+            "at each T < 0.1, the curves of the ε below T ordered by ε (at ε ≥ T the cap "
+            "g ≤ √2/ε orders them by arithmetic); not testable where no T < 0.1 has two ε below "
+            "it",
         ),
         Statement(
             "(v.c) for T ≥ 1 they drop by about two orders of magnitude",
             SUPPORTING,
             _V_HIGH,
-            "the factor from T = 0.01 to T = 1 (reading (b) of docs/errata.md, "
-            "finding_v_two_orders, where 1/T falls 100×); beside it the factor across T ≥ 1, "
-            "from T = 1 to the largest T (reading (c), what the sentence most naturally says; "
-            "its verdict in the alternatives) and from T = 0.1 (reading (a), 1/T falls 10×)",
+            "the factor across T ≥ 1, from T = 1 to the largest T (reading (c) of "
+            "docs/errata.md, finding_v_two_orders: what the sentence most naturally says); "
+            "beside it the factor from T = 0.01 to T = 1 (reading (b), where 1/T falls 100×; "
+            "its verdict in the alternatives) and from T = 0.1 (reading (a), 1/T falls 10×); "
+            "each the smallest over the ε below the lower T (at ε ≥ T, g ≤ √2/ε is capped)",
         ),
         Statement(
             "(v.d) for T ≥ 1 the curves collapse",
@@ -233,7 +245,8 @@ S: dict[str, Statement] = {
             "the ε curves meet: at each T ≥ 1, max / min over ε of g(T, ε) at most COLLAPSED",
         ),
         Statement(
-            "(v.e) GPT-2 operates close to the theoretical limit when T < 0.1",
+            "(v.e) close to the theoretical limit when T < 0.1 (the paper's GPT-2; here our "
+            "models' analogue)",
             SUPPORTING,
             r"Figure 4 demonstrates that GPT-2 operates close to the theoretical limit when "
             r"$T < 10^{-1}$",
