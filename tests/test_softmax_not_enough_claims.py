@@ -70,6 +70,22 @@ def test_pooled_gain(low, high, verdict):
     assert rules.pooled_gain(low, high) == verdict
 
 
+@pytest.mark.parametrize(
+    ("low", "high", "verdict"),
+    [
+        (-0.2, -0.01, REPRODUCED),  # argmax below softmax: temperature zero degrades
+        (0.01, 0.2, NOT),  # argmax above softmax
+        (-0.1, 0.1, PARTLY),
+        (-0.1, 0.0, PARTLY),  # touching 0 is not wholly below it
+        (0.0, 0.1, PARTLY),
+        (math.nan, -0.1, NA),
+    ],
+)
+def test_degrades(low, high, verdict):
+    """§3's argmax row: the interval of argmax − softmax, (2.a)'s rule with the sign turned."""
+    assert rules.degrades(low, high) == verdict
+
+
 def test_significant_sizes_counts_a_size_where_adaptive_is_higher_with_p_below_alpha():
     assert rules.significant_sizes([0.1, 0.2], [0.01, 0.049]) == REPRODUCED
     assert rules.significant_sizes([0.1, 0.2], [0.01, 0.05]) == PARTLY  # p = α is not below it

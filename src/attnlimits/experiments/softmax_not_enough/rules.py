@@ -49,6 +49,7 @@ __all__ = [
     "UNIFORM_HI",
     "UNIFORM_LO",
     "bounded",
+    "degrades",
     "falls_everywhere",
     "grows",
     "higher_on_target",
@@ -181,6 +182,27 @@ def _significant(diffs: Sequence[float], ps: Sequence[float]) -> list[bool]:
     return [finite(p) and p < ALPHA.value and d > 0 for d, p in zip(diffs, ps, strict=True)]
 
 
+#: §3's "Setting temperature to zero will then degrade accuracy": the trained softmax models
+#: evaluated with a hard argmax (temperature → 0, inference only, :mod:`.argmax_arm`) against
+#: softmax on the same seeds and sets, argmax − softmax pooled over the sizes above the training
+#: range (each size once), its 1 − ALPHA interval over seeds and test sets (the statistics
+#: module's paired interval) wholly below 0: reproduced; wholly above 0: not reproduced; else
+#: partly. (2.a)'s rule with the sign turned, so that "larger inputs" is read the same way in
+#: both; each size's own interval is shown beside it, not deciding. Written 2026-11-28 (issue
+#: 56, referee point 2) after a timing trial of the arm at n = 16 and 1,024 had printed its
+#: accuracies there; it has no threshold of its own (ALPHA is (2.a)'s).
+degrades = Rule(
+    "degrades",
+    lambda low, high: _pooled(-high, -low),
+    lambda: (
+        f"argmax − softmax pooled over the sizes above the training range, its "
+        f"{1 - ALPHA.value:.0%} interval below 0: reproduced; above 0: not reproduced; else "
+        "partly"
+    ),
+    (ALPHA,),
+)
+
+
 #: (2.a), per size, as a reading shown beside the verdict (never deciding it): a size counts
 #: where adaptive's mean is higher with p < ALPHA, once by the paper's paired t-test over seeds,
 #: once by our paired interval over seeds and test sets. Every size / some / none.
@@ -256,6 +278,7 @@ RULES = (
     pooled_gain,
     significant_sizes,
     higher_on_target,
+    degrades,
     grows,
     falls_everywhere,
     bounded,
