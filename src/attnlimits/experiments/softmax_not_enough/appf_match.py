@@ -13,6 +13,16 @@ grid's floor and training-size inputs: the rule, written before the run", 2026-1
   s(H) = max over seeds |seed(H) − pooled(H)|; H *matches* when d(H) ≤ s(H): the published
   polynomial is no further from our pooled fit than one of our own single-model fits is
   (the paper fitted one model).
+- **Since 2026-11-28, the (F) row's statistic** (:func:`interval_table`, :data:`INTERVAL_RULE`,
+  referee point 1 of docs/referee_round3.md; *set after earlier runs were public*: the per-seed
+  fits had been committed on 2026-11-27): the largest single-seed deviation is a maximum over
+  seeds, which only grows as seeds are added and is set by the one farthest seed (at H = 4,
+  seed 0's fit of 40.3). In its place, at each tested H, the seeds' own fits give the
+  :data:`FIT_LEVEL` interval of their mean (Student's t on seeds − 1 degrees of freedom,
+  :func:`attnlimits.claims.statistics.difference_interval`); H *matches* where the published
+  β(H) lies inside it. The verdict's words follow the same rule (:func:`judge_published`).
+  The max-spread statistic above stays for (G) and (T), whose committed run
+  (``benchmarks/appf_sensitivity.py``) was decided by it.
 - **Rule** (:data:`PUBLISHED_RULE`): fewer than :data:`MIN_SEEDS` seeds with a fit, or no H
   tested: not testable; every H of :data:`H_AT` tested and matching: reproduced; no tested H
   matching: not reproduced; otherwise partly.
@@ -34,7 +44,8 @@ import numpy as np
 import pandas as pd
 
 from attnlimits.claims.rules import Rule
-from attnlimits.claims.thresholds import OURS, Threshold
+from attnlimits.claims.statistics import difference_interval
+from attnlimits.claims.thresholds import AFTER_RUNS, OURS, Threshold
 from attnlimits.claims.verdicts import (
     FINDING,
     HEADLINE,
@@ -50,8 +61,10 @@ from attnlimits.experiments.softmax_not_enough.fits import clamp_points, fit_pol
 from attnlimits.normalizers.adaptive import POLY_COEFFS
 
 __all__ = [
+    "FIT_LEVEL",
     "FLOORS",
     "H_AT",
+    "INTERVAL_RULE",
     "MIN_SEEDS",
     "PUBLISHED_RULE",
     "Q_FIT",
@@ -61,6 +74,7 @@ __all__ = [
     "appf_rows",
     "floor_table",
     "floor_verdict",
+    "interval_table",
     "judge_published",
     "match_table",
     "rise_match",
@@ -74,6 +88,15 @@ MIN_SEEDS = Threshold(
     5,
     OURS,
     "a spread over fewer than five single-model fits is no spread (written before the run)",
+)
+FIT_LEVEL = Threshold(
+    "FIT_LEVEL",
+    0.95,
+    AFTER_RUNS,
+    "written 2026-11-28 (referee point 1), after the per-seed fits (fit_seed_fits.csv) were "
+    "public on 2026-11-27: the (F) row's spread, once the largest single-seed deviation (a "
+    "maximum over seeds, set by the farthest seed), is the 95 % interval of the seeds' mean "
+    "fit at each H, the level of every other interval (claims.statistics.LEVEL)",
 )
 #: (G)'s floors: 0.20, 0.21, …, 0.50, all points of the default θ grid; the table shows four.
 FLOORS = tuple(round(0.2 + 0.01 * k, 2) for k in range(31))
@@ -161,6 +184,72 @@ def _say() -> str:
 
 
 PUBLISHED_RULE = Rule("published_polynomial", judge_published, _say, (MIN_SEEDS,))
+
+
+def interval_table(
+    points: pd.DataFrame, degree: int = 4, entropies: Sequence[float] = H_AT
+) -> pd.DataFrame:
+    """The (F) row's statistic per H: ``entropy, tested, published, pooled, seeds_mean, low,
+    high, matches, n_seeds``: App. F's fit on each seed's points alone, their mean over the
+    seeds with a fit and its :data:`FIT_LEVEL` interval (t on seeds − 1 degrees of freedom);
+    ``matches`` (the published β(H) inside the interval) is None where H lies outside the
+    points' entropy range or fewer than :data:`MIN_SEEDS` seeds have a fit. ``pooled`` is the
+    fit to every seed's points together, shown beside it."""
+    H = np.asarray(entropies, float)
+    published = poly_beta(H, POLY_COEFFS)
+    pooled = _fit_at(points, degree, H)
+    per_seed = [
+        b
+        for _, p in points.groupby("seed", sort=True)  # ten seeds at most
+        if (b := _fit_at(p, degree, H)) is not None
+    ]
+    nan = np.full(len(H), np.nan)
+    lo = float(points["entropy"].min()) if len(points) else np.inf
+    hi = float(points["entropy"].max()) if len(points) else -np.inf
+    tested = (H >= lo) & (H <= hi) & (pooled is not None)
+    if len(per_seed) >= 2:
+        fits = np.stack(per_seed)  # (seeds, len(H))
+        se = fits.std(axis=0, ddof=1) / np.sqrt(len(per_seed))
+        r = difference_interval(fits.mean(axis=0), se, len(per_seed) - 1, FIT_LEVEL.value)
+        mean, low, high = r.estimate, r.low, r.high
+    else:
+        mean = low = high = nan
+    enough = len(per_seed) >= MIN_SEEDS.value
+    matches = [
+        bool(a <= p <= b) if (t and enough) else None
+        for p, a, b, t in zip(published, low, high, tested, strict=True)
+    ]
+    return pd.DataFrame(
+        {
+            "entropy": H,
+            "tested": tested,
+            "published": published,
+            "pooled": nan if pooled is None else pooled,
+            "seeds_mean": mean,
+            "low": low,
+            "high": high,
+            "matches": pd.Series(matches, dtype=object),
+            "n_seeds": len(per_seed),
+        }
+    )
+
+
+def _say_interval() -> str:
+    h = ", ".join(f"{x:g}" for x in H_AT)
+    return (
+        f"H matches where the published β(H) lies inside the {FIT_LEVEL.value:.0%} interval "
+        f"(t, seeds − 1 df) of the seeds' mean fit at H; every H of {h} nats tested and "
+        f"matching: reproduced; none matching: not reproduced; else partly; fewer than "
+        f"{MIN_SEEDS} seeds with a fit, or no H inside the points' entropy range: not "
+        "testable (set after earlier runs were public)"
+    )
+
+
+#: The (F) row's rule since 2026-11-28 (module docstring): :func:`judge_published` on
+#: :func:`interval_table`'s flags.
+INTERVAL_RULE = Rule(
+    "published_polynomial_interval", judge_published, _say_interval, (MIN_SEEDS, FIT_LEVEL)
+)
 
 
 def rise_match(points: pd.DataFrame, degree: int = 4) -> tuple[float, float, float, bool]:
