@@ -86,6 +86,28 @@ def test_degrades(low, high, verdict):
     assert rules.degrades(low, high) == verdict
 
 
+def test_entropy_rises():
+    """(1.b) since referee point 10: each step's interval low end above 0 counts a rise."""
+    assert rules.entropy_rises([0.1, 0.2, 0.01]) == REPRODUCED
+    assert rules.entropy_rises([0.1, -0.01, 0.2]) == PARTLY
+    assert rules.entropy_rises([0.1, 0.0]) == PARTLY  # an interval touching 0 is no rise
+    assert rules.entropy_rises([-0.1, -0.2]) == NOT
+    assert rules.entropy_rises([math.nan, math.nan]) == NA
+    assert rules.entropy_rises([]) == NA
+
+
+def test_higher_with_interval():
+    """(2.b) since referee point 15: a ratio counts only with its interval off 1."""
+    hw = rules.higher_with_interval
+    assert hw([1.2, 1.6], [1.1, 1.3], [1.3, 1.9]) == REPRODUCED
+    assert hw([1.07, 1.6], [0.9, 1.3], [1.2, 1.9]) == PARTLY  # n = 128's case: left out
+    assert hw([1.07, 1.6], [1.01, 1.3], [1.2, 1.9]) == REPRODUCED  # 1.07 ≥ 1.05, above 1
+    assert hw([1.04, 1.6], [1.01, 1.3], [1.1, 1.9]) == PARTLY  # real but below HIGHER
+    assert hw([0.8, 1.02], [0.7, 1.01], [0.9, 1.03]) == NOT
+    assert hw([1.07], [0.9], [1.2]) == NA  # nothing conclusive
+    assert hw([math.nan], [math.nan], [math.nan]) == NA
+
+
 def test_significant_sizes_counts_a_size_where_adaptive_is_higher_with_p_below_alpha():
     assert rules.significant_sizes([0.1, 0.2], [0.01, 0.049]) == REPRODUCED
     assert rules.significant_sizes([0.1, 0.2], [0.01, 0.05]) == PARTLY  # p = α is not below it
