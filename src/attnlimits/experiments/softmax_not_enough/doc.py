@@ -41,6 +41,8 @@ from attnlimits.experiments.report import (
 )
 from attnlimits.experiments.rule_tables import rules_table, thresholds_table
 from attnlimits.experiments.softmax_not_enough import rules
+from attnlimits.experiments.softmax_not_enough.appf_match import own_tests
+from attnlimits.experiments.softmax_not_enough.argmax_arm import TABLE, argmax_table
 from attnlimits.experiments.softmax_not_enough.claims import held_out_refits, size_table
 from attnlimits.experiments.softmax_not_enough.config import Config
 from attnlimits.experiments.softmax_not_enough.provenance import defaults
@@ -153,6 +155,8 @@ def extract(folder: Path, date: str | None = None) -> Data:
         "claims": claims[[*_CLAIMS]],
         "sizes": size_table(summary, id_size),
     }
+    if TABLE in tables:  # the argmax arm (§3's temperature zero), inference only
+        data["argmax"] = argmax_table(tables[TABLE])
     folds = tables.get("temperature_fit_folds")
     if folds is not None and "accuracy" in tables:
         data["held_out"] = held_out_refits(tables["accuracy"], folds, id_size)
@@ -214,9 +218,11 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
     """Markdown per block name (the doc's ``<!-- generated: NAME -->`` blocks)."""
     claims = data["claims"]
     checks = claims["role"] == CHECK
+    ours = own_tests(claims)  # our own tests, apart from the paper's findings
     out = {
         "run": _run_line(data["run"], "Run"),
-        "claims": markdown_table(claims[~checks]),
+        "claims": markdown_table(claims[~checks & ~ours]),
+        "own_tests": markdown_table(claims[ours]),
         "checks": markdown_table(claims[checks]),
         "sets": _sets(data["sizes"]),
         "sizes": markdown_table(data["sizes"]),
@@ -228,6 +234,8 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
     out |= {name: markdown_table(df) for name, df in data.items() if name.startswith("fit_")}
     if "held_out" in data:
         out["held_out"] = markdown_table(data["held_out"])
+    if "argmax" in data:
+        out["argmax"] = markdown_table(data["argmax"])
     if "ablation_run" in data:
         out["ablation_run"] = _run_line(data["ablation_run"], "Run of the training-length axis")
         out["steps"] = markdown_table(data["steps"])
