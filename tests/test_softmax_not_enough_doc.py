@@ -141,9 +141,9 @@ def test_extract_and_render_a_tiny_run(tmp_path):
     assert "coeffs" not in blocks["fit_seed_fits"] and "3.852" in blocks["fit_seed_fits"]
     # the longer run moved every number by +5 points against the default's 20 steps
     assert "| 40 | softmax | 55.0 [45.0, 65.0] (Δ +5.0) |" in blocks["steps"]
-    assert set(blocks) == {"run", "claims", "own_tests", "checks", "sets", "sizes", "norms", "fit_sizes",
-                           "fit_bins", "fit_fits", "fit_beta", "fit_seed_fits", "ablation_run",
-                           "steps", "steps_loss", "rules",
+    assert set(blocks) == {"run", "claims", "own_tests", "checks", "sets", "sizes", "norms",
+                           "fit_sizes", "fit_bins", "fit_fits", "fit_beta", "fit_seed_fits",
+                           "ablation_run", "steps", "steps_loss", "rules",
                            "thresholds", "provenance"}  # fmt: skip
     # the doc: each marked block replaced, a block without markers refused
     page = "".join(f"<!-- generated: {n} -->\nold\n<!-- /generated: {n} -->\n" for n in blocks)

@@ -41,7 +41,7 @@ from attnlimits.experiments.report import (
 )
 from attnlimits.experiments.rule_tables import rules_table, thresholds_table
 from attnlimits.experiments.softmax_not_enough import rules
-from attnlimits.experiments.softmax_not_enough.appf_match import own_tests
+from attnlimits.experiments.softmax_not_enough.appf_match import INTERVAL_RULE, own_tests
 from attnlimits.experiments.softmax_not_enough.argmax_arm import TABLE, argmax_table
 from attnlimits.experiments.softmax_not_enough.claims import held_out_refits, size_table
 from attnlimits.experiments.softmax_not_enough.config import Config
@@ -188,14 +188,19 @@ def extract_ablation(folder: Path, date: str | None = None) -> Data:
 save, load = save_tables, load_tables
 
 
+#: The rules the claims table prints: paper B's, then App. F's (our own test's) rule.
+_ALL_RULES = (*rules.RULES, INTERVAL_RULE)
+
+
 def _rules() -> str:
     """Every rule as the claims table prints it, formatted from its thresholds (never retyped)."""
-    return rules_table(rules.RULES)
+    return rules_table(_ALL_RULES)
 
 
 def _thresholds() -> str:
     """Every threshold once: its value, provenance, reason and the rules that use it."""
-    return thresholds_table(rules.THRESHOLDS, rules.RULES)
+    every = {t.name: t for rule in _ALL_RULES for t in rule.thresholds}
+    return thresholds_table(every, _ALL_RULES)
 
 
 def _run_line(run: pd.DataFrame, what: str) -> str:
