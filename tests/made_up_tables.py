@@ -13,7 +13,7 @@ import pandas as pd
 import limitations_tables
 from attnlimits.experiments.long_context import summarize
 from attnlimits.experiments.softmax_not_enough import entropy_vs_temperature
-from attnlimits.experiments.softmax_not_enough.uncertainty import pack_hits
+from attnlimits.experiments.softmax_not_enough.uncertainty import pack_hits, unpack_hits
 
 LOW, HIGH = 10, 40  # the tiny word-level tokenizer knows these numbers
 
@@ -165,31 +165,50 @@ def softmax_accuracy(sizes: list[int], gain: float, seeds: int = 10, m: int = 10
     return pd.concat(rows, ignore_index=True)
 
 
-def _set_attention(sizes: list[int], ratio: float) -> pd.DataFrame:
+def _set_attention(
+    sizes: list[int], ratio: float, entropy: tuple[float, ...] | None = None
+) -> pd.DataFrame:
     """A :func:`.evaluate.set_attention`-shaped table from random logits (Lemma 2.1's columns
-    exact); item 0 is the desired one, adaptive puts ``ratio`` times softmax's attention on it."""
+    exact), two seeds with the same logits; item 0 is the desired one, adaptive puts ``ratio``
+    times softmax's attention on it; the normalised ``entropy`` per size is given (a rise
+    towards uniform by default), with a small wobble per (seed, set)."""
     rng = np.random.default_rng(1)
+    entropy = entropy or tuple(0.1 + 0.3 * k for k in range(len(sizes)))
     rows = []
-    for n in sizes:
+    for n, h in zip(sizes, entropy, strict=True):
         for k in range(4):
             e = rng.normal(size=n)
             log_a = e - np.logaddexp.reduce(e)
-            common = {
-                "seed": 0,
-                "size": n,
-                "set": k,
-                "top": bool(e.argmax() == 0),
-                "spread": e.max() - e.min(),
-                "log_max": log_a.max(),
-                "log_min": log_a.min(),
-            }
-            rows.append({"norm": "softmax", **common, "target": np.exp(log_a[0])})
-            rows.append({"norm": "adaptive", **common, "target": ratio * np.exp(log_a[0])})
+            for seed in (0, 1):
+                common = {
+                    "seed": seed,
+                    "size": n,
+                    "set": k,
+                    "top": bool(e.argmax() == 0),
+                    "spread": e.max() - e.min(),
+                    "log_max": log_a.max(),
+                    "log_min": log_a.min(),
+                    "entropy": h + 0.002 * (k - 1.5) + 0.001 * seed,
+                }
+                target = np.exp(log_a[0])
+                rows.append({"norm": "softmax", **common, "target": target})
+                rows.append({"norm": "adaptive", **common, "target": ratio * target})
     return pd.DataFrame(rows)
 
 
+def argmax_accuracy(sizes: list[int], gain: float) -> pd.DataFrame:
+    """An ``argmax_accuracy``-shaped table: :func:`softmax_accuracy`'s with the other arm
+    named argmax (``gain``: argmax − softmax), accuracy and ``agree`` = 1."""
+    acc = softmax_accuracy(sizes, gain).replace({"norm": {"adaptive": "argmax"}})
+    hits = [unpack_hits([h], m)[0] for h, m in zip(acc["hits"], acc["n_sets"], strict=True)]
+    return acc.assign(accuracy=[h.mean() for h in hits], agree=1.0)
+
+
 def softmax_not_enough_tables(
-    adaptive_gain: float, spread_over: bool = False
+    adaptive_gain: float,
+    spread_over: bool = False,
+    entropy: tuple[float, ...] | None = None,
+    argmax_gain: float = -0.1,
 ) -> dict[str, pd.DataFrame]:
     sizes = [16, 64, 256]
     prof = pd.DataFrame(
@@ -211,7 +230,8 @@ def softmax_not_enough_tables(
     return {
         "accuracy": softmax_accuracy(sizes, adaptive_gain),
         "attention_profile": prof,
-        "set_attention": _set_attention(sizes, 1.2 if adaptive_gain > 0 else 0.8),
+        "set_attention": _set_attention(sizes, 1.2 if adaptive_gain > 0 else 0.8, entropy),
+        "argmax_accuracy": argmax_accuracy(sizes, argmax_gain),
         "summary": pd.DataFrame(rows),
         "entropy_vs_temperature": entropy_vs_temperature((1.0,), n=8),
         "training_log": log,

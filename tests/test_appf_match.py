@@ -18,14 +18,17 @@ from attnlimits.claims.verdicts import (
     missing_quotes,
 )
 from attnlimits.experiments.softmax_not_enough.appf_match import (
+    FIT_LEVEL,
     FLOORS,
     H_AT,
+    INTERVAL_RULE,
     PUBLISHED_RULE,
     Q_FIT,
     SHOWN_FLOORS,
     appf_rows,
     floor_table,
     floor_verdict,
+    interval_table,
     judge_published,
     match_table,
     rise_match,
@@ -158,3 +161,55 @@ def test_the_claims_row():
 
 def test_the_quote_is_word_for_word(paper_texts):
     assert missing_quotes([Q_FIT], paper_texts) == []
+
+
+def test_interval_rule_known_answers():
+    """(F)'s rule since referee point 1: the published β(H) inside the seeds' 95 % interval.
+    Published-shaped seeds: every H matches (reproduced); doubled: none (not reproduced);
+    points only over H in [0.7, 1.6]: H = 1 alone tested and matching (partly); four seeds:
+    not testable."""
+    same = interval_table(_points(published))
+    assert same["tested"].all() and all(same["matches"])
+    assert INTERVAL_RULE(list(same["matches"]), 10) == REPRODUCED
+    double = interval_table(_points(lambda H: 2 * published(H)))
+    assert not any(double["matches"])
+    assert INTERVAL_RULE(list(double["matches"]), 10) == NOT
+    narrow = interval_table(_points(published, lo=0.7, hi=1.6))
+    assert list(narrow["tested"]) == [True, False, False, False]
+    assert INTERVAL_RULE(list(narrow["matches"]), 10) == PARTLY
+    few = interval_table(_points(published, seeds=4))
+    assert int(few["n_seeds"].iloc[0]) == 4 and few["matches"].isna().all()
+    assert INTERVAL_RULE(list(few["matches"]), 4) == NOT_TESTABLE
+
+
+def test_interval_is_the_t_interval_of_the_seeds_mean_fit():
+    """The interval against a naive computation: each seed's np.polyfit, their mean ± t·sd/√S
+    (scipy's t on S − 1 df); and one far seed widens it less than it widens the max spread."""
+    from scipy import stats
+
+    pts = _points(published, noise=0.2)
+    table = interval_table(pts)
+    fits = np.stack(
+        [
+            np.polyval(np.polyfit(p["entropy"], p["beta_star"], 4), np.asarray(H_AT))
+            for _, p in pts.groupby("seed")
+        ]
+    )
+    half = stats.t.ppf((1 + FIT_LEVEL.value) / 2, 9) * fits.std(0, ddof=1) / np.sqrt(10)
+    np.testing.assert_allclose(table["seeds_mean"], fits.mean(0), rtol=1e-10)
+    np.testing.assert_allclose(table["high"] - table["low"], 2 * half, rtol=1e-10)
+    far = pts.copy()
+    far.loc[far["seed"] == 0, "beta_star"] *= 5  # one far seed
+    wide_max = match_table(far)["spread"] / match_table(pts)["spread"]
+    wide_int = (interval_table(far)["high"] - interval_table(far)["low"]) / (
+        table["high"] - table["low"]
+    )
+    assert (wide_int < wide_max).all()
+
+
+def test_fit_level_is_labelled_after_runs_and_the_text_says_so():
+    from attnlimits.claims import AFTER_RUNS
+
+    assert FIT_LEVEL.provenance == AFTER_RUNS and "2026-11-27" in FIT_LEVEL.reason
+    assert "set after earlier runs were public" in INTERVAL_RULE.text()
+    assert "95%" in INTERVAL_RULE.text()

@@ -50,7 +50,12 @@ def test_run_max_retrieval_returns_every_table(tmp_path) -> None:  # type: ignor
         "training_log",
         "attention_profile",
         "set_attention",
+        "argmax_accuracy",
     }
+    # the argmax arm: softmax again on the evaluation's sets (its hits as stored) and argmax
+    arm = out["argmax_accuracy"]
+    assert set(arm["norm"]) == {"softmax", "argmax"} and (arm["agree"] == 1.0).all()
+    assert "entropy" in out["set_attention"]
     assert "max_retrieval.train_eval" in store.meta["wall_time_s"]
     assert len(list((tmp_path / "checkpoints").glob("*.pt"))) == 1  # both seeds, one model
     # a rerun loads checkpoints and parts and gives the same table

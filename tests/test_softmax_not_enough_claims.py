@@ -70,6 +70,44 @@ def test_pooled_gain(low, high, verdict):
     assert rules.pooled_gain(low, high) == verdict
 
 
+@pytest.mark.parametrize(
+    ("low", "high", "verdict"),
+    [
+        (-0.2, -0.01, REPRODUCED),  # argmax below softmax: temperature zero degrades
+        (0.01, 0.2, NOT),  # argmax above softmax
+        (-0.1, 0.1, PARTLY),
+        (-0.1, 0.0, PARTLY),  # touching 0 is not wholly below it
+        (0.0, 0.1, PARTLY),
+        (math.nan, -0.1, NA),
+    ],
+)
+def test_degrades(low, high, verdict):
+    """§3's argmax row: the interval of argmax − softmax, (2.a)'s rule with the sign turned."""
+    assert rules.degrades(low, high) == verdict
+
+
+def test_entropy_rises():
+    """(1.b) since referee point 10: each step's interval low end above 0 counts a rise."""
+    assert rules.entropy_rises([0.1, 0.2, 0.01]) == REPRODUCED
+    assert rules.entropy_rises([0.1, -0.01, 0.2]) == PARTLY
+    assert rules.entropy_rises([0.1, 0.0]) == PARTLY  # an interval touching 0 is no rise
+    assert rules.entropy_rises([-0.1, -0.2]) == NOT
+    assert rules.entropy_rises([math.nan, math.nan]) == NA
+    assert rules.entropy_rises([]) == NA
+
+
+def test_higher_with_interval():
+    """(2.b) since referee point 15: a ratio counts only with its interval off 1."""
+    hw = rules.higher_with_interval
+    assert hw([1.2, 1.6], [1.1, 1.3], [1.3, 1.9]) == REPRODUCED
+    assert hw([1.07, 1.6], [0.9, 1.3], [1.2, 1.9]) == PARTLY  # n = 128's case: left out
+    assert hw([1.07, 1.6], [1.01, 1.3], [1.2, 1.9]) == REPRODUCED  # 1.07 ≥ 1.05, above 1
+    assert hw([1.04, 1.6], [1.01, 1.3], [1.1, 1.9]) == PARTLY  # real but below HIGHER
+    assert hw([0.8, 1.02], [0.7, 1.01], [0.9, 1.03]) == NOT
+    assert hw([1.07], [0.9], [1.2]) == NA  # nothing conclusive
+    assert hw([math.nan], [math.nan], [math.nan]) == NA
+
+
 def test_significant_sizes_counts_a_size_where_adaptive_is_higher_with_p_below_alpha():
     assert rules.significant_sizes([0.1, 0.2], [0.01, 0.049]) == REPRODUCED
     assert rules.significant_sizes([0.1, 0.2], [0.01, 0.05]) == PARTLY  # p = α is not below it
@@ -201,23 +239,33 @@ def _sets(rows: list[tuple[str, int, bool, float, float]]) -> pd.DataFrame:
 
 
 def test_fig7_row_reads_only_the_sets_where_the_max_item_lacks_the_top_logit():
+    """(2.b): the ratio of means over the lost-top sets with its delta-method interval; a
+    size whose interval holds 1 is left out (referee point 15)."""
     from attnlimits.experiments.softmax_not_enough.findings import _fig7
 
-    sets = _sets(
-        [
-            ("softmax", 64, False, 0.2, 3.0),
-            ("adaptive", 64, False, 0.3, 3.0),
-            ("softmax", 64, True, 0.9, 3.0),
-            ("adaptive", 64, True, 0.1, 3.0),  # top: left out
-            ("softmax", 16, False, 0.5, 3.0),
-            ("adaptive", 16, False, 0.1, 3.0),
-        ]  # training size
-    )
+    lost = [(0.2, 0.3), (0.25, 0.36), (0.15, 0.24)]  # (softmax, adaptive): ratio 0.9 / 0.6
+    rows = [
+        (norm, 64, False, t, 3.0) for s, a in lost for norm, t in (("softmax", s), ("adaptive", a))
+    ]
+    rows += [("softmax", 64, True, 0.9, 3.0), ("adaptive", 64, True, 0.1, 3.0)]  # top: left out
+    rows += [("softmax", 16, False, 0.5, 3.0), ("adaptive", 16, False, 0.1, 3.0)]  # training size
+    sets = _sets(rows)
     row = _fig7({"set_attention": sets}, id_size=16)
     assert row["verdict"] == REPRODUCED and row["role"] == "supporting"
-    assert "n=64: 0.300 / 0.200 = 1.50 (1 of 2 sets)" in row["measured"]
-    lower = sets.assign(target=[0.2, 0.2, 0.9, 0.1, 0.5, 0.1])  # no higher: not reproduced
-    assert _fig7({"set_attention": lower}, id_size=16)["verdict"] == NOT
+    # d = a − 1.5 s = 0, −0.015, 0.015: se = 0.015 / (√3 · 0.2), t on 2 df
+    half = 4.302652729911275 * 0.015 / (np.sqrt(3) * 0.2)
+    assert f"n=64: 1.50 [{1.5 - half:.2f}, {1.5 + half:.2f}] (3 of 4 sets)" in row["measured"]
+    lower = [(0.2, 0.19), (0.25, 0.24), (0.15, 0.14)]  # ratio 0.95, tightly below 1
+    rows_low = [
+        (norm, 64, False, t, 3.0) for s, a in lower for norm, t in (("softmax", s), ("adaptive", a))
+    ]
+    assert _fig7({"set_attention": _sets(rows_low)}, id_size=16)["verdict"] == NOT
+    wide = [(0.2, 0.4), (0.25, 0.1), (0.15, 0.2)]  # interval holds 1: inconclusive, left out
+    rows_wide = [
+        (norm, 128, False, t, 3.0) for s, a in wide for norm, t in (("softmax", s), ("adaptive", a))
+    ]
+    both = pd.concat([sets, _sets(rows_wide).assign(set=lambda d: d["set"] + 10)])
+    assert _fig7({"set_attention": both}, id_size=16)["verdict"] == PARTLY
     missing = _fig7({}, id_size=16)
     assert missing["verdict"] == NA and "rerun the same command" in missing["measured"]
 

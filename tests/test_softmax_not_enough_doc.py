@@ -32,7 +32,8 @@ def test_doc_numbers_are_the_saved_runs_tables():
     for name, want in blocks.items():
         assert block(text, name) == want, f"block {name!r} is not the saved run's: {stale}"
     assert set(re.findall(r"<!-- generated: (.+?) -->", text)) == set(blocks)
-    assert {"claims", "sizes", "fit_beta", "steps", "steps_decision"} <= set(blocks)
+    assert {"claims", "sizes", "fit_beta", "steps"} <= set(blocks)
+    assert "steps_decision" not in blocks  # the pooled reading is not the doc's (point 13)
     if "--quick" in data["run"]["command"][0]:  # placeholders say so until the lead's run
         assert "placeholders" in text and "--quick" in text
 
@@ -140,10 +141,9 @@ def test_extract_and_render_a_tiny_run(tmp_path):
     assert "coeffs" not in blocks["fit_seed_fits"] and "3.852" in blocks["fit_seed_fits"]
     # the longer run moved every number by +5 points against the default's 20 steps
     assert "| 40 | softmax | 55.0 [45.0, 65.0] (Δ +5.0) |" in blocks["steps"]
-    assert blocks["steps_decision"] == ""  # no per-set hits in this folder: no decision
-    assert set(blocks) == {"run", "claims", "checks", "sets", "sizes", "norms", "fit_sizes",
-                           "fit_bins", "fit_fits", "fit_beta", "fit_seed_fits", "ablation_run",
-                           "steps", "steps_decision", "steps_loss", "rules",
+    assert set(blocks) == {"run", "claims", "own_tests", "checks", "sets", "sizes", "norms",
+                           "fit_sizes", "fit_bins", "fit_fits", "fit_beta", "fit_seed_fits",
+                           "ablation_run", "steps", "steps_loss", "rules",
                            "thresholds", "provenance"}  # fmt: skip
     # the doc: each marked block replaced, a block without markers refused
     page = "".join(f"<!-- generated: {n} -->\nold\n<!-- /generated: {n} -->\n" for n in blocks)

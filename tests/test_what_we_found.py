@@ -97,7 +97,13 @@ def test_clrs_block_names_the_run_and_keeps_finding_headline_and_regimes():
 def test_paper_b_block_names_the_schedule_and_app_f():
     columns = what_we_found._SIZE_COLUMNS  # the per-size column's name is the vocabulary's
     sizes = pd.DataFrame([["32", "50.0", "60.0", "10.0", "better"]], columns=columns)
-    claims = pd.DataFrame({"claim": ["(1) f"], "role": ["finding"], "verdict": ["partly"]})
+    claims = pd.DataFrame(
+        {
+            "claim": ["(1) f", "(F) our test: g"],
+            "role": ["finding", "finding"],
+            "verdict": ["partly", "not reproduced"],
+        }
+    )
     run = pd.DataFrame({"date": ["2026-01-02"], "steps": ["20,000"], "command": ["`cmd`"]})
     beta = pd.DataFrame(
         {
@@ -119,6 +125,9 @@ def test_paper_b_block_names_the_schedule_and_app_f():
     assert text.startswith("The per-size numbers belong to the 20,000-step schedule")
     assert "β = 2.89 / 8.54 at H = 1 / 2 nats, against the published 1.27 / 2.10" in text
     assert "10.1 [7.5, 12.9] points (better)" in text and "| (1) f | partly |" in text
+    # App. F's row is our own test, in its own table, not among paper B's findings
+    findings, ours = text.split("| finding (paper B) |")[1].split("| our test (not paper B's) |")
+    assert "(F)" not in findings and "| (F) our test: g | not reproduced |" in ours
     renamed = held.rename(columns={"held-out verdict": "outcome"})  # the comparison vocabulary's
     assert "(better)" in what_we_found.max_retrieval_block(sizes, claims, run, beta, renamed)
     with pytest.raises(ValueError, match="paper or the refit"):

@@ -28,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnlimits.experiments.report import fill, markdown_table
+from attnlimits.experiments.softmax_not_enough.appf_match import own_tests
 from attnlimits.experiments.store import atomic_write_text
 
 __all__ = [
@@ -253,7 +254,9 @@ def max_retrieval_block(
     missing = [c for c in _SIZE_COLUMNS if c not in sizes.columns]
     if missing:
         raise ValueError(f"softmax_not_enough/sizes.csv lacks the columns {missing}")
-    findings = claims[claims["role"] == "finding"][["claim", "verdict"]]
+    ours = own_tests(claims)  # App. F's transfer: our question, not a claim of paper B
+    findings = claims[(claims["role"] == "finding") & ~ours][["claim", "verdict"]]
+    tests = claims[(claims["role"] == "finding") & ours][["claim", "verdict"]]
     parts = []
     if run is not None and len(run):
         parts.append(f"The per-size numbers belong to {_schedule(run)}.")
@@ -261,6 +264,8 @@ def max_retrieval_block(
         markdown_table(sizes[_SIZE_COLUMNS]),
         markdown_table(findings.rename(columns={"claim": "finding (paper B)"})),
     ]
+    if len(tests):
+        parts.append(markdown_table(tests.rename(columns={"claim": "our test (not paper B's)"})))
     if beta is not None:
         held = held_out if held_out is not None else pd.DataFrame(columns=["fit"])
         parts.append(app_f_sentence(beta, held))

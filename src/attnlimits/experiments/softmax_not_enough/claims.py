@@ -37,6 +37,7 @@ EVIDENCE = (
     (r"logit spread|norms|growing weights", ("logit_spread",), ("training_log",)),
     (r"App\. F", ("temperature_fit",), ("temperature_fit_coeffs", "temperature_fit_points")),
     (r"desired item|two-sided", ("attention_profile",), ("set_attention",)),
+    (r"temperature zero", (), ("argmax_accuracy",)),
 )
 
 #: The size table's outcome column: adaptive against softmax at one size, in the one comparison
@@ -66,6 +67,7 @@ Q_NORMS = (
     "and parameter matrices (in spite of our weight decay loss)"
 )
 Q_LEMMA = "Lemma 2.1 (softmax must disperse)."
+Q_ZERO = "Setting temperature to zero will then degrade accuracy"
 QUOTES = (
     Q_DISPERSE,
     Q_SHARP,
@@ -76,6 +78,7 @@ QUOTES = (
     Q_LEMMA,
     Q_ENTROPY,
     Q_SPREAD,
+    Q_ZERO,
 )
 
 

@@ -2,7 +2,8 @@
 
 Training: ``steps`` batched steps of every seed at once, each a fixed part and a part per seed
 (``batch`` sets of up to ``max_size`` items). Evaluation: the items of every size's sets, per
-seed and normaliser evaluated. App. F: the refit's sets per seed. The ablation trains eight
+seed and normaliser evaluated (the argmax arm evaluates softmax again beside argmax). App. F:
+the refit's sets per seed. The ablation trains eight
 combinations (one reused) and the default combination at each other training length of
 ``ablation_steps``, the cross-normaliser table one model per normaliser besides softmax
 and evaluates each, the swaps with softmax. Memory: the evaluation's chunks of
@@ -40,6 +41,7 @@ def estimate(cfg: Config) -> budget.Estimate:
     items = sum(n * ev.sets_at(n) for n in ev.sizes)
     evaluation = _ITEM * seeds * items  # per normaliser
     seconds = _START + training + (4 if cfg.temperature_fit else 2) * evaluation  # two refits
+    seconds += 2 * evaluation  # the argmax arm: softmax again beside argmax (.argmax_arm)
     if cfg.temperature_fit:
         sets = 50 if cfg.preset == "quick" else 300
         seconds += _FIT_ITEM * seeds * sets * sum((16, 32, 64, 128, 256, 512, 1024, 2048))

@@ -165,7 +165,8 @@ def set_attention(
     ``~top``), ``spread`` (max − min logit of the set, Δ) and ``log_max`` / ``log_min`` (log of
     the largest / smallest softmax coefficient at θ = 1, in float64 from the logits, so that a
     coefficient below float32's range keeps its value: Lemma 2.1's setting, the same on every
-    normaliser's rows).
+    normaliser's rows); ``entropy`` is the normaliser's attention's normalised entropy
+    H(α)/log n (0: all on one item, 1: uniform; (1.b)'s statistic), in float64.
     """
     device = next(model.parameters()).device
     mc = model.cfg
@@ -200,7 +201,13 @@ def set_attention(
             a = normalise(e, spec)  # (S, B, n)
             target = a.gather(-1, i_max.expand(a.shape[:-1]).unsqueeze(-1)).squeeze(-1)
             on = target.double().cpu().numpy().ravel()
-            parts.append(pd.DataFrame({"norm": label, **common, "target": on}))
+            a64 = a.double()
+            h = -torch.special.xlogy(a64, a64).sum(-1) / math.log(n)  # (S, B); 0·log 0 = 0
+            parts.append(
+                pd.DataFrame(
+                    {"norm": label, **common, "target": on, "entropy": h.cpu().numpy().ravel()}
+                )
+            )
     return pd.concat(parts, ignore_index=True)
 
 

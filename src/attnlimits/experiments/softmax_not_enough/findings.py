@@ -31,8 +31,10 @@ from attnlimits.claims import (
     finding,
     finite,
 )
+from attnlimits.claims.statistics import difference_interval, paired_seeds_questions
 from attnlimits.experiments.softmax_not_enough import rules
 from attnlimits.experiments.softmax_not_enough.appf_match import appf_rows
+from attnlimits.experiments.softmax_not_enough.argmax_arm import OUTCOME, TABLE, argmax_table
 from attnlimits.experiments.softmax_not_enough.claims import (
     Q_ADAPTIVE,
     Q_DISPERSE,
@@ -43,11 +45,12 @@ from attnlimits.experiments.softmax_not_enough.claims import (
     Q_SHARP,
     Q_SPREAD,
     Q_UNIFORM,
+    Q_ZERO,
     interval,
 )
 from attnlimits.experiments.softmax_not_enough.evaluate import pooled_gain
 
-__all__ = ["adaptive", "checks", "claims", "disperse", "weights"]
+__all__ = ["adaptive", "checks", "claims", "degrade", "disperse", "weights"]
 
 Row = dict[str, str]
 
@@ -88,6 +91,41 @@ def _slope(top: pd.Series, id_size: int) -> tuple[float, str]:
     return slope, f"; slope over n = {n0:,} → {n1:,}: {slope:.2f}"
 
 
+def _three(mean: Any, low: Any, high: Any) -> str:
+    return f"{float(mean):.3f} [{float(low):.3f}, {float(high):.3f}]"
+
+
+def _entropy_steps(sets: pd.DataFrame, id_size: int) -> tuple[str, list[float]]:
+    """(1.b)'s statistic: the softmax arm's normalised entropy per profile size from the
+    largest training size on (mean over seeds and sets, its seeds × sets interval,
+    :func:`attnlimits.claims.statistics.paired_seeds_questions`), and each step to the next
+    size with its interval (the two standard errors in quadrature, normal quantile): the
+    text and the steps' low ends."""
+    soft = sets[sets["norm"] == "softmax"]
+    sizes = sorted(int(n) for n in soft["size"].unique())
+    inside = [n for n in sizes if n <= id_size]
+    sizes = inside[-1:] + [n for n in sizes if n > id_size]
+    means, ses, cells = [], [], []
+    for n in sizes:
+        grid = soft[soft["size"] == n].pivot(index="seed", columns="set", values="entropy")
+        r = paired_seeds_questions(grid.to_numpy(float))
+        means.append(float(r.estimate))
+        ses.append(float(r.se))
+        cells.append(f"n={n:,}: {_three(r.estimate, r.low, r.high)}")
+    lows, steps = [], []
+    for k in range(len(sizes) - 1):
+        d = difference_interval(means[k + 1] - means[k], math.hypot(ses[k], ses[k + 1]))
+        lows.append(float(d.low))
+        steps.append(f"{sizes[k]:,} → {sizes[k + 1]:,}: {_three(d.estimate, d.low, d.high)}")
+    text = (
+        "softmax's normalised entropy H/log n (mean [95 %] over seeds and sets): "
+        + ", ".join(cells)
+        + "; steps: "
+        + ", ".join(steps)
+    )
+    return text, lows
+
+
 def disperse(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]:
     """Finding (1), §2's two observations on the attention profile: (1.a) sharp at the training
     sizes, (1.b) then falling towards uniform (its own statistic: the slope of α_max against n,
@@ -103,19 +141,33 @@ def disperse(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]:
         f"ours: the max item's mean attention at the largest training size (n ≤ {id_size})",
     ).judged(shown + _flips(rules.sharp, at), rules.sharp.text(), rules.sharp(at))
     slope, said = _slope(top, id_size)
+    reading = (
+        f"reading (not deciding): α_max's log-log {said.removeprefix('; ')}, "
+        f"{rules.towards_uniform(slope)} by its rule"
+    )
     uniform = Statement(
         "(1.b) then disperses towards uniform as the sets grow",
         HEADLINE,
         Q_UNIFORM,
-        "ours: the max item's mean attention falls at the uniform rate 1/n (n·α_max levels "
-        "off) between the profile's two largest sizes",
-    ).judged(
-        shown + said + _flips(rules.towards_uniform, slope),
-        rules.towards_uniform.text(),
-        rules.towards_uniform(slope),
+        "ours: the softmax attention's normalised entropy H/log n (1 = uniform), mean over "
+        "seeds and the profile's sets, rising at each larger size from the training size on",
     )
+    sets = tables.get("set_attention")
+    if sets is None or "entropy" not in sets:
+        uniform_row = uniform.judged(
+            "the run's set_attention table has no entropy (a run before it was added): "
+            "python -m attnlimits.experiments.softmax_not_enough.add_tables RUN adds it; "
+            + reading,
+            rules.entropy_rises.text(),
+            NA,
+        )
+    else:
+        shown_h, lows = _entropy_steps(sets, id_size)
+        uniform_row = uniform.judged(
+            f"{shown_h}; {reading}", rules.entropy_rises.text(), rules.entropy_rises(lows)
+        )
     head = Statement("(1) softmax is sharp in distribution, then disperses", FINDING, Q_SHARP)
-    return finding(head, [sharp, uniform])
+    return finding(head, [sharp, uniform_row])
 
 
 def _per_size(summary: pd.DataFrame, id_size: int, p: str) -> tuple[list[str], str]:
@@ -187,28 +239,93 @@ def _fig7(tables: Mapping[str, pd.DataFrame], id_size: int) -> Row:
         return statement.judged(
             "the run has no set_attention table (a run before it was added): rerun the same "
             "command with the same --out, which resumes from the checkpoints and adds it",
-            rules.higher_on_target.text(),
+            rules.higher_with_interval.text(),
             NA,
         )
     lost = sets[(~sets["top"].astype(bool)) & (sets["size"] > id_size)]
     drawn = sets[sets["norm"] == "softmax"].groupby("size").size()
-    ratios, said = [], []
+    ratios, lows, highs, said = [], [], [], []
     for n, g in lost.groupby("size"):
-        on = g.groupby("norm")["target"].mean()
-        if not {"softmax", "adaptive"} <= set(on.index):
+        if not {"softmax", "adaptive"} <= set(g["norm"]):
             continue
-        r = float(on["adaptive"] / on["softmax"]) if on["softmax"] > 0 else math.nan
+        r, lo, hi, rows = _ratio_interval(g)
         ratios.append(r)
-        said.append(
-            f"n={n}: {on['adaptive']:.3f} / {on['softmax']:.3f} = {r:.2f} "
-            f"({len(g) // g['norm'].nunique()} of {int(drawn[n])} sets)"
-        )
-    measured = "adaptive / softmax mean attention on the max item where it lacks the top logit: "
-    return statement.judged(
-        measured + ("; ".join(said) or "no such set above the training sizes"),
-        rules.higher_on_target.text(),
-        rules.higher_on_target(ratios),
+        lows.append(lo)
+        highs.append(hi)
+        said.append(f"n={n}: {r:.2f} [{lo:.2f}, {hi:.2f}] ({rows} of {int(drawn[n])} sets)")
+    measured = (
+        "adaptive / softmax mean attention on the max item where it lacks the top logit, with "
+        "its 95 % interval: "
+        + ("; ".join(said) or "no such set above the training sizes")
+        + f"; reading (not deciding): the ratio alone ≥ {rules.HIGHER}: "
+        + rules.higher_on_target(ratios)
     )
+    return statement.judged(
+        measured,
+        rules.higher_with_interval.text(),
+        rules.higher_with_interval(ratios, lows, highs),
+    )
+
+
+def _ratio_interval(g: pd.DataFrame) -> tuple[float, float, float, int]:
+    """(2.b)'s ratio of means, adaptive over softmax, on the paired (seed, set) rows of one
+    size, with its 95 % interval by the delta method (the SE of mean(a − r·s) / mean(s), t on
+    rows − 1 df, :func:`attnlimits.claims.statistics.difference_interval`); the rows."""
+    wide = g.pivot_table(index=["seed", "set"], columns="norm", values="target")
+    a, s = wide["adaptive"].to_numpy(float), wide["softmax"].to_numpy(float)
+    if len(a) < 2 or s.mean() <= 0:
+        return math.nan, math.nan, math.nan, len(a)
+    r = a.mean() / s.mean()
+    se = (a - r * s).std(ddof=1) / (math.sqrt(len(a)) * s.mean())
+    ci = difference_interval(r, se, len(a) - 1)
+    return float(r), float(ci.low), float(ci.high), len(a)
+
+
+def degrade(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]:
+    """Finding (4), §3's "Setting temperature to zero will then degrade accuracy": the trained
+    softmax models with a hard argmax at inference (:mod:`.argmax_arm`) against softmax on the
+    same seeds and sets, pooled over the sizes above the training range, each size beside it
+    (not deciding); adaptive's accuracy from the main evaluation shown for comparison."""
+    head = Statement(
+        "(4.a) temperature zero (a hard argmax, inference only) degrades accuracy (§3)",
+        HEADLINE,
+        Q_ZERO,
+        "ours: the trained softmax models with all attention on the largest logit (top-1, "
+        "ties broken by torch.topk), against softmax on the same seeds and test sets, every "
+        "size above the training range pooled (each size once)",
+    )
+    acc = tables.get(TABLE)
+    sizes = [] if acc is None else sorted(int(n) for n in acc["size"].unique() if n > id_size)
+    if acc is None or not sizes:
+        rows = [
+            head.judged(
+                "the run has no argmax_accuracy table (a run before it was added): "
+                "python -m attnlimits.experiments.softmax_not_enough.add_tables RUN adds it",
+                rules.degrades.text(),
+                NA,
+            )
+        ]
+    else:
+        diff, low, high = pooled_gain(acc, sizes, other="argmax", baseline="softmax")
+        per = argmax_table(acc)
+        per = per[per["size"] > id_size]
+        adaptive = tables["summary"]
+        adaptive = adaptive[adaptive["norm"] == "adaptive"].set_index("size")["mean"]
+        measured = (
+            f"argmax − softmax over n = {sizes[0]:,}…{sizes[-1]:,} ({len(sizes)} sizes): "
+            f"{interval(diff, low, high)} points. Per size (not deciding), argmax / softmax "
+            "(adaptive) %: "
+            + "; ".join(
+                f"n={r['size']}: {r['argmax (%)'].split(' ')[0]} / "
+                f"{r['softmax (%)'].split(' ')[0]} ({100 * adaptive.get(r['size'], math.nan):.1f})"
+                f", {r[OUTCOME]}"
+                for _, r in per.iterrows()
+            )
+            + "; recomputed softmax hits equal to the run's stored ones: "
+            f"{float(acc['agree'].min()):.2%} (the lowest size's share)"
+        )
+        rows = [head.judged(measured, rules.degrades.text(), rules.degrades(low, high))]
+    return finding(Statement("(4) temperature zero degrades accuracy (§3)", FINDING, Q_ZERO), rows)
 
 
 def weights(tables: Mapping[str, pd.DataFrame], regularizer: str) -> list[Row]:
@@ -348,6 +465,7 @@ def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.Da
         *disperse(tables, id_size),
         *adaptive(tables, id_size),
         *weights(tables, str(train.get("regularizer", "coupled"))),
+        *degrade(tables, id_size),
         *appf_rows(tables),
         *checks(tables),
     ]

@@ -49,9 +49,12 @@ __all__ = [
     "UNIFORM_HI",
     "UNIFORM_LO",
     "bounded",
+    "degrades",
+    "entropy_rises",
     "falls_everywhere",
     "grows",
     "higher_on_target",
+    "higher_with_interval",
     "monotone",
     "pooled_gain",
     "sharp",
@@ -163,6 +166,32 @@ def _pooled(low: float, high: float) -> str:
     return REPRODUCED if low > 0 else NOT if high < 0 else PARTLY
 
 
+def _rises(lows: Sequence[float]) -> str:
+    judged = [lo for lo in lows if finite(lo)]
+    return _share([lo > 0 for lo in judged]) if judged else NA
+
+
+#: (1.b)'s deciding rule since 2026-11-28 (referee point 10; written before the entropies it
+#: decides were computed): "towards the uniform distribution" read on the softmax attention's
+#: normalised entropy H/log n (1 at uniform), mean over seeds and the profile's test sets, per
+#: profile size from the largest training size on; a step to the next larger size *rises*
+#: where the difference's 1 − ALPHA interval (the two sizes' seeds × sets standard errors
+#: added in quadrature, normal quantile; the seeds are shared, so this is wider than a paired
+#: interval) lies above 0. Every step rises: reproduced; some: partly; none: not reproduced.
+#: The slope of α_max (:data:`towards_uniform`) stays beside it as a reading: n·α_max levelling
+#: off is what 1/n dispersion looks like, but it cannot show the distribution nearing uniform.
+entropy_rises = Rule(
+    "entropy_rises",
+    _rises,
+    lambda: (
+        f"normalised entropy H/log n rises (the step's {1 - ALPHA.value:.0%} interval above 0) "
+        "at every step to a larger profile size from the training size on: reproduced; at "
+        "some: partly; at none: not reproduced"
+    ),
+    (ALPHA,),
+)
+
+
 #: (2.a) §4.1's "more performant retrieval head on larger inputs, with statistical
 #: significance": the gain pooled over the sizes above the training range, its 1 − ALPHA
 #: interval over seeds and test sets wholly above 0; wholly below: not reproduced; else partly.
@@ -179,6 +208,27 @@ pooled_gain = Rule(
 
 def _significant(diffs: Sequence[float], ps: Sequence[float]) -> list[bool]:
     return [finite(p) and p < ALPHA.value and d > 0 for d, p in zip(diffs, ps, strict=True)]
+
+
+#: §3's "Setting temperature to zero will then degrade accuracy": the trained softmax models
+#: evaluated with a hard argmax (temperature → 0, inference only, :mod:`.argmax_arm`) against
+#: softmax on the same seeds and sets, argmax − softmax pooled over the sizes above the training
+#: range (each size once), its 1 − ALPHA interval over seeds and test sets (the statistics
+#: module's paired interval) wholly below 0: reproduced; wholly above 0: not reproduced; else
+#: partly. (2.a)'s rule with the sign turned, so that "larger inputs" is read the same way in
+#: both; each size's own interval is shown beside it, not deciding. Written 2026-11-28 (issue
+#: 56, referee point 2) after a timing trial of the arm at n = 16 and 1,024 had printed its
+#: accuracies there; it has no threshold of its own (ALPHA is (2.a)'s).
+degrades = Rule(
+    "degrades",
+    lambda low, high: _pooled(-high, -low),
+    lambda: (
+        f"argmax − softmax pooled over the sizes above the training range, its "
+        f"{1 - ALPHA.value:.0%} interval below 0: reproduced; above 0: not reproduced; else "
+        "partly"
+    ),
+    (ALPHA,),
+)
 
 
 #: (2.a), per size, as a reading shown beside the verdict (never deciding it): a size counts
@@ -212,6 +262,50 @@ higher_on_target = Rule(
         "not reproduced"
     ),
     (HIGHER,),
+)
+
+
+def _higher_with_interval(
+    ratios: Sequence[float], lows: Sequence[float], highs: Sequence[float]
+) -> str:
+    """Per size: higher where ratio ≥ HIGHER and its interval lies above 1; not higher where
+    ratio < HIGHER or the interval lies below 1; inconclusive (left out) where the interval
+    holds 1 or is undefined. Verdict over the conclusive sizes, at most partly when any size
+    was left out; none conclusive: n/a."""
+    counted, left_out = [], 0
+    for r, lo, hi in zip(ratios, lows, highs, strict=True):
+        if not finite(r):
+            continue
+        if finite(lo) and lo > 1:
+            counted.append(r >= HIGHER.value)
+        elif finite(hi) and hi < 1:
+            counted.append(False)
+        else:
+            left_out += 1
+    if not counted:
+        return NA
+    verdict = _share(counted)
+    return PARTLY if left_out and verdict == REPRODUCED else verdict
+
+
+#: (2.b)'s rule since 2026-11-28 (referee point 15; written before its re-derivation, after
+#: the run's ratios, 1.07 on 15 sets at n = 128, were public): per profile size above the
+#: training range, the ratio of :data:`higher_on_target` with its 1 − ALPHA interval (delta
+#: method on the paired (seed, set) rows, t on rows − 1 df, claims.statistics); a size counts
+#: higher where the ratio ≥ HIGHER and the interval lies above 1, not higher where the ratio
+#: is below HIGHER or the interval below 1, and is inconclusive (left out, named) where the
+#: interval holds 1. Every counted size higher: reproduced, but partly if any was left out;
+#: some: partly; none: not reproduced; none counted: n/a.
+higher_with_interval = Rule(
+    "higher_with_interval",
+    _higher_with_interval,
+    lambda: (
+        f"per size above the training range, adaptive / softmax attention on the max item where "
+        f"it lacks the top logit ≥ {HIGHER} with its {1 - ALPHA.value:.0%} interval above 1: "
+        "higher; interval holding 1: inconclusive, left out; every counted size higher: "
+        "reproduced (partly if one was left out); some: partly; none: not reproduced"
+    ),
+    (HIGHER, ALPHA),
 )
 #: (3.a, 3.b) App. D / Fig. 9's "grows with training time": the median over seeds of a logged
 #: quantity at the last logged step over the first at least GROWN; any rise: partly.
@@ -252,10 +346,13 @@ spread_bound = Holds("spread_bound", "spread ≤ bound", "logged step")
 #: Every rule, in the order the claims table uses them (the docs' rules table).
 RULES = (
     sharp,
+    entropy_rises,
     towards_uniform,
     pooled_gain,
     significant_sizes,
+    higher_with_interval,
     higher_on_target,
+    degrades,
     grows,
     falls_everywhere,
     bounded,

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from attnlimits.experiments.softmax_not_enough.argmax_arm import TABLE, argmax_accuracy
 from attnlimits.experiments.softmax_not_enough.config import (
     ABLATION,
     CrossConfig,
@@ -103,8 +104,10 @@ def run_max_retrieval(
     on the same sets.
 
     Tables: ``accuracy`` (tidy), ``summary``, ``paired`` (paper layout: softmax vs adaptive),
-    ``training_log``, ``attention_profile`` (softmax and adaptive) and ``set_attention``
-    (per profile set: the attention on the desired item and Lemma 2.1's quantities).
+    ``training_log``, ``attention_profile`` (softmax and adaptive), ``set_attention``
+    (per profile set: the attention on the desired item, its entropy and Lemma 2.1's
+    quantities) and ``argmax_accuracy`` (:mod:`.argmax_arm`: softmax and a hard argmax on the
+    evaluation's sets, inference only; its own part, so an older run gains it on a rerun).
     """
     mcfg = softmax_model(cfg)
     norms = _softmax_and_adaptive(cfg)
@@ -116,6 +119,11 @@ def run_max_retrieval(
     model, _ = trained_model(cfg, store, mcfg)
     with store.timed("max_retrieval.intervals"):
         summary = _summary(acc, cfg)
+    with store.timed("max_retrieval.argmax"):
+        part = {"model": mcfg, "train": cfg.train, "eval": cfg.eval, "seeds": cfg.seeds}
+        argmax = store.part(
+            "argmax", part, "softmax", lambda: argmax_accuracy(model, acc, cfg.eval)
+        )
     return {
         "accuracy": acc,
         "summary": summary,
@@ -123,6 +131,7 @@ def run_max_retrieval(
         "training_log": log,
         "attention_profile": attention_profile(model, cfg.profile_sizes, norms),
         "set_attention": set_attention(model, cfg.profile_sizes, norms),
+        TABLE: argmax,
     }
 
 

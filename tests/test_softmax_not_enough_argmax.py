@@ -1,0 +1,147 @@
+"""§3's argmax arm (softmax_not_enough.argmax_arm) and (1.b)'s entropy statistic: the arm
+against a naive readout of the top-logit item, the entropy column against scipy, and the
+finding rows built from them on known tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from scipy import stats
+
+from attnlimits.claims import NA, NOT, PARTLY, REPRODUCED
+from attnlimits.experiments.softmax_not_enough.argmax_arm import (
+    ARGMAX,
+    OUTCOME,
+    argmax_accuracy,
+    argmax_table,
+)
+from attnlimits.experiments.softmax_not_enough.config import EvalConfig, ModelConfig
+from attnlimits.experiments.softmax_not_enough.evaluate import evaluate, set_attention
+from attnlimits.experiments.softmax_not_enough.findings import degrade, disperse
+from attnlimits.experiments.softmax_not_enough.model import (
+    MaxRetrievalModel,
+    make_batch,
+    set_generator,
+)
+from attnlimits.experiments.softmax_not_enough.uncertainty import pack_hits, unpack_hits
+
+
+@pytest.fixture(scope="module")
+def model() -> MaxRetrievalModel:
+    return MaxRetrievalModel(ModelConfig(width=16), seeds=(0, 3)).eval()
+
+
+def test_argmax_arm_is_the_readout_of_the_top_logit_item(model):
+    """The arm's hits are the naive ones: the readout of a one-hot attention on the largest
+    logit; its softmax hits equal the stored evaluation's (the same sets: agree = 1), and a
+    stored table with other hits lowers agree."""
+    cfg = EvalConfig(sizes=(4, 9), n_sets=12, target_se=None, min_sets=1, chunk_items=200)
+    stored = evaluate(model, cfg, {"softmax": ("softmax", {})})
+    got = argmax_accuracy(model, stored, cfg)
+    assert set(got["norm"]) == {"softmax", "argmax"} and (got["agree"] == 1.0).all()
+    n = 9
+    items, query, target = make_batch(
+        12, n, n_classes=10, query_dim=11, generator=set_generator(cfg.seed, n, "cpu")
+    )
+    with torch.no_grad():
+        f, e = model.encode(items, query)
+        one_hot = torch.nn.functional.one_hot(e.argmax(-1), n).to(f.dtype)
+        naive = (model.readout(f, one_hot).argmax(-1) == target).numpy()  # (S, B)
+    rows = got[(got["norm"] == "argmax") & (got["size"] == n)].sort_values("seed")
+    assert (unpack_hits(rows["hits"].to_numpy(), 12) == naive).all()
+    flipped = stored.copy()
+    flipped["hits"] = [
+        pack_hits(~unpack_hits([h], m))[0]
+        for h, m in zip(flipped["hits"], flipped["n_sets"], strict=True)
+    ]
+    assert (argmax_accuracy(model, flipped, cfg)["agree"] == 0.0).all()
+    assert ARGMAX == ("topk", {"k": 1})
+
+
+def test_set_attention_entropy_is_the_normalised_shannon_entropy(model):
+    norms = {"softmax": ("softmax", {}), "adaptive": ("adaptive", {})}
+    got = set_attention(model, [5, 12], norms, n_sets=3, chunk_items=20)
+    items, query, _ = make_batch(3, 12, n_classes=10, query_dim=11, generator=set_generator(0, 12))
+    with torch.no_grad():
+        _, e = model.encode(items, query)
+    a = torch.softmax(e[1, 2].double(), -1).numpy()  # seed 3, set 2
+    row = got[(got["norm"] == "softmax") & (got["size"] == 12) & (got["seed"] == 3)]
+    assert np.isclose(row[row["set"] == 2]["entropy"].iloc[0], stats.entropy(a) / np.log(12))
+    assert got["entropy"].between(0, 1 + 1e-12).all()
+
+
+def _profile(entropy: dict[int, float], seeds: int = 4, sets: int = 8) -> dict[str, pd.DataFrame]:
+    """Tables for (1.b): a set_attention whose softmax entropy at size n is ``entropy[n]``
+    plus a small per-(seed, set) wobble, and a matching attention profile."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for n, h in entropy.items():
+        for s in range(seeds):
+            for k in range(sets):
+                rows.append(
+                    {
+                        "norm": "softmax",
+                        "seed": s,
+                        "size": n,
+                        "set": k,
+                        "entropy": h + 0.01 * rng.standard_normal(),
+                    }
+                )
+    prof = pd.DataFrame(
+        [{"norm": "softmax", "size": n, "rank": 0, "attention": 1 / n**0.5} for n in entropy]
+    )
+    return {"set_attention": pd.DataFrame(rows), "attention_profile": prof}
+
+
+@pytest.mark.parametrize(
+    ("entropy", "verdict"),
+    [
+        ({16: 0.1, 128: 0.4, 1024: 0.7}, REPRODUCED),  # rises at every step
+        ({16: 0.1, 128: 0.4, 1024: 0.4}, PARTLY),  # rises, then flat
+        ({16: 0.5, 128: 0.5, 1024: 0.3}, NOT),  # flat, then falls
+    ],
+)
+def test_disperse_judges_the_entropy_steps(entropy, verdict):
+    rows = disperse(_profile(entropy), id_size=16)
+    row = next(r for r in rows if r["claim"].startswith("(1.b)"))
+    assert row["verdict"] == verdict and "H/log n" in row["measured"]
+    assert "16 → 128" in row["measured"] and "reading (not deciding)" in row["measured"]
+
+
+def test_disperse_without_entropy_is_na():
+    tables = _profile({16: 0.1, 128: 0.4})
+    tables["set_attention"] = tables["set_attention"].drop(columns="entropy")
+    row = next(r for r in disperse(tables, id_size=16) if r["claim"].startswith("(1.b)"))
+    assert row["verdict"] == NA and "add_tables" in row["measured"]
+
+
+def _arms(diff: float, sizes=(16, 64, 256), seeds: int = 4, sets: int = 400) -> pd.DataFrame:
+    """An argmax_accuracy table: softmax hits at rate 0.6, argmax at 0.6 + ``diff``."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for n in sizes:
+        for norm, p in (("softmax", 0.6), ("argmax", 0.6 + diff)):
+            for s in range(seeds):
+                hits = rng.random(sets) < p
+                rows.append(
+                    {"norm": norm, "seed": s, "size": n, "n_sets": sets, "correct": int(hits.sum()),
+                     "accuracy": hits.mean(), "hits": pack_hits(hits)[0], "agree": 1.0}
+                )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(("diff", "verdict"), [(-0.2, REPRODUCED), (0.2, NOT), (0.0, PARTLY)])
+def test_degrade_row(diff, verdict):
+    summary = pd.DataFrame({"norm": ["adaptive"] * 3, "size": [16, 64, 256], "mean": 0.7})
+    rows = degrade({"argmax_accuracy": _arms(diff), "summary": summary}, id_size=16)
+    assert rows[1]["verdict"] == verdict and rows[0]["verdict"] == verdict
+    assert "n=64" in rows[1]["measured"] and "n=16:" not in rows[1]["measured"]
+    table = argmax_table(_arms(diff))
+    assert list(table["size"]) == [16, 64, 256] and OUTCOME in table
+
+
+def test_degrade_without_the_table_is_na():
+    rows = degrade({"summary": pd.DataFrame()}, id_size=16)
+    assert rows[1]["verdict"] == NA and "add_tables" in rows[1]["measured"]
