@@ -13,7 +13,8 @@ training-length axis of ``--ablation``). The ``rules`` and ``thresholds`` blocks
 as the text the report prints, and :func:`save` writes them as CSV under ``--data``;
 :func:`render` turns those CSVs into Markdown blocks, which replace the doc's blocks between
 ``<!-- generated: NAME -->`` and ``<!-- /generated: NAME -->``
-(:func:`attnlimits.experiments.report.fill`). Without ``--ablation`` the ablation's saved CSVs
+(:func:`attnlimits.experiments.report.fill`); the numbers the doc's prose quotes are blocks too
+(:mod:`.prose`). Without ``--ablation`` the ablation's saved CSVs
 stay as they are (a separate, longer run; its own "what was run" line names it).
 ``tests/test_softmax_not_enough_doc.py`` renders the committed CSVs and checks that the doc
 holds exactly those blocks, so the doc and the saved runs' tables cannot drift apart.
@@ -43,6 +44,7 @@ from attnlimits.experiments.rule_tables import rules_table, thresholds_table
 from attnlimits.experiments.softmax_not_enough import rules
 from attnlimits.experiments.softmax_not_enough.claims import held_out_refits, size_table
 from attnlimits.experiments.softmax_not_enough.config import Config
+from attnlimits.experiments.softmax_not_enough.prose import prose_blocks
 from attnlimits.experiments.softmax_not_enough.provenance import defaults
 from attnlimits.experiments.softmax_not_enough.sections import (
     fit_tables,
@@ -230,7 +232,7 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
         out["steps"] = markdown_table(data["steps"])
         out["steps_decision"] = "\n\n".join(data["steps_decision"]["line"])
         out["steps_loss"] = markdown_table(data["steps_loss"])
-    return out
+    return out | prose_blocks(data)  # the numbers the prose quotes (referee point 12)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
