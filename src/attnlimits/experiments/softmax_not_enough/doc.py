@@ -71,7 +71,7 @@ _OPTIONS = (
     "steps",
 )
 _CLI, _SCRIPT = "attnlimits reproduce softmax-not-enough", "python benchmarks/steps_ablation.py"
-_CLAIMS = ["claim", "role", "verdict", "measured", "rule"]
+_CLAIMS = ["claim", "role", "verdict", "paper", "measured", "rule"]  # paper: its words (point 21)
 
 
 def _read(folder: Path) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
