@@ -33,7 +33,10 @@ __all__ = [
 #: ABOUT of it
 PAPER_FRACTION = Threshold("PAPER_FRACTION", 0.06, PAPER)
 ABOUT = Threshold(
-    "ABOUT", 2.0, OURS, "'≈ 0.06L': within a factor of 2, the grid's own step at powers of 2"
+    "ABOUT",
+    2.0,
+    OURS,
+    "'$\\approx 0.06L$': within a factor of 2, the grid's own step at powers of 2",
 )
 #: (iv) "saturates between 0.7 and 0.85"
 BAND_LO = Threshold("BAND_LO", 0.70, PAPER, fmt=".2f")
@@ -84,7 +87,8 @@ about_fraction = Rule(
     _about_fraction,
     lambda: (
         f"critical N / L ≤ {PAPER_FRACTION:g} ('fewer than 6 %') at every testable L: "
-        f"reproduced; ≤ {PAPER_FRACTION * ABOUT:g} ('≈ 0.06L') or ≤ {PAPER_FRACTION:g} at some: "
+        f"reproduced; ≤ {PAPER_FRACTION * ABOUT:g} ('$\\approx 0.06L$') or ≤ {PAPER_FRACTION:g} "
+        f"at some: "
         "partly; above at every L: not reproduced; each limit at the N grid's resolution where "
         f"the grid is known (the first tested N ≥ {PAPER_FRACTION:g}·L, "
         f"≥ {PAPER_FRACTION * ABOUT:g}·L: where a true critical N of that size is measured)"

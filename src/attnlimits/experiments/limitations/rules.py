@@ -113,12 +113,18 @@ FALLS = _ours("FALLS", 0.05, "'declines': the median N_s/N drops by 5 points or 
 ANY_DROP = _ours("ANY_DROP", 0.0, "any drop at all, smaller than FALLS")
 SATURATED = _ours("SATURATED", 0.05, "'saturates': the median moves at most 5 points")
 SATURATED_PARTLY = _ours("SATURATED_PARTLY", 0.15, "up to 15 points: slowing, not flat")
-TRACKS = _ours("TRACKS", 0.1, "'tracks ... closely': the bound at most 0.1 above the maxima")
+TRACKS = _ours(
+    "TRACKS", 0.1, "'tracks the empirical maxima closely': the bound at most 0.1 above the maxima"
+)
 FLAT = _ours("FLAT", 0.01, "a bound whose range over N is this small follows nothing")
 LOWER_LOOSE = _ours("LOWER_LOOSE", 0.3, "the lower bound 0.3 or more below N_s/N: loose")
 LOWER_TIGHT = _ours("LOWER_TIGHT", 0.1, "within 0.1 of N_s/N the lower bound is tight")
-ONE_OVER_T_LO = _ours("ONE_OVER_T_LO", -1.2, "'follow the ... 1/T trend': slope within 0.2 of −1")
-ONE_OVER_T_HI = _ours("ONE_OVER_T_HI", -0.8, "'follow the ... 1/T trend': slope within 0.2 of −1")
+ONE_OVER_T_LO = _ours(
+    "ONE_OVER_T_LO", -1.2, "'follow the theoretical $1/T$ trend': slope within 0.2 of −1"
+)
+ONE_OVER_T_HI = _ours(
+    "ONE_OVER_T_HI", -0.8, "'follow the theoretical $1/T$ trend': slope within 0.2 of −1"
+)
 RISES = _after(
     "RISES", -0.1, "a curve rising as T falls (GROWS's mirror), not as 1/T: a new partly rung"
 )
