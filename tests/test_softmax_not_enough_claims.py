@@ -140,6 +140,20 @@ def test_grows(ratio, verdict):
     assert rules.grows(ratio) == verdict
 
 
+@pytest.mark.parametrize(
+    ("ratio", "verdict"),
+    [(48.3, REPRODUCED), (1.5, REPRODUCED), (1.49, PARTLY), (1.0001, PARTLY), (1.0, NOT),
+     (0.5, NOT), (math.nan, NA)],
+)  # fmt: skip
+def test_wrong_top_grows(ratio, verdict):
+    """§3's growing chance that a wrong item has the largest logit: the share's rise from the
+    smallest App. F size to the largest, at least GROWN; any rise partly; none not."""
+    assert rules.wrong_top_grows(ratio) == verdict
+    assert "largest size over smallest ≥ 1.5: reproduced; > 1: partly" in (
+        rules.wrong_top_grows.text()
+    )
+
+
 def test_checks_are_bounds_with_no_partly():
     assert rules.falls_everywhere(1.0) == REPRODUCED and rules.falls_everywhere(0.99) == NOT
     assert rules.bounded([1.0, 1.0]) == REPRODUCED and rules.bounded([1.0, 0.999]) == NOT

@@ -129,7 +129,7 @@ def test_extract_and_render_a_tiny_run(tmp_path):
     assert "2026-01-03, 2 seeds, 20, 40 steps" in blocks["ablation_run"]
     # claims and checks apart; a '|' in a cell escaped once
     assert "a \\| b" in blocks["claims"] and "a theorem" not in blocks["claims"]
-    assert "| a theorem | check | not reproduced | m3 | r3 |" in blocks["checks"]
+    assert "| a theorem | check | not reproduced | q | m3 | r3 |" in blocks["checks"]  # q: paper
     # per size: softmax 50.0 [40.0, 60.0], adaptive 60.0 [50.0, 70.0], gain 10.0 [5.0, 15.0]
     assert (
         "| 16 | 64 | 50.0 [40.0, 60.0] | 60.0 [50.0, 70.0] | 10.0 [5.0, 15.0] |"
@@ -141,9 +141,12 @@ def test_extract_and_render_a_tiny_run(tmp_path):
     assert "coeffs" not in blocks["fit_seed_fits"] and "3.852" in blocks["fit_seed_fits"]
     # the longer run moved every number by +5 points against the default's 20 steps
     assert "| 40 | softmax | 55.0 [45.0, 65.0] (Δ +5.0) |" in blocks["steps"]
-    assert set(blocks) == {"run", "claims", "own_tests", "checks", "sets", "sizes", "norms",
-                           "fit_sizes", "fit_bins", "fit_fits", "fit_beta", "fit_seed_fits",
-                           "ablation_run", "steps", "steps_loss", "rules",
+    # the prose blocks need a real run's claims (none here) or its ablation's length rows
+    assert {b for b in blocks if b.startswith("prose_")} <= {"prose_per_size_reading"}
+    assert set(blocks) - {"prose_per_size_reading"} == {"run", "claims", "own_tests", "checks",
+                           "sets", "sizes", "norms", "fit_sizes", "fit_bins", "fit_fits",
+                           "fit_beta", "fit_seed_fits", "ablation_run", "steps", "steps_loss",
+                           "rules",
                            "thresholds", "provenance"}  # fmt: skip
     # the doc: each marked block replaced, a block without markers refused
     page = "".join(f"<!-- generated: {n} -->\nold\n<!-- /generated: {n} -->\n" for n in blocks)
@@ -167,3 +170,48 @@ def test_regenerating_without_the_ablation_keeps_its_tables(tmp_path):
     ]
     assert doc.load(folder)["claims"]["x"].tolist() == ["2"]
     assert doc.load(folder)["steps"]["x"].tolist() == ["1"]
+
+
+def _prose(text: str) -> str:
+    """``text`` without its generated blocks and code (what is typed by hand)."""
+    text = re.sub(r"<!-- generated: (.+?) -->.*?<!-- /generated: \1 -->", "", text, flags=re.S)
+    return re.sub(r"```.*?```|`[^`]*`", "", text, flags=re.S)
+
+
+def test_every_interval_the_prose_quotes_is_a_committed_tables():
+    """Referee point 12: an interval "m [lo, hi]" typed in docs/max_retrieval.md's prose (outside
+    the generated blocks) is a cell of a committed table under docs/data (the softmax-not-enough
+    tables or App. F's sensitivity tables): a number left from an earlier run fails here."""
+    cells = "\n".join(
+        p.read_text(encoding="utf-8")
+        for folder in (DOC_DATA, DOC_DATA.parent / "appf_sensitivity")
+        for p in sorted(folder.glob("*.csv"))
+    )
+    quoted = re.findall(r"[-+]?\d+\.\d+ \[-?\d+\.\d+, -?\d+\.\d+\]", _prose(DOC.read_text()))
+    assert quoted, "the search finds the prose's intervals at all"
+    stale = [q for q in quoted if q.lstrip("+") not in cells]
+    assert not stale, f"prose intervals no committed table gives: {stale}"
+    # the check itself catches a stale number (the 5,000-step run's pooled gain)
+    assert "8.3 [7.0, 9.5]" not in cells
+
+
+def test_prose_blocks_follow_the_tables():
+    """The generated prose moves with the saved tables: a changed pooled gain and a size that
+    loses significance change the sentences that quote them."""
+    from attnlimits.experiments.softmax_not_enough import prose
+
+    data = doc.load(DOC_DATA)
+    before = prose.prose_blocks(data)
+    claims = data["claims"].copy()
+    claims["measured"] = claims["measured"].str.replace("8.3 [7.1, 9.4]", "1.5 [0.2, 2.8]")
+    sizes = data["sizes"].copy()
+    sizes.loc[sizes["size"] == "64", "p"] = "2.0e-01"
+    after = prose.prose_blocks({**data, "claims": claims, "sizes": sizes})
+    assert "8.3 [7.1, 9.4]" in before["prose_pooled"]
+    assert "1.5 [0.2, 2.8]" in after["prose_pooled"]
+    assert (
+        "7 of the 10 sizes" in after["prose_pooled"]
+        and "32, 64 and 16,384" in after["prose_pooled"]
+    )
+    assert "7 of 10" in after["prose_per_size_reading"]
+    assert "at every size from 128 to 8,192" in after["prose_per_size"]  # no longer from 64

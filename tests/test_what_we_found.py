@@ -175,3 +175,27 @@ def test_paper_a_notes_take_their_numbers_from_the_tables():
     assert "its slopes are −0.30 to −0.30" in text
     assert "the two windows split it for m values" in text
     assert "No GPT-2 weights were run" in text and "Q4_1" in text
+
+
+def test_thresholds_line_names_those_set_just_past_a_measured_value():
+    """Referee point 16: a threshold set after earlier runs were public whose flip point lies
+    within NEAR of it is named with that point; one far from its value, or of our own before
+    the runs, is not."""
+    from attnlimits.experiments.limitations import rules as rules_a
+
+    near_some = next(r for r in rules_a.RULES if getattr(r, "name", "") == "near_limit").text()
+    claims_a = pd.DataFrame(
+        {"claim": ["(v.e) close"], "rule": [near_some], "statistic": ["0.116"],
+         "model": ["smollm2-135m"], "x_source": ["hidden"], "verdict": ["partly"]}
+    )  # fmt: skip
+    claims_b = pd.DataFrame(
+        {"claim": ["(1.a) sharp", "(3.a) grows"],
+         "measured": ["…; the verdict flips if SHARP passes 0.946",
+                      "…; the verdict flips if GROWN passes 5.41"]}
+    )  # fmt: skip
+    line = what_we_found.thresholds_line(claims_a, claims_b)
+    assert "paper A's `NEAR_SOME` = 0.1 ((v.e) SmolLM2-135M, x = hidden: flips at 0.116)" in line
+    assert "paper B's `SHARP` = 0.9 ((1.a): flips at 0.946)" in line
+    assert "GROWN" not in line  # 5.41 is far from 1.5
+    far = claims_b.assign(measured=["…; the verdict flips if SHARP passes 0.5"] * 2)
+    assert "SHARP" not in what_we_found.thresholds_line(claims_a.iloc[:0], far)

@@ -36,9 +36,9 @@ ABOUT = Threshold(
     "ABOUT",
     2.0,
     AFTER_RUNS,
-    "'≈ 0.06L': within a factor of 2, the grid's own step at powers of 2 (its present role, "
-    "the partly limit of (iii.b), set 2026-11-27 in round 2, after earlier runs were public; "
-    "relabelled on the round-3 referee's point 8)",
+    "'$\\approx 0.06L$': within a factor of 2, the grid's own step at powers of 2 (its present "
+    "role, the partly limit of (iii.b), set 2026-11-27 in round 2, after earlier runs were "
+    "public; relabelled on the round-3 referee's point 8)",
 )
 #: (iv) "saturates between 0.7 and 0.85"
 BAND_LO = Threshold("BAND_LO", 0.70, PAPER, fmt=".2f")
@@ -89,7 +89,8 @@ about_fraction = Rule(
     _about_fraction,
     lambda: (
         f"critical N / L ≤ {PAPER_FRACTION:g} ('fewer than 6 %') at every testable L: "
-        f"reproduced; ≤ {PAPER_FRACTION * ABOUT:g} ('≈ 0.06L') or ≤ {PAPER_FRACTION:g} at some: "
+        f"reproduced; ≤ {PAPER_FRACTION * ABOUT:g} ('$\\approx 0.06L$') or ≤ {PAPER_FRACTION:g} "
+        f"at some: "
         "partly; above at every L: not reproduced; each limit at the N grid's resolution where "
         f"the grid is known (the first tested N ≥ {PAPER_FRACTION:g}·L, "
         f"≥ {PAPER_FRACTION * ABOUT:g}·L: where a true critical N of that size is measured)"

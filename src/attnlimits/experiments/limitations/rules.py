@@ -126,12 +126,18 @@ FALLS = _ours("FALLS", 0.05, "'declines': the median N_s/N drops by 5 points or 
 ANY_DROP = _ours("ANY_DROP", 0.0, "any drop at all, smaller than FALLS")
 SATURATED = _ours("SATURATED", 0.05, "'saturates': the median moves at most 5 points")
 SATURATED_PARTLY = _ours("SATURATED_PARTLY", 0.15, "up to 15 points: slowing, not flat")
-TRACKS = _ours("TRACKS", 0.1, "'tracks ... closely': the bound at most 0.1 above the maxima")
+TRACKS = _ours(
+    "TRACKS", 0.1, "'tracks the empirical maxima closely': the bound at most 0.1 above the maxima"
+)
 FLAT = _ours("FLAT", 0.01, "a bound whose range over N is this small follows nothing")
 LOWER_LOOSE = _ours("LOWER_LOOSE", 0.3, "the lower bound 0.3 or more below N_s/N: loose")
 LOWER_TIGHT = _ours("LOWER_TIGHT", 0.1, "within 0.1 of N_s/N the lower bound is tight")
-ONE_OVER_T_LO = _ours("ONE_OVER_T_LO", -1.2, "'follow the ... 1/T trend': slope within 0.2 of −1")
-ONE_OVER_T_HI = _ours("ONE_OVER_T_HI", -0.8, "'follow the ... 1/T trend': slope within 0.2 of −1")
+ONE_OVER_T_LO = _ours(
+    "ONE_OVER_T_LO", -1.2, "'follow the theoretical $1/T$ trend': slope within 0.2 of −1"
+)
+ONE_OVER_T_HI = _ours(
+    "ONE_OVER_T_HI", -0.8, "'follow the theoretical $1/T$ trend': slope within 0.2 of −1"
+)
 RISES = _after(
     "RISES", -0.1, "a curve rising as T falls (GROWS's mirror), not as 1/T: a new partly rung"
 )
@@ -150,7 +156,7 @@ RISE_CLEAR = _after("RISE_CLEAR", 2.0, "'increases': at least doubles from T = 0
 RISE_ANY = _after("RISE_ANY", 1.0, "any rise at all, smaller than RISE_CLEAR")
 VANISHES = _after("VANISHES", 0.5, "E → 0: at the grid's largest N, at most half its peak over N")
 MOST_L = _referee(
-    "MOST_L", 0.5, "'≈ 0.06L' must hold at more than this share of the testable L: partly", 8, ".0%"
+    "MOST_L", 0.5, "the ≈ must hold at more than this share of the testable L: partly", 8, ".0%"
 )
 D_COLLAPSED = _referee(
     "D_COLLAPSED", 0.25, "'collapses': d̃ at N ≈ 0.9·L at most a quarter of its peak over N", 14
@@ -282,7 +288,7 @@ about_most = Rule(
     _about_most,
     lambda: (
         f"critical N / L ≤ {PAPER_FRACTION:g} ('fewer than 6 %') at every testable L: "
-        f"reproduced; ≤ {PAPER_FRACTION * ABOUT:g} ('≈ 0.06L') at more than {MOST_L} of them: "
+        f"reproduced; ≤ {PAPER_FRACTION * ABOUT:g} (the ≈) at more than {MOST_L} of them: "
         "partly; else not reproduced; each limit at the N grid's resolution where the grid is "
         f"known (the first tested N ≥ {PAPER_FRACTION:g}·L, ≥ {PAPER_FRACTION * ABOUT:g}·L: "
         "where a true critical N of that size is measured)"

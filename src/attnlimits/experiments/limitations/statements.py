@@ -116,8 +116,9 @@ S: dict[str, Statement] = {
             "(iii) the critical N is about 0.06·L",
             FINDING,
             _III,
-            "'sub-linear' and '≈ 0.06L' contradict each other (docs/errata.md, "
-            "finding_iii_sublinear): '≈ 0.06L' (with Fig. 2c's 'fewer than 6 %') is the headline",
+            "'sub-linear' and '$\\approx 0.06L$' contradict each other (docs/errata.md, "
+            "finding_iii_sublinear): '$\\approx 0.06L$' (with Fig. 2c's 'fewer than 6 %') is the "
+            "headline",
         ),
         Statement(
             "(iii.a) KS stops rejecting at some N ≤ 0.9·L (a critical N exists)",
@@ -132,19 +133,20 @@ S: dict[str, Statement] = {
             HEADLINE,
             "fewer than 6 % of the tokens need to be selected before the empirical and expected "
             "distances become statistically indistinguishable",
-            "with finding (iii)'s '≈ 0.06L': per L, critical N / L within the paper's fraction "
-            "meets both, within ABOUT times it only '≈' (rule about_most: '≈' needed at more "
-            "than MOST_L of the testable L for partly), each at the N grid's resolution (a true "
-            "critical N of 0.06·L is measured at the first tested N above it); no floor "
-            "('fewer than'); a length that never accepts up to 0.9·L has critical N / L > 0.9 "
-            "(censored, against)",
+            "with finding (iii)'s '$\\approx 0.06L$': per L, critical N / L within the paper's "
+            "fraction meets both, within ABOUT times it only the ≈ (rule about_most: the ≈ "
+            "needed at more than MOST_L of the testable L for partly), each at the N grid's "
+            "resolution (a true critical N of 0.06·L is measured at the first tested N above it); "
+            "no floor ('fewer than'); a length that never accepts up to 0.9·L has critical N / L "
+            "> 0.9 (censored, against)",
         ),
         Statement(
             "(iii.c) the critical N grows sub-linearly in L",
             SUPPORTING,
             "The critical- N curve grows sub-linearly",
             "log-log slope of critical N against L < 1, a length that never accepts entering as "
-            "> 0.9·L (censored); contradicts '≈ 0.06L' (docs/errata.md, finding_iii_sublinear)",
+            "> 0.9·L (censored); contradicts '$\\approx 0.06L$' (docs/errata.md, "
+            "finding_iii_sublinear)",
         ),
         # ---- (iv) ----
         Statement(
@@ -252,7 +254,8 @@ S: dict[str, Statement] = {
             r"$T < 10^{-1}$",
             "Fig. 4's curve (max over heads and ε of g) over the printed bound min{1/(4T), √2} at "
             "each T < 0.1, the largest ratio (close somewhere below 0.1: the bound is flat at √2 "
-            "there, so close at every T < 0.1 would contradict 'follow 1/T'); the exact ‖J‖₂'s "
+            "there, so close at every T < 0.1 would contradict 'follow the theoretical $1/T$ "
+            "trend'); the exact ‖J‖₂'s "
             "ratio shown beside it",
         ),
         Statement(

@@ -22,7 +22,7 @@ CRITICAL_N = Statement(
     "fewer than 6 % of the tokens need to be selected before the empirical and expected "
     "distances become statistically indistinguishable",
     "the model's critical N (Alg. 3: KS over all heads of this model; d̄ and Ē means over "
-    "sampled rows, E in the derived form: ours). Per L, with finding (iii)'s '≈ 0.06L': "
+    "sampled rows, E in the derived form: ours). Per L, with finding (iii)'s '$\\approx 0.06L$': "
     f"critical N / L ≤ {PAPER_FRACTION} reproduced there, ≤ {PAPER_FRACTION * ABOUT:.2f} "
     "partly, above (or no N of the grid passing) not; every L reproduced → reproduced, none "
     "reproduced or partly → not reproduced, else partly. An L whose grid stops below "

@@ -13,7 +13,8 @@ training-length axis of ``--ablation``). The ``rules`` and ``thresholds`` blocks
 as the text the report prints, and :func:`save` writes them as CSV under ``--data``;
 :func:`render` turns those CSVs into Markdown blocks, which replace the doc's blocks between
 ``<!-- generated: NAME -->`` and ``<!-- /generated: NAME -->``
-(:func:`attnlimits.experiments.report.fill`). Without ``--ablation`` the ablation's saved CSVs
+(:func:`attnlimits.experiments.report.fill`); the numbers the doc's prose quotes are blocks too
+(:mod:`.prose`). Without ``--ablation`` the ablation's saved CSVs
 stay as they are (a separate, longer run; its own "what was run" line names it).
 ``tests/test_softmax_not_enough_doc.py`` renders the committed CSVs and checks that the doc
 holds exactly those blocks, so the doc and the saved runs' tables cannot drift apart.
@@ -45,6 +46,7 @@ from attnlimits.experiments.softmax_not_enough.appf_match import INTERVAL_RULE, 
 from attnlimits.experiments.softmax_not_enough.argmax_arm import TABLE, argmax_table
 from attnlimits.experiments.softmax_not_enough.claims import held_out_refits, size_table
 from attnlimits.experiments.softmax_not_enough.config import Config
+from attnlimits.experiments.softmax_not_enough.prose import prose_blocks
 from attnlimits.experiments.softmax_not_enough.provenance import defaults
 from attnlimits.experiments.softmax_not_enough.sections import (
     fit_tables,
@@ -75,7 +77,7 @@ _OPTIONS = (
     "steps",
 )
 _CLI, _SCRIPT = "attnlimits reproduce softmax-not-enough", "python benchmarks/steps_ablation.py"
-_CLAIMS = ["claim", "role", "verdict", "measured", "rule"]
+_CLAIMS = ["claim", "role", "verdict", "paper", "measured", "rule"]  # paper: its words (point 21)
 
 
 def _read(folder: Path) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
@@ -245,7 +247,7 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
         out["ablation_run"] = _run_line(data["ablation_run"], "Run of the training-length axis")
         out["steps"] = markdown_table(data["steps"])
         out["steps_loss"] = markdown_table(data["steps_loss"])
-    return out
+    return out | prose_blocks(data)  # the numbers the prose quotes (referee point 12)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -61,6 +61,7 @@ __all__ = [
     "significant_sizes",
     "spread_bound",
     "towards_uniform",
+    "wrong_top_grows",
 ]
 
 # ---- the thresholds, each once -----------------------------------------------------------------
@@ -315,6 +316,18 @@ grows = Graded(
     Band(lo=GROWN),
     Band(lo=RISES, open_lo=True),
 )
+#: §3's "forcing large parameters promotes overfitting, and the likelihood that the incorrect
+#: item gets the largest logit" (Figure 2), read as that likelihood growing with the set size:
+#: on App. F's sets (the same sets for every seed), the share where the max item lacks the top
+#: logit at the largest size over the share at the smallest, at least GROWN; any rise: partly.
+#: Written 2026-11-28 (referee point 19), after ``fit_sizes.csv``'s kept share (0.005 at
+#: n = 16 … 0.225 at n = 2,048) was public: GROWN and RISES carry that label already.
+wrong_top_grows = Graded(
+    "wrong_top_grows",
+    "share of App. F's sets where a wrong item has the largest logit, largest size over smallest",
+    Band(lo=GROWN),
+    Band(lo=RISES, open_lo=True),
+)
 
 #: Check (Lemma 2.1, Thm 2.2 "must disperse"): the max item's mean attention falls at every
 #: larger size of the profile.
@@ -354,6 +367,7 @@ RULES = (
     higher_on_target,
     degrades,
     grows,
+    wrong_top_grows,
     falls_everywhere,
     bounded,
     monotone,

@@ -4,7 +4,7 @@
 Procedure, each step labelled:
 
 1. Inputs: fresh sets of a trained softmax max-retrieval model (*paper*), at ``cfg.sizes``,
-   ``cfg.sets_per_size`` per size (*ours*: the paper's sizes and counts are lost in our copy).
+   ``cfg.sets_per_size`` per size (*ours*: App. F does not say which sizes or how many).
    Every seed of a stacked model sees the same sets (*ours*: seeds become comparable).
 2. Kept: the inputs where the item of maximal priority does **not** get the largest attention
    logit, ``argmax_i e_i != argmax_i ρ_i`` (*paper*; the others are discarded because their
