@@ -46,7 +46,7 @@ import test_limitations_rules as T
 import test_verdicts as TV
 from attnlimits.claims import verdicts
 from attnlimits.experiments import paper_a_readings
-from attnlimits.experiments.limitations import findings, rules
+from attnlimits.experiments.limitations import corollary2, findings, rules
 
 claims_module = sys.modules["attnlimits.experiments.limitations.claims"]
 #: the test modules whose tests the mutants run (none needs a run, the papers or a tmp_path)
@@ -74,8 +74,8 @@ FINDINGS = [
     ("rules.converges,\n            r_lo,\n            r_hi,",
      "rules.converges,\n            r,\n            r,"),  # the point, not its interval
     # the signs of slopes
-    ('slope_d = loglog_slope(mean.index, mean["distance"])',
-     'slope_d = -loglog_slope(mean.index, mean["distance"])'),
+    ('slope_d = _slope(mean.index, mean["distance"])',
+     'slope_d = -_slope(mean.index, mean["distance"])'),
     ("math.nan if f else _slope_over(d)", "math.nan if f else -_slope_over(d)"),
     ("w = (x - x.mean()) / ((x - x.mean()) ** 2).sum()",
      "w = (x.mean() - x) / ((x - x.mean()) ** 2).sum()"),
@@ -98,14 +98,21 @@ FINDINGS = [
     # T = 0.1; (v.f) saturation over the lowest decade; (v.g) from the smallest T; (ii.d) against
     # the peak over N
     ("few = [len(d) < rules.MIN_T.value for d in deriv]", "few = [len(d) < 2 for d in deriv]"),
-    ("top.loc[t_hi.max()]).min())", "top.loc[t_hi.max()]).max())"),
+    ("(top.loc[t_from, below] / top.loc[t_to, below]).min())",
+     "(top.loc[t_from, below] / top.loc[t_to, below]).max())"),
+    ("below = [e for e in top.columns if e < t_from]",
+     "below = [e for e in top.columns if e <= t_from]"),  # (v.c): ε ≥ T left out
     ('if "limit_lo" in ok:', "if False:"),
     ('ph.loc[ph["N"] >= (n16 or math.inf), "ratio"].max()',
      'ph.loc[ph["N"] >= (n16 or math.inf), "ratio"].median()'),
     ("float(near.max()) if len(near)", "float(near.min()) if len(near)"),
     ("envelope.index <= 10 * envelope.index.min()", "envelope.index <= 0.1"),
     ("exact.iloc[0] / exact.loc[t01]", "exact.iloc[-1] / exact.loc[t01]"),
+]  # fmt: skip
+COROLLARY2 = [  # (ii.d) and (ii.e) against the peak over N, at the largest N
     ("mean.iloc[-1] / mean.max()", "mean.iloc[-1] / mean.iloc[0]"),
+    ("dist.iloc[-1] / dist.max()", "dist.iloc[-1] / dist.iloc[0]"),
+    ('at = grid[grid["L"] == grid["L"].max()]', 'at = grid[grid["L"] == grid["L"].min()]'),
 ]  # fmt: skip
 VERDICTS = [  # the combine rule and agreement (claims/verdicts.py)
     ("    if NOT in judged:\n        return NOT\n", ""),  # the old rule: [R, N] -> partly
@@ -144,6 +151,8 @@ def rule_mutants(source: str, name: str) -> list[tuple[str, str]]:
         edits = []
         if re.match(r"^[A-Z_][A-Z_, ]* = ", code) and "REPRODUCED" not in code:
             for m in re.finditer(r"(?<![\w.])(\d+\.?\d*)(?![\w.])", code):
+                if code[: m.start()].endswith("point="):
+                    continue  # the referee's point a threshold answers: a label, not a value
                 value = float(m.group(1))
                 edits.append((m, repr(value * 1.02 if value else 0.01)))
         elif not code.lstrip().startswith(("def ", "from ", "import ")):
@@ -210,6 +219,7 @@ def main() -> int:
         (rules, None),
         (paper_a_readings, None),
         (findings, FINDINGS),
+        (corollary2, COROLLARY2),
         (verdicts, VERDICTS),
         (claims_module, CLAIMS),
     )

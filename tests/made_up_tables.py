@@ -120,8 +120,11 @@ def fit_tables() -> dict[str, pd.DataFrame]:
                            "coeffs": [[0.1, 1.0, 1.0], [1.0, 1.0], [2.0, 0.5]],
                            "inverse": [False, False, False], "theta_min": [0.01, 0.01, 0.1],
                            "mae_beta": [0.3, 0.1, 0.2]})  # fmt: skip
+    # the share of App. F's sets where a wrong item has the top logit, per size ((2.e))
+    sizes = pd.DataFrame({"size": [16, 2048], "n_sets": [300, 300], "kept": [2, 60],
+                          "kept_frac": [2 / 300, 0.2]})  # fmt: skip
     return {"temperature_fit_points": points, "temperature_fit_bins": bins,
-            "temperature_fit_coeffs": coeffs}  # fmt: skip
+            "temperature_fit_coeffs": coeffs, "temperature_fit_sizes": sizes}  # fmt: skip
 
 
 def compare_like() -> dict[str, pd.DataFrame]:

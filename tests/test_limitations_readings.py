@@ -142,6 +142,11 @@ def test_ii_d_e_vanishes_as_n_approaches_l():
     assert _sub_verdict(claim_ii_d(grid, "expectation_exact"), "(ii.d)") == N  # 6 / 10
     got = claims(tables(distance_grid=grid.assign(expectation=grid["expectation_exact"])), META)
     assert row(got, "(ii.d)")["role"] == "check" and verdict(got, "(ii) ") == R
+    # judged at L_max: a shorter L whose E does not fall changes nothing
+    falls = grid.assign(expectation_exact=grid["expectation_exact"].where(grid["N"] != 230, 4.0))
+    short = grid.assign(L=128, expectation_exact=grid["N"].astype(float))
+    both = pd.concat([falls, short], ignore_index=True)
+    assert _sub_verdict(claim_ii_d(both, "expectation_exact"), "(ii.d)") == R
 
 
 def test_iii_a_critical_n_at_the_grid_point_nearest_0_06_l_reproduces():

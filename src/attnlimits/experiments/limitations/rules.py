@@ -99,7 +99,7 @@ def _after(name: str, value: float, reason: str, fmt: str = "g") -> Threshold:
     return Threshold(name, value, AFTER_RUNS, f"{reason} ({_ISSUE_56})", fmt)
 
 
-def _referee(name: str, value: float, reason: str, point: int, fmt: str = "g") -> Threshold:
+def _referee(name: str, value: float, reason: str, *, point: int, fmt: str = "g") -> Threshold:
     """A threshold set, or applied to a new reading, after the round-3 run was public, on the
     referee's point ``point`` (docs/referee_round3.md)."""
     when = f"round-3 referee point {point}, after the round-3 run was public"
@@ -118,7 +118,10 @@ TIGHTENS = _ours("TIGHTENS", 0.9, "'tightens': bound / d̃ falls by 10 % or more
 LOOSENS = _ours("LOOSENS", 1.1, "bound / d̃ rising by more than 10 %: the bound loosens")
 CONVERGED = _ours("CONVERGED", 0.25, "'converge': E / d̃ within a quarter of 1")
 TOWARDS_N = _referee(
-    "TOWARDS_N", 3, "E / d̃ moving towards 1 needs at least three N (two steps): a partly rung", 6
+    "TOWARDS_N",
+    3,
+    "E / d̃ moving towards 1 needs at least three N (two steps): a partly rung",
+    point=6,
 )
 SUB_LINEAR = _ours("SUB_LINEAR", 0.9, "'sub-linearly': a log-log slope clearly below 1")
 LINEAR = _ours("LINEAR", 1.0, "a fixed fraction of L has slope 1: linear, not sub-linear")
@@ -143,9 +146,15 @@ RISES = _after(
 )
 MIN_T = _after("MIN_T", 4, "a slope through fewer than four T in (ε, 0.1) is not judged")
 DROP_ABOUT = _referee(
-    "DROP_ABOUT", 10**1.5, "'two orders of magnitude', across T ≥ 1: within half an order", 5, ".0f"
+    "DROP_ABOUT",
+    10**1.5,
+    "'two orders of magnitude', across T ≥ 1: within half an order",
+    point=5,
+    fmt=".0f",
 )
-DROP_SOME = _referee("DROP_SOME", 10**0.5, "half an order: a drop, not of two orders", 5, ".1f")
+DROP_SOME = _referee(
+    "DROP_SOME", 10**0.5, "half an order: a drop, not of two orders", point=5, fmt=".1f"
+)
 COLLAPSED = _ours("COLLAPSED", 1.1, "'collapse': the ε curves within 10 % of each other")
 ABOUT_80 = _after(
     "ABOUT_80", 0.85, "≈ 80 %: 0.80 and the rounding of ≈, up to the band's 0.85", ".2f"
@@ -156,10 +165,17 @@ RISE_CLEAR = _after("RISE_CLEAR", 2.0, "'increases': at least doubles from T = 0
 RISE_ANY = _after("RISE_ANY", 1.0, "any rise at all, smaller than RISE_CLEAR")
 VANISHES = _after("VANISHES", 0.5, "E → 0: at the grid's largest N, at most half its peak over N")
 MOST_L = _referee(
-    "MOST_L", 0.5, "the ≈ must hold at more than this share of the testable L: partly", 8, ".0%"
+    "MOST_L",
+    0.5,
+    "the ≈ must hold at more than this share of the testable L: partly",
+    point=8,
+    fmt=".0%",
 )
 D_COLLAPSED = _referee(
-    "D_COLLAPSED", 0.25, "'collapses': d̃ at N ≈ 0.9·L at most a quarter of its peak over N", 14
+    "D_COLLAPSED",
+    0.25,
+    "'collapses': d̃ at N ≈ 0.9·L at most a quarter of its peak over N",
+    point=14,
 )
 WITHIN_SE = _ours(
     "WITHIN_SE", 0.99, "3 standard errors leave about 0.1 % of the cells out by chance", ".0%"

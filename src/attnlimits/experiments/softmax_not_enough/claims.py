@@ -21,6 +21,7 @@ __all__ = [
     "ALPHA",
     "CHANCE",
     "EVIDENCE",
+    "NO_EVIDENCE",
     "PER_SIZE",
     "QUOTES",
     "Q_GEMMA",
@@ -42,7 +43,12 @@ EVIDENCE = (
     (r"App\. F", ("temperature_fit",), ("temperature_fit_coeffs", "temperature_fit_points")),
     (r"desired item|two-sided", ("attention_profile",), ("set_attention",)),
     (r"temperature zero", (), ("argmax_accuracy",)),
+    (r"Table 1", ("accuracy",), ("summary",)),
+    (r"wrong item has the largest logit", (), ("temperature_fit_sizes",)),
 )
+#: Rows n/a by design, whose verdict nothing in a run decides (so they link to nothing): a
+#: model not run here (Gemma 2B), a statement true by construction.
+NO_EVIDENCE = ("(1.c)", "(2.f)")
 
 #: The size table's outcome column: adaptive against softmax at one size, in the one comparison
 #: vocabulary (:mod:`attnlimits.claims.comparisons`), adaptive's point of view.
