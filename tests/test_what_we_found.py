@@ -147,13 +147,18 @@ def test_paper_a_notes_take_their_numbers_from_the_tables():
     claims["windows"] = ["—", "P N: 1 of 2 windows agree"]
     extra = pd.DataFrame(
         {
-            "claim": ["(i.a) d", "(i.b) e", "(v.a) s"],
-            "role": ["headline", "supporting", "headline"],
-            "verdict": ["reproduced", "not reproduced", "partly"],
+            "claim": ["(i.a) d", "(i.b) e", "(ii.c) c", "(v.a) s"],
+            "role": ["headline", "supporting", "headline", "headline"],
+            "verdict": ["reproduced", "not reproduced", "partly", "partly"],
             "model": "m",
             "x_source": "values",
-            "statistic": ["0.9", "0.05", ""],
-            "measured": ["", "", "slopes: ε=0.001: -0.30 (7 T), ε=0.1: not testable (0 such T)"],
+            "statistic": ["0.9", "0.05", "", ""],
+            "measured": [
+                "",
+                "",
+                "E exact / d̃ at N = 100: 0.215 [0.213, 0.217]; over N: 1: 0.014",
+                "slopes: ε=0.001: -0.30 (7 T), ε=0.1: not testable (0 such T)",
+            ],
             "windows": "—",
         }
     )
@@ -173,6 +178,7 @@ def test_paper_a_notes_take_their_numbers_from_the_tables():
     assert "moves at most 10% from N = 1" in text and "already 1.1× d̃ at N = 1 for m values" in text
     assert "log-log slopes 0.90–0.90" in text and "exact slopes are 0.05–0.05" in text
     assert "its slopes are −0.30 to −0.30" in text
+    assert "exact E / d̃ at N = 100 is 0.21–0.21" in text and "`TOWARDS_N`" in text
     assert "the two windows split it for m values" in text
     assert "No GPT-2 weights were run" in text and "Q4_1" in text
 
