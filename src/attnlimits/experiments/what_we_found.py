@@ -414,7 +414,12 @@ def thresholds_line(claims_a: pd.DataFrame, claims_b: pd.DataFrame) -> str:
         "so a small change of the data or of the threshold flips the verdict (the value it would "
         "have to pass: "
         + "; ".join(said)
-        + "). Every threshold's flip point is in its paper's doc."
+        + "). Only one-number rules are listed (a rule's flip point where the claims table "
+        "prints one); thresholds of rules of other shapes (a share of lengths such as paper A's "
+        "`MOST_L`, a count of N such as `TOWARDS_N`, an interval's level such as paper B's "
+        "`FIT_LEVEL`) are in each paper's doc with their provenance, without a flip point. "
+        "Where two columns give the same number (paper A's (v) rows read the logits only, so "
+        "x = values and x = hidden agree), the first is named."
     )
 
 
