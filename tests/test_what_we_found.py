@@ -234,3 +234,16 @@ def test_finding_3_carries_its_note_when_it_is_shown():
     assert "λ = 1e-3" in what_we_found.NOTE_3
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
     assert what_we_found.NOTE_3 in readme
+
+
+def test_app_f_driver_names_the_grid_floor_and_its_outcome_at_the_longest_run():
+    """The round-4 referee's point 17: the θ grid's lower end (lost in our copy) and (G)'s
+    outcome at the most steps; no (G) row: nothing."""
+    verdicts = pd.DataFrame(
+        {"steps": ["5000", "20000", "20000"],
+         "explanation": ["(G) grid floor 0.20 … 0.50", "(G) grid floor 0.20 … 0.50", "(T) x"],
+         "verdict": ["not supported", "partly supported", "not reproduced"]}
+    )  # fmt: skip
+    said = what_we_found.app_f_driver(verdicts)
+    assert "*partly supported*" in said and "20,000 steps" in said and "lost" in said
+    assert what_we_found.app_f_driver(verdicts.iloc[2:]) == ""

@@ -316,6 +316,22 @@ def argmax_sentence(sizes: pd.DataFrame, argmax: pd.DataFrame) -> str:
     )
 
 
+def app_f_driver(verdicts: pd.DataFrame) -> str:
+    """What drives App. F's gap (the round-4 referee's point 17): the θ grid's lower end, lost
+    in our copy and ours, and the grid-floor explanation's outcome at the longest run
+    (``appf_sensitivity/verdicts.csv``); empty without that row."""
+    grid = verdicts[verdicts["explanation"].str.startswith("(G)")]
+    if grid.empty:
+        return ""
+    row = grid.loc[grid["steps"].astype(int).idxmax()]
+    return (
+        "The fit depends most on the θ grid's lower end, whose value our copy lost (ours: "
+        f"0.005); the explanation that a floor near 0.2–0.5 caps β* into the published plateau "
+        f"is *{row['verdict']}* ({row['explanation'].removeprefix('(G) ')}, "
+        f"{int(row['steps']):,} steps; [docs]({_APP_F}))."
+    )
+
+
 def max_retrieval_block(
     sizes: pd.DataFrame,
     claims: pd.DataFrame,
@@ -323,6 +339,7 @@ def max_retrieval_block(
     beta: pd.DataFrame | None = None,
     held_out: pd.DataFrame | None = None,
     argmax: pd.DataFrame | None = None,
+    appf_verdicts: pd.DataFrame | None = None,
 ) -> str:
     """Paper B's accuracy per test size (mean [95 %]), the run and schedule it belongs to, the
     verdicts of its findings, temperature zero against adaptive temperature (given ``argmax``)
@@ -349,6 +366,8 @@ def max_retrieval_block(
     if beta is not None:
         held = held_out if held_out is not None else pd.DataFrame(columns=["fit"])
         parts.append(app_f_sentence(beta, held))
+        if appf_verdicts is not None and (driver := app_f_driver(appf_verdicts)):
+            parts[-1] += " " + driver
     return "\n\n".join(parts)
 
 
@@ -451,6 +470,7 @@ def render(data: Path) -> dict[str, str]:
             _csv(data / "softmax_not_enough" / "fit_beta.csv"),
             _csv(data / "softmax_not_enough" / "held_out.csv"),
             _csv(data / "softmax_not_enough" / "argmax.csv"),
+            _csv(data / "appf_sensitivity" / "verdicts.csv"),
         ),
         "found-thresholds": thresholds_line(
             _csv(data / "limitations" / "claims.csv"),
