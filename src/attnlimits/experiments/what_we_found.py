@@ -106,7 +106,9 @@ NOTES = (
     "- **(v)** was *not reproduced* before round 3. Its *partly* comes from a rung set after "
     "those runs (`RISES`: a curve rising as T falls, slower than 1/T), with the T grid widened "
     "below 0.1 and `MIN_T` also set after them; its slopes are {v_lo} to {v_hi} "
-    "against 1/T's −1, and {split}.",
+    "against 1/T's −1, and {split}. Gradient sensitivity reads the logits only, so within a "
+    "model x = values and x = hidden give the same (v) numbers: each (v) verdict is one "
+    "observation per model, shown twice.",
 )
 
 
