@@ -195,6 +195,13 @@ def test_size_table_verdicts_follow_the_bootstrap_not_the_t_test():
     near = wide.assign(mean=0.1)
     row = size_table(near, id_size=16).set_index("size").loc[256]
     assert "chance" in row["likely reason"]
+    # near 100 % (the round-4 referee's point 16: not "few sets" where there are many) …
+    high = wide.assign(mean=0.99)
+    assert "near 100 %" in size_table(high, 16).set_index("size").loc[256, "likely reason"]
+    # … and few sets named with their count
+    few = wide.assign(n_sets=32)
+    assert "few test sets (32" in size_table(few, 16).set_index("size").loc[256, "likely reason"]
+    assert "few" not in row["likely reason"]
     # a significant loss is called one
     loss = summary.assign(diff=np.where(summary["norm"] == "adaptive", -0.1, np.nan))
     assert size_table(loss, 16).set_index("size").loc[64, "adaptive vs softmax (ours)"] == "worse"
