@@ -38,7 +38,8 @@ grid's floor and training-size inputs: the rule, written before the run", 2026-1
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -319,30 +320,27 @@ def own_tests(claims: pd.DataFrame) -> pd.Series:
     return claims["claim"].astype(str).str.startswith(OWN_TEST)
 
 
+def _per_entropy(m: pd.DataFrame, cell: Callable[[Any], str]) -> str:
+    """One cell per tested entropy of :func:`match_table`'s rows ("not tested" where not)."""
+    return "; ".join(
+        f"H={r.entropy:g}: {cell(r) if r.tested else 'not tested'}" for r in m.itertuples()
+    )
+
+
 def _shown_interval(m: pd.DataFrame) -> str:
-    cells = []
-    for r in m.itertuples():
-        if not r.tested:
-            cells.append(f"H={r.entropy:g}: not tested")
-            continue
-        cells.append(
-            f"H={r.entropy:g}: published {r.published:.2f} vs seeds' mean fit {r.seeds_mean:.2f} "
+    return _per_entropy(
+        m,
+        lambda r: (
+            f"published {r.published:.2f} vs seeds' mean fit {r.seeds_mean:.2f} "
             f"[{r.low:.2f}, {r.high:.2f}] (pooled fit {r.pooled:.2f})"
-        )
-    return "; ".join(cells)
+        ),
+    )
 
 
 def _shown(m: pd.DataFrame) -> str:
-    cells = []
-    for r in m.itertuples():
-        if not r.tested:
-            cells.append(f"H={r.entropy:g}: not tested")
-            continue
-        cells.append(
-            f"H={r.entropy:g}: {r.pooled:.2f} vs {r.published:.2f} "
-            f"(d {r.distance:.2f}, s {r.spread:.2f})"
-        )
-    return "; ".join(cells)
+    return _per_entropy(
+        m, lambda r: f"{r.pooled:.2f} vs {r.published:.2f} (d {r.distance:.2f}, s {r.spread:.2f})"
+    )
 
 
 def appf_rows(tables: Mapping[str, pd.DataFrame], degree: int = 4) -> list[dict[str, str]]:
