@@ -124,14 +124,12 @@ def _fit_at(points: pd.DataFrame, degree: int, entropies: np.ndarray) -> np.ndar
     return poly_beta(entropies, coeffs)
 
 
-def match_table(
-    points: pd.DataFrame, degree: int = 4, entropies: Sequence[float] = H_AT
-) -> pd.DataFrame:
-    """The rule's statistic per H: ``entropy, tested, published, pooled, distance, spread,
-    matches, n_seeds`` (``matches`` is None where H is not tested or fewer than
-    :data:`MIN_SEEDS` seeds have a fit; ``n_seeds`` counts the seeds with a fit)."""
+def _fits(
+    points: pd.DataFrame, degree: int, entropies: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, list[np.ndarray], np.ndarray]:
+    """(H, the published β(H), the pooled fit's β(H) or None, each seed's fit's β(H) where it
+    has one, which H lie inside the points' entropy range with a pooled fit)."""
     H = np.asarray(entropies, float)
-    published = poly_beta(H, POLY_COEFFS)
     pooled = _fit_at(points, degree, H)
     per_seed = [
         b
@@ -141,6 +139,16 @@ def match_table(
     lo = float(points["entropy"].min()) if len(points) else np.inf
     hi = float(points["entropy"].max()) if len(points) else -np.inf
     tested = (H >= lo) & (H <= hi) & (pooled is not None)
+    return H, poly_beta(H, POLY_COEFFS), pooled, per_seed, tested
+
+
+def match_table(
+    points: pd.DataFrame, degree: int = 4, entropies: Sequence[float] = H_AT
+) -> pd.DataFrame:
+    """The rule's statistic per H: ``entropy, tested, published, pooled, distance, spread,
+    matches, n_seeds`` (``matches`` is None where H is not tested or fewer than
+    :data:`MIN_SEEDS` seeds have a fit; ``n_seeds`` counts the seeds with a fit)."""
+    H, published, pooled, per_seed, tested = _fits(points, degree, entropies)
     nan = np.full(len(H), np.nan)
     pooled_h = nan if pooled is None else pooled
     spread = np.max(np.abs(np.stack(per_seed) - pooled_h), axis=0) if per_seed else nan  # (len(H),)
@@ -198,18 +206,8 @@ def interval_table(
     ``matches`` (the published β(H) inside the interval) is None where H lies outside the
     points' entropy range or fewer than :data:`MIN_SEEDS` seeds have a fit. ``pooled`` is the
     fit to every seed's points together, shown beside it."""
-    H = np.asarray(entropies, float)
-    published = poly_beta(H, POLY_COEFFS)
-    pooled = _fit_at(points, degree, H)
-    per_seed = [
-        b
-        for _, p in points.groupby("seed", sort=True)  # ten seeds at most
-        if (b := _fit_at(p, degree, H)) is not None
-    ]
+    H, published, pooled, per_seed, tested = _fits(points, degree, entropies)
     nan = np.full(len(H), np.nan)
-    lo = float(points["entropy"].min()) if len(points) else np.inf
-    hi = float(points["entropy"].max()) if len(points) else -np.inf
-    tested = (H >= lo) & (H <= hi) & (pooled is not None)
     if len(per_seed) >= 2:
         fits = np.stack(per_seed)  # (seeds, len(H))
         se = fits.std(axis=0, ddof=1) / np.sqrt(len(per_seed))
