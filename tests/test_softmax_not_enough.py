@@ -354,9 +354,9 @@ def test_quick_run_writes_the_report(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert "## Claims" in text and "Adaptive temperature refit" in text
     assert "[low, high] over seeds and test sets" in text and "lost in our copy" in text
-    # (1), (1.a), (1.b), (1.c), (2), (2.a), (2.b), (2.d), (2.e), (2.f), (3), (3.a), (3.b), (F),
-    # (F.a) and four checks
-    assert len(pd.read_parquet(tmp_path / "tables" / "claims.parquet")) == 19
+    # (1), (1.a), (1.b), (1.c), (2), (2.a), (2.b), (2.d), (2.e), (2.f), (3), (3.a), (3.b), (4),
+    # (4.a), (F), (F.a) and four checks
+    assert len(pd.read_parquet(tmp_path / "tables" / "claims.parquet")) == 21
     redrawn = skeleton.redraw(tmp_path).read_text()  # attnlimits report DIR
     assert redrawn.split("## Run")[0] == text.split("## Run")[0]
 
