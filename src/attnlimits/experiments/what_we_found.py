@@ -459,25 +459,24 @@ def thresholds_line(claims_a: pd.DataFrame, claims_b: pd.DataFrame) -> str:
 def render(data: Path) -> dict[str, str]:
     """The README's generated blocks, by name, from the CSVs under ``data``."""
     data = Path(data)
+    claims_a = _csv(data / "limitations" / "claims.csv")
+    claims_b = _csv(data / "softmax_not_enough" / "claims.csv")
     return {
         "found-limitations": limitations_block(
-            _csv(data / "limitations" / "claims.csv"),
+            claims_a,
             _csv(data / "limitations" / "e_forms.csv"),
             _csv(data / "limitations" / "alg2_summary.csv"),
         ),
         "found-max-retrieval": max_retrieval_block(
             _csv(data / "softmax_not_enough" / "sizes.csv"),
-            _csv(data / "softmax_not_enough" / "claims.csv"),
+            claims_b,
             _csv(data / "softmax_not_enough" / "run.csv"),
             _csv(data / "softmax_not_enough" / "fit_beta.csv"),
             _csv(data / "softmax_not_enough" / "held_out.csv"),
             _csv(data / "softmax_not_enough" / "argmax.csv"),
             _csv(data / "appf_sensitivity" / "verdicts.csv"),
         ),
-        "found-thresholds": thresholds_line(
-            _csv(data / "limitations" / "claims.csv"),
-            _csv(data / "softmax_not_enough" / "claims.csv"),
-        ),
+        "found-thresholds": thresholds_line(claims_a, claims_b),
         "found-clrs-text": clrs_text_block(
             _csv(data / "clrs_text" / "claims.csv"), _csv(data / "clrs_text" / "run.csv")
         ),

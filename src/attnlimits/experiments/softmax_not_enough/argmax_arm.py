@@ -26,6 +26,7 @@ from dataclasses import replace
 import pandas as pd
 
 from attnlimits.claims import by_interval
+from attnlimits.experiments.softmax_not_enough.claims import interval
 from attnlimits.experiments.softmax_not_enough.config import EvalConfig, NormSpec
 from attnlimits.experiments.softmax_not_enough.evaluate import evaluate, summary_table
 from attnlimits.experiments.softmax_not_enough.model import MaxRetrievalModel
@@ -69,10 +70,6 @@ def argmax_accuracy(
 OUTCOME = "argmax vs softmax"
 
 
-def _pct(mean: float, low: float, high: float) -> str:
-    return f"{100 * mean:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
-
-
 def argmax_table(acc: pd.DataFrame) -> pd.DataFrame:
     """Per size of :data:`TABLE`'s rows: the sets, softmax and argmax accuracy (mean over seeds
     and sets, 95 % interval over both), argmax − softmax with its paired interval
@@ -89,9 +86,9 @@ def argmax_table(acc: pd.DataFrame) -> pd.DataFrame:
             {
                 "size": int(n),
                 "sets": int(a["n_sets"]),
-                "softmax (%)": _pct(b["mean"], b["ci_low"], b["ci_high"]),
-                "argmax (%)": _pct(a["mean"], a["ci_low"], a["ci_high"]),
-                "argmax − softmax (pts)": _pct(a["diff"], a["diff_low"], a["diff_high"]),
+                "softmax (%)": interval(b["mean"], b["ci_low"], b["ci_high"]),
+                "argmax (%)": interval(a["mean"], a["ci_low"], a["ci_high"]),
+                "argmax − softmax (pts)": interval(a["diff"], a["diff_low"], a["diff_high"]),
                 OUTCOME: by_interval(float(a["diff_low"]), float(a["diff_high"])),
                 "softmax hits as stored": f"{float(agree[n]):.4f}",
             }
