@@ -123,6 +123,21 @@ def test_accuracy_baseline_and_paired_tables_known_answers():
     assert (two["seeds"] == 2).all()
 
 
+def test_a_stated_ceiling_decides_which_comparisons_are_testable():
+    """``paired_table(ceiling=...)`` (issue 57's probe 6 states its gate): softmax at 0.9 in
+    distribution passes a 0.90 ceiling, not a 0.95 one, and passes 0.5; the reason names the
+    level that was asked."""
+    ans = _answers()
+    acc = accuracy_table(
+        ans, pd.DataFrame({"algorithm": ["minimum"], "length": [4], "baseline": [0.5]})
+    )
+    assert paired_table(ans, acc)["testable"].all()
+    assert paired_table(ans, acc, ceiling=0.5)["testable"].all()
+    high = paired_table(ans, acc, ceiling=0.95)
+    assert not high["testable"].any()
+    assert high["why"].str.contains("softmax at 0.90 in distribution, below the 95% ceiling").all()
+
+
 def test_the_learning_rate_is_chosen_per_arm_on_validation():
     """Per arm the rate of seed 0's best validation score; a tie goes to the fewer steps, then
     the smaller rate; other seeds' checks do not vote."""
