@@ -237,7 +237,7 @@ def paired_table(
     base_above = (
         tested.assign(arm=baseline).join(above, on=cell)["above"].fillna(False).to_numpy(bool)
     )
-    ceiling = pd.concat(
+    short_of = pd.concat(
         [
             _ceiling(accuracy, [baseline, arm], level).rename("c").reset_index().assign(arm=arm)
             for arm in sorted(set(tested["arm"]))
@@ -245,11 +245,11 @@ def paired_table(
         ignore_index=True,
     )
     capped = {arm: _unconverged(training, [baseline, arm]) for arm in set(tested["arm"])}
-    ceiling["c"] = [
+    short_of["c"] = [
         "; ".join(r for r in (c, capped[arm]) if r)
-        for c, arm in zip(ceiling["c"], ceiling["arm"], strict=True)
+        for c, arm in zip(short_of["c"], short_of["arm"], strict=True)
     ]
-    tested = tested.merge(ceiling, on=["arm", "algorithm"], how="left")
+    tested = tested.merge(short_of, on=["arm", "algorithm"], how="left")
     n_seeds = joined.groupby([*cell, "regime"])["seed"].nunique().rename("n").reset_index()
     tested = tested.merge(n_seeds, on=[*cell, "regime"], how="left")
     few = np.where(
