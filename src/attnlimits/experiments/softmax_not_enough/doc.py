@@ -77,7 +77,9 @@ _OPTIONS = (
     "steps",
 )
 _CLI, _SCRIPT = "attnlimits reproduce softmax-not-enough", "python benchmarks/steps_ablation.py"
-_CLAIMS = ["claim", "role", "verdict", "paper", "measured", "rule"]  # paper: its words (point 21)
+#: paper: its words (round 3's point 21); reading: what the row reads into them beyond the
+#: quote, as the run's claims table has it (round 4's point 9: the docs showed no reading).
+_CLAIMS = ["claim", "role", "verdict", "paper", "reading", "measured", "rule"]
 
 
 def _read(folder: Path) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
