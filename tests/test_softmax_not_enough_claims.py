@@ -154,6 +154,21 @@ def test_wrong_top_grows(ratio, verdict):
     )
 
 
+@pytest.mark.parametrize(
+    ("ratio", "verdict"),
+    [(1.6, REPRODUCED), (1.5, REPRODUCED), (1.49, PARTLY), (1.0001, PARTLY), (1.0, NOT),
+     (1509 / 1978, NOT), (math.nan, NA)],
+)  # fmt: skip
+def test_wrong_top_with_training(ratio, verdict):
+    """Point 11: the same sentence read with its subject, parameter size, across training
+    lengths: the share's rise from the shortest length to the longest, at least GROWN; any
+    rise partly; a fall (as the ablation's 1,978 → 1,509 kept sets) not reproduced."""
+    assert rules.wrong_top_with_training(ratio) == verdict
+    assert "longest training length over shortest ≥ 1.5: reproduced; > 1: partly" in (
+        rules.wrong_top_with_training.text()
+    )
+    assert set(rules.wrong_top_with_training.flips(1509 / 1978)) == {"GROWN", "RISES"}
+
 def test_checks_are_bounds_with_no_partly():
     assert rules.falls_everywhere(1.0) == REPRODUCED and rules.falls_everywhere(0.99) == NOT
     assert rules.bounded([1.0, 1.0]) == REPRODUCED and rules.bounded([1.0, 0.999]) == NOT

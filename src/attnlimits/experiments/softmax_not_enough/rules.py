@@ -62,6 +62,7 @@ __all__ = [
     "spread_bound",
     "towards_uniform",
     "wrong_top_grows",
+    "wrong_top_with_training",
 ]
 
 # ---- the thresholds, each once -----------------------------------------------------------------
@@ -329,6 +330,24 @@ wrong_top_grows = Graded(
     Band(lo=RISES, open_lo=True),
 )
 
+#: The same sentence with its own subject (referee round 4, point 11): "forcing large
+#: parameters" read as the parameters the model has after longer training, across the steps
+#: ablation's training lengths (the default combination, ten seeds, the same App. F sets at
+#: every length); the share of App. F's sets where a wrong item has the largest logit at the
+#: longest length over the shortest, at least GROWN: reproduced; any rise: partly; else not
+#: reproduced. The row reads it only where the logit spread (Prop. 3.1's proxy for the
+#: parameters' size) grew over the same lengths; else it is not testable (:mod:`.findings`).
+#: Written 2026-11-28, after ``appf_sensitivity/sensitivity.csv``'s kept inputs (1,978, 1,529
+#: and 1,509 at 5,000, 10,000 and 20,000 steps) and ``steps_loss.csv``'s spread (131 → 172)
+#: were public (2026-11-27): GROWN and RISES carry that label already.
+wrong_top_with_training = Graded(
+    "wrong_top_with_training",
+    "share of App. F's sets where a wrong item has the largest logit, longest training length "
+    "over shortest",
+    Band(lo=GROWN),
+    Band(lo=RISES, open_lo=True),
+)
+
 #: Check (Lemma 2.1, Thm 2.2 "must disperse"): the max item's mean attention falls at every
 #: larger size of the profile.
 falls_everywhere = Holds("falls_everywhere", "the max item's mean attention falls", "larger size")
@@ -368,6 +387,7 @@ RULES = (
     degrades,
     grows,
     wrong_top_grows,
+    wrong_top_with_training,
     falls_everywhere,
     bounded,
     monotone,
