@@ -386,11 +386,14 @@ def _unjudged(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]:
         )
     ]
     wrong = Statement(
-        "(2.e) §3: the chance that a wrong item has the largest logit grows with the set size",
+        "(2.e) §3: the chance that a wrong item has the largest logit grows with set size, "
+        "our reading",
         SUPPORTING,
         Q_WRONG_TOP,
-        "ours: read with Figure 2 as growing with n; on App. F's sets (the same for every "
-        "seed), the share where the max item lacks the top logit, largest size over smallest",
+        "ours: the sentence's subject is parameter size ('forcing large parameters'); this row "
+        "reads it with set size (Figure 2's axis), and (2.g) with parameter size; on App. F's "
+        "sets (the same for every seed), the share where the max item lacks the top logit, "
+        "largest size over smallest",
     )
     kept = tables.get("temperature_fit_sizes")
     if kept is None or len(kept) < 2:
