@@ -169,6 +169,7 @@ def test_wrong_top_with_training(ratio, verdict):
     )
     assert set(rules.wrong_top_with_training.flips(1509 / 1978)) == {"GROWN", "RISES"}
 
+
 def test_checks_are_bounds_with_no_partly():
     assert rules.falls_everywhere(1.0) == REPRODUCED and rules.falls_everywhere(0.99) == NOT
     assert rules.bounded([1.0, 1.0]) == REPRODUCED and rules.bounded([1.0, 0.999]) == NOT
