@@ -46,23 +46,22 @@ def test_each_verdict_and_the_precondition():
 def test_with_row_adds_the_statement_and_remakes_its_finding():
     claims = pd.DataFrame(
         {
-            "claim": ["(2) f", "(2.a) h", "(2.e) s", "(3) g", "(3.a) h"],
-            "role": ["finding", "headline", "supporting", "finding", "headline"],
-            "verdict": [REPRODUCED, REPRODUCED, REPRODUCED, PARTLY, PARTLY],
+            "claim": ["(2) f", "(2.a) h", "(2.e) s", "(2.h) s", "(3) g", "(3.a) h"],
+            "role": ["finding", "headline", "supporting", "supporting", "finding", "headline"],
+            "verdict": [REPRODUCED, REPRODUCED, REPRODUCED, REPRODUCED, PARTLY, PARTLY],
             "paper": "q",
             "reading": "",
-            "measured": ["old", "m", "m", "m3", "m"],
+            "measured": ["old", "m", "m", "m", "m3", "m"],
             "rule": "r",
         }
     )
     row = wrong_top_by_length(*_tables(["1978", "1509"], ["130.9", "172.4"]))
     out = with_row(claims, row)
     assert list(out.columns) == list(claims.columns)
-    assert list(out["claim"].str.split(" ").str[0]) == [
-        "(2)", "(2.a)", "(2.e)", "(2.g)", "(3)", "(3.a)"
-    ]  # fmt: skip
+    order = ["(2)", "(2.a)", "(2.e)", "(2.g)", "(2.h)", "(3)", "(3.a)"]
+    assert list(out["claim"].str.split(" ").str[0]) == order
     top = out.iloc[0]
     assert top["verdict"] == REPRODUCED  # a supporting row never decides the finding
-    assert "(2.e) reproduced, (2.g) not reproduced" in top["measured"]
-    assert out.iloc[4]["measured"] == "m3"  # the other findings stay as they were
+    assert "(2.e) reproduced, (2.g) not reproduced, (2.h) reproduced" in top["measured"]
+    assert out.iloc[5]["measured"] == "m3"  # the other findings stay as they were
     assert len(with_row(out, row)) == len(out)  # added once, however often

@@ -156,9 +156,16 @@ def test_wrong_top_grows(ratio, verdict):
 
 @pytest.mark.parametrize(
     ("ratio", "verdict"),
-    [(1.6, REPRODUCED), (1.5, REPRODUCED), (1.49, PARTLY), (1.0001, PARTLY), (1.0, NOT),
-     (1509 / 1978, NOT), (math.nan, NA)],
-)  # fmt: skip
+    [
+        (1.6, REPRODUCED),
+        (1.5, REPRODUCED),
+        (1.49, PARTLY),
+        (1.0001, PARTLY),
+        (1.0, NOT),
+        (1509 / 1978, NOT),
+        (math.nan, NA),
+    ],
+)
 def test_wrong_top_with_training(ratio, verdict):
     """Point 11: the same sentence read with its subject, parameter size, across training
     lengths: the share's rise from the shortest length to the longest, at least GROWN; any
@@ -185,9 +192,15 @@ def test_stable_baseline(low, verdict):
 
 @pytest.mark.parametrize(
     ("train_low", "largest_high", "verdict"),
-    [(0.993, 0.291, REPRODUCED), (0.5, 0.499, REPRODUCED), (0.5, 0.5, NOT), (0.9, 0.95, NOT),
-     (math.nan, 0.2, NA), (0.9, math.nan, NA)],
-)  # fmt: skip
+    [
+        (0.993, 0.291, REPRODUCED),
+        (0.5, 0.499, REPRODUCED),
+        (0.5, 0.5, NOT),
+        (0.9, 0.95, NOT),
+        (math.nan, 0.2, NA),
+        (0.9, math.nan, NA),
+    ],
+)
 def test_accuracy_falls(train_low, largest_high, verdict):
     """Point 19, Corollary B.1 and §5's "does not escape": the largest size's interval wholly
     below the training size's; touching or overlapping is not a fall."""

@@ -90,16 +90,18 @@ def wrong_top_by_length(sensitivity: pd.DataFrame, steps_loss: pd.DataFrame) -> 
 
 
 def with_row(claims: pd.DataFrame, row: dict[str, str]) -> pd.DataFrame:
-    """``claims`` with ``row`` added as the last statement of its finding (the claim's number
-    before the dot, "(2.g)" → "(2)"), the finding's row re-made from its statements
-    (:func:`attnlimits.claims.verdicts.finding`); a row of that name already there is replaced."""
+    """``claims`` with ``row`` added among the statements of its finding (the claim's number
+    before the dot, "(2.g)" → "(2)"), in its letter's order, the finding's row re-made from
+    its statements (:func:`attnlimits.claims.verdicts.finding`); a row of that name already
+    there is replaced."""
     number = row["claim"].split(" ")[0].split(".")[0].rstrip(")") + ")"
     records = [r for r in claims.to_dict("records") if r["claim"] != row["claim"]]
     head = next(i for i, r in enumerate(records) if r["claim"].startswith(number + " "))
     end = head + 1
     while end < len(records) and records[end]["claim"].startswith(number.rstrip(")") + "."):
         end += 1
-    parts = [*records[head + 1 : end], row]
+    # in its letter's place among the statements: (2.g) after (2.f), before (2.h)
+    parts = sorted([*records[head + 1 : end], row], key=lambda r: r["claim"].split(" ")[0])
     top = records[head]
     made = finding(
         Statement(top["claim"], FINDING, top["paper"], top.get("reading") or ""),
