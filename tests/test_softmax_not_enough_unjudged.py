@@ -58,3 +58,24 @@ def test_gemma_spreads_are_na_and_every_row_has_its_place():
     assert got.index("(1.d)") < got.index("(2)") < got.index("(2.h)") < got.index("(3)")
     assert got.index("(3.d)") < got.index("(4)")
     assert got[-1] == "dispersion"  # Corollary B.1's check, after the other checks
+
+
+def test_a_second_lambda_is_a_headline_not_run_so_three_is_at_most_partly():
+    """Round 4's point 10 (stricter, after runs): (3.c) n/a with the cost of its run, from the
+    run's own training time; (3) partly though (3.a) and (3.b) reproduce."""
+    meta = {
+        "benchmark": {"train": {"max_size": 16, "weight_decay": 1e-3}},
+        "wall_time_total_s": {"max_retrieval.train": 4412.0},
+    }
+    got = claims(softmax_not_enough_tables(0.1), meta).set_index("claim")
+    lam = got.filter(like="(3.c)", axis=0).iloc[0]
+    assert lam["verdict"] == NA and lam["role"] == "headline"
+    assert "λ = 0.001 only" in lam["measured"] and "about 4,412 s (1.2 h)" in lam["measured"]
+    three = got.filter(like="(3) ", axis=0).iloc[0]
+    assert three["verdict"] == "partly"
+    assert got.filter(like="(3.a)", axis=0)["verdict"].item() == REPRODUCED
+    untimed = claims(softmax_not_enough_tables(0.1), {"benchmark": meta["benchmark"]})
+    assert (
+        "time is not recorded"
+        in untimed.set_index("claim").filter(like="(3.c)", axis=0)["measured"].item()
+    )
