@@ -52,8 +52,9 @@ EVIDENCE = (
     (r"stable baseline|does not escape|prediction errors", ("accuracy",), ("summary",)),
 )
 #: Rows n/a by design, whose verdict nothing in a run decides (so they link to nothing): a
-#: model not run here (Gemma 2B; Gemma 2B and 7B's spreads), a statement true by construction.
-NO_EVIDENCE = ("(1.c)", "(2.f)", "(3.d)")
+#: model not run here (Gemma 2B; Gemma 2B and 7B's spreads), a run not made (a second λ), a
+#: statement true by construction.
+NO_EVIDENCE = ("(1.c)", "(2.f)", "(3.c)", "(3.d)")
 
 #: The size table's outcome column: adaptive against softmax at one size, in the one comparison
 #: vocabulary (:mod:`attnlimits.claims.comparisons`), adaptive's point of view.
