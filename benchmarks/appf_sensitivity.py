@@ -17,11 +17,12 @@ The grids (all linear, as App. F; its bounds are lost in our copy): the default
 (β* ≤ 1000, 5× the search); an upper bound of 10 (θ* of inputs whose optimum lies above 2).
 
 ``--rule`` instead applies the rule written before its run (docs/max_retrieval.md, "The θ
-grid's floor and training-size inputs"; ``softmax_not_enough.appf_match``) to each training
-length's model: (G) the default grid's points with θ* raised to each floor 0.20 … 0.50
-(``floors.csv``), and (T) App. F's points collected at the training sizes 2 … 16 only,
-beside the default procedure's (``inputs.csv``, one row per inputs and H; ``verdicts.csv``,
-one row per explanation)::
+grid's floor and training-size inputs"; ``softmax_not_enough.appf_match``; since round 4's
+point 17 the (F) row's interval rule) to each training length's model: (G) the default
+grid's points with θ* raised to each floor 0.20 … 0.50 (``floors.csv``), and (T) App. F's
+points collected at the training sizes 2 … 16 only, beside the default procedure's
+(``inputs.csv``, one row per inputs and H; ``verdicts.csv``, one row per explanation;
+``points.csv``, the points both read, so that a changed rule can be re-judged on them)::
 
     python benchmarks/appf_sensitivity.py RESULTS --rule --steps 20000 \\
         --out docs/data/appf_sensitivity
@@ -40,13 +41,13 @@ import pandas as pd
 import torch
 
 from attnlimits.experiments.softmax_not_enough.appf_match import (
+    INTERVAL_RULE,
     SHOWN_FLOORS,
     TRAINING_SETS,
     TRAINING_SIZES,
     floor_table,
     floor_verdict,
-    judge_published,
-    match_table,
+    interval_table,
 )
 from attnlimits.experiments.softmax_not_enough.config import Config, TemperatureFitConfig
 from attnlimits.experiments.softmax_not_enough.fits import poly_beta
@@ -98,15 +99,17 @@ def _rule(
     floors = floor_table(default).assign(steps=steps)
     training_cfg = replace(fit, sizes=TRAINING_SIZES, sets_per_size=TRAINING_SETS)
     training = collect_points(model, training_cfg)  # type: ignore[arg-type]
-    inputs, verdicts = [], []
+    inputs, verdicts, kept = [], [], []
     for name, pts in (
         ("default: n = 16 … 2,048, 300 sets per size", default),
         (f"training sizes: n = 2 … 16, {TRAINING_SETS:,} sets per size", training),
     ):
-        m = match_table(pts)
-        v = judge_published(list(m["matches"]), int(m["n_seeds"].iloc[0]))
+        m = interval_table(pts)  # the (F) row's rule since round 4's point 17
+        v = INTERVAL_RULE(list(m["matches"]), int(m["n_seeds"].iloc[0]))
         h = f"{pts['entropy'].min():.2f}–{pts['entropy'].max():.2f}" if len(pts) else "—"
         inputs.append(m.assign(steps=steps, inputs=name, points=len(pts), entropy_range=h))
+        cols = ["seed", "size", "set", "entropy", "theta_star"]  # β* = 1/θ*
+        kept.append(pts[cols].assign(steps=steps, inputs=name.split(":")[0]))
         verdicts.append({"steps": steps, "explanation": f"rule on {name}", "verdict": v})
     shown = floors[floors["floor"].isin(SHOWN_FLOORS)]
     verdicts.append(
@@ -118,7 +121,8 @@ def _rule(
     )
     verdicts[-2]["explanation"] = "(T) " + verdicts[-2]["explanation"]
     print(shown.to_markdown(index=False, floatfmt=".3g"), flush=True)
-    return floors, pd.concat(inputs, ignore_index=True), pd.DataFrame(verdicts)
+    points = pd.concat(kept, ignore_index=True).round({"entropy": 6, "theta_star": 3})
+    return floors, pd.concat(inputs, ignore_index=True), pd.DataFrame(verdicts), points
 
 
 def main(argv: list[str] | None = None) -> pd.DataFrame:
@@ -154,7 +158,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
                          "spread": round(spread, 1)} | _medians(points))  # fmt: skip
             print(rows[-1], flush=True)
     if args.rule:
-        names = ("floors", "inputs", "verdicts")
+        names = ("floors", "inputs", "verdicts", "points")
         tables = {
             n: pd.concat([f[i] for f in found], ignore_index=True) for i, n in enumerate(names)
         }

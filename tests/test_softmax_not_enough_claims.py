@@ -154,6 +154,60 @@ def test_wrong_top_grows(ratio, verdict):
     )
 
 
+@pytest.mark.parametrize(
+    ("ratio", "verdict"),
+    [
+        (1.6, REPRODUCED),
+        (1.5, REPRODUCED),
+        (1.49, PARTLY),
+        (1.0001, PARTLY),
+        (1.0, NOT),
+        (1509 / 1978, NOT),
+        (math.nan, NA),
+    ],
+)
+def test_wrong_top_with_training(ratio, verdict):
+    """Point 11: the same sentence read with its subject, parameter size, across training
+    lengths: the share's rise from the shortest length to the longest, at least GROWN; any
+    rise partly; a fall (as the ablation's 1,978 → 1,509 kept sets) not reproduced."""
+    assert rules.wrong_top_with_training(ratio) == verdict
+    assert "longest training length over shortest ≥ 1.5: reproduced; > 1: partly" in (
+        rules.wrong_top_with_training.text()
+    )
+    assert set(rules.wrong_top_with_training.flips(1509 / 1978)) == {"GROWN", "RISES"}
+
+
+@pytest.mark.parametrize(
+    ("low", "verdict"),
+    [(0.993, REPRODUCED), (0.95, REPRODUCED), (0.949, NOT), (0.5, NOT), (math.nan, NA)],
+)
+def test_stable_baseline(low, verdict):
+    """Point 19, App. A's stable baseline: the training size's interval's lower end ≥ STABLE."""
+    assert rules.stable_baseline(low) == verdict
+    assert rules.STABLE.provenance == AFTER_RUNS
+    assert "interval's lower end ≥ 0.95: reproduced; else not reproduced" in (
+        rules.stable_baseline.text()
+    )
+
+
+@pytest.mark.parametrize(
+    ("train_low", "largest_high", "verdict"),
+    [
+        (0.993, 0.291, REPRODUCED),
+        (0.5, 0.499, REPRODUCED),
+        (0.5, 0.5, NOT),
+        (0.9, 0.95, NOT),
+        (math.nan, 0.2, NA),
+        (0.9, math.nan, NA),
+    ],
+)
+def test_accuracy_falls(train_low, largest_high, verdict):
+    """Point 19, Corollary B.1 and §5's "does not escape": the largest size's interval wholly
+    below the training size's; touching or overlapping is not a fall."""
+    assert rules.accuracy_falls(train_low, largest_high) == verdict
+    assert "95% interval wholly below" in rules.accuracy_falls.text()
+
+
 def test_checks_are_bounds_with_no_partly():
     assert rules.falls_everywhere(1.0) == REPRODUCED and rules.falls_everywhere(0.99) == NOT
     assert rules.bounded([1.0, 1.0]) == REPRODUCED and rules.bounded([1.0, 0.999]) == NOT

@@ -107,7 +107,8 @@ def _run(folder: Path, tables: dict[str, pd.DataFrame], **params: object) -> Pat
 def test_extract_and_render_a_tiny_run(tmp_path):
     claims = pd.DataFrame(
         {"claim": ["(1) finding", "(1.a) statement", "a theorem"],
-         "role": ["finding", "headline", "check"], "paper": "q", "reading": "",
+         "role": ["finding", "headline", "check"], "paper": "q",
+         "reading": ["", "ours: r", ""],
          "measured": ["m1", "a | b", "m3"], "rule": ["r1", "r2", "r3"],
          "verdict": ["reproduced", "reproduced", "not reproduced"]}
     )  # fmt: skip
@@ -129,7 +130,8 @@ def test_extract_and_render_a_tiny_run(tmp_path):
     assert "2026-01-03, 2 seeds, 20, 40 steps" in blocks["ablation_run"]
     # claims and checks apart; a '|' in a cell escaped once
     assert "a \\| b" in blocks["claims"] and "a theorem" not in blocks["claims"]
-    assert "| a theorem | check | not reproduced | q | m3 | r3 |" in blocks["checks"]  # q: paper
+    assert "| a theorem | check | not reproduced | q |  | m3 | r3 |" in blocks["checks"]  # q: paper
+    assert "| reproduced | q | ours: r | a \\| b |" in blocks["claims"]  # the row's reading
     # per size: softmax 50.0 [40.0, 60.0], adaptive 60.0 [50.0, 70.0], gain 10.0 [5.0, 15.0]
     assert (
         "| 16 | 64 | 50.0 [40.0, 60.0] | 60.0 [50.0, 70.0] | 10.0 [5.0, 15.0] |"

@@ -276,7 +276,8 @@ NOTE_3 = (
     "- **(3)** rests on one weight decay, λ = 1e-3, chosen because with it the logit spread "
     "still grows (so the finding judges a growth the choice allowed), and (3.b)'s Prop. 3.1 "
     "bound reads activations (‖q‖, max‖h_i‖) besides the parameter norms the paper names; no "
-    "second λ is run ([docs](docs/max_retrieval.md))."
+    "second λ is run, so (3) reads partly until one is ((3.c); "
+    "[docs](docs/max_retrieval.md))."
 )
 
 

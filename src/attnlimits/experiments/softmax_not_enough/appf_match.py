@@ -21,19 +21,24 @@ grid's floor and training-size inputs: the rule, written before the run", 2026-1
   :data:`FIT_LEVEL` interval of their mean (Student's t on seeds − 1 degrees of freedom,
   :func:`attnlimits.claims.statistics.difference_interval`); H *matches* where the published
   β(H) lies inside it. The verdict's words follow the same rule (:func:`judge_published`).
-  The max-spread statistic above stays for (G) and (T), whose committed run
-  (``benchmarks/appf_sensitivity.py``) was decided by it.
+  The max-spread statistic above stayed for (G) and (T) until round 4 (below).
 - **Rule** (:data:`PUBLISHED_RULE`): fewer than :data:`MIN_SEEDS` seeds with a fit, or no H
   tested: not testable; every H of :data:`H_AT` tested and matching: reproduced; no tested H
   matching: not reproduced; otherwise partly.
 - **(G), a grid floor** (:func:`floor_table`, :func:`floor_verdict`): the points with θ*
   raised to each floor of :data:`FLOORS` (:func:`.fits.clamp_points`, exact: w is unimodal in
   θ); supported if the rule says reproduced at some floor; partly supported if not, but at
-  some floor it says partly or the rise r = fit(4)/fit(2) matches (|r_pooled − r_published|
-  no larger than the largest |r_seed − r_pooled|); not supported otherwise.
+  some floor it says partly or the rise r = fit(4)/fit(2) matches; not supported otherwise.
 - **(T), training-size inputs**: the rule on points collected at the training sizes only
   (:data:`TRAINING_SIZES`, :data:`TRAINING_SETS` sets per size); at most partly, since a
   softmax over at most 16 items has H ≤ ln 16 ≈ 2.77 nats.
+- **Since 2026-11-28 (referee round 4, point 17; set after earlier runs were public, the
+  direction stricter)**, (G) and (T) are judged by the (F) row's rule, :data:`INTERVAL_RULE`
+  on :func:`interval_table` (the published β(H) inside the seeds' :data:`FIT_LEVEL`
+  t-interval), not by the max-spread rule that round 3 retired for (F); and the rise matches
+  where the published r lies inside the :data:`FIT_LEVEL` t-interval of the seeds' own rises
+  (:func:`rise_interval`), not within the largest |r_seed − r_pooled|. One rule for all three:
+  the committed (G) and (T) verdicts of 2026-11-28 had been decided by the max-spread rule.
 """
 
 from __future__ import annotations
@@ -80,7 +85,7 @@ __all__ = [
     "judge_published",
     "match_table",
     "own_tests",
-    "rise_match",
+    "rise_interval",
 ]
 
 #: The entropies (nats) where the docs compare the fits with the published polynomial; the
@@ -253,46 +258,47 @@ INTERVAL_RULE = Rule(
 )
 
 
-def rise_match(points: pd.DataFrame, degree: int = 4) -> tuple[float, float, float, bool]:
-    """The rise r = fit(4)/fit(2): ``(pooled r, published r, seeds' spread of r, matches)``;
-    NaN and False where either H is outside the points or fewer than :data:`MIN_SEEDS` seeds
-    have a fit."""
+def rise_interval(points: pd.DataFrame, degree: int = 4) -> tuple[float, float, float, float]:
+    """The rise r = fit(4)/fit(2) over the seeds' own fits: ``(their mean, published r, low,
+    high)``, the :data:`FIT_LEVEL` t-interval of the mean (seeds − 1 degrees of freedom, as
+    :func:`interval_table`); NaN bounds where H = 2 or 4 lies outside the points or fewer than
+    :data:`MIN_SEEDS` seeds have a fit. The rise matches where the published r lies inside."""
     H = np.array([2.0, 4.0])
     pub = poly_beta(H, POLY_COEFFS)
     r_pub = float(pub[1] / pub[0])
-    pooled = _fit_at(points, degree, H)
     inside = len(points) and points["entropy"].min() <= 2 and points["entropy"].max() >= 4
     seeds = [b for _, p in points.groupby("seed") if (b := _fit_at(p, degree, H)) is not None]
-    if pooled is None or not inside or len(seeds) < MIN_SEEDS.value:
-        return float("nan"), r_pub, float("nan"), False
-    r = float(pooled[1] / pooled[0])
-    spread = max(abs(float(b[1] / b[0]) - r) for b in seeds)
-    return r, r_pub, spread, bool(abs(r - r_pub) <= spread)
+    if not inside or len(seeds) < MIN_SEEDS.value:
+        return float("nan"), r_pub, float("nan"), float("nan")
+    rises = np.array([float(b[1] / b[0]) for b in seeds])
+    se = rises.std(ddof=1) / np.sqrt(len(rises))
+    r = difference_interval(float(rises.mean()), float(se), len(rises) - 1, FIT_LEVEL.value)
+    return float(r.estimate), r_pub, float(r.low), float(r.high)
 
 
 def floor_table(
     points: pd.DataFrame, degree: int = 4, floors: Sequence[float] = FLOORS
 ) -> pd.DataFrame:
     """(G) per floor: ``floor, cap`` (1/floor), the pooled fit at each H (``fit_H1`` …), the
-    ratio distance/spread at each H (``d/s_H1`` …: ≤ 1 matches), the rule's ``verdict``, and
-    the rise's ``rise, rise_spread, rise_matches``."""
+    seeds' mean fit's :data:`FIT_LEVEL` interval at each H (``low_H1``, ``high_H1`` …), the
+    verdict of :data:`INTERVAL_RULE` (``verdict``), and the rise over the seeds' fits
+    (:func:`rise_interval`: ``rise, rise_low, rise_high, rise_matches``)."""
     rows = []
     for f in floors:  # 31 floors: a clamp and eleven small fits each
         pts = clamp_points(points, f)
-        m = match_table(pts, degree)
-        r, _, r_spread, r_ok = rise_match(pts, degree)
+        m = interval_table(pts, degree)
+        r, r_pub, r_low, r_high = rise_interval(pts, degree)
         rows.append(
             {"floor": f, "cap": 1.0 / f}
             | {f"fit_H{h:g}": v for h, v in zip(m["entropy"], m["pooled"], strict=True)}
+            | {f"low_H{h:g}": v for h, v in zip(m["entropy"], m["low"], strict=True)}
+            | {f"high_H{h:g}": v for h, v in zip(m["entropy"], m["high"], strict=True)}
             | {
-                f"d/s_H{h:g}": d / s if s > 0 else np.inf
-                for h, d, s in zip(m["entropy"], m["distance"], m["spread"], strict=True)
-            }
-            | {
-                "verdict": judge_published(list(m["matches"]), int(m["n_seeds"].iloc[0])),
+                "verdict": INTERVAL_RULE(list(m["matches"]), int(m["n_seeds"].iloc[0])),
                 "rise": r,
-                "rise_spread": r_spread,
-                "rise_matches": r_ok,
+                "rise_low": r_low,
+                "rise_high": r_high,
+                "rise_matches": bool(r_low <= r_pub <= r_high),
             }
         )
     return pd.DataFrame(rows)
@@ -372,7 +378,7 @@ def appf_rows(tables: Mapping[str, pd.DataFrame], degree: int = 4) -> list[dict[
         f"{_shown_interval(m)}; {n_seeds} seeds with a fit; readings (not deciding): the "
         f"former rule (within the largest single-seed deviation): "
         f"{judge_published(list(old['matches']), n_seeds)}; θ* raised to a floor of "
-        f"0.20 … 0.50: {floor_verdict(floors)} (the former rule: "
+        f"0.20 … 0.50: {floor_verdict(floors)} (per floor, by the same interval rule: "
         + ", ".join(
             f"{f:g} {v}"
             for f, v in floors.set_index("floor")["verdict"].items()

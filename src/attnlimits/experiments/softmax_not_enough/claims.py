@@ -24,8 +24,12 @@ __all__ = [
     "NO_EVIDENCE",
     "PER_SIZE",
     "QUOTES",
+    "Q_COROLLARY",
+    "Q_ESCAPE",
     "Q_GEMMA",
+    "Q_PRACTICAL",
     "Q_SHARPER",
+    "Q_STABLE",
     "Q_TABLE1",
     "Q_WRONG_TOP",
     "held_out_refits",
@@ -45,10 +49,12 @@ EVIDENCE = (
     (r"temperature zero", (), ("argmax_accuracy",)),
     (r"Table 1", ("accuracy",), ("summary",)),
     (r"wrong item has the largest logit", (), ("temperature_fit_sizes",)),
+    (r"stable baseline|does not escape|prediction errors", ("accuracy",), ("summary",)),
 )
 #: Rows n/a by design, whose verdict nothing in a run decides (so they link to nothing): a
-#: model not run here (Gemma 2B), a statement true by construction.
-NO_EVIDENCE = ("(1.c)", "(2.f)")
+#: model not run here (Gemma 2B; Gemma 2B and 7B's spreads), a run not made (a second λ), a
+#: statement true by construction.
+NO_EVIDENCE = ("(1.c)", "(2.f)", "(3.c)", "(3.d)")
 
 #: The size table's outcome column: adaptive against softmax at one size, in the one comparison
 #: vocabulary (:mod:`attnlimits.claims.comparisons`), adaptive's point of view.
@@ -100,6 +106,17 @@ Q_SHARPER = (
     "our proposed adaptive temperature adaptation indeed leads to sharper coefficients on "
     "larger inputs"
 )
+#: Round 4's point 19: App. A's stable baseline, §5's "does not escape", §2's practical spreads
+#: (the symbols after "observed values of" are lost in our copy), App. B's Corollary B.1.
+Q_STABLE = "Both methods prove to be effective in deriving a stable baseline model."
+Q_ESCAPE = (
+    "adaptive temperature is merely an ad-hoc method and it does not escape the conclusions of "
+    "our theory"
+)
+Q_PRACTICAL = (
+    "when feeding Gemma 2B and 7B models with an entire code sample of Gemma’s Modules file"
+)
+Q_COROLLARY = "it will necessarily start to make prediction errors beyond a certain number of items"
 QUOTES = (
     Q_DISPERSE,
     Q_SHARP,
@@ -115,6 +132,10 @@ QUOTES = (
     Q_TABLE1,
     Q_WRONG_TOP,
     Q_SHARPER,
+    Q_STABLE,
+    Q_ESCAPE,
+    Q_PRACTICAL,
+    Q_COROLLARY,
 )
 
 

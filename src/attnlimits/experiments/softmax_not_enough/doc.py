@@ -42,6 +42,7 @@ from attnlimits.experiments.report import (
 )
 from attnlimits.experiments.rule_tables import rules_table, thresholds_table
 from attnlimits.experiments.softmax_not_enough import rules
+from attnlimits.experiments.softmax_not_enough.ablation_row import with_row, wrong_top_by_length
 from attnlimits.experiments.softmax_not_enough.appf_match import INTERVAL_RULE, own_tests
 from attnlimits.experiments.softmax_not_enough.argmax_arm import TABLE, argmax_table
 from attnlimits.experiments.softmax_not_enough.claims import held_out_refits, size_table
@@ -77,7 +78,9 @@ _OPTIONS = (
     "steps",
 )
 _CLI, _SCRIPT = "attnlimits reproduce softmax-not-enough", "python benchmarks/steps_ablation.py"
-_CLAIMS = ["claim", "role", "verdict", "paper", "measured", "rule"]  # paper: its words (point 21)
+#: paper: its words (round 3's point 21); reading: what the row reads into them beyond the
+#: quote, as the run's claims table has it (round 4's point 9: the docs showed no reading).
+_CLAIMS = ["claim", "role", "verdict", "paper", "reading", "measured", "rule"]
 
 
 def _read(folder: Path) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
@@ -250,6 +253,20 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
     return out | prose_blocks(data)  # the numbers the prose quotes (referee point 12)
 
 
+def _with_ablation_row(data: Data, folder: Path) -> pd.DataFrame:
+    """The run's claims with (2.g), judged on the steps ablation's tables (:mod:`.ablation_row`):
+    ``steps_loss`` from ``data`` (``--ablation``) or ``folder``'s CSV, App. F's kept inputs per
+    length from ``appf_sensitivity/sensitivity.csv`` beside ``folder``; unchanged without them."""
+    loss = data.get("steps_loss")
+    if loss is None and (folder / "steps_loss.csv").is_file():
+        loss = load(folder)["steps_loss"]
+    sensitivity = folder.parent / "appf_sensitivity" / "sensitivity.csv"
+    if loss is None or not sensitivity.is_file():
+        return data["claims"]
+    row = wrong_top_by_length(pd.read_csv(sensitivity, dtype=str), loss)
+    return as_text(with_row(data["claims"], row))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("results", type=Path, nargs="?", help="a run folder (else: the CSVs)")
@@ -262,6 +279,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     data: Data = {} if args.results is None else extract(args.results, args.date)
     if args.ablation is not None:
         data |= extract_ablation(args.ablation, args.ablation_date)
+    if "claims" in data:
+        data["claims"] = _with_ablation_row(data, args.data)
     if data:
         save(data, args.data)  # without --ablation the ablation's saved tables stay
     blocks = render(load(args.data))  # what the test renders: the CSVs, not the parquet
