@@ -252,17 +252,21 @@ def test_ii_e_d_collapses_over_the_whole_n_grid():
     assert claim_ii_d(alg2, "expectation_exact")[1]["verdict"] == N  # no collapse
 
 
-def test_ii_converge_has_a_partly_rung_for_a_ratio_moving_towards_one():
+def test_ii_converge_shows_a_ratio_moving_towards_one_without_judging_it():
     """(ii.c): E / d̃ wholly outside 1 ± CONVERGED at N = 100 but rising towards 1 at every N
-    of the grid (SmolLM2's values: 0.014 → 0.215) is partly (round-3 referee, point 6); one
-    that does not move towards 1 at every step is not reproduced."""
+    of the grid (SmolLM2's values: 0.014 → 0.215) is not reproduced: E / d̃ → 1 as N → L on any
+    head (round-4 referee, point 1, removed the partly rung of round 3's point 6). The trend is
+    shown in the measured text, either way."""
     alg2 = alg2_table()
     alg2["expectation_exact"] *= 0.3  # 0.3·(1 − 0.9·e^(−N/20)): rising, 0.298 at N = 100
     rows = claim_ii(alg2, "expectation_exact")
-    assert _sub_verdict(rows, "(ii.c)") == P and rows[0]["verdict"] == P
-    assert "; over N: 1: 0.0" in _sub_row(rows, "(ii.c)")["measured"]
+    assert _sub_verdict(rows, "(ii.c)") == N and rows[0]["verdict"] == N
+    measured = _sub_row(rows, "(ii.c)")["measured"]
+    assert "; over N: 1: 0.0" in measured and "(towards 1 at every step; shown, not" in measured
     alg2.loc[alg2["N"] == 20, "expectation_exact"] *= 3  # up past N = 100's ratio, then back
-    assert _sub_verdict(claim_ii(alg2, "expectation_exact"), "(ii.c)") == N
+    rows = claim_ii(alg2, "expectation_exact")
+    assert _sub_verdict(rows, "(ii.c)") == N
+    assert "(not towards 1 at every step" in _sub_row(rows, "(ii.c)")["measured"]
 
 
 def test_ii_converge_is_judged_at_n_100_with_its_interval():

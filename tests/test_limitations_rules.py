@@ -78,16 +78,10 @@ CASES = [
     (rules.d_collapses, (0.5,), P),
     (rules.d_collapses, (0.5 + E9,), N),
     (rules.d_collapses, (math.nan,), NA),
-    # wholly outside, but E / d̃ moving towards 1 at every step over ≥ 3 N: partly (point 6)
-    (rules.converges, (0.21, 0.22, [0.014, 0.06, 0.1, 0.13, 0.215]), P),  # SmolLM2 values
-    (rules.converges, (0.21, 0.22, [0.1, 0.15, 0.215]), P),
-    (rules.converges, (0.21, 0.22, [0.15, 0.215]), N),  # two N: one step is no trend
-    (rules.converges, (0.21, 0.22, [0.014, 0.1, 0.1, 0.215]), N),  # a step that stays
-    (rules.converges, (0.21, 0.22, [0.014, 0.3, 0.215]), N),  # a step away from 1
-    (rules.converges, (1.5, 1.6, [3.0, 2.0, 1.55]), P),  # from above
-    (rules.converges, (1.5, 1.6, [0.5, 2.0, 1.55]), N),  # crosses 1 and overshoots
-    (rules.converges, (0.21, 0.22, []), N),
-    (rules.converges, (0.5, 0.75, [0.1, 0.2, 0.3]), P),  # at the edge: partly either way
+    # wholly outside is not reproduced, however E / d̃ moves over N (round-4 referee, point 1:
+    # the partly rung TOWARDS_N is gone); SmolLM2's values at N = 100: 0.213–0.217
+    (rules.converges, (0.213, 0.217), N),
+    (rules.converges, (1.5, 1.6), N),  # from above
     (rules.about_fraction, ([0.06, 0.03, 0.001],), R),  # "fewer than 6 %" sets no floor
     (rules.about_fraction, ([0.06 + E9],), P),
     (rules.about_fraction, ([0.12],), P),
