@@ -68,36 +68,34 @@ def test_v_a_an_eps_with_fewer_than_four_t_is_not_testable():
     assert _sub_verdict(claim_v(alg5), "(v.a)") == R  # four: judged
 
 
-def test_v_c_reading_c_decides_over_the_eps_below_t():
-    """(v.c) "Once T ≥ 1 all curves collapse and drop by two orders": reading (c), across T ≥ 1
-    from T = 1 to the largest T, decides (referee round 3, point 5); reading (b), from T = 0.01
-    to T = 1, is its measured number and an alternative. Each factor is the smallest over the
-    ε below the lower T: at ε ≥ T, g ≤ √2/ε is capped and flat in T."""
+def test_v_c_reading_b_decides_and_reading_c_is_a_check():
+    """(v.c) "Once T ≥ 1 all curves collapse and drop by two orders": reading (b), from
+    T = 0.01 to T = 1, decides (round-4 referee, point 3); reading (c), across T ≥ 1, falls as
+    1/T for any softmax and is the check (v.h), its numbers shown, never judged (n/a). Each
+    factor is the smallest over the ε below the lower T: at ε ≥ T, g ≤ √2/ε is capped."""
     got = claims(tables(), META)
     measured = row(got, "(v.c)")["measured"]
-    assert "across T ≥ 1, T = 1 to 100: 100× (reading (c))" in measured
-    assert "drop from T = 0.01 (b): R" in row(got, "(v.c)")["alternatives"]
+    assert "from T = 0.01 to T = 1: 100× (reading (b))" in measured
     assert verdict(got, "(v.c)") == R and verdict(got, "(v) ") == R
-    assert "(reading (c), across T ≥ 1)" in row(got, "(v.c)")["rule"]
-    rows = claim_v(alg5_table(), drop="b")
-    assert _sub_verdict(rows, "(v.c)") == R
-    assert "(reading (b), from T = 0.01)" in _sub_row(rows, "(v.c)")["rule"]
-    capped = alg5_table()  # ε = 10 ≥ T = 1 falls only 2× from T = 1 to 100: left out
+    assert "T = 0.01 to 1" in row(got, "(v.c)")["rule"]
+    check = row(got, "(v.h)")
+    assert check["verdict"] == NA and check["role"] == "check"
+    assert "T = 1 to 100: 100×" in check["measured"] and "over T ≥ 1: -1.00" in check["measured"]
+    capped = alg5_table()  # ε = 0.1 and 10 ≥ T = 0.01 fall only 2× to T = 1: left out
     capped.loc[
-        (capped["eps"] == 10.0) & (capped["T"] == 100.0), ["sensitivity", "sensitivity_row_max"]
-    ] *= 50
+        (capped["eps"] >= 0.1) & (capped["T"] == 1e-2), ["sensitivity", "sensitivity_row_max"]
+    ] /= 50
     assert _sub_verdict(claim_v(capped), "(v.c)") == R
-    slow = alg5_table()  # ε = 0.1 < T = 1 falls only 2×: the smallest factor over ε < T
-    slow.loc[
-        (slow["eps"] == 0.1) & (slow["T"] == 100.0), ["sensitivity", "sensitivity_row_max"]
-    ] *= 50
+    slow = alg5_table(eps=(1e-4, 1e-3, 0.1, 10.0))  # ε = 10⁻³ < T = 0.01 falls only 2×
+    at = (slow["eps"] == 1e-3) & (slow["T"] == 1e-2)
+    slow.loc[at, ["sensitivity", "sensitivity_row_max"]] /= 50
     rows = claim_v(slow)
     assert (
         _sub_verdict(rows, "(v.c)") == N
-        and "T = 1 to 100: 2×" in _sub_row(rows, "(v.c)")["measured"]
+        and "from T = 0.01 to T = 1: 1.8×" in _sub_row(rows, "(v.c)")["measured"]
     )
-    only_large = alg5_table()  # no ε below T = 1: nothing to judge
-    assert _sub_verdict(claim_v(only_large[only_large["eps"] >= 1]), "(v.c)") == NA
+    only_large = alg5_table()  # no ε below T = 0.01: nothing to judge
+    assert _sub_verdict(claim_v(only_large[only_large["eps"] >= 0.1]), "(v.c)") == NA
 
 
 def test_v_statements_of_the_discussion_each_verdict():
@@ -195,7 +193,7 @@ def test_judged_row_takes_the_rule_once():
 def test_v_drop_from_t_0_01_and_0_1_counts_the_eps_below_t_only():
     # ε = 10⁻³ alone lies below T = 0.01 and 0.1 (k = 1): 20× from T = 0.01 (reading (b),
     # partly), 2× from T = 0.1; the larger ε (k = 0.8, 16× and 1.6×) are capped there
-    rows = claim_v(alg5_table(drop=2.0), drop="b")
+    rows = claim_v(alg5_table(drop=2.0))
     assert _sub_verdict(rows, "(v.c)") == P
     assert "from T = 0.01 to T = 1: 20×" in _sub_row(rows, "(v.c)")["measured"]
     assert "from T = 0.1: 2× (reading (a))" in _sub_row(rows, "(v.c)")["measured"]

@@ -25,8 +25,9 @@ verdict is an alternative.
 **Alternatives** (each changes one choice from the headline): the other forms of E for (i),
 (ii) and (iii); for (iii) the other KS level (the text's 0.01, the pseudocode's 0.05) and the
 paper's number of heads (144, GPT-2) by seeded draws, windows pooled, counted per verdict; for
-(v) the smallest ε alone, the maximum over rows in place of the row mean, and "drop by two
-orders" read from T = 0.01 to T = 1 (reading (b); reading (c), across T ≥ 1, decides). The
+(v) the smallest ε alone and the maximum over rows in place of the row mean ("drop by two
+orders" is judged from T = 0.01 to T = 1, reading (b); reading (c), across T ≥ 1, cannot fail
+and is the check (v.h)). The
 verdict under the paper's printed E is also its own column (``e_printed``), which the README
 shows beside the headline's; ``statistic`` is the
 number a one-number rule judged (the docs' sensitivity lines read it).
@@ -297,7 +298,6 @@ def claims_for(
     blocks.append((_judged(claim_iv, pick("alg4")), {}, None, "—"))
     v_alts = {
         "smallest ε only": _judged(lambda d: claim_v(d, eps="smallest"), alg5),
-        "drop from T = 0.01 (b)": _judged(lambda d: claim_v(d, drop="b"), alg5),
     }
     if "sensitivity_row_max" in alg5:
         v_alts["max over rows"] = _judged(
