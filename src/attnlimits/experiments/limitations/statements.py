@@ -245,7 +245,9 @@ S: dict[str, Statement] = {
             "(v.d) for T ≥ 1 the curves collapse",
             SUPPORTING,
             r"Once $T \geq 1$ all curves collapse",
-            "the ε curves meet: at each T ≥ 1, max / min over ε of g(T, ε) at most COLLAPSED",
+            "the ε curves meet: at each T ≥ 1 where some ε ≥ T, max / min over ε of g(T, ε) "
+            "at most COLLAPSED (where every ε < T, each g approximates the same derivative, so "
+            "the curves meet by construction: shown, not judged)",
         ),
         Statement(
             "(v.e) close to the theoretical limit when T < 0.1 (the paper's GPT-2; here our "
@@ -265,8 +267,9 @@ S: dict[str, Statement] = {
             r"the empirical Jacobian norm tracks the theoretical $1/(4T)$ law, saturating at low "
             "temperature",
             "Fig. 4's curve (max over heads and ε of g, the paper's 'empirical Jacobian norm'): "
-            "its log-log slope over T ≥ 0.1 near −1 (tracks) and over the grid's lowest decade "
-            "of T flatter than 1/T (saturates, as the bound's √2 cap does)",
+            "its log-log slope over 0.1 ≤ T ≤ 1 near −1 (tracks; over T ≥ 1 g falls as 1/T "
+            "for any softmax, the check (v.h)) and over the grid's lowest decade of T flatter "
+            "than 1/T (saturates, as the bound's √2 cap does)",
         ),
         Statement(
             "(v.g) lowering T below 0.1 increases Jacobian norms",
