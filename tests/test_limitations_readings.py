@@ -16,7 +16,7 @@ from attnlimits.experiments.limitations.findings import (
     claim_v,
     critical_from_tests,
 )
-from attnlimits.experiments.paper_a_readings import grid_limits
+from attnlimits.experiments.paper_a_readings import grid_floor, grid_limits
 from limitations_tables import (
     META,
     NA,
@@ -300,3 +300,30 @@ def test_v_d_collapse_is_judged_where_some_eps_is_at_least_t():
     rows = claim_v(small)
     assert _sub_verdict(rows, "(v.d)") == NT
     assert "the curves meet by construction" in _sub_row(rows, "(v.d)")["measured"]
+
+
+def test_iii_b_two_sided_band_at_the_grid_resolution():
+    """(iii.b)'s '≈ 0.06L' is two-sided (round-4 referee, point 5): on the default Alg. 3 grid
+    a critical N of 1–4 at L = 32 … 1024 (SmolLM2's hidden states under the printed E, 0.004·L
+    at L = 1024) lies below the floor, the first tested N ≥ 0.03·L, and is not reproduced; a
+    critical N at that floor is, as one at L/16 is."""
+    cfg = Config()
+    lengths = (32, 64, 128, 256, 512, 1024)
+    grids = {L: sum(cfg.alg3_grid(L), ()) for L in lengths}
+    assert [grid_floor(L, grids[L]) * L for L in lengths] == [1, 2, 4, 8, 16, 32]
+
+    def judged(crit: dict[int, int]) -> str:
+        tests = pd.DataFrame(
+            [
+                {"L": L, "e_form": "exact", "N": n, "p_value": 0.5 if n >= crit[L] else 0.0}
+                for L in lengths
+                for n in grids[L]
+            ]
+        )
+        return _sub_verdict(claim_iii(critical_from_tests(tests, "exact", 0.01), ""), "(iii.b)")
+
+    assert judged({32: 1, 64: 1, 128: 2, 256: 2, 512: 3, 1024: 4}) == N
+    assert judged({L: L // 16 for L in lengths}) == R
+    floor = {L: int(grid_floor(L, grids[L]) * L) for L in lengths}
+    assert judged({**floor, 32: 2}) == R  # at L = 32 the floor, N = 1, is where KS is blind
+    assert judged({**floor, 32: 2, 256: 6, 512: 12}) == P  # below the floor at two of five

@@ -62,7 +62,13 @@ CASES = [
     (rules.converges, (1.25, 2.0), P),
     (rules.converges, (math.nan, 0.1), NA),
     # (iii.b) paper A: '≈ 0.06L' needed at more than MOST_L = half the testable L (point 8)
-    (rules.about_most, ([0.06, 0.03, 0.001],), R),
+    (rules.about_most, ([0.06, 0.03, 0.05],), R),  # in [0.03, 0.06]: both
+    (rules.about_most, ([0.06, 0.03, 0.001],), P),  # 0.001: 'fewer than 6 %', not ≈ (point 5)
+    (rules.about_most, ([0.03 - E9, 0.06],), N),  # below the floor: neither
+    (rules.about_most, ([0.004, 0.004, 0.004, 0.004],), N),  # SmolLM2 hidden, printed E
+    # at the grid's resolution: (limits), (floors); L = 128's floor: the first N ≥ 3.84, 4
+    (rules.about_most, ([2 / 128], [(0.0625, 0.125)], [4 / 128]), N),
+    (rules.about_most, ([4 / 128], [(0.0625, 0.125)], [4 / 128]), R),
     (rules.about_most, ([0.06, 0.12, 0.5],), P),  # two of three within ≈
     (rules.about_most, ([0.12, 0.12, None],), P),
     (rules.about_most, ([0.06, 0.5],), N),  # one of two: not more than half

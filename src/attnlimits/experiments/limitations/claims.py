@@ -289,8 +289,10 @@ def claims_for(
     per_draw = None
     if len(draws):
         label = f"{int(draws['heads'].iloc[0])} heads, {draws['draw'].nunique()} draws (pooled)"
-        n_min = tests.groupby("L")["N"].min().rename("n_min")  # the grid is the same per draw
-        per_draw = (label, [claim_iii(d.join(n_min, on="L"), "") for _, d in draws.groupby("draw")])
+        # the grid is the same per draw: its smallest N and (iii.b)'s limits at its resolution
+        at_grid = critical_from_tests(tests, E_COLUMNS[form], alpha).set_index("L")
+        grid = at_grid[["n_min", "limit_lo", "limit_hi", "limit_floor"]]
+        per_draw = (label, [claim_iii(d.join(grid, on="L"), "") for _, d in draws.groupby("draw")])
     elif params.get("alg3_heads"):  # no more heads than the paper's GPT-2: nothing to draw
         label = f"{params['alg3_heads']} heads (model has {int(pick('alg3')['heads'].max())})"
         alts[label] = [{"verdict": rules.NA} for _ in headline]

@@ -23,7 +23,7 @@ from attnlimits.claims import Graded, finite, verdicts
 from attnlimits.claims.statistics import difference_interval, loglog_slope
 from attnlimits.experiments.limitations import rules
 from attnlimits.experiments.limitations.statements import S
-from attnlimits.experiments.paper_a_readings import grid_limits
+from attnlimits.experiments.paper_a_readings import grid_floor, grid_limits
 
 __all__ = [
     "E_COLS",
@@ -242,7 +242,8 @@ def critical_from_tests(tests: pd.DataFrame, form: str, alpha: float) -> pd.Data
     the first N whose KS p-value is ≥ ``alpha``, missing (``<NA>``) where none is; ``n_min`` and
     ``n_max`` the smallest and largest N tested; ``limit_lo`` and ``limit_hi``
     (:func:`~attnlimits.experiments.paper_a_readings.grid_limits`): the two limits of
-    (iii.b) at the resolution of the N tested at that L."""
+    (iii.b) at the resolution of the N tested at that L; ``limit_floor``
+    (:func:`~attnlimits.experiments.paper_a_readings.grid_floor`): the lower end of its band."""
     sub = tests[tests["e_form"] == form].sort_values(["L", "N"])
     passed = sub[sub["p_value"] >= alpha].groupby("L")["N"].min()
     out = sub.groupby("L")["N"].agg(n_min="min", n_max="max")
@@ -250,6 +251,8 @@ def critical_from_tests(tests: pd.DataFrame, form: str, alpha: float) -> pd.Data
     limits = {int(n): grid_limits(int(n), g) for n, g in sub.groupby("L")["N"]}
     out["limit_lo"] = [limits[int(n)][0] for n in out.index]
     out["limit_hi"] = [limits[int(n)][1] for n in out.index]
+    floors = {int(n): grid_floor(int(n), g) for n, g in sub.groupby("L")["N"]}
+    out["limit_floor"] = [floors[int(n)] for n in out.index]
     return out.reset_index()
 
 
@@ -298,9 +301,17 @@ def claim_iii(crit: pd.DataFrame, label: str) -> list[Row]:
         limits = list(zip(ok["limit_lo"].astype(float), ok["limit_hi"].astype(float), strict=True))
     else:
         limits = [(lo, hi)] * len(ok)
-    below = sum(f is not None and f <= a for f, (a, _) in zip(fractions, limits, strict=True))
-    near = sum(f is not None and f <= b for f, (_, b) in zip(fractions, limits, strict=True))
+    if "limit_floor" in ok:
+        floors = ok["limit_floor"].astype(float).tolist()
+    else:
+        floors = [rules.PAPER_FRACTION / rules.ABOUT] * len(ok)
+    ends = list(zip(fractions, limits, floors, strict=True))
+    below = sum(f is not None and low <= f <= a for f, (a, _), low in ends)
+    near = sum(f is not None and low <= f <= b for f, (_, b), low in ends)
+    under = sum(f is not None and f < low for f, _, low in ends)
     resolution = ", ".join(f"{a:.4g}" for a, _ in limits) if "limit_lo" in ok else ""
+    floor_txt = ", ".join(f"{low:.4g}" for low in floors) if "limit_floor" in ok else ""
+    low_txt = f"{rules.PAPER_FRACTION / rules.ABOUT:.2g}"
     censored = ok["critical_n"].isna().to_numpy()
     known = ok["critical_n"].astype(float).to_numpy()
     s_min, s_max = slope_bounds(
@@ -315,14 +326,17 @@ def claim_iii(crit: pd.DataFrame, label: str) -> list[Row]:
     else:
         about = judged_row(
             "(iii.b)",
-            f"critical N / L ≤ {lo:.2g} at {below}, ≤ {hi:.2g} at {near} of "
-            f"{len(ok)} L"
+            f"critical N / L in [{low_txt}, {lo:.2g}] at {below}, in [{low_txt}, {hi:.2g}] at "
+            f"{near} of {len(ok)} L"
+            + (f"; below {low_txt} at {under}" if under else "")
             + (f" (0.06 at the grid's resolution: {resolution})" if resolution else "")
+            + (f" ({low_txt} at the grid's resolution: {floor_txt})" if floor_txt else "")
             + (f" ({n_cens} with none up to 0.9·L: > 0.9·L)" if n_cens else "")
             + (blind_note if blind.any() else ""),
             rules.about_most,
             fractions,
             limits,
+            floors,
             uses_e=True,
         )
     if len(ok) < 2:

@@ -137,8 +137,9 @@ S: dict[str, Statement] = {
             "fraction meets both, within ABOUT times it only the ≈ (rule about_most: the ≈ "
             "needed at more than MOST_L of the testable L for partly), each at the N grid's "
             "resolution (a true critical N of 0.06·L is measured at the first tested N above it); "
-            "no floor ('fewer than'); a length that never accepts up to 0.9·L has critical N / L "
-            "> 0.9 (censored, against)",
+            "the ≈ is two-sided, so a critical N more than ABOUT times below 0.06·L meets "
+            "neither (at the grid's resolution too); a length that never accepts up to 0.9·L "
+            "has critical N / L > 0.9 (censored, against)",
         ),
         Statement(
             "(iii.c) the critical N grows sub-linearly in L",
