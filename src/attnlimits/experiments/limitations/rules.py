@@ -195,7 +195,13 @@ share = Share("share", "it holds", "case")
 holds = Holds("holds", "the bound holds", "case")
 #: the same shapes, saying what holds in which case (the report prints each)
 safe = Holds("safe", "bound ≥ d̃", "(head, L)")
-exists = Share("exists", "KS accepts at some N ≤ 0.9·L", "L")
+#: (iii.a) a critical N exists: KS accepts below the grid's last N, ⌊0.9·L⌋. Rule change on the
+#: round-4 referee's point 5 (2026-11-28, after the round-3 run was public; direction:
+#: stricter): a length where KS accepts only at ⌊0.9·L⌋ counted for it; there the top-N and a
+#: random N-set share 90 % of the keys, so d̃ and E meet by construction (Corollary 2), and
+#: passing at the grid's edge shows no critical N: not reproduced at that L (the test ran and
+#: found none before the edge; not testable would say a precondition failed).
+exists = Share("exists", "KS accepts at some N below the grid's last, ⌊0.9·L⌋", "L")
 bounds_hold = Holds("bounds_hold", "lower ≤ N_s/N ≤ upper", "(head with δ > 0, N ≥ 2)")
 #: (v.b) at each T < 0.1, the curves of the ε below T ordered (not testable where no T has two)
 ordered = Share("ordered", "values fall with ε, over the ε < T (n/a: one ε)", "T < 0.1")
