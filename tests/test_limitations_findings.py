@@ -241,18 +241,29 @@ def test_i_and_ii_each_verdict_and_the_form_of_e():
     assert row(none, "(ii) ")["e_form"] == "exact"
 
 
-def test_ii_e_d_collapses_over_the_whole_n_grid():
+def test_ii_e_d_collapses_at_a_quarter_of_l_not_at_its_end():
     """(ii.e) contribution 1's "the representation distance collapses once N grows
-    proportionally to L": d̃ at the grid's largest N (≈ 0.9·L) over its peak over N."""
-    alg2 = alg2_table()
-    grid = alg2.copy()
-    grid.loc[grid["N"] == grid["N"].max(), "distance"] *= 0.1
-    rows = claim_ii_d(grid, "expectation_exact")
-    assert rows[1]["claim"].startswith("(ii.e)") and rows[1]["verdict"] == R
-    assert "close to definitional" in rows[1]["measured"]
-    grid.loc[grid["N"] == grid["N"].max(), "distance"] *= 4  # 0.4 of the peak: partly
+    proportionally to L": d̃ at the grid's N nearest 0.25·L over its peak over N (round-4
+    referee, point 6); at the largest N (≈ 0.9·L) d̃ → 0 by definition, shown, not judged."""
+    rows = []
+    for n, d in ((1, 0.6), (16, 1.0), (64, 0.9), (100, 0.8), (200, 0.3), (230, 0.1)):
+        for h in range(3):
+            rows.append({"window": 0, "layer": 0, "head": h, "L": 256, "N": n, "distance": d,
+                         "expectation_exact": 1.0, "x_source": "values"})  # fmt: skip
+    grid = pd.DataFrame(rows)
+    got = claim_ii_d(grid, "expectation_exact")[1]
+    assert got["claim"].startswith("(ii.e)") and got["role"] == "supporting"
+    assert got["verdict"] == N  # 0.9 of the peak at N = 64 = 0.25·L; 0.1 at 0.9·L is not judged
+    assert "0.90 at N = 64 (≈ 0.25·L)" in got["measured"]
+    assert "0.10 at the largest N 230" in got["measured"] and "peak (1 at N = 16" in got["measured"]
+    assert "1.00 at N = 16 (≈ 0.06·L)" in got["measured"]
+    grid.loc[grid["N"] == 64, "distance"] = 0.4  # half the peak or less: partly
     assert claim_ii_d(grid, "expectation_exact")[1]["verdict"] == P
-    assert claim_ii_d(alg2, "expectation_exact")[1]["verdict"] == N  # no collapse
+    grid.loc[grid["N"] == 64, "distance"] = 0.25
+    assert claim_ii_d(grid, "expectation_exact")[1]["verdict"] == R
+    short = grid.assign(L=128, distance=1.0)  # judged at L_max: a shorter L changes nothing
+    both = pd.concat([grid, short], ignore_index=True)
+    assert claim_ii_d(both, "expectation_exact")[1]["verdict"] == R
 
 
 def test_ii_converge_shows_a_ratio_moving_towards_one_without_judging_it():

@@ -78,8 +78,9 @@ CASES = [
     (rules.about_most, ([0.0625, 0.5, 0.5], [(0.0625, 0.125)] * 3), N),  # one length passing
     (rules.about_most, ([0.125, 0.125, 0.9], [(0.0625, 0.125)] * 3), P),
     (rules.about_most, ([0.0625, 0.0625], [(0.0625, 0.125)] * 2), R),  # at the grid's resolution
-    (rules.d_collapses, (0.25,), R),  # d̃ at N ≈ 0.9·L at most a quarter of its peak
-    (rules.d_collapses, (0.13,), R),  # the round-3 run: 0.08–0.14
+    (rules.d_collapses, (0.25,), R),  # d̃ at N ≈ 0.25·L at most a quarter of its peak
+    (rules.d_collapses, (0.13,), R),
+    (rules.d_collapses, (0.86,), N),  # SmolLM2's values at N = 256 = 0.25·L (round-3 run)
     (rules.d_collapses, (0.25 + E9,), P),
     (rules.d_collapses, (0.5,), P),
     (rules.d_collapses, (0.5 + E9,), N),

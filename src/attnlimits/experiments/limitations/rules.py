@@ -182,8 +182,17 @@ MOST_L = _referee(
 D_COLLAPSED = _referee(
     "D_COLLAPSED",
     0.25,
-    "'collapses': d̃ at N ≈ 0.9·L at most a quarter of its peak over N",
+    "'collapses': d̃ at most a quarter of its peak over N (read at N ≈ 0.9·L until the round-4 "
+    "referee's point 6, at N ≈ PROPORTIONAL·L since)",
     point=14,
+)
+PROPORTIONAL = _round4(
+    "PROPORTIONAL",
+    0.25,
+    "'once N grows proportionally to L': a fixed fraction of L far from N = L, where d̃ = 0 by "
+    "definition, and above the paper's critical N ≈ 0.06·L",
+    point=6,
+    fmt=".2f",
 )
 WITHIN_SE = _ours(
     "WITHIN_SE", 0.99, "3 standard errors leave about 0.1 % of the cells out by chance", ".0%"
@@ -487,15 +496,27 @@ increases = Graded(
 #: L_max over its largest value over N at most VANISHES (a check: E = 0 at N = L by
 #: definition; the grid ends at 0.9·L).
 vanishes = Graded("vanishes", "E at the largest N / its peak over N", Band(hi=VANISHES))
-#: contribution 1's "the representation distance collapses once N grows proportionally to L":
-#: d̃ (mean over heads) at the largest N of the grid at L_max (about 0.9·L, Alg. 3's extension)
-#: over its peak over N at most D_COLLAPSED; up to VANISHES partly (it falls, not to a quarter).
-#: Close to definitional: d̃ = 0 at N = L.
-d_collapses = Graded(
+_d_band = Graded(
     "d_collapses",
-    "d̃ at the largest N / its peak over N",
+    "d̃ at N ≈ PROPORTIONAL·L / its peak over N",
     Band(hi=D_COLLAPSED),
     Band(hi=VANISHES),
+)
+#: contribution 1's "the representation distance collapses once N grows proportionally to L":
+#: d̃ (mean over heads) at L_max at the grid's N nearest PROPORTIONAL·L over its peak over N at
+#: most D_COLLAPSED; up to VANISHES partly (it falls, not to a quarter); else not reproduced.
+#: Rule change on the round-4 referee's point 6 (2026-11-28, after the round-3 run was public;
+#: direction: stricter): it was read at the grid's largest N (≈ 0.9·L), where d̃ → 0 by
+#: definition (d̃ = 0 at N = L) and so could not fail; the row, a check until then, is
+#: supporting. Its value at 0.06·L and at 0.9·L and where d̃ peaks are shown beside it.
+d_collapses = Rule(
+    "d_collapses",
+    _d_band,
+    lambda: (
+        f"d̃ at the grid's N nearest {PROPORTIONAL}·L / its peak over N ≤ {D_COLLAPSED}: "
+        f"reproduced; ≤ {VANISHES}: partly; else not reproduced"
+    ),
+    (PROPORTIONAL, D_COLLAPSED, VANISHES),
 )
 #: a statement no run of ours can test (no such model): n/a, with the reason in the row
 not_run = Rule("not_run", lambda: NA, lambda: "no run of ours has the numbers: n/a")

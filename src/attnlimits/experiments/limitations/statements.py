@@ -105,11 +105,13 @@ S: dict[str, Statement] = {
         ),
         Statement(
             "(ii.e) d̃ collapses once N grows proportionally to L",
-            CHECK,
+            SUPPORTING,
             "the representation distance collapses once N grows proportionally to L",
             "contribution 1 (Fig. 2, middle): d̃ over the whole N grid at L_max (Alg. 3's "
-            "extension to about 0.9·L), its value at the largest N against its peak over N; a "
-            "check, close to definitional (d̃ = 0 at N = L, where every token is selected)",
+            "extension to about 0.9·L), its value at the grid's N nearest PROPORTIONAL·L (a "
+            "fixed fraction of L, far from N = L) against its peak over N; beside it the value "
+            "at 0.06·L and at the largest N (≈ 0.9·L, not judged: d̃ = 0 at N = L by "
+            "definition, where every token is selected)",
         ),
         # ---- (iii) ----
         Statement(
