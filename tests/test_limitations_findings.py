@@ -41,13 +41,16 @@ def test_every_finding_reproduced_on_tables_built_to_the_papers_statements():
     got = claims(tables(), META)
     for c in ("(i) ", "(ii) ", "(iii) ", "(iv) ", "(v) "):
         assert verdict(got, c) == R, row(got, c).to_dict()
-    shown = ("Larger", "(v.b)", "(v.h)")  # n/a, not testable, and a check that cannot fail
+    # n/a, not testable, checks that cannot fail, and Theorem 2 at N = 1 (below by construction)
+    shown = ("Larger", "(v.b)", "(v.h)", "(iv.d)", "(iv.f)")
     rest = ~got["claim"].str.startswith(shown)
     statements = got[(got["role"] != "finding") & rest]
     assert (statements["verdict"] == R).all(), statements[statements["verdict"] != R]
     assert verdict(got, "Larger") == NA  # no run of ours has a larger variant
     assert verdict(got, "(v.b)") == NT  # the run's ε grid: no T < 0.1 has two ε below it
     assert verdict(got, "(v.h)") == NA  # reading (c) of the drop: true of any softmax
+    assert verdict(got, "(iv.d)") == NA  # the upper bound is ≥ e^(−1/4) whatever the tokens
+    assert verdict(got, "(iv.f)") == N  # Theorem 2's upper bound fails at N = 1 (errata)
 
 
 def test_each_finding_names_its_headline_and_checks_are_never_evidence():
@@ -57,7 +60,7 @@ def test_each_finding_names_its_headline_and_checks_are_never_evidence():
     heads = {c.split(" ")[0] for c in got.index[got["role"] == "headline"]}
     assert heads == {"(i.a)", "(ii.c)", "(iii.b)", "(iv.c)", "(v.a)"}  # (i): the distance
     checks = {c.split(" ")[0] for c in got.index[got["role"] == "check"]}
-    assert checks == {"(i.c)", "(iii.a)", "(iv.f)", "(v.h)", "Corollary", "Assumption"}
+    assert checks == {"(i.c)", "(iii.a)", "(iv.d)", "(iv.f)", "(v.h)", "Corollary", "Assumption"}
     assert "6 %" in got.loc[got.index.str.startswith("(iii.b)"), "paper"].iloc[0]
 
 
@@ -69,7 +72,7 @@ def test_a_finding_follows_its_headline_not_its_supporting_statements_or_checks(
     alg4.loc[alg4["N"] > 1, "upper"] = 1.0
     alg4.loc[alg4["N"] > 1, "lower"] = 2.0  # above N_s/N: Theorem 2's lower bound fails
     got = claims(tables(alg4=alg4), META)
-    assert verdict(got, "(iv.d)") == N and verdict(got, "(iv.f)") == N
+    assert verdict(got, "(iv.d)") == NA and verdict(got, "(iv.f)") == N
     assert verdict(got, "(iv) ") == R
     alg4 = alg4_table()
     alg4.loc[alg4["N"] >= 16, "ratio"] = 0.6  # below the band, the rest as the paper says
@@ -96,13 +99,44 @@ def test_iv_bounds_not_testable_where_assumption_2_fails_everywhere():
     assert rows[0]["verdict"] == R  # the band decides (iv); the bounds are not its headline
 
 
-def test_iv_tracks_fails_a_bound_of_one_at_every_n():
-    """The saved run's upper bound is 1.00 at every N: it lies above the maxima and within 0.1
-    of them, and tracks nothing."""
+def test_iv_d_the_upper_bound_is_shown_not_judged():
+    """(iv.d): the upper bound is at least e^(−1/4) whatever the tokens on the sphere and 1.00
+    on the saved run's heads; whether it 'tracks' the maxima is shown, not judged (n/a), a
+    check (round-4 referee, point 7)."""
     alg4 = alg4_table()
     alg4.loc[alg4["N"] > 1, "upper"] = 1.0
-    alg4.loc[alg4["N"] > 1, "ratio"] = alg4["ratio"] + 0.15  # maxima 0.93–0.96 under it
-    assert _sub_verdict(claim_iv(alg4), "(iv.d)") == N
+    r = _sub_row(claim_iv(alg4), "(iv.d)")
+    assert r["verdict"] == NA and r["role"] == "check"
+    assert "N=2: 0.96/1.00" in r["measured"] and "range over N 0.000" in r["measured"]
+
+
+def test_iv_e_is_judged_where_the_lower_bound_says_something():
+    """(iv.e) "the lower bound is intentionally conservative": a lower bound ≤ 0 lies below any
+    N_s/N (vacuous); the gap is judged over the (head, N) where it is > 0 (round-4 referee,
+    point 7), and with none, not testable."""
+    alg4 = alg4_table()
+    far = alg4["N"] >= 8
+    alg4.loc[far, "lower"] = -1.0  # vacuous from N = 8 on: a gap of about 1.8 there
+    alg4.loc[~far, "lower"] = alg4.loc[~far, "ratio"] - 0.05  # tight where it is > 0
+    r = _sub_row(claim_iv(alg4), "(iv.e)")
+    assert r["verdict"] == N, r
+    assert "lower bound ≤ 0 (vacuous) in 24 of 36" in r["measured"]
+    assert "median N_s/N − lower bound = 0.05" in r["measured"]
+    alg4.loc[:, "lower"] = -1.0
+    r = _sub_row(claim_iv(alg4), "(iv.e)")
+    assert r["verdict"] == NT and "the lower bound is ≤ 0 at every" in r["measured"]
+
+
+def test_iv_f_includes_n_1():
+    """(iv.f) Theorem 2's bounds at every N: at N = 1 the upper bound is below N_s/N = 1 by
+    construction (docs/errata.md), so the check fails, whatever N ≥ 2 shows (round-4 referee,
+    point 7: it was judged over N ≥ 2)."""
+    r = _sub_row(claim_iv(alg4_table()), "(iv.f)")
+    assert r["verdict"] == N
+    assert "at N = 1: 0.0%" in r["measured"] and "at N ≥ 2: 100.0%" in r["measured"]
+    alg4 = alg4_table()
+    alg4.loc[alg4["N"] == 1, "upper"] = 1.0
+    assert _sub_verdict(claim_iv(alg4), "(iv.f)") == R
 
 
 def test_iv_the_median_over_heads_not_the_mean():
@@ -111,18 +145,6 @@ def test_iv_the_median_over_heads_not_the_mean():
     low = (alg4["head"] == 0) & (alg4["N"] >= 16)
     alg4.loc[low, "ratio"] = 0.0
     assert _sub_verdict(claim_iv(alg4), "(iv.c)") == R
-
-
-def test_iv_tracks_takes_the_maximum_over_heads_of_both():
-    """The bound of one head lies far above the rest: the maximum of the bounds is compared
-    with the maximum of N_s/N (the minimum of either would track)."""
-    alg4 = alg4_table()
-    alg4.loc[(alg4["head"] == 0) & (alg4["N"] > 1), "upper"] = 0.99
-    assert _sub_verdict(claim_iv(alg4), "(iv.d)") == P
-    alg4 = alg4_table()  # one head's N_s/N far below: its minimum would fall out of reach
-    alg4.loc[(alg4["head"] == 0) & (alg4["N"] > 1), "ratio"] = 0.1
-    alg4.loc[alg4["N"] > 1, "upper"] = alg4["upper"] - 0.005
-    assert _sub_verdict(claim_iv(alg4), "(iv.d)") == R
 
 
 def test_v_b_orders_the_eps_below_t_only():
