@@ -65,6 +65,7 @@ CASES = [
     (rules.about_most, ([0.06, 0.03, 0.05],), R),  # in [0.03, 0.06]: both
     (rules.about_most, ([0.06, 0.03, 0.001],), P),  # 0.001: 'fewer than 6 %', not ≈ (point 5)
     (rules.about_most, ([0.03 - E9, 0.06],), N),  # below the floor: neither
+    (rules.about_most, ([0.03, 0.12, 0.5],), P),  # the floor itself is within the ≈
     (rules.about_most, ([0.004, 0.004, 0.004, 0.004],), N),  # SmolLM2 hidden, printed E
     # at the grid's resolution: (limits), (floors); L = 128's floor: the first N ≥ 3.84, 4
     (rules.about_most, ([2 / 128], [(0.0625, 0.125)], [4 / 128]), N),
