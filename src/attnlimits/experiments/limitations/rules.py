@@ -309,9 +309,10 @@ def _about_most(
 ) -> str:
     ends = limits or [(PAPER_FRACTION.value, PAPER_FRACTION * ABOUT)] * len(fractions)
     lows = floors or [PAPER_FRACTION / ABOUT] * len(fractions)
+    known = [f if f is not None and finite(f) else None for f in fractions]
     per = [
-        (finite(f) and low <= f <= lo, finite(f) and low <= f <= hi)
-        for f, (lo, hi), low in zip(fractions, ends, lows, strict=True)
+        (f is not None and low <= f <= lo, f is not None and low <= f <= hi)
+        for f, (lo, hi), low in zip(known, ends, lows, strict=True)
     ]
     if not per:
         return NA
