@@ -41,11 +41,16 @@ def test_every_finding_reproduced_on_tables_built_to_the_papers_statements():
     got = claims(tables(), META)
     for c in ("(i) ", "(ii) ", "(iii) ", "(iv) ", "(v) "):
         assert verdict(got, c) == R, row(got, c).to_dict()
-    rest = ~got["claim"].str.startswith("Larger") & ~got["claim"].str.startswith("(v.b)")
+    # n/a, not testable, checks that cannot fail, and Theorem 2 at N = 1 (below by construction)
+    shown = ("Larger", "(v.b)", "(v.h)", "(iv.d)", "(iv.f)")
+    rest = ~got["claim"].str.startswith(shown)
     statements = got[(got["role"] != "finding") & rest]
     assert (statements["verdict"] == R).all(), statements[statements["verdict"] != R]
     assert verdict(got, "Larger") == NA  # no run of ours has a larger variant
     assert verdict(got, "(v.b)") == NT  # the run's ε grid: no T < 0.1 has two ε below it
+    assert verdict(got, "(v.h)") == NA  # reading (c) of the drop: true of any softmax
+    assert verdict(got, "(iv.d)") == NA  # the upper bound is ≥ e^(−1/4) whatever the tokens
+    assert verdict(got, "(iv.f)") == N  # Theorem 2's upper bound fails at N = 1 (errata)
 
 
 def test_each_finding_names_its_headline_and_checks_are_never_evidence():
@@ -55,7 +60,7 @@ def test_each_finding_names_its_headline_and_checks_are_never_evidence():
     heads = {c.split(" ")[0] for c in got.index[got["role"] == "headline"]}
     assert heads == {"(i.a)", "(ii.c)", "(iii.b)", "(iv.c)", "(v.a)"}  # (i): the distance
     checks = {c.split(" ")[0] for c in got.index[got["role"] == "check"]}
-    assert checks == {"(i.c)", "(iii.a)", "(iv.f)", "Corollary", "Assumption"}  # no Jensen here
+    assert checks == {"(i.c)", "(iii.a)", "(iv.d)", "(iv.f)", "(v.h)", "Corollary", "Assumption"}
     assert "6 %" in got.loc[got.index.str.startswith("(iii.b)"), "paper"].iloc[0]
 
 
@@ -67,7 +72,7 @@ def test_a_finding_follows_its_headline_not_its_supporting_statements_or_checks(
     alg4.loc[alg4["N"] > 1, "upper"] = 1.0
     alg4.loc[alg4["N"] > 1, "lower"] = 2.0  # above N_s/N: Theorem 2's lower bound fails
     got = claims(tables(alg4=alg4), META)
-    assert verdict(got, "(iv.d)") == N and verdict(got, "(iv.f)") == N
+    assert verdict(got, "(iv.d)") == NA and verdict(got, "(iv.f)") == N
     assert verdict(got, "(iv) ") == R
     alg4 = alg4_table()
     alg4.loc[alg4["N"] >= 16, "ratio"] = 0.6  # below the band, the rest as the paper says
@@ -94,13 +99,44 @@ def test_iv_bounds_not_testable_where_assumption_2_fails_everywhere():
     assert rows[0]["verdict"] == R  # the band decides (iv); the bounds are not its headline
 
 
-def test_iv_tracks_fails_a_bound_of_one_at_every_n():
-    """The saved run's upper bound is 1.00 at every N: it lies above the maxima and within 0.1
-    of them, and tracks nothing."""
+def test_iv_d_the_upper_bound_is_shown_not_judged():
+    """(iv.d): the upper bound is at least e^(−1/4) whatever the tokens on the sphere and 1.00
+    on the saved run's heads; whether it 'tracks' the maxima is shown, not judged (n/a), a
+    check (round-4 referee, point 7)."""
     alg4 = alg4_table()
     alg4.loc[alg4["N"] > 1, "upper"] = 1.0
-    alg4.loc[alg4["N"] > 1, "ratio"] = alg4["ratio"] + 0.15  # maxima 0.93–0.96 under it
-    assert _sub_verdict(claim_iv(alg4), "(iv.d)") == N
+    r = _sub_row(claim_iv(alg4), "(iv.d)")
+    assert r["verdict"] == NA and r["role"] == "check"
+    assert "N=2: 0.96/1.00" in r["measured"] and "range over N 0.000" in r["measured"]
+
+
+def test_iv_e_is_judged_where_the_lower_bound_says_something():
+    """(iv.e) "the lower bound is intentionally conservative": a lower bound ≤ 0 lies below any
+    N_s/N (vacuous); the gap is judged over the (head, N) where it is > 0 (round-4 referee,
+    point 7), and with none, not testable."""
+    alg4 = alg4_table()
+    far = alg4["N"] >= 8
+    alg4.loc[far, "lower"] = -1.0  # vacuous from N = 8 on: a gap of about 1.8 there
+    alg4.loc[~far, "lower"] = alg4.loc[~far, "ratio"] - 0.05  # tight where it is > 0
+    r = _sub_row(claim_iv(alg4), "(iv.e)")
+    assert r["verdict"] == N, r
+    assert "lower bound ≤ 0 (vacuous) in 24 of 36" in r["measured"]
+    assert "median N_s/N − lower bound = 0.05" in r["measured"]
+    alg4.loc[:, "lower"] = -1.0
+    r = _sub_row(claim_iv(alg4), "(iv.e)")
+    assert r["verdict"] == NT and "the lower bound is ≤ 0 at every" in r["measured"]
+
+
+def test_iv_f_includes_n_1():
+    """(iv.f) Theorem 2's bounds at every N: at N = 1 the upper bound is below N_s/N = 1 by
+    construction (docs/errata.md), so the check fails, whatever N ≥ 2 shows (round-4 referee,
+    point 7: it was judged over N ≥ 2)."""
+    r = _sub_row(claim_iv(alg4_table()), "(iv.f)")
+    assert r["verdict"] == N
+    assert "at N = 1: 0.0%" in r["measured"] and "at N ≥ 2: 100.0%" in r["measured"]
+    alg4 = alg4_table()
+    alg4.loc[alg4["N"] == 1, "upper"] = 1.0
+    assert _sub_verdict(claim_iv(alg4), "(iv.f)") == R
 
 
 def test_iv_the_median_over_heads_not_the_mean():
@@ -109,18 +145,6 @@ def test_iv_the_median_over_heads_not_the_mean():
     low = (alg4["head"] == 0) & (alg4["N"] >= 16)
     alg4.loc[low, "ratio"] = 0.0
     assert _sub_verdict(claim_iv(alg4), "(iv.c)") == R
-
-
-def test_iv_tracks_takes_the_maximum_over_heads_of_both():
-    """The bound of one head lies far above the rest: the maximum of the bounds is compared
-    with the maximum of N_s/N (the minimum of either would track)."""
-    alg4 = alg4_table()
-    alg4.loc[(alg4["head"] == 0) & (alg4["N"] > 1), "upper"] = 0.99
-    assert _sub_verdict(claim_iv(alg4), "(iv.d)") == P
-    alg4 = alg4_table()  # one head's N_s/N far below: its minimum would fall out of reach
-    alg4.loc[(alg4["head"] == 0) & (alg4["N"] > 1), "ratio"] = 0.1
-    alg4.loc[alg4["N"] > 1, "upper"] = alg4["upper"] - 0.005
-    assert _sub_verdict(claim_iv(alg4), "(iv.d)") == R
 
 
 def test_v_b_orders_the_eps_below_t_only():
@@ -156,22 +180,23 @@ def test_v_each_verdict():
     assert verdict(got, "(v.a)") == P and verdict(got, "(v) ") == P
     got = claims(tables(alg5={"slope": 0.05}), META)  # no rise
     assert verdict(got, "(v.a)") == N and verdict(got, "(v) ") == N
-    # across T ≥ 1 (reading (c), deciding): 100^0.5 = 10× from T = 1 to 100 is partly, 100^0.1
-    # = 1.6× not; the 1/T trend below 0.1 holds, so (v) stays reproduced
-    got = claims(tables(alg5={"fall": 0.5}), META)
-    assert verdict(got, "(v.c)") == P and verdict(got, "(v) ") == R
-    assert "T = 1 to 100: 10× (reading (c))" in row(got, "(v.c)")["measured"]
-    got = claims(tables(alg5={"fall": 0.1}), META)
-    assert verdict(got, "(v.c)") == N and verdict(got, "(v) ") == R
-    # reading (b), from T = 0.01, is the alternative: a small drop below T = 1 moves it alone
+    # from T = 0.01 to T = 1 (reading (b), deciding since the round-4 referee's point 3):
+    # 10·drop for ε = 10⁻³ (the one ε below T = 0.01), so 5× is partly and 1× not; the 1/T
+    # trend below 0.1 holds, so (v) stays reproduced
     got = claims(tables(alg5={"drop": 0.5}), META)
-    assert (
-        verdict(got, "(v.c)") == R
-        and "drop from T = 0.01 (b): P" in row(got, "(v.c)")["alternatives"]
-    )
+    assert verdict(got, "(v.c)") == P and verdict(got, "(v) ") == R
+    assert "from T = 0.01 to T = 1: 5× (reading (b))" in row(got, "(v.c)")["measured"]
+    got = claims(tables(alg5={"drop": 0.1}), META)
+    assert verdict(got, "(v.c)") == N and verdict(got, "(v) ") == R
+    # across T ≥ 1 (reading (c)) cannot fail: the check (v.h), n/a whatever it measures
+    for fall in (1.0, 0.1):
+        got = claims(tables(alg5={"fall": fall}), META)
+        assert verdict(got, "(v.c)") == R and verdict(got, "(v.h)") == NA
+        assert row(got, "(v.h)")["role"] == "check"
+    assert "T = 1 to 100: 1.58×" in row(got, "(v.h)")["measured"]
     # 10× from T = 0.1 (reading (a) falls short) is 100× from T = 0.01: reading (b) holds
     got = claims(tables(alg5={"drop": 10.0}), META)
-    assert "drop from T = 0.01 (b): R" in row(got, "(v.c)")["alternatives"]
+    assert verdict(got, "(v.c)") == R
     assert "from T = 0.1: 10× (reading (a))" in row(got, "(v.c)")["measured"]
 
 
@@ -238,31 +263,46 @@ def test_i_and_ii_each_verdict_and_the_form_of_e():
     assert row(none, "(ii) ")["e_form"] == "exact"
 
 
-def test_ii_e_d_collapses_over_the_whole_n_grid():
+def test_ii_e_d_collapses_at_a_quarter_of_l_not_at_its_end():
     """(ii.e) contribution 1's "the representation distance collapses once N grows
-    proportionally to L": d̃ at the grid's largest N (≈ 0.9·L) over its peak over N."""
-    alg2 = alg2_table()
-    grid = alg2.copy()
-    grid.loc[grid["N"] == grid["N"].max(), "distance"] *= 0.1
-    rows = claim_ii_d(grid, "expectation_exact")
-    assert rows[1]["claim"].startswith("(ii.e)") and rows[1]["verdict"] == R
-    assert "close to definitional" in rows[1]["measured"]
-    grid.loc[grid["N"] == grid["N"].max(), "distance"] *= 4  # 0.4 of the peak: partly
+    proportionally to L": d̃ at the grid's N nearest 0.25·L over its peak over N (round-4
+    referee, point 6); at the largest N (≈ 0.9·L) d̃ → 0 by definition, shown, not judged."""
+    rows = []
+    for n, d in ((1, 0.6), (16, 1.0), (64, 0.9), (100, 0.8), (200, 0.3), (230, 0.1)):
+        for h in range(3):
+            rows.append({"window": 0, "layer": 0, "head": h, "L": 256, "N": n, "distance": d,
+                         "expectation_exact": 1.0, "x_source": "values"})  # fmt: skip
+    grid = pd.DataFrame(rows)
+    got = claim_ii_d(grid, "expectation_exact")[1]
+    assert got["claim"].startswith("(ii.e)") and got["role"] == "supporting"
+    assert got["verdict"] == N  # 0.9 of the peak at N = 64 = 0.25·L; 0.1 at 0.9·L is not judged
+    assert "0.90 at N = 64 (≈ 0.25·L)" in got["measured"]
+    assert "0.10 at the largest N 230" in got["measured"] and "peak (1 at N = 16" in got["measured"]
+    assert "1.00 at N = 16 (≈ 0.06·L)" in got["measured"]
+    grid.loc[grid["N"] == 64, "distance"] = 0.4  # half the peak or less: partly
     assert claim_ii_d(grid, "expectation_exact")[1]["verdict"] == P
-    assert claim_ii_d(alg2, "expectation_exact")[1]["verdict"] == N  # no collapse
+    grid.loc[grid["N"] == 64, "distance"] = 0.25
+    assert claim_ii_d(grid, "expectation_exact")[1]["verdict"] == R
+    short = grid.assign(L=128, distance=1.0)  # judged at L_max: a shorter L changes nothing
+    both = pd.concat([grid, short], ignore_index=True)
+    assert claim_ii_d(both, "expectation_exact")[1]["verdict"] == R
 
 
-def test_ii_converge_has_a_partly_rung_for_a_ratio_moving_towards_one():
+def test_ii_converge_shows_a_ratio_moving_towards_one_without_judging_it():
     """(ii.c): E / d̃ wholly outside 1 ± CONVERGED at N = 100 but rising towards 1 at every N
-    of the grid (SmolLM2's values: 0.014 → 0.215) is partly (round-3 referee, point 6); one
-    that does not move towards 1 at every step is not reproduced."""
+    of the grid (SmolLM2's values: 0.014 → 0.215) is not reproduced: E / d̃ → 1 as N → L on any
+    head (round-4 referee, point 1, removed the partly rung of round 3's point 6). The trend is
+    shown in the measured text, either way."""
     alg2 = alg2_table()
     alg2["expectation_exact"] *= 0.3  # 0.3·(1 − 0.9·e^(−N/20)): rising, 0.298 at N = 100
     rows = claim_ii(alg2, "expectation_exact")
-    assert _sub_verdict(rows, "(ii.c)") == P and rows[0]["verdict"] == P
-    assert "; over N: 1: 0.0" in _sub_row(rows, "(ii.c)")["measured"]
+    assert _sub_verdict(rows, "(ii.c)") == N and rows[0]["verdict"] == N
+    measured = _sub_row(rows, "(ii.c)")["measured"]
+    assert "; over N: 1: 0.0" in measured and "(towards 1 at every step; shown, not" in measured
     alg2.loc[alg2["N"] == 20, "expectation_exact"] *= 3  # up past N = 100's ratio, then back
-    assert _sub_verdict(claim_ii(alg2, "expectation_exact"), "(ii.c)") == N
+    rows = claim_ii(alg2, "expectation_exact")
+    assert _sub_verdict(rows, "(ii.c)") == N
+    assert "(not towards 1 at every step" in _sub_row(rows, "(ii.c)")["measured"]
 
 
 def test_ii_converge_is_judged_at_n_100_with_its_interval():
@@ -309,7 +349,17 @@ def test_iii_each_verdict_and_beyond_the_grid():
     linear = {L: int(0.75 * L) for L in LENGTHS}  # the N → L limit: linear, far above 0.06·L
     got = claims(tables(crit={"exact": linear, "derived": linear, "main_text": linear}), META)
     assert verdict(got, "(iii.b)") == N and verdict(got, "(iii.c)") == N
-    assert verdict(got, "(iii.a)") == R and verdict(got, "(iii) ") == N  # the check: no help
+    # 24, 48, 96 are the grid's last N at L = 32, 64, 128 (⌊0.9·L⌋ or below): there KS accepts
+    # only where d̃ and E meet by construction, which shows no critical N (round-4, point 5)
+    assert verdict(got, "(iii.a)") == P and verdict(got, "(iii) ") == N  # the check: no help
+    assert "at 3 of 4 L only at the grid's last N" in row(got, "(iii.a)")["measured"]
+    assert "L=32: 24 (0.750·L, the grid's last N)" in row(got, "(iii.a)")["measured"]
+    below_edge = {32: 16, 64: 32, 128: 64, 256: 192}  # one grid point below the edge, or more
+    got = claims(tables(crit={"exact": below_edge}), META)
+    assert verdict(got, "(iii.a)") == R
+    edge = {32: 24, 64: 48, 128: 96, 256: 230}
+    got = claims(tables(crit={"exact": edge}), META)
+    assert verdict(got, "(iii.a)") == N and verdict(got, "(iii.b)") == N
     never = {"exact": {}, "derived": {}, "main_text": PAPER_CRIT}
     got = claims(tables(crit=never), META)
     measured = row(got, "(iii.a)")["measured"]
@@ -344,9 +394,12 @@ def test_iii_slope_sign_and_bounds():
     lo[-1], hi[-1] = 230, 256  # censored at the top: the slope is at least that with 230
     s_min, s_max = slope_bounds(lengths, lo, hi)
     assert 1.0 < s_min < s_max and s_min == pytest.approx(slope_bounds(lengths, lo, lo)[0])
-    falling_crit = {32: 8, 64: 6, 128: 4, 256: 3}  # falling, within 0.03 of L only at 32, 64
+    falling_crit = {32: 8, 64: 6, 128: 4, 256: 3}  # falling; in the ≈ band at L = 64, 128 only
     got = claims(tables(crit={"exact": falling_crit}), META)
-    assert verdict(got, "(iii.c)") == R and verdict(got, "(iii.b)") == P
+    assert verdict(got, "(iii.c)") == R and verdict(got, "(iii.b)") == N
+    assert "below 0.03 at 1" in row(got, "(iii.b)")["measured"]  # 3 / 256: under 8 / 256
+    got = claims(tables(crit={"exact": {**falling_crit, 256: 8}}), META)
+    assert verdict(got, "(iii.b)") == P  # the ≈ at three of four L
     steep = {32: 2, 64: 8, 128: 30}  # slope 1.95, censored at 256
     got = claims(tables(crit={"exact": steep}), META)
     assert verdict(got, "(iii.c)") == N

@@ -62,7 +62,14 @@ CASES = [
     (rules.converges, (1.25, 2.0), P),
     (rules.converges, (math.nan, 0.1), NA),
     # (iii.b) paper A: '≈ 0.06L' needed at more than MOST_L = half the testable L (point 8)
-    (rules.about_most, ([0.06, 0.03, 0.001],), R),
+    (rules.about_most, ([0.06, 0.03, 0.05],), R),  # in [0.03, 0.06]: both
+    (rules.about_most, ([0.06, 0.03, 0.001],), P),  # 0.001: 'fewer than 6 %', not ≈ (point 5)
+    (rules.about_most, ([0.03 - E9, 0.06],), N),  # below the floor: neither
+    (rules.about_most, ([0.03, 0.12, 0.5],), P),  # the floor itself is within the ≈
+    (rules.about_most, ([0.004, 0.004, 0.004, 0.004],), N),  # SmolLM2 hidden, printed E
+    # at the grid's resolution: (limits), (floors); L = 128's floor: the first N ≥ 3.84, 4
+    (rules.about_most, ([2 / 128], [(0.0625, 0.125)], [4 / 128]), N),
+    (rules.about_most, ([4 / 128], [(0.0625, 0.125)], [4 / 128]), R),
     (rules.about_most, ([0.06, 0.12, 0.5],), P),  # two of three within ≈
     (rules.about_most, ([0.12, 0.12, None],), P),
     (rules.about_most, ([0.06, 0.5],), N),  # one of two: not more than half
@@ -72,22 +79,17 @@ CASES = [
     (rules.about_most, ([0.0625, 0.5, 0.5], [(0.0625, 0.125)] * 3), N),  # one length passing
     (rules.about_most, ([0.125, 0.125, 0.9], [(0.0625, 0.125)] * 3), P),
     (rules.about_most, ([0.0625, 0.0625], [(0.0625, 0.125)] * 2), R),  # at the grid's resolution
-    (rules.d_collapses, (0.25,), R),  # d̃ at N ≈ 0.9·L at most a quarter of its peak
-    (rules.d_collapses, (0.13,), R),  # the round-3 run: 0.08–0.14
+    (rules.d_collapses, (0.25,), R),  # d̃ at N ≈ 0.25·L at most a quarter of its peak
+    (rules.d_collapses, (0.13,), R),
+    (rules.d_collapses, (0.86,), N),  # SmolLM2's values at N = 256 = 0.25·L (round-3 run)
     (rules.d_collapses, (0.25 + E9,), P),
     (rules.d_collapses, (0.5,), P),
     (rules.d_collapses, (0.5 + E9,), N),
     (rules.d_collapses, (math.nan,), NA),
-    # wholly outside, but E / d̃ moving towards 1 at every step over ≥ 3 N: partly (point 6)
-    (rules.converges, (0.21, 0.22, [0.014, 0.06, 0.1, 0.13, 0.215]), P),  # SmolLM2 values
-    (rules.converges, (0.21, 0.22, [0.1, 0.15, 0.215]), P),
-    (rules.converges, (0.21, 0.22, [0.15, 0.215]), N),  # two N: one step is no trend
-    (rules.converges, (0.21, 0.22, [0.014, 0.1, 0.1, 0.215]), N),  # a step that stays
-    (rules.converges, (0.21, 0.22, [0.014, 0.3, 0.215]), N),  # a step away from 1
-    (rules.converges, (1.5, 1.6, [3.0, 2.0, 1.55]), P),  # from above
-    (rules.converges, (1.5, 1.6, [0.5, 2.0, 1.55]), N),  # crosses 1 and overshoots
-    (rules.converges, (0.21, 0.22, []), N),
-    (rules.converges, (0.5, 0.75, [0.1, 0.2, 0.3]), P),  # at the edge: partly either way
+    # wholly outside is not reproduced, however E / d̃ moves over N (round-4 referee, point 1:
+    # the partly rung TOWARDS_N is gone); SmolLM2's values at N = 100: 0.213–0.217
+    (rules.converges, (0.213, 0.217), N),
+    (rules.converges, (1.5, 1.6), N),  # from above
     (rules.about_fraction, ([0.06, 0.03, 0.001],), R),  # "fewer than 6 %" sets no floor
     (rules.about_fraction, ([0.06 + E9],), P),
     (rules.about_fraction, ([0.12],), P),
@@ -130,16 +132,6 @@ CASES = [
     (rules.in_band, ([0.85 + E9],), N),
     (rules.in_band, ([0.8, 0.6],), P),
     (rules.in_band, ([],), NA),
-    (rules.tracks, ([0.5, 0.9], [0.5, 0.9]), R),
-    (rules.tracks, ([0.5, 0.3], [0.6 - E9, 0.35]), R),
-    (rules.tracks, ([0.5, 0.3], [0.6, 0.35]), R),  # 0.5 + 0.1 == 0.6 in floats: end included
-    (rules.tracks, ([0.5, 0.3], [0.6 + E9, 0.35]), P),  # above by more than 0.1 at one N
-    (rules.tracks, ([0.5, 0.3], [0.5 - E9, 0.35]), P),  # below the maximum: not a bound there
-    (rules.tracks, ([0.5, 0.3], [0.7, 0.45]), N),
-    (rules.tracks, ([0.99, 0.97, 0.97], [1.0, 1.0, 1.0]), N),  # constant: tracks nothing
-    (rules.tracks, ([0.0, 0.0], [0.0, 0.01]), N),  # range 0.01 over N: constant
-    (rules.tracks, ([0.0, 0.0], [0.0, 0.01 + E9]), R),
-    (rules.tracks, ([0.5], [0.55]), NA),  # one N: nothing to follow
     (rules.lower_loose, (0.3,), R),
     (rules.lower_loose, (0.3 - E9,), P),
     (rules.lower_loose, (0.1,), P),
@@ -197,6 +189,8 @@ CASES = [
     (rules.vanishes, (1.0,), N),
     (rules.vanishes, (math.nan,), NA),
     (rules.not_run, (), NA),
+    (rules.by_construction, (100.0, -1.0), NA),  # (v.h): shown, never judged
+    (rules.by_construction, (1.0,), NA),
     (rules.drops, (10**1.5,), R),
     (rules.drops, (10**1.5 - E9,), P),
     (rules.drops, (10**0.5,), P),
@@ -258,5 +252,6 @@ def test_every_rule_reaches_each_of_its_verdicts():
             continue
         # a bound holds or it does not; a limit with no partly band; a statement no run has
         two = isinstance(rule, Holds) or (isinstance(rule, Graded) and rule.partly is None)
-        want = {NA} if rule is rules.not_run else {R, N} if two else three
+        never = (rules.not_run, rules.by_construction)  # no run has it; cannot fail
+        want = {NA} if rule in never else {R, N} if two else three
         assert want <= reached.get(name, set()), (name, reached.get(name))

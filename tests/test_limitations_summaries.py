@@ -38,7 +38,8 @@ def _recomputed(model: str, x: str) -> dict[str, tuple[float, object]]:
     first = int(min(n for n in med.index if n > 1))
     n16 = min((n for n in med.index if n > 1), key=lambda n: (abs(n - 16), -n))
     g = a5.pivot_table(index="T", columns="ε", values="g")
-    below = [e for e in g.columns if e < 1.0]  # reading (c), over the ε below T = 1
+    t_hundredth = min(g.index, key=lambda t: abs(math.log10(t) + 2))
+    below = [e for e in g.columns if e < t_hundredth]  # reading (b), the ε below T = 0.01
     envelope = g.max(axis=1)
     low = envelope[envelope.index < 0.1]
     near = low / np.minimum(1 / (4 * low.index.to_numpy()), math.sqrt(2))
@@ -50,7 +51,7 @@ def _recomputed(model: str, x: str) -> dict[str, tuple[float, object]]:
         "(iv.a)": (med.loc[first] - med.loc[n16], rules.falls),
         "(iv.b)": (med.iloc[-1] - med.loc[n16], rules.saturates),
         "(iv.g)": (a4.loc[a4.index >= n16, "max N_s/N"].max(), rules.four_fifths),
-        "(v.c)": ((g.loc[1.0, below] / g.loc[g.index.max(), below]).min(), rules.drops),
+        "(v.c)": ((g.loc[t_hundredth, below] / g.loc[1.0, below]).min(), rules.drops),
         "(v.e)": (near.max(), rules.near_limit),
         "(v.g)": (jac.iloc[0] / jac.loc[t_tenth], rules.increases),
     }

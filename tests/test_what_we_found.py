@@ -180,6 +180,7 @@ def test_paper_a_notes_take_their_numbers_from_the_tables():
     assert "log-log slopes 0.90–0.90" in text and "exact slopes are 0.05–0.05" in text
     assert "its slopes are −0.30 to −0.30" in text
     assert "exact E / d̃ at N = 100 is 0.21–0.21" in text and "`TOWARDS_N`" in text
+    assert "now removed" in text  # the rung that gave (ii) its partly (round-4 point 1)
     assert "the two windows split it for m values" in text
     assert "No GPT-2 weights were run" in text and "Q4_1" in text
 

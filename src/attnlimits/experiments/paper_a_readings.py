@@ -26,6 +26,7 @@ __all__ = [
     "BAND_LO",
     "PAPER_FRACTION",
     "about_fraction",
+    "grid_floor",
     "grid_limits",
 ]
 
@@ -46,18 +47,27 @@ BAND_HI = Threshold("BAND_HI", 0.85, PAPER, fmt=".2f")
 BAND = (BAND_LO.value, BAND_HI.value)
 
 
+def _at(fraction: float, length: int, grid: Iterable[int]) -> float:
+    """``fraction`` of L at the resolution of the N grid tested at ``length``: the first tested
+    N at or above it, over L, where a true critical N of exactly that fraction is measured (the
+    test runs only on the grid); the fraction itself where no tested N reaches it or a tested
+    N equals it."""
+    above = sorted(int(n) for n in grid if n >= fraction * length)
+    return max(fraction, above[0] / length) if above else fraction
+
+
 def grid_limits(length: int, grid: Iterable[int]) -> tuple[float, float]:
     """PAPER_FRACTION and PAPER_FRACTION·ABOUT (fractions of L) at the resolution of the N grid
-    tested at ``length``: each is the first tested N at or above that fraction of L, over L,
-    where a true critical N of exactly that fraction is measured (the test runs only on the
-    grid); the fraction itself where no tested N reaches it or a tested N equals it."""
-    tested = sorted(int(n) for n in grid)
+    tested at ``length`` (:func:`_at`)."""
+    tested = list(grid)
+    return _at(PAPER_FRACTION.value, length, tested), _at(PAPER_FRACTION * ABOUT, length, tested)
 
-    def at(fraction: float) -> float:
-        above = [n for n in tested if n >= fraction * length]
-        return max(fraction, above[0] / length) if above else fraction
 
-    return at(PAPER_FRACTION.value), at(PAPER_FRACTION * ABOUT)
+def grid_floor(length: int, grid: Iterable[int]) -> float:
+    """PAPER_FRACTION / ABOUT, the lower end of "≈ 0.06L" (fractions of L), at the resolution of
+    the N grid tested at ``length`` (:func:`_at`): a true critical N of that size is measured
+    at the first tested N at or above it, so a measured one below that lies below the band."""
+    return _at(PAPER_FRACTION / ABOUT, length, grid)
 
 
 def _about_fraction(

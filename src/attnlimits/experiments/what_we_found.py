@@ -98,11 +98,11 @@ NOTES = (
     'as Corollary 2(i) predicts" is about E, whose exact slopes are {e_lo:.2f}–{e_hi:.2f}. The '
     "verdict changed in round 3 (E no longer a headline), after the earlier runs' results were "
     "known ([docs](docs/limitations.md#how-verdicts-are-decided)).",
-    "- **(ii)** was *not reproduced* until the round-3 referee's point 6. Its *partly* comes from "
-    "a rung set after the data (`TOWARDS_N`: E / d̃ wholly outside the band at N = 100 but "
-    "moving towards 1 at every N of the grid), and E / d̃ → 1 as N → L on any head; exact E / d̃ "
-    "at N = 100 is {ii_lo:.2f}–{ii_hi:.2f}, against the band's 0.75–1.25 (the round-4 "
-    "referee's point 1, [docs/referee_round4.md](docs/referee_round4.md)).",
+    "- **(ii)**: exact E / d̃ at N = 100 is {ii_lo:.2f}–{ii_hi:.2f}, against the band's "
+    "0.75–1.25. From the round-3 referee's point 6 to the round-4 referee's point 1 it read "
+    "*partly* through a rung set after the data (`TOWARDS_N`: E / d̃ moving towards 1 at every N "
+    "of the grid), now removed: E / d̃ → 1 as N → L on any head, so the trend is shown, not "
+    "judged ([docs/referee_round4.md](docs/referee_round4.md)).",
     "- **(v)** was *not reproduced* before round 3. Its *partly* comes from a rung set after "
     "those runs (`RISES`: a curve rising as T falls, slower than 1/T), with the T grid widened "
     "below 0.1 and `MIN_T` also set after them; its slopes are {v_lo} to {v_hi} "
@@ -450,7 +450,7 @@ def thresholds_line(claims_a: pd.DataFrame, claims_b: pd.DataFrame) -> str:
         + "; ".join(said)
         + "). Only one-number rules are listed (a rule's flip point where the claims table "
         "prints one); thresholds of rules of other shapes (a share of lengths such as paper A's "
-        "`MOST_L`, a count of N such as `TOWARDS_N`, an interval's level such as paper B's "
+        "`MOST_L`, an interval's level such as paper B's "
         "`FIT_LEVEL`) are in each paper's doc with their provenance, without a flip point. "
         "Where two columns give the same number (paper A's (v) rows read the logits only, so "
         "x = values and x = hidden agree), the first is named."

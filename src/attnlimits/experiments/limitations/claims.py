@@ -25,8 +25,9 @@ verdict is an alternative.
 **Alternatives** (each changes one choice from the headline): the other forms of E for (i),
 (ii) and (iii); for (iii) the other KS level (the text's 0.01, the pseudocode's 0.05) and the
 paper's number of heads (144, GPT-2) by seeded draws, windows pooled, counted per verdict; for
-(v) the smallest ε alone, the maximum over rows in place of the row mean, and "drop by two
-orders" read from T = 0.01 to T = 1 (reading (b); reading (c), across T ≥ 1, decides). The
+(v) the smallest ε alone and the maximum over rows in place of the row mean ("drop by two
+orders" is judged from T = 0.01 to T = 1, reading (b); reading (c), across T ≥ 1, cannot fail
+and is the check (v.h)). The
 verdict under the paper's printed E is also its own column (``e_printed``), which the README
 shows beside the headline's; ``statistic`` is the
 number a one-number rule judged (the docs' sensitivity lines read it).
@@ -288,8 +289,10 @@ def claims_for(
     per_draw = None
     if len(draws):
         label = f"{int(draws['heads'].iloc[0])} heads, {draws['draw'].nunique()} draws (pooled)"
-        n_min = tests.groupby("L")["N"].min().rename("n_min")  # the grid is the same per draw
-        per_draw = (label, [claim_iii(d.join(n_min, on="L"), "") for _, d in draws.groupby("draw")])
+        # the grid is the same per draw: its smallest N and (iii.b)'s limits at its resolution
+        at_grid = critical_from_tests(tests, E_COLUMNS[form], alpha).set_index("L")
+        grid = at_grid[["n_min", "limit_lo", "limit_hi", "limit_floor"]]
+        per_draw = (label, [claim_iii(d.join(grid, on="L"), "") for _, d in draws.groupby("draw")])
     elif params.get("alg3_heads"):  # no more heads than the paper's GPT-2: nothing to draw
         label = f"{params['alg3_heads']} heads (model has {int(pick('alg3')['heads'].max())})"
         alts[label] = [{"verdict": rules.NA} for _ in headline]
@@ -297,7 +300,6 @@ def claims_for(
     blocks.append((_judged(claim_iv, pick("alg4")), {}, None, "—"))
     v_alts = {
         "smallest ε only": _judged(lambda d: claim_v(d, eps="smallest"), alg5),
-        "drop from T = 0.01 (b)": _judged(lambda d: claim_v(d, drop="b"), alg5),
     }
     if "sensitivity_row_max" in alg5:
         v_alts["max over rows"] = _judged(

@@ -1,7 +1,8 @@
 """Corollary 2(ii)'s collapse over the whole N grid at L_max (Alg. 3's extension to about
 0.9·L): paper A's rows (ii.d), E → 0 as N → L, and (ii.e), contribution 1's "the representation
-distance collapses once N grows proportionally to L", each judged by a rule of :mod:`.rules`
-(both checks: at N = L they hold by definition).
+distance collapses once N grows proportionally to L", each judged by a rule of :mod:`.rules`:
+(ii.d) a check (E = 0 at N = L by definition), (ii.e) supporting, read at N ≈ PROPORTIONAL·L,
+where it can fail (the round-4 referee's point 6).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ def claim_ii_d(grid: pd.DataFrame, form: str) -> list[Row]:
     """(ii.d) Corollary 2(ii): E → 0 as N → L, at L_max over the whole N grid (Alg. 3's extension
     included): E (``form``, mean over heads) at the largest N over its peak over N (a check);
     (ii.e) contribution 1's "the representation distance collapses once N grows proportionally
-    to L": d̃ likewise (a check: d̃ = 0 at N = L by definition)."""
+    to L": d̃ at the grid's N nearest PROPORTIONAL·L over its peak (supporting; at the largest N,
+    shown beside it, d̃ → 0 by definition)."""
     at = grid[grid["L"] == grid["L"].max()]
     per_head = at.groupby(["N", "layer", "head"])[[form, "distance"]].mean()  # windows first
     means = per_head.groupby("N").mean()
@@ -29,7 +31,17 @@ def claim_ii_d(grid: pd.DataFrame, form: str) -> list[Row]:
     d_ratio = float(dist.iloc[-1] / dist.max()) if len(dist) and dist.max() > 0 else math.nan
     top = int(at["L"].max()) if len(at) else 0
     n_end = int(dist.index[-1]) if len(dist) else 0
-    d_end = float(dist.iloc[-1]) if len(dist) else math.nan
+
+    def near(fraction: float) -> tuple[int, float]:
+        """The grid's N nearest ``fraction``·L and d̃ there over its peak."""
+        if not len(dist) or not dist.max() > 0:
+            return 0, math.nan
+        n = min(dist.index, key=lambda n: abs(n - fraction * top))
+        return int(n), float(dist.loc[n] / dist.max())
+
+    n_q, q_ratio = near(rules.PROPORTIONAL.value)
+    n_6, ratio_6 = near(rules.PAPER_FRACTION.value)
+    n_peak = int(dist.idxmax()) if len(dist) else 0
     return [
         judged_row(
             "(ii.d)",
@@ -43,11 +55,12 @@ def claim_ii_d(grid: pd.DataFrame, form: str) -> list[Row]:
         ),
         judged_row(
             "(ii.e)",
-            f"d̃ (mean over heads) at L = {top}: peak {dist.max():.4g} at N = "
-            f"{int(dist.idxmax()) if len(dist) else 0}, {d_end:.4g} at the largest N {n_end} "
-            f"({n_end / top if top else math.nan:.2f}·L); close to "
-            "definitional: d̃ = 0 at N = L",
+            f"d̃ (mean over heads) at L = {top} over its peak ({dist.max():.4g} at N = {n_peak}, "
+            f"{n_peak / top if top else math.nan:.3f}·L): {ratio_6:.2f} at N = {n_6} "
+            f"(≈ 0.06·L), {q_ratio:.2f} at N = {n_q} (≈ {rules.PROPORTIONAL}·L); "
+            f"{d_ratio:.2f} at the largest N {n_end} ({n_end / top if top else math.nan:.2f}·L: "
+            "d̃ = 0 at N = L by definition, not judged)",
             rules.d_collapses,
-            d_ratio,
+            q_ratio,
         ),
     ]

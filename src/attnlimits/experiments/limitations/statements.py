@@ -105,11 +105,13 @@ S: dict[str, Statement] = {
         ),
         Statement(
             "(ii.e) d̃ collapses once N grows proportionally to L",
-            CHECK,
+            SUPPORTING,
             "the representation distance collapses once N grows proportionally to L",
             "contribution 1 (Fig. 2, middle): d̃ over the whole N grid at L_max (Alg. 3's "
-            "extension to about 0.9·L), its value at the largest N against its peak over N; a "
-            "check, close to definitional (d̃ = 0 at N = L, where every token is selected)",
+            "extension to about 0.9·L), its value at the grid's N nearest PROPORTIONAL·L (a "
+            "fixed fraction of L, far from N = L) against its peak over N; beside it the value "
+            "at 0.06·L and at the largest N (≈ 0.9·L, not judged: d̃ = 0 at N = L by "
+            "definition, where every token is selected)",
         ),
         # ---- (iii) ----
         Statement(
@@ -126,7 +128,8 @@ S: dict[str, Statement] = {
             "the smallest N for which the empirical and expected distance distributions are "
             "indistinguishable under a two-sample Kolmogorov–Smirnov test",
             "as N → L the top-N and a random N-set share most keys, so d̃ and E meet (Corollary 2): "
-            "a check, not evidence",
+            "a check, not evidence; a length where KS accepts only at the grid's last N "
+            "(⌊0.9·L⌋, 90 % of the keys shared) counts against it",
         ),
         Statement(
             "(iii.b) the critical N is about 0.06·L",
@@ -137,8 +140,9 @@ S: dict[str, Statement] = {
             "fraction meets both, within ABOUT times it only the ≈ (rule about_most: the ≈ "
             "needed at more than MOST_L of the testable L for partly), each at the N grid's "
             "resolution (a true critical N of 0.06·L is measured at the first tested N above it); "
-            "no floor ('fewer than'); a length that never accepts up to 0.9·L has critical N / L "
-            "> 0.9 (censored, against)",
+            "the ≈ is two-sided, so a critical N more than ABOUT times below 0.06·L meets "
+            "neither (at the grid's resolution too); a length that never accepts up to 0.9·L "
+            "has critical N / L > 0.9 (censored, against)",
         ),
         Statement(
             "(iii.c) the critical N grows sub-linearly in L",
@@ -175,24 +179,30 @@ S: dict[str, Statement] = {
         ),
         Statement(
             "(iv.d) the upper bound tracks the maxima",
-            SUPPORTING,
+            CHECK,
             "The exponential upper bound tracks the empirical maxima closely, showing the theorem "
             "is tight on the high side",
-            "max over heads (δ > 0) of the bound within TRACKS above the max of N_s/N at each "
-            "N ≥ 2, and moving with it (a bound constant over N tracks nothing)",
+            "max over heads (δ > 0) of the bound beside the max of N_s/N at each N ≥ 2, shown, "
+            "not judged (n/a): for x on the sphere of radius M, |r − ξ_i| ≤ 2M, so the bound is "
+            "at least e^(−1/4) ≈ 0.78 whatever the tokens, and it is 1.00 at every N on these "
+            "heads; whether it 'tracks' maxima of 0.8–1 says nothing about the theorem",
         ),
         Statement(
             "(iv.e) the lower bound is loose",
             SUPPORTING,
             "whereas the lower bound is intentionally conservative",
-            "median over heads (δ > 0) and N ≥ 2 of N_s/N − lower bound",
+            "median over heads (δ > 0) and N ≥ 2 of N_s/N − lower bound, over the (head, N) "
+            "where the lower bound is > 0 (where it is ≤ 0, any N_s/N lies above it: vacuous, "
+            "counted and shown); none > 0: not testable",
         ),
         Statement(
             "(iv.f) Theorem 2's bounds hold (lower ≤ N_s/N ≤ upper)",
             CHECK,
             _THM2,
-            "lower ≤ N_s/N ≤ upper per head (δ > 0) and N ≥ 2, the formula (Eq. 11) left out of "
-            "the quote; N = 1 left out (docs/errata.md, Theorem 2)",
+            "lower ≤ N_s/N ≤ upper per head (δ > 0) and every N, the formula (Eq. 11) left out of "
+            "the quote; N = 1 included: the theorem is stated for every N, and there its upper "
+            "bound is below N_s/N = 1 by construction (docs/errata.md, Theorem 2); the share at "
+            "N ≥ 2 shown beside it",
         ),
         Statement(
             "(iv.g) no more than about 80 % of the tokens are distinguishable",
@@ -234,17 +244,20 @@ S: dict[str, Statement] = {
             "(v.c) for T ≥ 1 they drop by about two orders of magnitude",
             SUPPORTING,
             _V_HIGH,
-            "the factor across T ≥ 1, from T = 1 to the largest T (reading (c) of "
-            "docs/errata.md, finding_v_two_orders: what the sentence most naturally says); "
-            "beside it the factor from T = 0.01 to T = 1 (reading (b), where 1/T falls 100×; "
-            "its verdict in the alternatives) and from T = 0.1 (reading (a), 1/T falls 10×); "
-            "each the smallest over the ε below the lower T (at ε ≥ T, g ≤ √2/ε is capped)",
+            "the drop from the T < 0.1 regime the paragraph's previous sentence describes, "
+            "counted from T = 0.01 (a decade into it, where 1/T falls 100× by T = 1, so the two "
+            "sentences agree; the paper lists no T) to T = 1: reading (b) of docs/errata.md, "
+            "finding_v_two_orders; beside it the factor from T = 0.1 (reading (a), 1/T falls "
+            "10×); each the smallest over the ε below the lower T (at ε ≥ T, g ≤ √2/ε is "
+            "capped). Reading (c), across T ≥ 1, cannot fail: the check (v.h)",
         ),
         Statement(
             "(v.d) for T ≥ 1 the curves collapse",
             SUPPORTING,
             r"Once $T \geq 1$ all curves collapse",
-            "the ε curves meet: at each T ≥ 1, max / min over ε of g(T, ε) at most COLLAPSED",
+            "the ε curves meet: at each T ≥ 1 where some ε ≥ T, max / min over ε of g(T, ε) "
+            "at most COLLAPSED (where every ε < T, each g approximates the same derivative, so "
+            "the curves meet by construction: shown, not judged)",
         ),
         Statement(
             "(v.e) close to the theoretical limit when T < 0.1 (the paper's GPT-2; here our "
@@ -264,8 +277,9 @@ S: dict[str, Statement] = {
             r"the empirical Jacobian norm tracks the theoretical $1/(4T)$ law, saturating at low "
             "temperature",
             "Fig. 4's curve (max over heads and ε of g, the paper's 'empirical Jacobian norm'): "
-            "its log-log slope over T ≥ 0.1 near −1 (tracks) and over the grid's lowest decade "
-            "of T flatter than 1/T (saturates, as the bound's √2 cap does)",
+            "its log-log slope over 0.1 ≤ T ≤ 1 near −1 (tracks; over T ≥ 1 g falls as 1/T "
+            "for any softmax, the check (v.h)) and over the grid's lowest decade of T flatter "
+            "than 1/T (saturates, as the bound's √2 cap does)",
         ),
         Statement(
             "(v.g) lowering T below 0.1 increases Jacobian norms",
@@ -274,6 +288,17 @@ S: dict[str, Statement] = {
             "the exact ‖J‖₂ (max over heads of the row mean) at the smallest T against T = 0.1; "
             "'without increasing separability' is not judged: the run measures separability "
             "(Alg. 3, 4) at the model's own temperature only",
+        ),
+        Statement(
+            "(v.h) for T ≥ 1 g falls as 1/T (reading (c) of the drop; true of any softmax)",
+            CHECK,
+            _V_HIGH,
+            "reading (c) of docs/errata.md: the factor across T ≥ 1, from T = 1 to the grid's "
+            "largest T (smallest over the ε below T = 1), and the log-log slope of Fig. 4's "
+            "curve over T ≥ 1. True by construction: for T well above the logits' spread, "
+            "softmax(l/T) is near uniform and its Jacobian (diag α − αα^T)/T falls as 1/T, so "
+            "any softmax drops about 100× from T = 1 to 100 (the errata's synthetic rows: 103, "
+            "260, 137×); shown, not judged (n/a)",
         ),
         Statement(
             "Larger variants: qualitatively identical trends",
