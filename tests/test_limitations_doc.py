@@ -143,3 +143,17 @@ def _doc_minimum() -> dict[str, pd.DataFrame]:
          "critical_n": ["4"]}
     )  # fmt: skip
     return {"run": run, "claims": claims, "critical_n": crit}
+
+
+def test_a_rows_reading_names_its_form_of_e():
+    """The round-4 referee's point 9: the committed claims table's reading says which E."""
+    from attnlimits.experiments.limitations.doc import with_e_reading
+
+    claims = pd.DataFrame(
+        {
+            "reading": ["slope of d̃", "E / d̃ at N = 100", "", ""],
+            "e_form": ["—", "exact", "", "exact"],
+        }
+    )
+    got = list(with_e_reading(claims)["reading"])
+    assert got == ["slope of d̃", "E / d̃ at N = 100; E exact", "—", "E exact"]
