@@ -27,7 +27,7 @@ def claim_small_residual(df: pd.DataFrame) -> list[Row]:
     ratio = eps / cells["expectation_exact"]
     q = ratio.quantile([0.5, 0.9, 1.0])
     slack = 3 * cells["expectation_exact_se"]
-    small = float((eps <= rules.EPS_SMALL * cells["expectation_exact"] + slack).mean())
+    small = float((eps <= rules.EPS_SMALL.value * cells["expectation_exact"] + slack).mean())
     measured = (
         f"ε / E exact over {len(cells)} (window, layer, head, L, N) at Alg. 1/2's N: median "
         f"{q[0.5]:.3g}, 90th percentile {q[0.9]:.3g}, largest {q[1.0]:.3g}; "
