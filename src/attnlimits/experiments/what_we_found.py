@@ -540,9 +540,10 @@ def thresholds_line(claims_a: pd.DataFrame, claims_b: pd.DataFrame) -> str:
         "have to pass: "
         + "; ".join(said)
         + "). Only one-number rules are listed (a rule's flip point where the claims table "
-        "prints one); thresholds of rules of other shapes (a share of lengths such as paper A's "
-        "`MOST_L`, a count of N such as `TOWARDS_N`, an interval's level such as paper B's "
-        "`FIT_LEVEL`) are in each paper's doc with their provenance, without a flip point. "
+        "prints one); paper A's rules of other shapes (a share of lengths such as `MOST_L`, a "
+        "count of N such as `TOWARDS_N`) have their flip points in a second table of its doc "
+        "([docs](docs/limitations.md)); paper B's (an interval's level such as `FIT_LEVEL`) are "
+        "in its doc with their provenance, without a flip point. "
         "Where two columns give the same number (paper A's (v) rows read the logits only, so "
         "x = values and x = hidden agree), the first is named."
     )

@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnlimits.claims import PAPER, Graded
-from attnlimits.experiments.limitations import rules
+from attnlimits.experiments.limitations import flip_points, rules
 from attnlimits.experiments.limitations.provenance import defaults
 from attnlimits.experiments.limitations.sections import (
     e_forms_table,
@@ -381,6 +381,9 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
         out["windows"] = _windows(data["windows"])
     if "statistic" in claims:
         out["sensitivity"] = _sensitivity(claims)
+    if {"critical_n", "alg4_summary"} <= set(data):
+        shapes = flip_points.table(claims, data["critical_n"], data["alg4_summary"])
+        out["sensitivity_shapes"] = markdown_table(shapes)
     for name in ("alg2", "alg4", "alg5"):
         if f"{name}_summary" in data:
             out[f"{name}_summary"] = _summary(data[f"{name}_summary"])
