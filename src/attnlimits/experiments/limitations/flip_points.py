@@ -20,11 +20,13 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
 
-from attnlimits.claims import PAPER, Graded, Threshold
+from attnlimits.claims import PAPER, Band, Graded, Threshold
 from attnlimits.claims.verdicts import NOT_TESTABLE
 from attnlimits.experiments import paper_a_readings
 from attnlimits.experiments.limitations import rules
@@ -64,14 +66,14 @@ def moved(name: str, value: float) -> Iterator[None]:
     old_t = getattr(modules[0], name)
     new_t = dataclasses.replace(old_t, value=value)
 
-    def swap(band: object) -> object:
+    def swap(band: Band | None) -> Band | None:
         if band is None:
             return None
-        lo = new_t if band.lo is old_t else band.lo  # type: ignore[attr-defined]
-        hi = new_t if band.hi is old_t else band.hi  # type: ignore[attr-defined]
-        return dataclasses.replace(band, lo=lo, hi=hi)  # type: ignore[type-var]
+        lo = new_t if band.lo is old_t else band.lo
+        hi = new_t if band.hi is old_t else band.hi
+        return dataclasses.replace(band, lo=lo, hi=hi)
 
-    saved: list[tuple[object, str, object]] = []
+    saved: list[tuple[ModuleType, str, object]] = []
     try:
         for m in modules:
             saved.append((m, name, getattr(m, name)))
@@ -79,16 +81,16 @@ def moved(name: str, value: float) -> Iterator[None]:
         for attr, rule in vars(rules).copy().items():
             if isinstance(rule, Graded) and old_t in rule.thresholds:
                 saved.append((rules, attr, rule))
-                partly = swap(rule.partly)
-                setattr(
-                    rules,
-                    attr,
-                    dataclasses.replace(rule, reproduced=swap(rule.reproduced), partly=partly),
+                reproduced = swap(rule.reproduced)
+                assert reproduced is not None
+                moved_rule = dataclasses.replace(
+                    rule, reproduced=reproduced, partly=swap(rule.partly)
                 )
+                setattr(rules, attr, moved_rule)
         yield
     finally:
-        for m, attr, value_was in reversed(saved):
-            setattr(m, attr, value_was)
+        for module, attr, value_was in reversed(saved):
+            setattr(module, attr, value_was)
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,12 @@ def flip_point(case: Case, name: str) -> tuple[float, str] | None:
     return min(found, key=lambda f: abs(f[0] - float(t.value)))
 
 
+def _call(rule: str, *values: object) -> str:
+    """The rule named ``rule`` of the rules' module as it is at call time (moved or not)."""
+    judge: Callable[..., str] = getattr(rules, rule)
+    return judge(*values)
+
+
 def _rows(claims: pd.DataFrame, prefix: str) -> pd.DataFrame:
     return claims[claims["claim"].str.startswith(prefix + " ")]
 
@@ -167,7 +175,7 @@ def _converges(claims: pd.DataFrame) -> Iterator[Case]:
             "converges",
             ("CONVERGED", "TOWARDS_N"),
             r["verdict"],
-            lambda lo=lo, hi=hi, ratios=ratios: rules.converges(lo, hi, ratios),
+            partial(_call, rules.converges.name, lo, hi, ratios),
         )
 
 
@@ -193,7 +201,7 @@ def _collapses(claims: pd.DataFrame) -> Iterator[Case]:
             "collapses",
             ("COLLAPSED",),
             r["verdict"],
-            lambda s=spreads: rules.collapses(s),
+            partial(_call, rules.collapses.name, spreads),
         )
 
 
@@ -208,7 +216,7 @@ def _sub_linear(claims: pd.DataFrame) -> Iterator[Case]:
             "sub_linear",
             ("SUB_LINEAR", "LINEAR"),
             r["verdict"],
-            lambda a=a, b=b: rules.sub_linear(a, b),
+            partial(_call, rules.sub_linear.name, a, b),
         )
 
 
@@ -220,7 +228,7 @@ def _within_noise(claims: pd.DataFrame) -> Iterator[Case]:
             "within_noise",
             ("WITHIN_SE",),
             r["verdict"],
-            lambda s=shares: rules.within_noise(s),
+            partial(_call, rules.within_noise.name, shares),
         )
 
 
@@ -235,7 +243,7 @@ def _tracks(alg4: pd.DataFrame, claims: pd.DataFrame) -> Iterator[Case]:
             "tracks",
             ("TRACKS", "FLAT"),
             r["verdict"],
-            lambda m=maxima, u=uppers: rules.tracks(m, u),
+            partial(_call, rules.tracks.name, maxima, uppers),
         )
 
 
