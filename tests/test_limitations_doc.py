@@ -37,7 +37,9 @@ def test_every_quote_of_paper_a_is_the_papers_words():
     assert verdicts.missing_quotes([s.quote for s in ALL], texts) == []
     got = claims(tables(), META)
     # the Jensen gap, (ii.d) and (ii.e) need tables the synthetic run lacks (gap bounds, grid)
-    judged = {s.quote for s in ALL if not s.claim.startswith(("Theorem", "(ii.d)", "(ii.e)"))}
+    judged = {
+        s.quote for s in ALL if not s.claim.startswith(("Theorem", "Jensen", "(ii.d)", "(ii.e)"))
+    }
     assert set(got["paper"]) == judged
     assert verdicts.missing_quotes(["grows sub-linearly (≈ 0.06·L)"], texts)  # it can fail
 
@@ -143,3 +145,17 @@ def _doc_minimum() -> dict[str, pd.DataFrame]:
          "critical_n": ["4"]}
     )  # fmt: skip
     return {"run": run, "claims": claims, "critical_n": crit}
+
+
+def test_a_rows_reading_names_its_form_of_e():
+    """The round-4 referee's point 9: the committed claims table's reading says which E."""
+    from attnlimits.experiments.limitations.doc import with_e_reading
+
+    claims = pd.DataFrame(
+        {
+            "reading": ["slope of d̃", "E / d̃ at N = 100", "", ""],
+            "e_form": ["—", "exact", "", "exact"],
+        }
+    )
+    got = list(with_e_reading(claims)["reading"])
+    assert got == ["slope of d̃", "E / d̃ at N = 100; E exact", "—", "E exact"]

@@ -204,6 +204,12 @@ CASES = [
     (rules.within_noise, ([0.99, 1.0],), R),
     (rules.within_noise, ([0.99 - E9, 1.0],), P),
     (rules.within_noise, ([0.5, 0.2],), N),
+    # ε, E exact, its SE per cell: ε ≤ 0.1·E exact + 3 SE in ≥ 99 % of them, else n/a
+    (rules.small_residual, ([1.0] * 99 + [5.0], [10.0] * 100, [0.0] * 100), R),
+    (rules.small_residual, ([1.0] * 98 + [1.0 + E9] * 2, [10.0] * 100, [0.0] * 100), NA),
+    (rules.small_residual, ([1.3], [10.0], [0.1]), R),  # within 3 SE
+    (rules.small_residual, ([1.3 + 1e-6], [10.0], [0.1]), NA),
+    (rules.small_residual, ([math.nan], [10.0], [0.1]), NA),
     (rules.holds, (1.0,), R),
     (rules.holds, (1.0 - E9,), N),
     (rules.holds, (0.0,), N),
@@ -254,4 +260,6 @@ def test_every_rule_reaches_each_of_its_verdicts():
         two = isinstance(rule, Holds) or (isinstance(rule, Graded) and rule.partly is None)
         never = (rules.not_run, rules.by_construction)  # no run has it; cannot fail
         want = {NA} if rule in never else {R, N} if two else three
+        if rule is rules.small_residual:  # small everywhere, or the 'whenever' is not judged
+            want = {R, NA}
         assert want <= reached.get(name, set()), (name, reached.get(name))

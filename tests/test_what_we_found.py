@@ -248,3 +248,40 @@ def test_app_f_driver_names_the_grid_floor_and_its_outcome_at_the_longest_run():
     said = what_we_found.app_f_driver(verdicts)
     assert "*partly supported*" in said and "20,000 steps" in said and "lost" in said
     assert what_we_found.app_f_driver(verdicts.iloc[2:]) == ""
+
+
+def test_summary_line_counts_the_cells_and_says_what_the_exact_e_ones_rest_on():
+    """The round-4 referee's point 2, on a made-up table: cells reading reproduced or partly
+    under exact E and under printed E, those of a definitional finding counted apart, those
+    whose headline rule holds a threshold set after the runs named with it, the rest named."""
+    from attnlimits.experiments.limitations import rules as rules_a
+
+    rows = [  # claim, role, verdict, model, x_source, e_form, e_printed, rule
+        ("(i) f", "finding", "reproduced", "m", "values", "—", "reproduced", ""),
+        ("(i.a) h", "headline", "reproduced", "m", "values", "—", "—", ""),
+        ("(ii) g", "finding", "partly", "m", "values", "exact", "reproduced", ""),
+        ("(ii.c) c", "headline", "partly", "m", "values", "exact", "—", rules_a.converges.text()),
+        ("(iii) k", "finding", "not reproduced", "m", "values", "exact", "partly", ""),
+        ("(iv) n", "finding", "partly", "m", "values", "—", "—", ""),
+        ("(iv.c) b", "headline", "partly", "m", "values", "—", "—", rules_a.in_band.text()),
+        ("(v) t", "finding", "not reproduced", "m", "values", "—", "—", ""),
+    ]
+    cols = ["claim", "role", "verdict", "model", "x_source", "e_form", "e_printed", "rule"]
+    claims = pd.DataFrame(rows, columns=cols)
+    line = what_we_found.summary_line(claims)
+    assert "Of paper A's 5 findings in 1 columns (5 cells), 3 read reproduced or partly" in line
+    assert "under exact E (1 reproduced) and 4 under the printed E (2 reproduced)" in line
+    assert "1 is (i), close to true by construction" in line
+    assert "1 is judged by rules with a threshold set after earlier runs were public " in line
+    assert "((ii): `TOWARDS_N`;" in line
+    assert "1 by neither ((iv) partly for m x = values)" in line
+    # a Graded headline: only the band its verdict came from counts (GROWS is ours, not after)
+    graded = claims.assign(claim=claims["claim"].replace({"(i) f": "(I) f", "(i.a) h": "(I.a) h"}))
+    graded.loc[1, "rule"] = rules_a.linear_growth.text()
+    graded.loc[[0, 1], "verdict"] = "partly"
+    assert "2 by neither ((I) partly for m x = values; (iv)" in what_we_found.summary_line(graded)
+    stale = claims.assign(rule=claims["rule"].replace(rules_a.in_band.text(), "gone"))
+    with pytest.raises(ValueError, match="no rule of paper A prints 'gone'"):
+        what_we_found.summary_line(stale)
+    # the summary stands above the table when the table carries its rules
+    assert what_we_found.limitations_block(claims).startswith("**In one line.**")

@@ -60,6 +60,7 @@ from attnlimits.experiments.limitations.findings import (
     plateau_change,
     slopes_in_l,
 )
+from attnlimits.experiments.limitations.residual import claim_small_residual
 
 __all__ = [
     "EVIDENCE",
@@ -316,6 +317,8 @@ def claims_for(
     if any(c.startswith("gap_bound_") for c in at_n):
         jensen = [r | {"uses_e": "yes"} for r in claim_jensen(at_n)]
         blocks.append((jensen, {}, None, "exact − derived"))
+        small = [r | {"uses_e": "yes"} for r in claim_small_residual(at_n)]
+        blocks.append((small, {}, None, "exact − derived"))
     rows = []
     for headline, alts, draw_rows, e_form in blocks:
         for r in _with_alternatives(headline, alts, draw_rows):

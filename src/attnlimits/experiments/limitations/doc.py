@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnlimits.claims import PAPER, Graded
-from attnlimits.experiments.limitations import rules
+from attnlimits.experiments.limitations import flip_points, rules
 from attnlimits.experiments.limitations.provenance import defaults
 from attnlimits.experiments.limitations.sections import (
     e_forms_table,
@@ -50,7 +50,17 @@ from attnlimits.experiments.report import (
 )
 from attnlimits.experiments.rule_tables import rules_table, thresholds_table
 
-__all__ = ["block", "extract", "fill", "load", "main", "other_windows", "render", "save"]
+__all__ = [
+    "block",
+    "extract",
+    "fill",
+    "load",
+    "main",
+    "other_windows",
+    "render",
+    "save",
+    "with_e_reading",
+]
 
 Data = dict[str, pd.DataFrame]
 _FORM = {"exact": "exact", "derived": "derived", "main_text": "printed"}
@@ -84,6 +94,8 @@ def extract(folder: Path) -> Data:
             "x_source",
             "claim",
             "role",
+            "paper",
+            "reading",
             "verdict",
             "windows",
             "e_form",
@@ -127,7 +139,7 @@ def extract(folder: Path) -> Data:
             data["one_head"] = pd.DataFrame({"model": [model], "text": [one_head(alg1)]})
             if len(params["x_sources"]) > 1:
                 data["x_sources"] = fmt(x_source_comparison(tables, list(params["x_sources"])))
-    data["claims"] = pd.concat(claims, ignore_index=True)
+    data["claims"] = with_e_reading(pd.concat(claims, ignore_index=True))
     for name, frames in summaries.items():
         table = pd.concat(frames, ignore_index=True)
         keys = [c for c in ("model", "x_source") if c in table]
@@ -180,9 +192,25 @@ def _verdicts(claims: pd.DataFrame) -> str:
     return markdown_table(table.fillna("—"))
 
 
+def with_e_reading(claims: pd.DataFrame) -> pd.DataFrame:
+    """``claims`` with each row's ``reading`` saying which form of E its verdict uses (the
+    round-4 referee's point 9: a row's reading names its E, statistic and heads), from its
+    ``e_form`` column; "—" for a statement with no reading of ours."""
+    e = claims["e_form"].fillna("—").astype(str)
+    said = claims["reading"].fillna("").astype(str)
+    with_e = [
+        f"{r}; E {f}" if r and f not in ("", "—") else (f"E {f}" if f not in ("", "—") else r)
+        for r, f in zip(said, e, strict=True)
+    ]
+    return claims.assign(reading=[r or "—" for r in with_e])
+
+
 def _measured(claims: pd.DataFrame, model: str, x_source: str) -> str:
     sub = claims[(claims["model"] == model) & (claims["x_source"] == x_source)]
-    return markdown_table(sub[["claim", "role", "verdict", "windows", "measured", "alternatives"]])
+    cols = ["claim", "role", "verdict", "windows", "measured", "alternatives"]
+    if "reading" in sub:  # tables committed before the reading column lack it
+        cols.insert(3, "reading")
+    return markdown_table(sub[cols])
 
 
 def _statements() -> str:
@@ -353,6 +381,9 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
         out["windows"] = _windows(data["windows"])
     if "statistic" in claims:
         out["sensitivity"] = _sensitivity(claims)
+    if {"critical_n", "alg4_summary"} <= set(data):
+        shapes = flip_points.table(claims, data["critical_n"], data["alg4_summary"])
+        out["sensitivity_shapes"] = markdown_table(shapes)
     for name in ("alg2", "alg4", "alg5"):
         if f"{name}_summary" in data:
             out[f"{name}_summary"] = _summary(data[f"{name}_summary"])

@@ -1,0 +1,313 @@
+"""Flip points of paper A's rules of other shapes (the round-4 referee's point 13): for each
+threshold of ours that a rule other than a one-number :class:`~attnlimits.claims.Graded` reads
+(``MOST_L``, ``ABOUT``, ``RISES``, ``MIN_T`` …), the value at which moving it
+alone would change a committed verdict, or that no value in the range scanned would.
+
+Each rule is re-judged by its own code on the numbers the committed tables hold for it
+(``claims.csv``'s measured text, ``critical_n.csv`` with Alg. 3's N grid, ``alg4_summary.csv``)
+with the one threshold moved (:func:`moved`: the rules read their thresholds at call time, as
+``benchmarks/limitations_rule_mutants.py`` relies on too); a row whose verdict at the present
+thresholds differs from the committed one is left out and counted (its numbers are rounded in
+the text, or its reading has changed), so no flip point comes from numbers the rule did not
+judge. The verdict's flip point is found by scanning the threshold's range (:data:`RANGES`) and
+halving the step where the verdict changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from types import ModuleType
+
+import numpy as np
+import pandas as pd
+
+from attnlimits.claims import PAPER, Band, Graded, Threshold
+from attnlimits.claims.verdicts import NOT_TESTABLE
+from attnlimits.experiments import paper_a_readings
+from attnlimits.experiments.limitations import rules
+from attnlimits.experiments.limitations.config import LimitationsConfig
+
+__all__ = ["RANGES", "Case", "cases", "flip_point", "moved", "table"]
+
+#: The range scanned per threshold (low, high, whole numbers only): a count of N or T in whole
+#: numbers, a share in [0, 1], a slope over the slopes a curve can have, a ratio over a
+#: factor of 10 either way.
+RANGES: dict[str, tuple[float, float, bool]] = {
+    "MIN_T": (1, 20, True),
+    "MOST_L": (0.0, 1.0, False),
+    "WITHIN_SE": (0.5, 1.0, False),
+    "ONE_OVER_T_LO": (-3.0, 0.0, False),
+    "ONE_OVER_T_HI": (-3.0, 0.0, False),
+    "RISES": (-1.0, 0.0, False),
+}
+_MODEL = {"smollm2-135m": "SmolLM2-135M", "minilm-l6": "MiniLM-L6"}
+
+
+def _range(t: Threshold) -> tuple[float, float, bool]:
+    if t.name in RANGES:
+        return RANGES[t.name]
+    v = float(t.value)
+    return (v / 10, v * 10, False) if v > 0 else (v - 1, v + 1, False)
+
+
+@contextmanager
+def moved(name: str, value: float) -> Iterator[None]:
+    """Paper A's threshold ``name`` at ``value`` while the block runs: in the rules' module and
+    the shared readings', and in every one-number rule of the rules' module built from it."""
+    modules = [
+        m for m in (rules, paper_a_readings) if isinstance(getattr(m, name, None), Threshold)
+    ]
+    old_t = getattr(modules[0], name)
+    new_t = dataclasses.replace(old_t, value=value)
+
+    def swap(band: Band | None) -> Band | None:
+        if band is None:
+            return None
+        lo = new_t if band.lo is old_t else band.lo
+        hi = new_t if band.hi is old_t else band.hi
+        return dataclasses.replace(band, lo=lo, hi=hi)
+
+    saved: list[tuple[ModuleType, str, object]] = []
+    try:
+        for m in modules:
+            saved.append((m, name, getattr(m, name)))
+            setattr(m, name, new_t)
+        for attr, rule in vars(rules).copy().items():
+            if isinstance(rule, Graded) and old_t in rule.thresholds:
+                saved.append((rules, attr, rule))
+                reproduced = swap(rule.reproduced)
+                assert reproduced is not None
+                moved_rule = dataclasses.replace(
+                    rule, reproduced=reproduced, partly=swap(rule.partly)
+                )
+                setattr(rules, attr, moved_rule)
+        yield
+    finally:
+        for module, attr, value_was in reversed(saved):
+            setattr(module, attr, value_was)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One committed verdict of a rule of another shape: ``judge`` re-judges it from the
+    committed numbers under the thresholds of the moment."""
+
+    where: str
+    rule: str
+    thresholds: tuple[str, ...]
+    verdict: str
+    judge: Callable[[], str]
+
+
+def flip_point(case: Case, name: str) -> tuple[float, str] | None:
+    """The value of threshold ``name`` nearest its present one at which ``case``'s verdict
+    changes, within :func:`_range`, and the verdict past it; None where none does."""
+    t = rules.THRESHOLDS[name]
+    lo, hi, whole = _range(t)
+
+    def at(x: float) -> str:
+        try:
+            with moved(name, x):
+                return case.judge()
+        except ValueError:  # a band turned inside out (low end above high): not a reading
+            return ""
+
+    now = at(float(t.value))
+    grid = np.arange(lo, hi + 1) if whole else np.linspace(lo, hi, 801)
+    values = [at(float(x)) for x in grid]
+    found: list[tuple[float, str]] = []
+    for i in range(len(grid) - 1):
+        a, b = float(grid[i]), float(grid[i + 1])
+        va, vb = values[i], values[i + 1]
+        if va == vb or "" in (va, vb) or now not in (va, vb):
+            continue
+        if whole:
+            # the first whole value with another verdict
+            found.append((b, vb) if va == now else (a, va))
+            continue
+        for _ in range(40):  # halve the step towards the change
+            mid = (a + b) / 2
+            if at(mid) == va:
+                a = mid
+            else:
+                b = mid
+        found.append((b, vb) if va == now else (a, va))
+    if not found:
+        return None
+    return min(found, key=lambda f: abs(f[0] - float(t.value)))
+
+
+def _call(rule: str, *values: object) -> str:
+    """The rule named ``rule`` of the rules' module as it is at call time (moved or not)."""
+    judge: Callable[..., str] = getattr(rules, rule)
+    return judge(*values)
+
+
+def _rows(claims: pd.DataFrame, prefix: str) -> pd.DataFrame:
+    return claims[claims["claim"].str.startswith(prefix + " ")]
+
+
+def _where(row: pd.Series, extra: str = "") -> str:
+    said = f"{row['claim'].split(' ')[0]} {_MODEL.get(row['model'], row['model'])}, x = "
+    return said + str(row["x_source"]) + extra
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", text)]
+
+
+def _converges(claims: pd.DataFrame) -> Iterator[Case]:
+    for _, r in _rows(claims, "(ii.c)").iterrows():
+        m = re.search(r"at N = \d+: (-?[\d.]+) \[(-?[\d.]+), (-?[\d.]+)\]", r["measured"])
+        if not m:
+            continue
+        lo, hi = float(m.group(2)), float(m.group(3))
+        yield Case(
+            _where(r),
+            "converges",
+            ("CONVERGED",),
+            r["verdict"],
+            partial(_call, rules.converges.name, lo, hi),
+        )
+
+
+def _one_over_t(claims: pd.DataFrame) -> Iterator[Case]:
+    for _, r in _rows(claims, "(v.a)").iterrows():
+        per = re.findall(r"ε=[^:]+: (-?[\d.]+) \((\d+) T\)", r["measured"])
+        slopes = [(float(s), int(n)) for s, n in per]
+
+        def judge(slopes: list[tuple[float, int]] = slopes) -> str:
+            # findings.claim_v: an ε with fewer than MIN_T such T is not testable, left out
+            kept = [s for s, n in slopes if n >= rules.MIN_T.value]
+            return rules.one_over_t(kept) if kept else NOT_TESTABLE
+
+        names = ("ONE_OVER_T_LO", "ONE_OVER_T_HI", "RISES", "MIN_T")
+        yield Case(_where(r), "one_over_t", names, r["verdict"], judge)
+
+
+def _collapses(claims: pd.DataFrame) -> Iterator[Case]:
+    for _, r in _rows(claims, "(v.d)").iterrows():
+        spreads = [float(x) for x in re.findall(r"T=[\d.]+: (-?[\d.]+)", r["measured"])]
+        yield Case(
+            _where(r),
+            "collapses",
+            ("COLLAPSED",),
+            r["verdict"],
+            partial(_call, rules.collapses.name, spreads),
+        )
+
+
+def _sub_linear(claims: pd.DataFrame) -> Iterator[Case]:
+    for _, r in _rows(claims, "(iii.c)").iterrows():
+        m = re.search(r"log-log slope (?:in \[(-?[\d.]+), (-?[\d.]+)\]|(-?[\d.]+))", r["measured"])
+        if not m:
+            continue
+        a, b = (float(m.group(1)), float(m.group(2))) if m.group(1) else (float(m.group(3)),) * 2
+        yield Case(
+            _where(r),
+            "sub_linear",
+            ("SUB_LINEAR", "LINEAR"),
+            r["verdict"],
+            partial(_call, rules.sub_linear.name, a, b),
+        )
+
+
+def _within_noise(claims: pd.DataFrame) -> Iterator[Case]:
+    for _, r in claims[claims["rule"].str.startswith(rules.within_noise.text())].iterrows():
+        shares = [float(x) / 100 for x in re.findall(r"in (\d+(?:\.\d+)?)%", r["measured"])]
+        yield Case(
+            _where(r),
+            "within_noise",
+            ("WITHIN_SE",),
+            r["verdict"],
+            partial(_call, rules.within_noise.name, shares),
+        )
+
+
+_FORMS = {"exact": "verdict", "main_text": "e_printed"}
+
+
+def _about_most(crit: pd.DataFrame, claims: pd.DataFrame) -> Iterator[Case]:
+    """(iii.b) per form of E: the critical N per L (``critical_n.csv``), at the resolution of
+    Alg. 3's default N grid (:meth:`LimitationsConfig.alg3_grid`); a length where KS accepts
+    at the grid's first N is not testable and left out, as ``findings.claim_iii`` does."""
+    config = LimitationsConfig()
+    for _, r in _rows(claims, "(iii.b)").iterrows():
+        for form, column in _FORMS.items():
+            sub = crit[
+                (crit["model"] == r["model"])
+                & (crit["x_source"] == r["x_source"])
+                & (crit["e_form"] == form)
+            ]
+            cells = []
+            for length, text in zip(sub["L"].astype(int), sub["critical_n"], strict=True):
+                grid = sorted(set().union(*config.alg3_grid(length)))
+                if str(text) == str(grid[0]):
+                    continue  # KS accepts at once: no critical N measured here
+                cells.append((length, grid, None if str(text).startswith(">") else int(text)))
+
+            def judge(cells: list[tuple[int, list[int], int | None]] = cells) -> str:
+                fractions = [None if c is None else c / n for n, _, c in cells]
+                limits = [paper_a_readings.grid_limits(n, g) for n, g, _ in cells]
+                floors = [paper_a_readings.grid_floor(n, g) for n, g, _ in cells]
+                return rules.about_most(fractions, limits, floors)
+
+            label = " (printed E)" if form == "main_text" else " (exact E)"
+            yield Case(_where(r, label), "about_most", ("ABOUT", "MOST_L"), r[column], judge)
+
+
+def cases(claims: pd.DataFrame, crit: pd.DataFrame, alg4: pd.DataFrame) -> list[Case]:
+    """Every committed verdict of a rule of another shape that the committed tables let us
+    re-judge."""
+    return [
+        *_converges(claims),
+        *_about_most(crit, claims),
+        *_sub_linear(claims),
+        *_one_over_t(claims),
+        *_collapses(claims),
+        *_within_noise(claims),
+    ]
+
+
+def table(claims: pd.DataFrame, crit: pd.DataFrame, alg4: pd.DataFrame) -> pd.DataFrame:
+    """threshold | value | provenance | rule | verdicts it decides | closest to flipping: for
+    each threshold of ours (not the paper's) the rules of other shapes read, the committed
+    verdict nearest to flipping and the value the threshold would have to pass, or "no flip
+    in [a, b]"; the rows whose verdict the committed numbers do not give back are counted."""
+    all_cases = cases(claims, crit, alg4)
+    kept = [c for c in all_cases if c.judge() == c.verdict]
+    out = []
+    for name, t in rules.THRESHOLDS.items():
+        mine = [c for c in kept if name in c.thresholds]
+        if t.provenance == PAPER or not mine:
+            continue
+        near = []
+        for c in mine:
+            flip = flip_point(c, name)
+            if flip is not None:
+                x, then = flip
+                near.append((abs(x - t.value), x, f"{c.where}: {c.verdict} → {then}"))
+        lo, hi, _ = _range(t)
+        if near:
+            _, x, said = min(near)
+            closest = f"{x:.4g} ({said})"
+        else:
+            closest = f"no flip in [{lo:g}, {hi:g}]"
+        skipped = sum(1 for c in all_cases if name in c.thresholds) - len(mine)
+        out.append(
+            {
+                "threshold": f"`{name}`",
+                "value": str(t),
+                "provenance": t.provenance,
+                "rule": ", ".join(dict.fromkeys(f"`{c.rule}`" for c in mine)),
+                "verdicts it decides": str(len(mine))
+                + (f" ({skipped} not given back by the committed numbers)" if skipped else ""),
+                "closest to flipping (the value the threshold would have to pass)": closest,
+            }
+        )
+    return pd.DataFrame(out)

@@ -1,0 +1,35 @@
+"""Theorem 1's remark on its residual as a row (the round-4 referee's point 20)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from attnlimits.experiments.limitations.residual import claim_small_residual
+from limitations_tables import NA, R
+
+
+def _cells(eps: list[float], exact: float = 10.0, se: float = 0.0) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "expectation_exact": [exact] * len(eps),
+            "expectation_exact_se": [se] * len(eps),
+            "expectation": [exact - e for e in eps],
+        }
+    )
+
+
+def test_a_small_residual_everywhere_reproduces_and_says_its_numbers():
+    (row,) = claim_small_residual(_cells([0.5, 1.0]))
+    assert row["verdict"] == R and row["role"] == "check"
+    assert "median 0.075" in row["measured"] and "largest 0.1" in row["measured"]
+    assert "in 100.0% of them" in row["measured"]
+
+
+def test_a_larger_residual_leaves_the_whenever_unjudged():
+    (row,) = claim_small_residual(_cells([0.5, 3.0]))
+    assert row["verdict"] == NA and "in 50.0% of them" in row["measured"]
+
+
+def test_a_run_without_exact_e_is_not_computed():
+    (row,) = claim_small_residual(pd.DataFrame({"expectation": [1.0]}))
+    assert row["verdict"] == NA and row["measured"] == "not computed in this run"
