@@ -185,6 +185,29 @@ def test_paper_a_notes_take_their_numbers_from_the_tables():
     assert "No GPT-2 weights were run" in text and "Q4_1" in text
 
 
+def test_the_theorem2_note_takes_its_numbers_from_iv_f_and_iv_g():
+    """Round-4 referee's point 7: Theorem 2's bounds at N ≥ 2 and at N = 1, and the largest
+    N_s/N against ≈ 80 %, from the claims table; no such rows, no note."""
+    rows = pd.DataFrame(
+        {
+            "claim": ["(iv.f) bounds", "(iv.f) bounds", "(iv.g) limit", "(iv.g) limit"],
+            "model": ["a", "b", "a", "b"],
+            "x_source": ["values", "values", "values", "hidden"],
+            "measured": [
+                "lower ≤ N_s/N ≤ upper in 85.7% of (head, N); at N = 1: 0.0% (…); at N ≥ 2: 99.7%",
+                "… at N = 1: 0.0% (…); at N ≥ 2: 100.0%",
+                "max over heads of N_s/N at N ≥ 16: 0.83",
+                "max over heads of N_s/N at N ≥ 16: 0.97",
+            ],
+        }
+    )
+    (note,) = what_we_found._theorem2_note(rows)
+    assert "holds in 99.7–100.0 % of (head, N) at N ≥ 2 but at N = 1 in 0.0%" in note
+    assert "is 0.83–0.97, within ≈ 80 % (`ABOUT_80` = 0.85" in note and "only for a values." in note
+    assert "four-fifths of the tokens it selects" in note
+    assert what_we_found._theorem2_note(rows[rows["claim"].str.startswith("(iv.g)")]) == []
+
+
 def test_thresholds_line_names_those_set_just_past_a_measured_value():
     """Referee point 16: a threshold set after earlier runs were public whose flip point lies
     within NEAR of it is named with that point; one far from its value, or of our own before
@@ -259,21 +282,22 @@ def test_summary_line_counts_the_cells_and_says_what_the_exact_e_ones_rest_on():
     rows = [  # claim, role, verdict, model, x_source, e_form, e_printed, rule
         ("(i) f", "finding", "reproduced", "m", "values", "—", "reproduced", ""),
         ("(i.a) h", "headline", "reproduced", "m", "values", "—", "—", ""),
-        ("(ii) g", "finding", "partly", "m", "values", "exact", "reproduced", ""),
-        ("(ii.c) c", "headline", "partly", "m", "values", "exact", "—", rules_a.converges.text()),
+        ("(ii) g", "finding", "not reproduced", "m", "values", "exact", "reproduced", ""),
+        ("(ii.c) c", "headline", "not reproduced", "m", "values", "exact", "—", ""),
         ("(iii) k", "finding", "not reproduced", "m", "values", "exact", "partly", ""),
         ("(iv) n", "finding", "partly", "m", "values", "—", "—", ""),
         ("(iv.c) b", "headline", "partly", "m", "values", "—", "—", rules_a.in_band.text()),
-        ("(v) t", "finding", "not reproduced", "m", "values", "—", "—", ""),
+        ("(v) t", "finding", "partly", "m", "values", "—", "—", ""),
+        ("(v.a) s", "headline", "partly", "m", "values", "—", "—", rules_a.one_over_t.text()),
     ]
     cols = ["claim", "role", "verdict", "model", "x_source", "e_form", "e_printed", "rule"]
     claims = pd.DataFrame(rows, columns=cols)
     line = what_we_found.summary_line(claims)
     assert "Of paper A's 5 findings in 1 columns (5 cells), 3 read reproduced or partly" in line
-    assert "under exact E (1 reproduced) and 4 under the printed E (2 reproduced)" in line
+    assert "under exact E (1 reproduced) and 5 under the printed E (2 reproduced)" in line
     assert "1 is (i), close to true by construction" in line
     assert "1 is judged by rules with a threshold set after earlier runs were public " in line
-    assert "((ii): `TOWARDS_N`;" in line
+    assert "((v): `MIN_T`, `RISES`;" in line
     assert "1 by neither ((iv) partly for m x = values)" in line
     # a Graded headline: only the band its verdict came from counts (GROWS is ours, not after)
     graded = claims.assign(claim=claims["claim"].replace({"(i) f": "(I) f", "(i.a) h": "(I.a) h"}))
