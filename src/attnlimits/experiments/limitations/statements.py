@@ -217,9 +217,10 @@ S: dict[str, Statement] = {
             "(v) for T < 0.1 the curves follow 1/T",
             FINDING,
             _V_LOW,
-            "the 1/T trend is the headline; 'drop by two orders of magnitude' is read across "
-            "T ≥ 1, what the sentence most naturally says (counted from T = 0.1 it contradicts "
-            "1/T: docs/errata.md, finding_v_two_orders)",
+            "the 1/T trend is the headline; 'drop by two orders of magnitude' is read from "
+            "T = 0.01 to T = 1, reading (b) (across T ≥ 1, reading (c), it cannot fail for a "
+            "softmax: the check (v.h); counted from T = 0.1 it contradicts 1/T: docs/errata.md, "
+            "finding_v_two_orders)",
         ),
         Statement(
             "(v.a) for T < 0.1 the curves follow 1/T",
