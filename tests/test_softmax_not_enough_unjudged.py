@@ -49,6 +49,8 @@ def test_adaptive_and_softmax_falling_out_of_distribution():
     assert held["verdict"] == NOT and held["claim"].startswith("(2.h)")
     assert escapes(_summary({"adaptive": FALLS}), 16)["verdict"] == REPRODUCED
     assert escapes(_summary({"adaptive": {16: FALLS[16]}}), 16)["verdict"] == NA
+    # a table set without the summary (e.g. the argmax arm's claims alone): n/a, no KeyError
+    assert escapes({}, 16)["verdict"] == NA and stable_baseline({}, 16)["verdict"] == NA
 
 
 def test_gemma_spreads_are_na_and_every_row_has_its_place():

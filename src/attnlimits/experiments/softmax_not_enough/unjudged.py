@@ -122,8 +122,11 @@ def unjudged_rows(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]
 
 
 def _arm(tables: Mapping[str, pd.DataFrame], norm: str) -> pd.DataFrame:
-    """One arm's rows of the run's summary (mean and interval over seeds and sets), by size."""
-    s = tables["summary"]
+    """One arm's rows of the run's summary (mean and interval over seeds and sets), by size;
+    none where the tables hold no summary (a partial table set: the rows then read n/a)."""
+    s = tables.get("summary")
+    if s is None:
+        return pd.DataFrame(columns=["mean", "ci_low", "ci_high"], index=pd.Index([], name="size"))
     return s[s["norm"] == norm].set_index("size").sort_index()
 
 
