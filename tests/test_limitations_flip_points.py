@@ -82,8 +82,7 @@ def test_table_reads_the_committed_tables_and_leaves_out_rows_it_cannot_give_bac
         }
     )
     empty = pd.DataFrame(columns=["model", "x_source", "e_form", "L", "critical_n"])
-    alg4 = pd.DataFrame(columns=["model", "x_source", "N", "max (δ > 0)", "max upper (δ > 0)"])
-    got = flip_points.table(claims, empty, alg4).set_index("threshold")
+    got = flip_points.table(claims, empty).set_index("threshold")
     said = got.loc["`CONVERGED`"]
     assert said["verdicts it decides"] == "1 (1 not given back by the committed numbers)"
     assert said.iloc[-1] == "0.79 ((ii.c) m, x = values: not reproduced → partly)"

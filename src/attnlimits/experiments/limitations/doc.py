@@ -382,7 +382,7 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
     if "statistic" in claims:
         out["sensitivity"] = _sensitivity(claims)
     if {"critical_n", "alg4_summary"} <= set(data):
-        shapes = flip_points.table(claims, data["critical_n"], data["alg4_summary"])
+        shapes = flip_points.table(claims, data["critical_n"])
         out["sensitivity_shapes"] = markdown_table(shapes)
     for name in ("alg2", "alg4", "alg5"):
         if f"{name}_summary" in data:

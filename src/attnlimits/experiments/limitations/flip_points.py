@@ -4,7 +4,7 @@ threshold of ours that a rule other than a one-number :class:`~attnlimits.claims
 alone would change a committed verdict, or that no value in the range scanned would.
 
 Each rule is re-judged by its own code on the numbers the committed tables hold for it
-(``claims.csv``'s measured text, ``critical_n.csv`` with Alg. 3's N grid, ``alg4_summary.csv``)
+(``claims.csv``'s measured text, ``critical_n.csv`` with Alg. 3's N grid)
 with the one threshold moved (:func:`moved`: the rules read their thresholds at call time, as
 ``benchmarks/limitations_rule_mutants.py`` relies on too); a row whose verdict at the present
 thresholds differs from the committed one is left out and counted (its numbers are rounded in
@@ -261,7 +261,7 @@ def _about_most(crit: pd.DataFrame, claims: pd.DataFrame) -> Iterator[Case]:
             yield Case(_where(r, label), "about_most", ("ABOUT", "MOST_L"), r[column], judge)
 
 
-def cases(claims: pd.DataFrame, crit: pd.DataFrame, alg4: pd.DataFrame) -> list[Case]:
+def cases(claims: pd.DataFrame, crit: pd.DataFrame) -> list[Case]:
     """Every committed verdict of a rule of another shape that the committed tables let us
     re-judge."""
     return [
@@ -274,12 +274,12 @@ def cases(claims: pd.DataFrame, crit: pd.DataFrame, alg4: pd.DataFrame) -> list[
     ]
 
 
-def table(claims: pd.DataFrame, crit: pd.DataFrame, alg4: pd.DataFrame) -> pd.DataFrame:
+def table(claims: pd.DataFrame, crit: pd.DataFrame) -> pd.DataFrame:
     """threshold | value | provenance | rule | verdicts it decides | closest to flipping: for
     each threshold of ours (not the paper's) the rules of other shapes read, the committed
     verdict nearest to flipping and the value the threshold would have to pass, or "no flip
     in [a, b]"; the rows whose verdict the committed numbers do not give back are counted."""
-    all_cases = cases(claims, crit, alg4)
+    all_cases = cases(claims, crit)
     kept = [c for c in all_cases if c.judge() == c.verdict]
     out = []
     for name, t in rules.THRESHOLDS.items():

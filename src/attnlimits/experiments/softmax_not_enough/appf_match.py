@@ -189,13 +189,20 @@ def judge_published(matches: Sequence[bool | None], n_seeds: int) -> str:
     return PARTLY if any(tested) else NOT
 
 
-def _say() -> str:
+def _ladder() -> str:
+    """The verdicts :func:`judge_published` gives from the per-H matches, as both rules say it."""
     h = ", ".join(f"{x:g}" for x in H_AT)
     return (
-        f"H matches where |pooled fit − published| ≤ the largest |seed fit − pooled fit|; "
         f"every H of {h} nats tested and matching: reproduced; none matching: not reproduced; "
         f"else partly; fewer than {MIN_SEEDS} seeds with a fit, or no H inside the points' "
         "entropy range: not testable"
+    )
+
+
+def _say() -> str:
+    return (
+        "H matches where |pooled fit − published| ≤ the largest |seed fit − pooled fit|; "
+        + _ladder()
     )
 
 
@@ -241,13 +248,10 @@ def interval_table(
 
 
 def _say_interval() -> str:
-    h = ", ".join(f"{x:g}" for x in H_AT)
     return (
         f"H matches where the published β(H) lies inside the {FIT_LEVEL.value:.0%} interval "
-        f"(t, seeds − 1 df) of the seeds' mean fit at H; every H of {h} nats tested and "
-        f"matching: reproduced; none matching: not reproduced; else partly; fewer than "
-        f"{MIN_SEEDS} seeds with a fit, or no H inside the points' entropy range: not "
-        "testable (set after earlier runs were public)"
+        f"(t, seeds − 1 df) of the seeds' mean fit at H; {_ladder()} (set after earlier runs "
+        "were public)"
     )
 
 
