@@ -447,7 +447,7 @@ def argmax_sentence(sizes: pd.DataFrame, argmax: pd.DataFrame) -> str:
     )
     return (
         "**Temperature zero beats adaptive temperature here**: the same trained softmax models "
-        "with a hard argmax at inference (finding (4), nothing trained) are above adaptive "
+        "with a hard argmax at inference (our test (4), nothing trained) are above adaptive "
         f"temperature {every} (point estimates, not a paired test): {pairs}. On this task "
         "sharper is better wherever the max item has the top logit "
         "([docs](docs/max_retrieval.md))."
