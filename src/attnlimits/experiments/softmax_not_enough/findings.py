@@ -30,7 +30,7 @@ from attnlimits.claims import (
     finding,
     finite,
 )
-from attnlimits.claims.statistics import difference_interval, paired_seeds_questions
+from attnlimits.claims.statistics import difference_interval
 from attnlimits.experiments.softmax_not_enough import rules
 from attnlimits.experiments.softmax_not_enough.appf_match import appf_rows
 from attnlimits.experiments.softmax_not_enough.argmax_arm import OUTCOME, TABLE, argmax_table
@@ -49,6 +49,7 @@ from attnlimits.experiments.softmax_not_enough.claims import (
     Q_ZERO_OPTIMAL,
     interval,
 )
+from attnlimits.experiments.softmax_not_enough.entropy_steps import entropy_steps
 from attnlimits.experiments.softmax_not_enough.evaluate import pooled_gain
 from attnlimits.experiments.softmax_not_enough.unjudged import (
     corollary_b1,
@@ -91,41 +92,6 @@ def _slope(top: pd.Series, id_size: int) -> tuple[float, str]:
     return slope, f"; slope over n = {n0:,} → {n1:,}: {slope:.2f}"
 
 
-def _three(mean: Any, low: Any, high: Any) -> str:
-    return f"{float(mean):.3f} [{float(low):.3f}, {float(high):.3f}]"
-
-
-def _entropy_steps(sets: pd.DataFrame, id_size: int) -> tuple[str, list[float]]:
-    """(1.b)'s statistic: the softmax arm's normalised entropy per profile size from the
-    largest training size on (mean over seeds and sets, its seeds × sets interval,
-    :func:`attnlimits.claims.statistics.paired_seeds_questions`), and each step to the next
-    size with its interval (the two standard errors in quadrature, normal quantile): the
-    text and the steps' low ends."""
-    soft = sets[sets["norm"] == "softmax"]
-    sizes = sorted(int(n) for n in soft["size"].unique())
-    inside = [n for n in sizes if n <= id_size]
-    sizes = inside[-1:] + [n for n in sizes if n > id_size]
-    means, ses, cells = [], [], []
-    for n in sizes:
-        grid = soft[soft["size"] == n].pivot(index="seed", columns="set", values="entropy")
-        r = paired_seeds_questions(grid.to_numpy(float))
-        means.append(float(r.estimate))
-        ses.append(float(r.se))
-        cells.append(f"n={n:,}: {_three(r.estimate, r.low, r.high)}")
-    lows, steps = [], []
-    for k in range(len(sizes) - 1):
-        d = difference_interval(means[k + 1] - means[k], math.hypot(ses[k], ses[k + 1]))
-        lows.append(float(d.low))
-        steps.append(f"{sizes[k]:,} → {sizes[k + 1]:,}: {_three(d.estimate, d.low, d.high)}")
-    text = (
-        "softmax's normalised entropy H/log n (mean [95 %] over seeds and sets): "
-        + ", ".join(cells)
-        + "; steps: "
-        + ", ".join(steps)
-    )
-    return text, lows
-
-
 def disperse(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]:
     """Finding (1), §2's two observations on the attention profile: (1.a) sharp at the training
     sizes, (1.b) then falling towards uniform (its own statistic: the slope of α_max against n,
@@ -162,7 +128,7 @@ def disperse(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]:
             NA,
         )
     else:
-        shown_h, lows = _entropy_steps(sets, id_size)
+        shown_h, lows = entropy_steps(sets, id_size)
         uniform_row = uniform.judged(
             f"{shown_h}; {reading}", rules.entropy_rises.text(), rules.entropy_rises(lows)
         )
