@@ -79,9 +79,11 @@ def test_claims_follow_the_numbers():
     three = good["claim"].str.startswith("(3) ")
     assert good.loc[three, "verdict"].tolist() == ["partly"]
     assert "left out: (3.c) n/a" in good.loc[three, "measured"].iloc[0]
-    # round 4's point 19 on accuracies flat at 50 %: no stable baseline, no fall anywhere
-    flat_acc = good["claim"].str.match(r"\((1\.d|2\.h)\)|dispersion induces")
-    assert (good.loc[flat_acc, "verdict"] == "not reproduced").all() and flat_acc.sum() == 3
+    # round 4's point 19 on accuracies flat at 50 %: no stable baseline; round 5's point 8:
+    # Corollary B.1 on argmax − softmax (−10 points here: no errors beyond the argmax's), (2.h)
+    # on adaptive's entropy (rising here: reproduced)
+    flat_acc = good["claim"].str.match(r"\(1\.d\)|dispersion induces")
+    assert (good.loc[flat_acc, "verdict"] == "not reproduced").all() and flat_acc.sum() == 2
     assert (good.loc[~appf & ~unjudged & ~flat_acc & ~three, "verdict"] == "reproduced").all()
     assert (good.loc[appf | unjudged, "verdict"] == "n/a").all() and appf.sum() == 2
     assert unjudged.sum() == 6
@@ -96,6 +98,7 @@ def test_claims_follow_the_numbers():
     # temperature zero better than softmax: §3's (4) not reproduced
     up = claims(_tables(0.1, argmax_gain=0.1), meta).set_index("claim")["verdict"]
     assert up.filter(like="temperature zero").tolist() == ["not reproduced"] * 2
+    assert up.filter(like="Corollary B.1").tolist() == ["reproduced"]  # softmax below argmax
     bad = claims(_tables(-0.1, spread_over=True), meta).set_index("claim")["verdict"]
     assert bad.filter(like="larger inputs").tolist() == ["not reproduced"] * 2
     assert bad.filter(like="Prop. 3.1").tolist() == ["not reproduced"]

@@ -86,6 +86,22 @@ def test_degrades(low, high, verdict):
     assert rules.degrades(low, high) == verdict
 
 
+@pytest.mark.parametrize(
+    ("low", "high", "verdict"),
+    [
+        (0.01, 0.2, REPRODUCED),  # argmax above softmax: softmax errs beyond its top logit
+        (-0.2, -0.01, NOT),  # softmax above argmax
+        (-0.1, 0.1, PARTLY),
+        (0.0, 0.1, PARTLY),  # touching 0 is not wholly above it
+        (math.nan, 0.1, NA),
+    ],
+)
+def test_dispersion_errors(low, high, verdict):
+    """Corollary B.1 since round 5's point 8: the interval of argmax − softmax above 0."""
+    assert rules.dispersion_errors(low, high) == verdict
+    assert "never disperses" in rules.dispersion_errors.text()
+
+
 def test_entropy_rises():
     """(1.b) since referee point 10: each step's interval low end above 0 counts a rise."""
     assert rules.entropy_rises([0.1, 0.2, 0.01]) == REPRODUCED

@@ -4,10 +4,13 @@ each on a made-up summary with a known answer."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+import pytest
 
-from attnlimits.claims import CHECK, NA, NOT, REPRODUCED, SUPPORTING
+from attnlimits.claims import CHECK, NA, NOT, PARTLY, REPRODUCED, SUPPORTING
 from attnlimits.experiments.softmax_not_enough.findings import claims
+from attnlimits.experiments.softmax_not_enough.uncertainty import pack_hits
 from attnlimits.experiments.softmax_not_enough.unjudged import (
     corollary_b1,
     escapes,
@@ -40,17 +43,69 @@ def test_stable_baseline_reads_the_training_sizes_interval():
     assert stable_baseline(_summary({"softmax": {32: (1.0, 1.0, 1.0)}}), 16)["verdict"] == NA
 
 
-def test_adaptive_and_softmax_falling_out_of_distribution():
-    tables = _summary({"softmax": FALLS, "adaptive": FLAT})
-    b1 = corollary_b1(tables, 16)
-    assert b1["verdict"] == REPRODUCED and b1["role"] == CHECK
-    assert "n = 16,384: 18.0 [7.0, 29.0]" in b1["measured"]
-    held = escapes(tables, 16)  # adaptive stays at 99 %: it escapes
-    assert held["verdict"] == NOT and held["claim"].startswith("(2.h)")
-    assert escapes(_summary({"adaptive": FALLS}), 16)["verdict"] == REPRODUCED
-    assert escapes(_summary({"adaptive": {16: FALLS[16]}}), 16)["verdict"] == NA
+def _entropies(arm: dict[int, float], seeds: int = 4, sets: int = 8) -> pd.DataFrame:
+    """A set_attention table whose adaptive entropy at size n is ``arm[n]`` plus a small
+    per-(seed, set) wobble."""
+    rng = np.random.default_rng(0)
+    rows = [
+        {"norm": "adaptive", "seed": s, "size": n, "set": k, "entropy": h + 0.01 * rng.random()}
+        for n, h in arm.items()
+        for s in range(seeds)
+        for k in range(sets)
+    ]
+    return pd.DataFrame(rows)
+
+
+def _argmax(diff: float, sizes=(16, 64, 256), seeds: int = 4, sets: int = 400) -> pd.DataFrame:
+    """An argmax_accuracy table: softmax hits at rate 0.6, argmax at 0.6 + ``diff``."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for n in sizes:
+        for norm, p in (("softmax", 0.6), ("argmax", 0.6 + diff)):
+            for s in range(seeds):
+                hits = rng.random(sets) < p
+                hit = {"accuracy": hits.mean(), "hits": pack_hits(hits)[0]}
+                rows.append({"norm": norm, "seed": s, "size": n, "n_sets": sets} | hit)
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    ("entropy", "verdict"),
+    [
+        ({16: 0.05, 128: 0.15, 1024: 0.28, 8192: 0.44}, REPRODUCED),  # disperses at every step
+        ({16: 0.05, 128: 0.15, 1024: 0.15}, PARTLY),  # then stops
+        ({16: 0.3, 128: 0.3, 1024: 0.2}, NOT),  # adaptive stays sharp: it escapes
+    ],
+)
+def test_escapes_is_judged_on_adaptive_dispersing(entropy, verdict):
+    """Round 5's point 8: (2.h) on the theory's conclusion, adaptive's entropy rising at every
+    step (as (1.b) on softmax's); its accuracy, flat here, is a reading and does not decide."""
+    tables = _summary({"adaptive": FLAT}) | {"set_attention": _entropies(entropy)}
+    row = escapes(tables, 16)
+    assert row["verdict"] == verdict and row["claim"].startswith("(2.h)")
+    assert "adaptive's normalised entropy" in row["measured"]
+    assert "not reproduced by the accuracy-falls rule" in row["measured"]
+
+
+def test_escapes_without_adaptive_entropy_is_na():
+    assert escapes(_summary({"adaptive": FALLS}), 16)["verdict"] == NA
+    softmax_only = _entropies({16: 0.1, 128: 0.4}).assign(norm="softmax")
+    assert escapes({"set_attention": softmax_only}, 16)["verdict"] == NA
     # a table set without the summary (e.g. the argmax arm's claims alone): n/a, no KeyError
     assert escapes({}, 16)["verdict"] == NA and stable_baseline({}, 16)["verdict"] == NA
+
+
+@pytest.mark.parametrize(("diff", "verdict"), [(0.2, REPRODUCED), (-0.2, NOT), (0.0, PARTLY)])
+def test_corollary_b1_is_judged_on_the_softmax_argmax_gap(diff, verdict):
+    """Round 5's point 8: "due to the dispersion effect" read as softmax erring beyond the
+    errors of its own largest logit (argmax above softmax); the accuracy's fall, which the
+    argmax shows too, is a reading beside it."""
+    tables = _summary({"softmax": FALLS}) | {"argmax_accuracy": _argmax(diff)}
+    b1 = corollary_b1(tables, 16)
+    assert b1["verdict"] == verdict and b1["role"] == CHECK
+    assert "argmax − softmax over n = 64…256 (2 sizes)" in b1["measured"]
+    assert "n = 16,384: 18.0 [7.0, 29.0], reproduced by the accuracy-falls rule" in b1["measured"]
+    assert corollary_b1(_summary({"softmax": FALLS}), 16)["verdict"] == NA
 
 
 def test_gemma_spreads_are_na_and_every_row_has_its_place():

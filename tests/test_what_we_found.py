@@ -253,6 +253,65 @@ def test_argmax_sentence_names_the_sizes_where_temperature_zero_beats_adaptive()
     assert what_we_found.argmax_sentence(sizes, lower) == ""
 
 
+def test_argmax_sentence_lists_only_sizes_whose_paired_interval_excludes_zero():
+    """The round-5 referee's point 15: with argmax.csv's paired argmax − adaptive outcome, only
+    the sizes where its interval lies above 0 are named; the others are said to hold 0, or to
+    lie below it, however the point estimates fall."""
+    sizes = pd.DataFrame(
+        {
+            "size": ["32", "128", "2048", "16384"],
+            "adaptive (%)": [
+                "99.5 [99.1, 99.9]",
+                "97.3 [96.7, 97.9]",
+                "52.6 [47.3, 57.8]",
+                "22.8 [10.6, 35.1]",
+            ],
+        }
+    )
+    argmax = pd.DataFrame(
+        {
+            "size": ["32", "128", "2048", "16384"],
+            "argmax (%)": [
+                "99.7 [99.5, 99.9]",
+                "96.1 [95.5, 96.6]",
+                "73.4 [68.0, 78.8]",
+                "35.3 [26.7, 43.9]",
+            ],
+            "argmax − adaptive (pts)": [
+                "0.2 [-0.1, 0.5]",
+                "-1.2 [-1.9, -0.4]",
+                "20.8 [14.4, 27.2]",
+                "12.5 [-1.5, 26.5]",
+            ],
+            "argmax vs adaptive": ["inconclusive", "worse", "better", "inconclusive"],
+        }
+    )
+    said = what_we_found.argmax_sentence(sizes, argmax)
+    assert "above adaptive temperature at 2,048 (by the paired 95 % interval" in said
+    assert "at 32, 16,384 it holds 0; below 0 at 128" in said
+    assert "73.4 against 52.6 % at n = 2,048 (20.8 [14.4, 27.2] points)" in said
+    assert "16,384 (" not in said and "not a paired test" not in said
+    none = argmax.assign(**{"argmax vs adaptive": "inconclusive"})
+    assert what_we_found.argmax_sentence(sizes, none) == ""
+
+
+def test_a_verdict_waiting_for_a_run_is_marked():
+    """The round-5 referee's point 19: a finding with a headline n/a because its run was not
+    made reads "VERDICT (a robustness run not yet made: (ID))"; any other n/a leaves it."""
+    claims = pd.DataFrame(
+        {
+            "claim": ["(3) g", "(3.a) h", "(3.c) second λ", "(1) f", "(1.c) Gemma"],
+            "role": ["finding", "headline", "headline", "finding", "headline"],
+            "verdict": ["partly", "reproduced", "", "reproduced", ""],
+            "measured": ["", "", "not run: one λ", "", "the run has no table"],
+        }
+    )
+    said = what_we_found.awaiting(claims, "(3) g", "partly")
+    assert said == "partly (a robustness run not yet made: (3.c))"
+    assert what_we_found.awaiting(claims, "(1) f", "reproduced") == "reproduced"
+    assert what_we_found.awaiting(claims.drop(columns="measured"), "(3) g", "partly") == "partly"
+
+
 def test_finding_3_carries_its_note_when_it_is_shown():
     """The round-4 referee's point 10: the README says what finding (3) rests on."""
     assert "λ = 1e-3" in what_we_found.NOTE_3
@@ -271,6 +330,57 @@ def test_app_f_driver_names_the_grid_floor_and_its_outcome_at_the_longest_run():
     said = what_we_found.app_f_driver(verdicts)
     assert "*partly supported*" in said and "20,000 steps" in said and "lost" in said
     assert what_we_found.app_f_driver(verdicts.iloc[2:]) == ""
+
+
+def _floors(steps: int, match_h4_at: float | None) -> pd.DataFrame:
+    """floors.csv rows at two floors: every interval misses the published β(H), except H = 4's
+    at the floor ``match_h4_at``."""
+    rows = []
+    for f in (0.2, 0.4):
+        row = {
+            "floor": f,
+            "cap": 1 / f,
+            "steps": steps,
+            "rise_low": 0.9,
+            "rise_high": 1.05,
+            "rise_matches": False,
+            "fit_H1": 2.0 + f,
+            "fit_H4": 1 / f,
+        }
+        for h, b in ((1, 1.27), (2, 2.099), (4, 2.389)):
+            hit = h == 4 and f == match_h4_at
+            row[f"low_H{h}"], row[f"high_H{h}"] = (b - 0.05, b + 0.05) if hit else (b + 1, b + 2)
+        rows.append(row)
+    return pd.DataFrame(rows).astype(str)
+
+
+def test_app_f_driver_says_what_the_floor_explanation_rests_on():
+    """The round-5 referee's point 7: from floors.csv and the published β(H), the matching
+    (floor, H) of all, the cap that makes a match near-automatic, and what fails (the rise,
+    H = 1, the shortest run)."""
+    verdicts = pd.DataFrame(
+        {
+            "steps": ["5000", "20000"],
+            "explanation": ["(G) grid floor 0.20 … 0.50"] * 2,
+            "verdict": ["not supported", "partly supported"],
+        }
+    )
+    beta = pd.DataFrame(
+        {
+            "fit": ["paper", "refit"],
+            "β(H=1)": ["1.27", "3"],
+            "β(H=2)": ["2.099", "8"],
+            "β(H=4)": ["2.389", "20"],
+        }
+    )
+    floors = pd.concat([_floors(5000, None), _floors(20000, 0.4)])
+    said = what_we_found.app_f_driver(verdicts, floors, beta)
+    assert "*partly supported*" in said and "on 1 (floor, H) of 6: floor 0.40 at H = 4" in said
+    assert "[2.34, 2.44] holds the published 2.39" in said and "caps β* at 1/f (2.5–5.0" in said
+    assert "reproduces the plateau's height only, by its cap" in said
+    assert "no floor's rise fit(4)/fit(2) holds the published 1.14" in said
+    assert "no floor's H = 1 interval holds the published 1.27 (fits 2.20–2.40)" in said
+    assert "at 5,000 steps (G) is *not supported* (no (floor, H) of 6 matching)" in said
 
 
 def test_summary_line_counts_the_cells_and_says_what_the_exact_e_ones_rest_on():

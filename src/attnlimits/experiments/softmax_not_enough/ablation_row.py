@@ -60,7 +60,10 @@ def wrong_top_by_length(sensitivity: pd.DataFrame, steps_loss: pd.DataFrame) -> 
         "final logit spread, Prop. 3.1's proxy for their size, grows with the steps); on App. "
         "F's sets (the same at every length, ten seeds pooled), the share where the max item "
         "lacks the top logit, longest length over shortest; from the steps ablation's committed "
-        "tables (appf_sensitivity/sensitivity.csv, steps_loss.csv), not from the run above",
+        "tables (appf_sensitivity/sensitivity.csv, steps_loss.csv), not from the run above: "
+        "its 20,000-step models are the ablation's own, the default configuration trained "
+        "again, not the run's (whose App. F points, points.csv, fit_sizes.csv and fit_fits.csv, "
+        "are a few more or fewer: float rounding differs between trainings)",
     )
     rule = rules.wrong_top_with_training
     grid = sensitivity[sensitivity["grid"].astype(str) == DEFAULT_GRID]

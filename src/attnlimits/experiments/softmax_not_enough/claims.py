@@ -32,6 +32,7 @@ __all__ = [
     "Q_STABLE",
     "Q_TABLE1",
     "Q_WRONG_TOP",
+    "Q_ZERO_OPTIMAL",
     "held_out_refits",
     "interval",
     "size_table",
@@ -88,7 +89,14 @@ Q_NORMS = (
     "and parameter matrices (in spite of our weight decay loss)"
 )
 Q_LEMMA = "Lemma 2.1 (softmax must disperse)."
-Q_ZERO = "Setting temperature to zero will then degrade accuracy"
+#: §3's sentence in its context (the round-5 referee's point 2): "then" follows the clause on
+#: the incorrect item getting the largest logit, so the sentence is conditional.
+Q_ZERO = (
+    "forcing large parameters promotes overfitting, and the likelihood that the incorrect item "
+    "gets the largest logit—see Figure 2. Setting temperature to zero will then degrade accuracy"
+)
+#: App. F on the sets where the max item already has the largest logit: θ = 0 is best there.
+Q_ZERO_OPTIMAL = "In such cases it is easy to see the “optimal” temperature is zero"
 #: Statements with no test of their own until referee point 19 (their rows: :mod:`.findings`).
 Q_GEMMA = (
     "we visualise the entropy (a proxy for sharpness) of Gemma 2B (Gemma Team et al., 2024)’s "
@@ -128,6 +136,7 @@ QUOTES = (
     Q_ENTROPY,
     Q_SPREAD,
     Q_ZERO,
+    Q_ZERO_OPTIMAL,
     Q_GEMMA,
     Q_TABLE1,
     Q_WRONG_TOP,

@@ -161,7 +161,7 @@ def extract(folder: Path, date: str | None = None) -> Data:
         "sizes": size_table(summary, id_size),
     }
     if TABLE in tables:  # the argmax arm (§3's temperature zero), inference only
-        data["argmax"] = argmax_table(tables[TABLE])
+        data["argmax"] = argmax_table(tables[TABLE], tables.get("accuracy"))
     folds = tables.get("temperature_fit_folds")
     if folds is not None and "accuracy" in tables:
         data["held_out"] = held_out_refits(tables["accuracy"], folds, id_size)

@@ -30,7 +30,7 @@ from attnlimits.claims import (
     finding,
     finite,
 )
-from attnlimits.claims.statistics import difference_interval, paired_seeds_questions
+from attnlimits.claims.statistics import difference_interval
 from attnlimits.experiments.softmax_not_enough import rules
 from attnlimits.experiments.softmax_not_enough.appf_match import appf_rows
 from attnlimits.experiments.softmax_not_enough.argmax_arm import OUTCOME, TABLE, argmax_table
@@ -46,8 +46,10 @@ from attnlimits.experiments.softmax_not_enough.claims import (
     Q_SPREAD,
     Q_UNIFORM,
     Q_ZERO,
+    Q_ZERO_OPTIMAL,
     interval,
 )
+from attnlimits.experiments.softmax_not_enough.entropy_steps import entropy_steps
 from attnlimits.experiments.softmax_not_enough.evaluate import pooled_gain
 from attnlimits.experiments.softmax_not_enough.unjudged import (
     corollary_b1,
@@ -90,41 +92,6 @@ def _slope(top: pd.Series, id_size: int) -> tuple[float, str]:
     return slope, f"; slope over n = {n0:,} → {n1:,}: {slope:.2f}"
 
 
-def _three(mean: Any, low: Any, high: Any) -> str:
-    return f"{float(mean):.3f} [{float(low):.3f}, {float(high):.3f}]"
-
-
-def _entropy_steps(sets: pd.DataFrame, id_size: int) -> tuple[str, list[float]]:
-    """(1.b)'s statistic: the softmax arm's normalised entropy per profile size from the
-    largest training size on (mean over seeds and sets, its seeds × sets interval,
-    :func:`attnlimits.claims.statistics.paired_seeds_questions`), and each step to the next
-    size with its interval (the two standard errors in quadrature, normal quantile): the
-    text and the steps' low ends."""
-    soft = sets[sets["norm"] == "softmax"]
-    sizes = sorted(int(n) for n in soft["size"].unique())
-    inside = [n for n in sizes if n <= id_size]
-    sizes = inside[-1:] + [n for n in sizes if n > id_size]
-    means, ses, cells = [], [], []
-    for n in sizes:
-        grid = soft[soft["size"] == n].pivot(index="seed", columns="set", values="entropy")
-        r = paired_seeds_questions(grid.to_numpy(float))
-        means.append(float(r.estimate))
-        ses.append(float(r.se))
-        cells.append(f"n={n:,}: {_three(r.estimate, r.low, r.high)}")
-    lows, steps = [], []
-    for k in range(len(sizes) - 1):
-        d = difference_interval(means[k + 1] - means[k], math.hypot(ses[k], ses[k + 1]))
-        lows.append(float(d.low))
-        steps.append(f"{sizes[k]:,} → {sizes[k + 1]:,}: {_three(d.estimate, d.low, d.high)}")
-    text = (
-        "softmax's normalised entropy H/log n (mean [95 %] over seeds and sets): "
-        + ", ".join(cells)
-        + "; steps: "
-        + ", ".join(steps)
-    )
-    return text, lows
-
-
 def disperse(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]:
     """Finding (1), §2's two observations on the attention profile: (1.a) sharp at the training
     sizes, (1.b) then falling towards uniform (its own statistic: the slope of α_max against n,
@@ -161,7 +128,7 @@ def disperse(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]:
             NA,
         )
     else:
-        shown_h, lows = _entropy_steps(sets, id_size)
+        shown_h, lows = entropy_steps(sets, id_size)
         uniform_row = uniform.judged(
             f"{shown_h}; {reading}", rules.entropy_rises.text(), rules.entropy_rises(lows)
         )
@@ -294,21 +261,28 @@ def _ratio_interval(g: pd.DataFrame) -> tuple[float, float, float, int]:
 
 
 def degrade(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]:
-    """Finding (4), §3's "Setting temperature to zero will then degrade accuracy": the trained
-    softmax models with a hard argmax at inference (:mod:`.argmax_arm`) against softmax on the
-    same seeds and sets, pooled over the sizes above the training range, each size beside it
-    (not deciding); adaptive's accuracy from the main evaluation shown for comparison."""
+    """Finding (4), one of our own tests (the round-5 referee's point 2): §3's "Setting
+    temperature to zero will then degrade accuracy" read unconditionally, which the paper does
+    not claim (the sentence follows the clause on the incorrect item getting the largest logit,
+    and App. F holds θ = 0 optimal where the max item has it). The trained softmax models with
+    a hard argmax at inference (:mod:`.argmax_arm`) against softmax on the same seeds and sets,
+    pooled over the sizes above the training range, each size beside it (not deciding);
+    adaptive's accuracy from the main evaluation shown for comparison."""
     head = Statement(
-        "(4.a) temperature zero (a hard argmax, inference only) degrades accuracy (§3)",
+        "(4.a) our test: temperature zero (a hard argmax, inference only) degrades accuracy on "
+        "every set, our unconditional reading of §3",
         HEADLINE,
         Q_ZERO,
-        "ours: the trained softmax models with all attention on the largest logit (top-1, "
-        "ties broken by torch.topk), against softmax on the same seeds and test sets, every "
-        "size above the training range pooled (each size once): the unconditional reading. "
-        "The other reading, conditional on the sets where a wrong item has the largest logit "
-        "(§3's preceding clause), makes argmax wrong there by construction, so it is not "
-        "judged. The rule was written after a timing trial of the argmax arm had printed "
-        "n = 16 and 1,024 (set after earlier runs were public)",
+        "ours, not the paper's claim: §3's sentence is conditional, its 'then' following the "
+        "clause on the incorrect item getting the largest logit, and App. F says of the sets "
+        f"where the max item has the largest logit: '{Q_ZERO_OPTIMAL}'. The paper itself holds "
+        "temperature zero best wherever the max item leads, so this row tests our "
+        "unconditional reading: the trained softmax models with all attention on the largest "
+        "logit (top-1, ties broken by torch.topk), against softmax on the same seeds and test "
+        "sets, every size above the training range pooled (each size once). The conditional "
+        "reading makes argmax wrong on those sets by construction, so it is not judged. The "
+        "rule was written after a timing trial of the argmax arm had printed n = 16 and 1,024 "
+        "(set after earlier runs were public)",
     )
     acc = tables.get(TABLE)
     sizes = [] if acc is None else sorted(int(n) for n in acc["size"].unique() if n > id_size)
@@ -341,7 +315,12 @@ def degrade(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]:
             f"{float(acc['agree'].min()):.2%} (the lowest size's share)"
         )
         rows = [head.judged(measured, rules.degrades.text(), rules.degrades(low, high))]
-    return finding(Statement("(4) temperature zero degrades accuracy (§3)", FINDING, Q_ZERO), rows)
+    found = Statement(
+        "(4) our test: temperature zero degrades accuracy, our unconditional reading of §3",
+        FINDING,
+        Q_ZERO,
+    )
+    return finding(found, rows)
 
 
 def weights(

@@ -12,6 +12,7 @@ import pandas as pd
 
 from attnlimits.claims import CHECK, NA, SUPPORTING, Graded, Statement
 from attnlimits.experiments.softmax_not_enough import rules
+from attnlimits.experiments.softmax_not_enough.argmax_arm import TABLE
 from attnlimits.experiments.softmax_not_enough.claims import (
     PER_SIZE,
     Q_COROLLARY,
@@ -24,6 +25,8 @@ from attnlimits.experiments.softmax_not_enough.claims import (
     interval,
     size_table,
 )
+from attnlimits.experiments.softmax_not_enough.entropy_steps import entropy_steps
+from attnlimits.experiments.softmax_not_enough.evaluate import pooled_gain
 
 __all__ = [
     "corollary_b1",
@@ -173,16 +176,34 @@ def stable_baseline(tables: Mapping[str, pd.DataFrame], id_size: int) -> Row:
 
 def escapes(tables: Mapping[str, pd.DataFrame], id_size: int) -> Row:
     """(2.h) §5's "adaptive temperature is merely an ad-hoc method and it does not escape the
-    conclusions of our theory" (round 4, point 19): adaptive's own accuracy falls out of
-    distribution (:data:`.rules.accuracy_falls`)."""
-    said, verdict = _falls(tables, "adaptive", id_size)
-    return Statement(
-        "(2.h) §5: adaptive temperature does not escape the theory: its accuracy falls too",
+    conclusions of our theory" (round 4, point 19): since the round-5 referee's point 8 judged
+    on the theory's conclusion itself, the adaptive arm's attention dispersing
+    (:data:`.rules.entropy_rises` on its normalised entropy, as (1.b) on softmax's); its
+    accuracy falling (:data:`.rules.accuracy_falls`, the former statistic, which the hard
+    argmax meets too) is shown beside it, not deciding."""
+    falls, fell = _falls(tables, "adaptive", id_size)
+    beside = f"; reading (not deciding): {falls}, {fell} by the accuracy-falls rule"
+    statement = Statement(
+        "(2.h) §5: adaptive temperature does not escape the theory: its attention disperses too",
         SUPPORTING,
         Q_ESCAPE,
-        "ours: 'does not escape the conclusions of our theory' read as adaptive's accuracy, "
-        "too, falling from the training size to the largest test size",
-    ).judged(said, rules.accuracy_falls.text(), verdict)
+        "ours: 'the conclusions of our theory' read as dispersion (Thm 2.2): adaptive's "
+        "normalised entropy H/log n (1 = uniform), mean over seeds and the profile's sets, "
+        "rising at each larger size from the training size on, as (1.b) reads softmax's; "
+        "its accuracy falling is not the test, since the hard argmax, which never disperses, "
+        "falls too",
+    )
+    sets = tables.get("set_attention")
+    if sets is None or "entropy" not in sets or not (sets["norm"] == "adaptive").any():
+        return statement.judged(
+            "the run's set_attention table has no adaptive entropy (a run before it was "
+            "added): python -m attnlimits.experiments.softmax_not_enough.add_tables RUN adds "
+            "it" + beside,
+            rules.entropy_rises.text(),
+            NA,
+        )
+    said, lows = entropy_steps(sets, id_size, "adaptive")
+    return statement.judged(said + beside, rules.entropy_rises.text(), rules.entropy_rises(lows))
 
 
 def gemma_spreads() -> Row:
@@ -203,12 +224,33 @@ def gemma_spreads() -> Row:
 
 def corollary_b1(tables: Mapping[str, pd.DataFrame], id_size: int) -> Row:
     """App. B's Corollary B.1 as a check (round 4, point 19): the softmax arm makes errors
-    beyond some number of items, its accuracy falling out of distribution."""
-    said, verdict = _falls(tables, "softmax", id_size)
-    return Statement(
+    beyond some number of items "due to the dispersion effect"; since the round-5 referee's
+    point 8 judged on those errors being dispersion's, softmax below the hard argmax of the
+    same models (:data:`.rules.dispersion_errors`), its accuracy falling shown beside it."""
+    falls, fell = _falls(tables, "softmax", id_size)
+    statement = Statement(
         "dispersion induces prediction errors beyond some number of items (Corollary B.1)",
         CHECK,
         Q_COROLLARY,
-        "a theorem (App. B); ours: the softmax arm's accuracy at the largest test size "
-        "against the largest training size",
-    ).judged(said, rules.accuracy_falls.text(), verdict)
+        "a theorem (App. B); ours: 'due to the dispersion effect' read as errors beyond those "
+        "of the largest logit: the same softmax models with a hard argmax (which never "
+        "disperses) against softmax, the sizes above the training range pooled",
+    )
+    acc = tables.get(TABLE)
+    sizes = [] if acc is None else sorted(int(n) for n in acc["size"].unique() if n > id_size)
+    beside = f"; reading (not deciding): {falls}, {fell} by the accuracy-falls rule"
+    if acc is None or not sizes:
+        return statement.judged(
+            "the run has no argmax_accuracy table (a run before it was added): "
+            "python -m attnlimits.experiments.softmax_not_enough.add_tables RUN adds it" + beside,
+            rules.dispersion_errors.text(),
+            NA,
+        )
+    diff, low, high = pooled_gain(acc, sizes, other="argmax", baseline="softmax")
+    said = (
+        f"argmax − softmax over n = {sizes[0]:,}…{sizes[-1]:,} ({len(sizes)} sizes): "
+        f"{interval(diff, low, high)} points" + beside
+    )
+    return statement.judged(
+        said, rules.dispersion_errors.text(), rules.dispersion_errors(low, high)
+    )
