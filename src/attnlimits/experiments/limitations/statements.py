@@ -230,7 +230,9 @@ S: dict[str, Statement] = {
             "1/T is the derivative's trend, and g approximates the derivative only while ε < T "
             "(at ε ≥ T the change saturates, ‖Δα‖₂ ≤ √2, so g ≤ √2/ε is flat in T); an ε with "
             "fewer than MIN_T such T is not testable (ε = 0.1 and 10 on the default grid); a "
-            "curve that rises as T falls, slower than 1/T, is partly",
+            "curve that rises as T falls, slower than 1/T (a slope in (ONE_OVER_T_HI, RISES], "
+            "read so in (v.f) too), is partly; read as saturating instead, the alternative "
+            "'a slope in (…] saturates', (v.a) has no partly rung",
         ),
         Statement(
             "(v.b) smaller ε gives larger values (T < 0.1)",
@@ -279,8 +281,10 @@ S: dict[str, Statement] = {
             "temperature",
             "Fig. 4's curve (max over heads and ε of g, the paper's 'empirical Jacobian norm'): "
             "its log-log slope over 0.1 ≤ T ≤ 1 near −1 (tracks; over T ≥ 1 g falls as 1/T "
-            "for any softmax, the check (v.h)) and over the grid's lowest decade of T flatter "
-            "than 1/T (saturates, as the bound's √2 cap does)",
+            "for any softmax, the check (v.h)) and over the grid's lowest decade of T with no "
+            "visible rise, above RISES (saturates: a level, as the bound's √2 cap is and as "
+            "Fig. 3's 'saturates' 'quickly plateaus'; a slope in (ONE_OVER_T_HI, RISES] rises, "
+            "slower than 1/T, as (v.a) reads it)",
         ),
         Statement(
             "(v.g) lowering T below 0.1 increases Jacobian norms",
