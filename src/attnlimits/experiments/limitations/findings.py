@@ -37,6 +37,7 @@ __all__ = [
     "e_cols",
     "judged_row",
     "plateau_change",
+    "saturating_reading",
     "slope_bounds",
     "slopes_in_l",
 ]
@@ -484,7 +485,18 @@ def _drop(top: pd.DataFrame, t_from: float, t_to: float) -> float:
     return float((top.loc[t_from, below] / top.loc[t_to, below]).min())
 
 
-def claim_v(alg5: pd.DataFrame, eps: str = "all", statistic: str = "sensitivity") -> list[Row]:
+def saturating_reading() -> str:
+    """The label of (v)'s alternative reading of its slopes (the round-5 referee's point 1), as
+    the claims table's ``alternatives`` column and the README's summary line print it."""
+    return f"a slope in ({rules.ONE_OVER_T_HI}, {rules.RISES}] saturates"
+
+
+def claim_v(
+    alg5: pd.DataFrame,
+    eps: str = "all",
+    statistic: str = "sensitivity",
+    saturating: bool = False,
+) -> list[Row]:
     """(v) for T < 0.1 the curves follow 1/T (the headline); smaller ε gives larger values; for
     T ≥ 1 they collapse and drop by about two orders of magnitude (each as written; "1/T" and
     "two orders" contradict, docs/errata.md); GPT-2 operates close to the limit at T < 0.1, the
@@ -494,7 +506,11 @@ def claim_v(alg5: pd.DataFrame, eps: str = "all", statistic: str = "sensitivity"
     ``eps``: every ε of the run, or ``"smallest"`` (where δ approximates the derivative).
     "Drop by two orders" is judged from T = 0.01 to T = 1 (reading (b)); across T ≥ 1 (reading
     (c)) g falls as 1/T for any softmax, shown in the check (v.h) and not judged; each factor
-    over the ε below the lower T only."""
+    over the ε below the lower T only. ``saturating``: the alternative reading of a slope in
+    (ONE_OVER_T_HI, RISES] as saturating, not as rising slower than 1/T, in both (v.a) and
+    (v.f) (:data:`.rules.one_over_t_saturating`, :data:`.rules.tracks_law_saturating`)."""
+    follows = rules.one_over_t_saturating if saturating else rules.one_over_t
+    tracks = rules.tracks_law_saturating if saturating else rules.tracks_law
     how = "max" if statistic == "sensitivity_row_max" else "mean"
     ph = alg5.groupby(["eps", "T", "layer", "head"])[statistic].agg(how)
     top = ph.groupby(["eps", "T"]).max().unstack("eps")  # rows T, columns ε ascending
@@ -573,7 +589,7 @@ def claim_v(alg5: pd.DataFrame, eps: str = "all", statistic: str = "sensitivity"
         judged_row(
             "(v.a)",
             f"log-log slopes over T in (ε, 0.1): {slopes_txt}",
-            rules.one_over_t,
+            follows,
             slopes,
             untested=few_note if all(few) else "",
         ),
@@ -608,7 +624,7 @@ def claim_v(alg5: pd.DataFrame, eps: str = "all", statistic: str = "sensitivity"
             f"slope of max g over 0.1 ≤ T ≤ 1: {slope_hi:.2f} ({len(tracking)} T; over T ≥ 1 "
             f"1/T holds for any softmax: (v.h)); over T ≤ "
             f"{10 * envelope.index.min() if len(envelope) else math.nan:g}: {slope_lo:.2f}",
-            rules.tracks_law,
+            tracks,
             slope_hi,
             slope_lo,
         ),
