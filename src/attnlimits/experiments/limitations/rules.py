@@ -263,9 +263,10 @@ lower_loose = Graded(
 #: (at ε ≥ T, g ≤ √2/ε is capped, flat in T) at least DROP_ABOUT (partly from DROP_SOME: a drop,
 #: not of two orders). Rule change on the round-4 referee's point 3 (2026-11-28, after the
 #: round-3 run was public; direction: stricter): reading (c), across T ≥ 1, decided from the
-#: round-3 referee's point 5 and cannot fail (for T well above the logits' spread softmax is
-#: near uniform and its Jacobian falls as 1/T: any softmax drops about 100× from T = 1 to 100),
-#: so it is the check (v.h), judged by :data:`by_construction`.
+#: round-3 referee's point 5 and can hardly fail (the max over a model's heads picks, at each T,
+#: a head whose softmax is near uniform there, and its Jacobian falls as 1/T: that max drops
+#: about 100× from T = 1 to 100; one head alone need not, the round-5 referee's point 17), so
+#: it is the check (v.h), judged by :data:`by_construction`.
 drops = Graded(
     "drops",
     "smallest factor over ε < T, T = 0.01 to 1",
@@ -510,9 +511,9 @@ tracks_law = Rule(
     _tracks_law,
     lambda: (
         f"slope over 0.1 ≤ T ≤ 1 in [{ONE_OVER_T_LO}, {ONE_OVER_T_HI}] (tracks; over T ≥ 1 "
-        f"any softmax does) and over the lowest decade of T > {RISES} (saturates: no visible "
-        f"rise; in ({ONE_OVER_T_HI}, {RISES}] it rises, slower than 1/T): both: reproduced; "
-        "one: partly; none: not reproduced"
+        f"the max over heads does) and over the lowest decade of T > {RISES} (saturates: no "
+        f"visible rise; in ({ONE_OVER_T_HI}, {RISES}] it rises, slower than 1/T): both: "
+        "reproduced; one: partly; none: not reproduced"
     ),
     (ONE_OVER_T_LO, ONE_OVER_T_HI, RISES),
 )
@@ -564,9 +565,10 @@ d_collapses = Rule(
 )
 #: a statement no run of ours can test (no such model): n/a, with the reason in the row
 not_run = Rule("not_run", lambda: NA, lambda: "no run of ours has the numbers: n/a")
-#: a reading that cannot fail (true of any softmax, or by definition): a check, its numbers
-#: shown and never judged (n/a), the reason in the row's reading (the round-4 referee's points
-#: 3 and 6: a row that cannot fail is not evidence)
+#: a reading that cannot fail, or can hardly (by definition, or by the max over a model's
+#: heads, the round-5 referee's point 17): a check, its numbers shown and never judged (n/a),
+#: the reason in the row's reading (the round-4 referee's points 3 and 6: a row that cannot
+#: fail is not evidence)
 by_construction = Rule(
     "by_construction",
     lambda *_: NA,
