@@ -112,7 +112,10 @@ def alg5_table(
     eps: tuple[float, ...] = (1e-3, 0.1, 10.0),
 ):
     """g(T, ε) = k_ε·SCALE·(T/0.1)^slope below T = 0.1 (k_ε = 1 + order·i: smaller ε larger
-    for order < 0), flat from T = 0.002 down (it saturates in the lowest decade), equal curves
+    for order < 0), flat from T = 0.002 down; at ε > T (T < 0.1) flat at that top level (ε =
+    0.1; ∝ 1/ε above), as a finite difference whose step exceeds T is (g ≤ √2/ε), so that Fig. 4's
+    curve, the max over ε, saturates in the lowest decade (no visible rise: the round-5
+    referee's point 1) while ε = 10⁻³'s follows 1/T over (ε, 0.1); equal curves
     from T = 0.3 on (reversed in ε if ``order_above``), ``drop`` from T = 0.1 to T = 1 (so
     10·``drop`` from T = 0.01 on a 1/T curve; 10: 1/T throughout), as T^-``fall`` above T = 1
     (1: 100× from T = 1 to 100, reading (c)'s two orders). Four T lie in (10⁻³, 0.1),
@@ -123,7 +126,10 @@ def alg5_table(
             for i, e in enumerate(eps):
                 k = 1.0 + order * i
                 if t <= 0.1:
-                    g = k * SCALE * (max(t, 2e-3) / 0.1) ** slope
+                    shape = (max(t, 2e-3) / 0.1) ** slope
+                    if e > t:  # capped, flat in T, the cap ∝ 1/ε (ε = 0.1's: the top level)
+                        shape = (2e-3 / 0.1) ** slope * min(1.0, 0.1 / e)
+                    g = k * SCALE * shape
                 else:
                     base = SCALE / drop * (1.0 / t) ** (1 if t <= 1 else fall)
                     g = base * (1 + 0.01 * i if order_above else 1)

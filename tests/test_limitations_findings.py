@@ -48,7 +48,7 @@ def test_every_finding_reproduced_on_tables_built_to_the_papers_statements():
     assert (statements["verdict"] == R).all(), statements[statements["verdict"] != R]
     assert verdict(got, "Larger") == NA  # no run of ours has a larger variant
     assert verdict(got, "(v.b)") == NT  # the run's ε grid: no T < 0.1 has two ε below it
-    assert verdict(got, "(v.h)") == NA  # reading (c) of the drop: true of any softmax
+    assert verdict(got, "(v.h)") == NA  # reading (c) of the drop: near certain (max over heads)
     assert verdict(got, "(iv.d)") == NA  # the upper bound is ≥ e^(−1/4) whatever the tokens
     assert verdict(got, "(iv.f)") == N  # Theorem 2's upper bound fails at N = 1 (errata)
 
@@ -222,6 +222,22 @@ def test_v_a_judges_each_eps_where_it_is_below_t():
     for col in ("sensitivity", "sensitivity_row_max"):
         alg5.loc[at_eps, col] *= 0.01
     assert _sub_verdict(claim_v(alg5), "(v.a)") == R
+
+
+def test_v_c_shows_the_factor_from_each_t_below_0_1_and_v_h_per_head():
+    """The round-5 referee's points 16 and 17: (v.c) shows the factor to T = 1 from every
+    T < 0.1 of the grid (none where no ε is below T), the verdict still from T = 0.01; (v.h)
+    shows the per-head factor beside the max over heads."""
+    got = claim_v(alg5_table())
+    c = next(r for r in got if r["claim"].startswith("(v.c)"))
+    assert (
+        "from each T < 0.1 of the grid: T=0.001: no ε < T, T=0.002: 500×, T=0.005: 200×, "
+        "T=0.01: 100×, T=0.03: 33.3×" in c["measured"]
+    )
+    assert c["statistic"] == "100"  # from T = 0.01 (reading (b)) alone
+    h = next(r for r in got if r["claim"].startswith("(v.h)"))
+    assert "per head (ε = 0.001), the same factor: median 100×" in h["measured"]
+    assert "of 6 heads, under 32× for 0" in h["measured"]
 
 
 def test_v_collapse_is_the_curves_meeting_at_t_1_and_above():

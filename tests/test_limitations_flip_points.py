@@ -103,3 +103,27 @@ def test_na_is_a_verdict_the_scan_can_meet():
     case = _case(lambda: rules.small_residual([1.0], [10.0], [0.0]), (), R)
     x, then = flip_point(case, "EPS_SMALL")
     assert x == pytest.approx(0.1, rel=1e-4) and then == NA
+
+
+def test_tracks_law_flip_points_and_ties_name_the_first_column():
+    """(v.f)'s two slopes (the round-5 referee's point 1 made RISES its "saturates" limit):
+    SmolLM2's −0.06 over the lowest decade saturates until RISES passes it. Two columns with the
+    same numbers (point 13): the first in the claims table's order is named."""
+    text = (
+        "slope of max g over 0.1 ≤ T ≤ 1: -0.42 (3 T; over T ≥ 1 the max over heads falls as "
+        "1/T: (v.h)); over T ≤ 0.01: -0.06"
+    )
+    claims = pd.DataFrame(
+        {
+            "claim": ["(v.f) f", "(v.f) f"],
+            "model": ["m", "m"],
+            "x_source": ["values", "hidden"],
+            "verdict": [P, P],
+            "e_printed": ["—"] * 2,
+            "rule": [rules.tracks_law.text()] * 2,
+            "measured": [text, text],
+        }
+    )
+    empty = pd.DataFrame(columns=["model", "x_source", "e_form", "L", "critical_n"])
+    got = flip_points.table(claims, empty).set_index("threshold")
+    assert got.loc["`RISES`"].iloc[-1].startswith("-0.06 ((v.f) m, x = values: partly → not")

@@ -71,8 +71,8 @@ def test_v_a_an_eps_with_fewer_than_four_t_is_not_testable():
 def test_v_c_reading_b_decides_and_reading_c_is_a_check():
     """(v.c) "Once T ≥ 1 all curves collapse and drop by two orders": reading (b), from
     T = 0.01 to T = 1, decides (round-4 referee, point 3); reading (c), across T ≥ 1, falls as
-    1/T for any softmax and is the check (v.h), its numbers shown, never judged (n/a). Each
-    factor is the smallest over the ε below the lower T: at ε ≥ T, g ≤ √2/ε is capped."""
+    1/T for the max over heads and is the check (v.h), its numbers shown, never judged (n/a).
+    Each factor is the smallest over the ε below the lower T: at ε ≥ T, g ≤ √2/ε is capped."""
     got = claims(tables(), META)
     measured = row(got, "(v.c)")["measured"]
     assert "from T = 0.01 to T = 1: 100× (reading (b))" in measured
@@ -271,7 +271,7 @@ def _reshape_above(alg5: pd.DataFrame, curve) -> pd.DataFrame:
 
 
 def test_v_f_tracks_is_judged_over_0_1_to_1_only():
-    """(v.f) "tracks the theoretical 1/(4T) law": over T ≥ 1 g falls as 1/T for any softmax
+    """(v.f) "tracks the theoretical 1/(4T) law": over T ≥ 1 the max over heads of g falls as 1/T
     (the check (v.h)), so "tracks" is judged over 0.1 ≤ T ≤ 1 (round-4 referee, point 3). A
     curve flat to within T^-0.3 there, 1/T beyond, tracks nothing (partly: it still
     saturates); one on 1/T there and flat beyond tracks (reproduced)."""

@@ -419,3 +419,50 @@ def test_summary_line_counts_the_cells_and_says_what_the_exact_e_ones_rest_on():
         what_we_found.summary_line(stale)
     # the summary stands above the table when the table carries its rules
     assert what_we_found.limitations_block(claims).startswith("**In one line.**")
+    assert "other reading" not in line  # no alternatives column: no second count
+
+
+def test_summary_line_counts_again_under_the_other_reading_of_v_slopes():
+    """The round-5 referee's point 1: the count under (v)'s alternative reading of its slopes
+    (read from each finding's ``alternatives`` column), beside the headline's."""
+    from attnlimits.experiments.limitations import rules as rules_a
+    from attnlimits.experiments.limitations.findings import saturating_reading
+
+    label = saturating_reading()
+    assert label == "a slope in (-0.8, -0.1] saturates"
+    rows = [  # claim, role, verdict, model, x_source, e_form, e_printed, rule, alternatives
+        ("(ii) g", "finding", "not reproduced", "m", "values", "exact", "reproduced", "", "—"),
+        ("(ii.c) c", "headline", "not reproduced", "m", "values", "exact", "—", "", "—"),
+        ("(v) t", "finding", "partly", "m", "values", "—", "—", "", f"x: P · {label}: N"),
+        ("(v.a) s", "headline", "partly", "m", "values", "—", "—", rules_a.one_over_t.text(), ""),
+        ("(v) t", "finding", "partly", "n", "values", "—", "—", "", f"{label}: P"),
+        ("(v.a) s", "headline", "partly", "n", "values", "—", "—", rules_a.one_over_t.text(), ""),
+    ]
+    cols = ["claim", "role", "verdict", "model", "x_source", "e_form", "e_printed", "rule"]
+    claims = pd.DataFrame(rows, columns=[*cols, "alternatives"])
+    line = what_we_found.summary_line(claims)
+    assert (
+        "2 read reproduced or partly under exact E (0 reproduced) and 3 under the printed" in line
+    )
+    assert (
+        f"Under (v)'s other reading of its slopes ({label} rather than rising slower than 1/T: "
+        "(v.a) then has no partly rung; the round-5 referee's point 1), 1 read reproduced or "
+        "partly under exact E (0 reproduced) and 2 under the printed E."
+    ) in line
+    same = claims.assign(alternatives=claims["alternatives"].str.replace(": N", ": P"))
+    assert "and 3 under the printed E (the same)." in what_we_found.summary_line(same)
+
+
+def test_readme_and_limitations_doc_name_the_same_column_for_a_threshold():
+    """The round-5 referee's point 13: where the README's thresholds line and the doc's
+    sensitivity table both name a paper-A threshold's closest verdict, they name the same
+    column (of two with one number, the first in the claims table's order)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    doc = (REPO / "docs" / "limitations.md").read_text(encoding="utf-8")
+    said = dict(re.findall(r"paper A's `(\w+)` = [^(]+\((\(\S+\) [^:]+?): flips at", readme))
+    table = doc.split("<!-- generated: sensitivity -->")[1].split("<!-- /generated")[0]
+    rows = dict(re.findall(r"\| `(\w+)` \|.*\| (\(\S+\) [^:|]+?): [-\d.e]+ \([^)]*\) \|", table))
+    shared = set(said) & set(rows)
+    assert shared, (said, rows)
+    for name in shared:
+        assert said[name] == rows[name], name

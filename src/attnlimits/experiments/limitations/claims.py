@@ -25,7 +25,9 @@ verdict is an alternative.
 **Alternatives** (each changes one choice from the headline): the other forms of E for (i),
 (ii) and (iii); for (iii) the other KS level (the text's 0.01, the pseudocode's 0.05) and the
 paper's number of heads (144, GPT-2) by seeded draws, windows pooled, counted per verdict; for
-(v) the smallest ε alone and the maximum over rows in place of the row mean ("drop by two
+(v) the smallest ε alone, a slope in (ONE_OVER_T_HI, RISES] read as saturating rather than
+as rising slower than 1/T (the round-5 referee's point 1), and the maximum over rows in place
+of the row mean ("drop by two
 orders" is judged from T = 0.01 to T = 1, reading (b); reading (c), across T ≥ 1, cannot fail
 and is the check (v.h)). The
 verdict under the paper's printed E is also its own column (``e_printed``), which the README
@@ -58,6 +60,7 @@ from attnlimits.experiments.limitations.findings import (
     e_cols,
     judged_row,
     plateau_change,
+    saturating_reading,
     slopes_in_l,
 )
 from attnlimits.experiments.limitations.residual import claim_small_residual
@@ -301,6 +304,7 @@ def claims_for(
     blocks.append((_judged(claim_iv, pick("alg4")), {}, None, "—"))
     v_alts = {
         "smallest ε only": _judged(lambda d: claim_v(d, eps="smallest"), alg5),
+        saturating_reading(): _judged(lambda d: claim_v(d, saturating=True), alg5),
     }
     if "sensitivity_row_max" in alg5:
         v_alts["max over rows"] = _judged(

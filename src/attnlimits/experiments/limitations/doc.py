@@ -266,7 +266,11 @@ def _sensitivity(claims: pd.DataFrame) -> str:
                 near.append((abs(x - t.value), said))
         if not decided:
             continue
-        closest = min(near)[1] if near else "none (moving it alone flips no verdict)"
+        # nearest first; of equal ones (two columns, one number: (v) reads the logits only) the
+        # first in the claims table's order, x = values, as the README's thresholds line names
+        closest = (
+            min(near, key=lambda n: n[0])[1] if near else "none (moving it alone flips no verdict)"
+        )
         rows.append(
             {
                 "threshold": f"`{t.name}`",

@@ -37,6 +37,7 @@ __all__ = [
     "e_cols",
     "judged_row",
     "plateau_change",
+    "saturating_reading",
     "slope_bounds",
     "slopes_in_l",
 ]
@@ -484,7 +485,18 @@ def _drop(top: pd.DataFrame, t_from: float, t_to: float) -> float:
     return float((top.loc[t_from, below] / top.loc[t_to, below]).min())
 
 
-def claim_v(alg5: pd.DataFrame, eps: str = "all", statistic: str = "sensitivity") -> list[Row]:
+def saturating_reading() -> str:
+    """The label of (v)'s alternative reading of its slopes (the round-5 referee's point 1), as
+    the claims table's ``alternatives`` column and the README's summary line print it."""
+    return f"a slope in ({rules.ONE_OVER_T_HI}, {rules.RISES}] saturates"
+
+
+def claim_v(
+    alg5: pd.DataFrame,
+    eps: str = "all",
+    statistic: str = "sensitivity",
+    saturating: bool = False,
+) -> list[Row]:
     """(v) for T < 0.1 the curves follow 1/T (the headline); smaller ε gives larger values; for
     T ≥ 1 they collapse and drop by about two orders of magnitude (each as written; "1/T" and
     "two orders" contradict, docs/errata.md); GPT-2 operates close to the limit at T < 0.1, the
@@ -493,8 +505,13 @@ def claim_v(alg5: pd.DataFrame, eps: str = "all", statistic: str = "sensitivity"
     ``statistic`` (the row mean, Alg. 5's; or ``sensitivity_row_max``, the max over rows);
     ``eps``: every ε of the run, or ``"smallest"`` (where δ approximates the derivative).
     "Drop by two orders" is judged from T = 0.01 to T = 1 (reading (b)); across T ≥ 1 (reading
-    (c)) g falls as 1/T for any softmax, shown in the check (v.h) and not judged; each factor
-    over the ε below the lower T only."""
+    (c)) the max over heads of g falls as 1/T almost whatever the model, shown in the check
+    (v.h) and not judged; each factor
+    over the ε below the lower T only. ``saturating``: the alternative reading of a slope in
+    (ONE_OVER_T_HI, RISES] as saturating, not as rising slower than 1/T, in both (v.a) and
+    (v.f) (:data:`.rules.one_over_t_saturating`, :data:`.rules.tracks_law_saturating`)."""
+    follows = rules.one_over_t_saturating if saturating else rules.one_over_t
+    tracks = rules.tracks_law_saturating if saturating else rules.tracks_law
     how = "max" if statistic == "sensitivity_row_max" else "mean"
     ph = alg5.groupby(["eps", "T", "layer", "head"])[statistic].agg(how)
     top = ph.groupby(["eps", "T"]).max().unstack("eps")  # rows T, columns ε ascending
@@ -541,16 +558,34 @@ def claim_v(alg5: pd.DataFrame, eps: str = "all", statistic: str = "sensitivity"
     )
     spread_txt = ", ".join(f"T={t:g}: {v:.2f}" for t, v in zip(t_hi, spread, strict=False))
     t_max = f"{t_hi.max() if len(t_hi) else math.nan:g}"
+    # the factor from every T < 0.1 of the grid (the round-5 referee's point 16): how much the
+    # verdict owes to the start T that reading (b) fixes at T = 0.01
+    starts = [(t, _drop(top, t, t_hi.min()) if len(t_hi) else math.nan) for t in t_lo if t < 0.1]
+    starts_txt = ", ".join(
+        f"T={t:.3g}: {f:.3g}×" if finite(f) else f"T={t:.3g}: no ε < T" for t, f in starts
+    )
     drop_txt = (
         f"smallest factor over ε < T, from T = {t_from:g} to "
         f"T = {t_hi.min() if len(t_hi) else math.nan:g}: {factor:.3g}× (reading (b)); from "
-        f"T = {t_lo.max() if len(t_lo) else math.nan:g}: {factor_a:.3g}× (reading (a)); across "
-        f"T ≥ 1: the check (v.h)"
+        f"T = {t_lo.max() if len(t_lo) else math.nan:g}: {factor_a:.3g}× (reading (a)); from "
+        f"each T < 0.1 of the grid: {starts_txt or '—'}; across T ≥ 1: the check (v.h)"
     )
     slope_1 = _slope_over(top[top.index >= 1].max(axis=1))
+    # per head, the same factor (the round-5 referee's point 17): what makes reading (c) near
+    # certain is the max over heads, not softmax as such
+    per_head = ""
+    e_c = [e for e in top.columns if len(t_hi) > 1 and e < t_hi.min()]
+    if e_c:
+        heads = ph.loc[min(e_c)].unstack(["layer", "head"])
+        each = (heads.loc[t_hi.min()] / heads.loc[t_hi.max()]).dropna()
+        per_head = (
+            f"; per head (ε = {min(e_c):g}), the same factor: median {each.median():.3g}×, "
+            f"under 100× for {int((each < 100).sum())} of {len(each)} heads, under "
+            f"{rules.DROP_ABOUT}× for {int((each < rules.DROP_ABOUT.value).sum())}"
+        )
     by_txt = (
         f"smallest factor over ε < T, across T ≥ 1, T = 1 to {t_max}: {factor_c:.3g}×; slope of "
-        f"max g over T ≥ 1: {slope_1:.2f} (1/T: −1)"
+        f"max g over T ≥ 1: {slope_1:.2f} (1/T: −1){per_head}"
     )
     # the Fig. 4 curve: max over ε (and heads) of g, against the printed bound min{1/(4T), √2}
     envelope = top.max(axis=1)
@@ -565,7 +600,7 @@ def claim_v(alg5: pd.DataFrame, eps: str = "all", statistic: str = "sensitivity"
         exact.index < 0.1
     ]
     lowest = envelope[envelope.index <= 10 * envelope.index.min()] if len(envelope) else envelope
-    # (v.f): over T ≥ 1, g falls as 1/T for any softmax (the check (v.h)); "tracks" is judged
+    # (v.f): over T ≥ 1, the max over heads of g falls as 1/T (the check (v.h)); "tracks" is judged
     # over 0.1 ≤ T ≤ 1, where it can fail
     tracking = envelope[(envelope.index >= 0.1) & (envelope.index <= 1)]
     slope_hi, slope_lo = _slope_over(tracking), _slope_over(lowest)
@@ -573,7 +608,7 @@ def claim_v(alg5: pd.DataFrame, eps: str = "all", statistic: str = "sensitivity"
         judged_row(
             "(v.a)",
             f"log-log slopes over T in (ε, 0.1): {slopes_txt}",
-            rules.one_over_t,
+            follows,
             slopes,
             untested=few_note if all(few) else "",
         ),
@@ -606,9 +641,9 @@ def claim_v(alg5: pd.DataFrame, eps: str = "all", statistic: str = "sensitivity"
         judged_row(
             "(v.f)",
             f"slope of max g over 0.1 ≤ T ≤ 1: {slope_hi:.2f} ({len(tracking)} T; over T ≥ 1 "
-            f"1/T holds for any softmax: (v.h)); over T ≤ "
+            f"the max over heads falls as 1/T: (v.h)); over T ≤ "
             f"{10 * envelope.index.min() if len(envelope) else math.nan:g}: {slope_lo:.2f}",
-            rules.tracks_law,
+            tracks,
             slope_hi,
             slope_lo,
         ),

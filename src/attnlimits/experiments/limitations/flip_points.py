@@ -190,6 +190,22 @@ def _one_over_t(claims: pd.DataFrame) -> Iterator[Case]:
         yield Case(_where(r), "one_over_t", names, r["verdict"], judge)
 
 
+def _tracks_law(claims: pd.DataFrame) -> Iterator[Case]:
+    """(v.f): its two slopes, over 0.1 ≤ T ≤ 1 and over the lowest decade (the round-5
+    referee's point 1 made RISES its "saturates" limit)."""
+    for _, r in _rows(claims, "(v.f)").iterrows():
+        m = re.search(r"0\.1 ≤ T ≤ 1: (-?[\d.]+) .*over T ≤ [\d.e-]+: (-?[\d.]+)", r["measured"])
+        if not m:
+            continue
+        yield Case(
+            _where(r),
+            "tracks_law",
+            ("ONE_OVER_T_LO", "ONE_OVER_T_HI", "RISES"),
+            r["verdict"],
+            partial(_call, rules.tracks_law.name, float(m.group(1)), float(m.group(2))),
+        )
+
+
 def _collapses(claims: pd.DataFrame) -> Iterator[Case]:
     for _, r in _rows(claims, "(v.d)").iterrows():
         spreads = [float(x) for x in re.findall(r"T=[\d.]+: (-?[\d.]+)", r["measured"])]
@@ -269,6 +285,7 @@ def cases(claims: pd.DataFrame, crit: pd.DataFrame) -> list[Case]:
         *_about_most(crit, claims),
         *_sub_linear(claims),
         *_one_over_t(claims),
+        *_tracks_law(claims),
         *_collapses(claims),
         *_within_noise(claims),
     ]
@@ -294,7 +311,8 @@ def table(claims: pd.DataFrame, crit: pd.DataFrame) -> pd.DataFrame:
                 near.append((abs(x - t.value), x, f"{c.where}: {c.verdict} → {then}"))
         lo, hi, _ = _range(t)
         if near:
-            _, x, said = min(near)
+            # of equal distances the first case, in the claims table's order (as doc.py)
+            _, x, said = min(near, key=lambda n: n[0])
             closest = f"{x:.4g} ({said})"
         else:
             closest = f"no flip in [{lo:g}, {hi:g}]"

@@ -73,6 +73,8 @@ __all__ = [
     "not_run",
     "one_over_t",
     "one_over_t_eps",
+    "one_over_t_eps_saturating",
+    "one_over_t_saturating",
     "ordered",
     "plateau",
     "safe",
@@ -82,6 +84,7 @@ __all__ = [
     "sub_linear",
     "tightens",
     "tracks_law",
+    "tracks_law_saturating",
     "vanishes",
     "within_noise",
 ]
@@ -190,9 +193,15 @@ PROPORTIONAL = _round4(
     point=6,
     fmt=".2f",
 )
-WITHIN_SE = _ours(
-    "WITHIN_SE", 0.99, "3 standard errors leave about 0.1 % of the cells out by chance", ".0%"
+_WITHIN_SE_WHY = (
+    "loose, and said so (the round-5 referee's point 18): it lets up to 1 % of the cells out, "
+    "about 7× the 0.135 % that one one-sided check at 3 standard errors leaves out by chance "
+    "on independent normal errors; it is not tied to that rate because the cells are not "
+    "independent (one head's cells at each N of a length share its keys and logits) and each SE "
+    "is itself estimated; its flip point is in docs/limitations.md's second sensitivity table"
 )
+#: on one line, so that benchmarks/limitations_rule_mutants.py moves its value
+WITHIN_SE = _ours("WITHIN_SE", 0.99, _WITHIN_SE_WHY, ".0%")
 _EPS_SMALL_WHY = (
     "Theorem 1's 'small': ε at most a tenth of the exact E it is the remainder of (written "
     "before ε / E exact was computed on any run, on the round-4 referee's point 20)"
@@ -260,9 +269,10 @@ lower_loose = Graded(
 #: (at ε ≥ T, g ≤ √2/ε is capped, flat in T) at least DROP_ABOUT (partly from DROP_SOME: a drop,
 #: not of two orders). Rule change on the round-4 referee's point 3 (2026-11-28, after the
 #: round-3 run was public; direction: stricter): reading (c), across T ≥ 1, decided from the
-#: round-3 referee's point 5 and cannot fail (for T well above the logits' spread softmax is
-#: near uniform and its Jacobian falls as 1/T: any softmax drops about 100× from T = 1 to 100),
-#: so it is the check (v.h), judged by :data:`by_construction`.
+#: round-3 referee's point 5 and can hardly fail (the max over a model's heads picks, at each T,
+#: a head whose softmax is near uniform there, and its Jacobian falls as 1/T: that max drops
+#: about 100× from T = 1 to 100; one head alone need not, the round-5 referee's point 17), so
+#: it is the check (v.h), judged by :data:`by_construction`.
 drops = Graded(
     "drops",
     "smallest factor over ε < T, T = 0.01 to 1",
@@ -384,19 +394,36 @@ in_band = Rule(
 
 #: (v) "follow 1/T", per ε: the log-log slope over the T in (ε, 0.1) in [ONE_OVER_T_LO,
 #: ONE_OVER_T_HI] (1/T); at most RISES (the curve rises as T falls, not as 1/T): partly; else
-#: (flat or falling) not reproduced. The mirror of (i)'s rung from GROWS.
+#: (flat or falling) not reproduced. The mirror of (i)'s rung from GROWS. A slope in
+#: (ONE_OVER_T_HI, RISES] is read as rising, slower than 1/T, in every (v) row: (v.f)'s
+#: "saturates" asks for a flatter one (:data:`tracks_law`; the round-5 referee's point 1).
 one_over_t_eps = Graded(
     "one_over_t_eps", "slope", Band(ONE_OVER_T_LO, ONE_OVER_T_HI), Band(hi=RISES)
 )
+#: The alternative reading of the round-5 referee's point 1, shown beside the headline's and
+#: never deciding it: a slope in (ONE_OVER_T_HI, RISES] saturates (what (v.f) read until then),
+#: so no partly rung: in [ONE_OVER_T_LO, ONE_OVER_T_HI] reproduced, else not reproduced.
+one_over_t_eps_saturating = Graded(
+    "one_over_t_eps_saturating", "slope", Band(ONE_OVER_T_LO, ONE_OVER_T_HI)
+)
 
 
-def _one_over_t(slopes: Sequence[float]) -> str:
-    per = [one_over_t_eps(s) for s in slopes if finite(s)]
+def _per_eps(per_eps: Graded, slopes: Sequence[float]) -> str:
+    per = [per_eps(s) for s in slopes if finite(s)]
     if not per:
         return NA
     if all(v == REPRODUCED for v in per):
         return REPRODUCED
     return NOT if all(v == NOT for v in per) else PARTLY
+
+
+# each reads its per-ε rule at call time (flip_points.moved and the mutants rebind it)
+def _one_over_t(slopes: Sequence[float]) -> str:
+    return _per_eps(one_over_t_eps, slopes)
+
+
+def _one_over_t_saturating(slopes: Sequence[float]) -> str:
+    return _per_eps(one_over_t_eps_saturating, slopes)
 
 
 #: (v) "for T < 0.1 the curves follow 1/T": each ε with at least MIN_T temperatures in (ε, 0.1)
@@ -412,6 +439,18 @@ one_over_t = Rule(
         "else partly"
     ),
     (ONE_OVER_T_LO, ONE_OVER_T_HI, RISES, MIN_T),
+)
+#: (v.a) under the alternative reading (a slope in (ONE_OVER_T_HI, RISES] saturates):
+#: :data:`one_over_t` with :data:`one_over_t_eps_saturating` per ε.
+one_over_t_saturating = Rule(
+    "one_over_t_saturating",
+    _one_over_t_saturating,
+    lambda: (
+        f"per ε with at least {MIN_T:g} T in (ε, 0.1) (others not testable, named): "
+        f"{one_over_t_eps_saturating.text()} (a slope in ({ONE_OVER_T_HI}, {RISES}] "
+        "saturates); every ε reproduced: reproduced; every ε not: not reproduced; else partly"
+    ),
+    (ONE_OVER_T_LO, ONE_OVER_T_HI, MIN_T),
 )
 #: (v) "once T ≥ 1 all curves collapse": at each T ≥ 1 where some ε ≥ T (the caller passes
 #: those only), max / min over ε of the curves at most COLLAPSED (they meet). Every T / some /
@@ -441,30 +480,60 @@ near_limit = Graded(
 )
 
 
-def _tracks_law(slope_high: float, slope_low: float) -> str:
+def _tracks(slope_high: float, slope_low: float, flat: Threshold) -> str:
     if not (finite(slope_high) and finite(slope_low)):
         return NA
     follows = ONE_OVER_T_LO.value <= slope_high <= ONE_OVER_T_HI.value
-    return share([follows, slope_low > ONE_OVER_T_HI.value])
+    return share([follows, slope_low > flat.value])
+
+
+# each reads its threshold at call time (flip_points.moved and the mutants rebind it)
+def _tracks_law(slope_high: float, slope_low: float) -> str:
+    return _tracks(slope_high, slope_low, RISES)
+
+
+def _tracks_law_saturating(slope_high: float, slope_low: float) -> str:
+    return _tracks(slope_high, slope_low, ONE_OVER_T_HI)
 
 
 #: (v) "the empirical Jacobian norm tracks the theoretical 1/(4T) law, saturating at low
 #: temperature": Fig. 4's curve (max over heads and ε of g) against T has a log-log slope in
-#: [ONE_OVER_T_LO, ONE_OVER_T_HI] over 0.1 ≤ T ≤ 1 (tracks 1/T) and one above ONE_OVER_T_HI over
-#: the grid's lowest decade of T (flatter than 1/T: saturates, as the bound's √2 cap does).
-#: Both: reproduced; one: partly; none: not. Rule change on the round-4 referee's point 3
-#: (2026-11-28, after the round-3 run was public; direction: stricter): "tracks" was read over
+#: [ONE_OVER_T_LO, ONE_OVER_T_HI] over 0.1 ≤ T ≤ 1 (tracks 1/T) and one above RISES over the
+#: grid's lowest decade of T (no visible rise as T falls: saturates, as the bound's √2 cap
+#: does). Both: reproduced; one: partly; none: not. Rule change on the round-4 referee's point
+#: 3 (2026-11-28, after the round-3 run was public; direction: stricter): "tracks" was read over
 #: T ≥ 0.1, two of whose three decades (T ≥ 1) fall as 1/T for any softmax (the check (v.h)).
+#: Rule change on the round-5 referee's point 1 (2026-11-28, after the round-4 run was public;
+#: direction: stricter): "saturates" was a slope above ONE_OVER_T_HI, so a slope in
+#: (ONE_OVER_T_HI, RISES] read as saturating here and as rising, slower than 1/T, in (v.a)'s
+#: partly rung. One reading now holds in both rows, rising: the paper's own "saturates" is a
+#: level, not a slower rise (Fig. 3's caption, "Geometric separability saturates at 70–85%.",
+#: says next that the fraction "quickly plateaus"), as is the bound's cap √2 that this sentence
+#: compares the curve to; so the lowest decade saturates only where it does not visibly rise,
+#: above RISES (GROWS's mirror).
+#: The old reading is :data:`tracks_law_saturating`, judged beside it as an alternative.
 tracks_law = Rule(
     "tracks_law",
     _tracks_law,
     lambda: (
         f"slope over 0.1 ≤ T ≤ 1 in [{ONE_OVER_T_LO}, {ONE_OVER_T_HI}] (tracks; over T ≥ 1 "
-        f"any softmax does) and over the lowest "
-        f"decade of T > {ONE_OVER_T_HI} (saturates): both: reproduced; one: partly; none: "
-        "not reproduced"
+        f"the max over heads does) and over the lowest decade of T > {RISES} (saturates: no "
+        f"visible rise; in ({ONE_OVER_T_HI}, {RISES}] it rises, slower than 1/T): both: "
+        "reproduced; one: partly; none: not reproduced"
     ),
-    (ONE_OVER_T_LO, ONE_OVER_T_HI),
+    (ONE_OVER_T_LO, ONE_OVER_T_HI, RISES),
+)
+#: (v.f) under the alternative reading of the round-5 referee's point 1 (a slope in
+#: (ONE_OVER_T_HI, RISES] saturates; the rule until then): saturates above ONE_OVER_T_HI.
+tracks_law_saturating = Rule(
+    "tracks_law_saturating",
+    _tracks_law_saturating,
+    lambda: (
+        f"slope over 0.1 ≤ T ≤ 1 in [{ONE_OVER_T_LO}, {ONE_OVER_T_HI}] (tracks) and over the "
+        f"lowest decade of T > {ONE_OVER_T_HI} (saturates, a slope in ({ONE_OVER_T_HI}, "
+        f"{RISES}] included): both: reproduced; one: partly; none: not reproduced"
+    ),
+    (ONE_OVER_T_LO, ONE_OVER_T_HI, RISES),
 )
 #: (v) "Lowering T below 10^{-1} increases Jacobian norms": the exact ‖J‖₂ (max over heads of
 #: the row mean) at the smallest T over at T = 0.1 at least RISE_CLEAR; above RISE_ANY: partly.
@@ -502,9 +571,10 @@ d_collapses = Rule(
 )
 #: a statement no run of ours can test (no such model): n/a, with the reason in the row
 not_run = Rule("not_run", lambda: NA, lambda: "no run of ours has the numbers: n/a")
-#: a reading that cannot fail (true of any softmax, or by definition): a check, its numbers
-#: shown and never judged (n/a), the reason in the row's reading (the round-4 referee's points
-#: 3 and 6: a row that cannot fail is not evidence)
+#: a reading that cannot fail, or can hardly (by definition, or by the max over a model's
+#: heads, the round-5 referee's point 17): a check, its numbers shown and never judged (n/a),
+#: the reason in the row's reading (the round-4 referee's points 3 and 6: a row that cannot
+#: fail is not evidence)
 by_construction = Rule(
     "by_construction",
     lambda *_: NA,
@@ -518,7 +588,7 @@ within_noise = Rule(
     lambda shares: share([s >= WITHIN_SE.value for s in shares if finite(s)]),
     lambda: (
         f"each check (ε ≥ 0, ε ≤ each bound) holds to 3 SE in ≥ {WITHIN_SE} of the cells "
-        "(chance alone leaves about 0.1 % out): all: reproduced; some: partly"
+        "(loose: chance alone leaves about 0.1 % out): all: reproduced; some: partly"
     ),
     (WITHIN_SE,),
 )
@@ -572,11 +642,14 @@ RULES = (
     four_fifths,
     one_over_t,
     one_over_t_eps,
+    one_over_t_saturating,
+    one_over_t_eps_saturating,
     ordered,
     drops,
     collapses,
     near_limit,
     tracks_law,
+    tracks_law_saturating,
     increases,
     corollary3,
     delta_positive,

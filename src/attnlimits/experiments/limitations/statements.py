@@ -218,9 +218,9 @@ S: dict[str, Statement] = {
             FINDING,
             _V_LOW,
             "the 1/T trend is the headline; 'drop by two orders of magnitude' is read from "
-            "T = 0.01 to T = 1, reading (b) (across T ≥ 1, reading (c), it cannot fail for a "
-            "softmax: the check (v.h); counted from T = 0.1 it contradicts 1/T: docs/errata.md, "
-            "finding_v_two_orders)",
+            "T = 0.01 to T = 1, reading (b) (across T ≥ 1, reading (c), it can hardly fail for "
+            "the max over a model's heads: the check (v.h); counted from T = 0.1 it contradicts "
+            "1/T: docs/errata.md, finding_v_two_orders)",
         ),
         Statement(
             "(v.a) for T < 0.1 the curves follow 1/T",
@@ -230,7 +230,9 @@ S: dict[str, Statement] = {
             "1/T is the derivative's trend, and g approximates the derivative only while ε < T "
             "(at ε ≥ T the change saturates, ‖Δα‖₂ ≤ √2, so g ≤ √2/ε is flat in T); an ε with "
             "fewer than MIN_T such T is not testable (ε = 0.1 and 10 on the default grid); a "
-            "curve that rises as T falls, slower than 1/T, is partly",
+            "curve that rises as T falls, slower than 1/T (a slope in (ONE_OVER_T_HI, RISES], "
+            "read so in (v.f) too), is partly; read as saturating instead, the alternative "
+            "'a slope in (…] saturates', (v.a) has no partly rung",
         ),
         Statement(
             "(v.b) smaller ε gives larger values (T < 0.1)",
@@ -250,7 +252,9 @@ S: dict[str, Statement] = {
             "sentences agree; the paper lists no T) to T = 1: reading (b) of docs/errata.md, "
             "finding_v_two_orders; beside it the factor from T = 0.1 (reading (a), 1/T falls "
             "10×); each the smallest over the ε below the lower T (at ε ≥ T, g ≤ √2/ε is "
-            "capped). Reading (c), across T ≥ 1, cannot fail: the check (v.h)",
+            "capped); beside them the factor from each T < 0.1 of the grid (the verdict "
+            "depends on the start T). Reading (c), across T ≥ 1, can hardly fail for the max "
+            "over heads: the check (v.h)",
         ),
         Statement(
             "(v.d) for T ≥ 1 the curves collapse",
@@ -278,9 +282,11 @@ S: dict[str, Statement] = {
             r"the empirical Jacobian norm tracks the theoretical $1/(4T)$ law, saturating at low "
             "temperature",
             "Fig. 4's curve (max over heads and ε of g, the paper's 'empirical Jacobian norm'): "
-            "its log-log slope over 0.1 ≤ T ≤ 1 near −1 (tracks; over T ≥ 1 g falls as 1/T "
-            "for any softmax, the check (v.h)) and over the grid's lowest decade of T flatter "
-            "than 1/T (saturates, as the bound's √2 cap does)",
+            "its log-log slope over 0.1 ≤ T ≤ 1 near −1 (tracks; over T ≥ 1 the max over heads "
+            "falls as 1/T, the check (v.h)) and over the grid's lowest decade of T with no "
+            "visible rise, above RISES (saturates: a level, as the bound's √2 cap is and as "
+            "Fig. 3's 'saturates' 'quickly plateaus'; a slope in (ONE_OVER_T_HI, RISES] rises, "
+            "slower than 1/T, as (v.a) reads it)",
         ),
         Statement(
             "(v.g) lowering T below 0.1 increases Jacobian norms",
@@ -291,15 +297,20 @@ S: dict[str, Statement] = {
             "(Alg. 3, 4) at the model's own temperature only",
         ),
         Statement(
-            "(v.h) for T ≥ 1 g falls as 1/T (reading (c) of the drop; true of any softmax)",
+            "(v.h) for T ≥ 1 g falls as 1/T (reading (c) of the drop; near certain for the max "
+            "over heads)",
             CHECK,
             _V_HIGH,
             "reading (c) of docs/errata.md: the factor across T ≥ 1, from T = 1 to the grid's "
             "largest T (smallest over the ε below T = 1), and the log-log slope of Fig. 4's "
-            "curve over T ≥ 1. True by construction: for T well above the logits' spread, "
-            "softmax(l/T) is near uniform and its Jacobian (diag α − αα^T)/T falls as 1/T, so "
-            "any softmax drops about 100× from T = 1 to 100 (the errata's synthetic rows: 103, "
-            "260, 137×); shown, not judged (n/a)",
+            "curve over T ≥ 1. Near certain by construction, though not for every softmax: a "
+            "head whose logits spread far more than 1 at T = 1 is nearly one-hot there, its g "
+            "at T = 1 suppressed, so its own drop to T = 100 can be far under 100× (the per-head "
+            "factors beside it). What makes it near certain is Fig. 4's max over the model's "
+            "heads: at each T it picks the most sensitive head, and for T above a head's logit "
+            "spread softmax(l/T) is near uniform and its Jacobian (diag α − αα^T)/T falls as "
+            "1/T, so the max over many heads drops about 100× from T = 1 to 100 (the errata's "
+            "synthetic rows: 103, 260, 137×); shown, not judged (n/a)",
         ),
         Statement(
             "Larger variants: qualitatively identical trends",
