@@ -137,12 +137,12 @@ S: dict[str, Statement] = {
             "fewer than 6 % of the tokens need to be selected before the empirical and expected "
             "distances become statistically indistinguishable",
             "with finding (iii)'s '$\\approx 0.06L$': per L, critical N / L within the paper's "
-            "fraction meets both, within ABOUT times it only the ≈ (rule about_most: the ≈ "
-            "needed at more than MOST_L of the testable L for partly), each at the N grid's "
+            "fraction and at least its ABOUT-th part meets both; each statement alone, "
+            "'fewer than 6 %' (no floor) or the ≈ (within ABOUT times, either side), at more "
+            "than MOST_L of the testable L gives partly (rule about_most), each at the N grid's "
             "resolution (a true critical N of 0.06·L is measured at the first tested N above it); "
-            "the ≈ is two-sided, so a critical N more than ABOUT times below 0.06·L meets "
-            "neither (at the grid's resolution too); a length that never accepts up to 0.9·L "
-            "has critical N / L > 0.9 (censored, against)",
+            "a critical N more than ABOUT times below 0.06·L meets 'fewer than 6 %' only; a "
+            "length that never accepts up to 0.9·L has critical N / L > 0.9 (censored, against)",
         ),
         Statement(
             "(iii.c) the critical N grows sub-linearly in L",
