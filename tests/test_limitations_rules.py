@@ -227,8 +227,6 @@ CASES = [
     (rules.share, ([],), NA),
     (rules.safe, (1.0,), R),
     (rules.safe, (1.0 - E9,), N),
-    (rules.bounds_hold, (1.0,), R),
-    (rules.bounds_hold, (0.5,), N),
     (rules.corollary3, (1.0,), R),
     (rules.corollary3, (0.0,), N),
     (rules.exists, ([True, False],), P),

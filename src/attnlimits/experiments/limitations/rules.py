@@ -53,7 +53,6 @@ __all__ = [
     "about_fraction",
     "about_most",
     "bound_loose",
-    "bounds_hold",
     "by_construction",
     "collapses",
     "converges",
@@ -214,9 +213,13 @@ safe = Holds("safe", "bound ≥ d̃", "(head, L)")
 #: passing at the grid's edge shows no critical N: not reproduced at that L (the test ran and
 #: found none before the edge; not testable would say a precondition failed).
 exists = Share("exists", "KS accepts at some N below the grid's last, ⌊0.9·L⌋", "L")
-#: (iv.f) Theorem 2 at every N, N = 1 included (round-4 referee, point 7; it was N ≥ 2): there
-#: the upper bound is below N_s/N = 1 by construction (docs/errata.md), so the check fails
-bounds_hold = Holds("bounds_hold", "lower ≤ N_s/N ≤ upper", "(head with δ > 0, N)")
+#: (iv.f) Theorem 2's bounds (lower ≤ N_s/N ≤ upper) are judged by :data:`by_construction`
+#: since the round-5 referee's point 6 (2026-11-28, after the round-3 run was public; a check
+#: that could only fail becomes n/a, its shares shown): at N = 1 they fail by arithmetic
+#: (N_s/N = 1, the upper bound exp(−r²/16M²) < 1: docs/errata.md, Theorem 2 at N = 1), at
+#: N ≥ 2 they are nearly vacuous (the upper bound ≥ e^(−1/4), the lower mostly ≤ 0). The rule
+#: that judged them, ``bounds_hold`` (every case holds: reproduced), read not reproduced on
+#: any data from round 4's point 7 (N = 1 included) and is gone.
 #: (v.b) at each T < 0.1, the curves of the ε below T ordered (not testable where no T has two)
 ordered = Share("ordered", "values fall with ε, over the ε < T (n/a: one ε)", "T < 0.1")
 corollary3 = Holds("corollary3", "the paper's bound holds on every real head", "T")
@@ -513,13 +516,16 @@ d_collapses = Rule(
 )
 #: a statement no run of ours can test (no such model): n/a, with the reason in the row
 not_run = Rule("not_run", lambda: NA, lambda: "no run of ours has the numbers: n/a")
-#: a reading that cannot fail (true of any softmax, or by definition): a check, its numbers
-#: shown and never judged (n/a), the reason in the row's reading (the round-4 referee's points
-#: 3 and 6: a row that cannot fail is not evidence)
+#: a reading that cannot fail (true of any softmax, or by definition), or that cannot pass
+#: (false by arithmetic): a check, its numbers shown and never judged (n/a), the reason in the
+#: row's reading (the round-4 referee's points 3 and 6: a row that cannot fail is not evidence;
+#: the round-5 referee's point 6: nor is one that cannot pass)
 by_construction = Rule(
     "by_construction",
     lambda *_: NA,
-    lambda: "true by construction (the reading says why): numbers shown, not judged (n/a)",
+    lambda: (
+        "true (or false) by construction (the reading says why): numbers shown, not judged (n/a)"
+    ),
 )
 
 #: Theorem 1.2's ε = E exact − E derived: each check (ε ≥ 0, ε ≤ each printed bound) holds to 3
@@ -579,7 +585,6 @@ RULES = (
     saturates,
     in_band,
     lower_loose,
-    bounds_hold,
     four_fifths,
     one_over_t,
     one_over_t_eps,

@@ -200,9 +200,10 @@ S: dict[str, Statement] = {
             CHECK,
             _THM2,
             "lower ≤ N_s/N ≤ upper per head (δ > 0) and every N, the formula (Eq. 11) left out of "
-            "the quote; N = 1 included: the theorem is stated for every N, and there its upper "
-            "bound is below N_s/N = 1 by construction (docs/errata.md, Theorem 2); the share at "
-            "N ≥ 2 shown beside it",
+            "the quote, shown, not judged (n/a): at N = 1 it fails by arithmetic, whatever the "
+            "tokens (N_s/N = 1, the upper bound exp(−r²/16M²) < 1: docs/errata.md, Theorem 2 at "
+            "N = 1); at N ≥ 2 it is nearly vacuous (the upper bound ≥ e^(−1/4) ≈ 0.78 whenever "
+            "|r − ξ_i| ≤ 2M, the lower bound mostly ≤ 0); both shares shown",
         ),
         Statement(
             "(iv.g) no more than about 80 % of the tokens are distinguishable",
