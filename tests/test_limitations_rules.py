@@ -217,6 +217,11 @@ CASES = [
     (rules.small_residual, ([1.3], [10.0], [0.1]), R),  # within 3 SE
     (rules.small_residual, ([1.3 + 1e-6], [10.0], [0.1]), NA),
     (rules.small_residual, ([math.nan], [10.0], [0.1]), NA),
+    # |ε| (round-5 referee, point 9): a large negative ε is not small
+    (rules.small_residual, ([-1.0] * 100, [10.0] * 100, [0.0] * 100), R),
+    (rules.small_residual, ([1.0] * 98 + [-5.0] * 2, [10.0] * 100, [0.0] * 100), NA),
+    (rules.small_residual, ([-1.3], [10.0], [0.1]), R),  # within 3 SE
+    (rules.small_residual, ([-1.3 - 1e-6], [10.0], [0.1]), NA),
     (rules.holds, (1.0,), R),
     (rules.holds, (1.0 - E9,), N),
     (rules.holds, (0.0,), N),

@@ -338,11 +338,11 @@ S: dict[str, Statement] = {
             CHECK,
             "the residual ε captures the Jensen gap and is small whenever the individual weights "
             "α_i are not too concentrated",
-            "'small' as ε / E exact at most EPS_SMALL (to 3 SE of E exact) per (window, layer, "
+            "'small' as |ε| / E exact at most EPS_SMALL (to 3 SE of E exact) per (window, layer, "
             "head, L, N) at Alg. 1/2's N, E derived being the appendix's form (against the main "
             "text's printed E, ε is negative: docs/errata.md); the runs store no statistic of the "
-            "weights' concentration (max α_i, Σα_i²), so where ε is not small the 'whenever' "
-            "cannot be judged (n/a)",
+            "weights' concentration (top-N mass, max α_i, Σα_i²), so where ε is not small the "
+            "'whenever' cannot be judged (n/a): one-sided, a check",
         ),
     )
 }
