@@ -42,7 +42,7 @@ def test_every_finding_reproduced_on_tables_built_to_the_papers_statements():
     for c in ("(i) ", "(ii) ", "(iii) ", "(iv) ", "(v) "):
         assert verdict(got, c) == R, row(got, c).to_dict()
     # n/a, not testable, checks that cannot fail or cannot pass (Theorem 2 at N = 1)
-    shown = ("Larger", "(v.b)", "(v.h)", "(iv.d)", "(iv.f)")
+    shown = ("Larger", "(v.b)", "(v.h)", "(iv.d)", "(iv.f)", "Lemma", "Heads")
     rest = ~got["claim"].str.startswith(shown)
     statements = got[(got["role"] != "finding") & rest]
     assert (statements["verdict"] == R).all(), statements[statements["verdict"] != R]
@@ -51,6 +51,7 @@ def test_every_finding_reproduced_on_tables_built_to_the_papers_statements():
     assert verdict(got, "(v.h)") == NA  # reading (c) of the drop: true of any softmax
     assert verdict(got, "(iv.d)") == NA  # the upper bound is ≥ e^(−1/4) whatever the tokens
     assert verdict(got, "(iv.f)") == NA  # fails at N = 1 by arithmetic, vacuous at N ≥ 2
+    assert verdict(got, "Lemma") == NA and verdict(got, "Heads") == NA  # not stored; arithmetic
 
 
 def test_each_finding_names_its_headline_and_checks_are_never_evidence():
@@ -60,7 +61,17 @@ def test_each_finding_names_its_headline_and_checks_are_never_evidence():
     heads = {c.split(" ")[0] for c in got.index[got["role"] == "headline"]}
     assert heads == {"(i.a)", "(ii.c)", "(iii.b)", "(iv.c)", "(v.a)"}  # (i): the distance
     checks = {c.split(" ")[0] for c in got.index[got["role"] == "check"]}
-    assert checks == {"(i.c)", "(iii.a)", "(iv.d)", "(iv.f)", "(v.h)", "Corollary", "Assumption"}
+    assert checks == {
+        "(i.c)",
+        "(iii.a)",
+        "(iv.d)",
+        "(iv.f)",
+        "(v.h)",
+        "Corollary",
+        "Assumption",
+        "Lemma",
+        "Heads",
+    }
     assert "6 %" in got.loc[got.index.str.startswith("(iii.b)"), "paper"].iloc[0]
 
 
