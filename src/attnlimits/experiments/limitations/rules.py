@@ -509,7 +509,7 @@ _d_band = Graded(
 #: supporting. Its value at 0.06·L and at 0.9·L and where d̃ peaks are shown beside it.
 d_collapses = Rule(
     "d_collapses",
-    _d_band,
+    lambda ratio: _d_band(ratio),  # looked up at call time: flip_points moves its thresholds
     lambda: (
         f"d̃ at the grid's N nearest {PROPORTIONAL}·L / its peak over N ≤ {D_COLLAPSED}: "
         f"reproduced; ≤ {VANISHES}: partly; else not reproduced"

@@ -111,7 +111,10 @@ S: dict[str, Statement] = {
             "extension to about 0.9·L), its value at the grid's N nearest PROPORTIONAL·L (a "
             "fixed fraction of L, far from N = L) against its peak over N; beside it the value "
             "at 0.06·L and at the largest N (≈ 0.9·L, not judged: d̃ = 0 at N = L by "
-            "definition, where every token is selected)",
+            "definition, where every token is selected), and the fractions of L from which "
+            "d̃ / peak is at most VANISHES and D_COLLAPSED. The paper's own test of this "
+            "sentence is the plateau, (ii.a) ('Our GPT-2 experiment (Fig. 2, middle) confirms "
+            "the predicted plateau'); this row reads the sentence as written",
         ),
         # ---- (iii) ----
         Statement(
