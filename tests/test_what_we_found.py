@@ -295,7 +295,10 @@ def test_summary_line_counts_the_cells_and_says_what_the_exact_e_ones_rest_on():
     line = what_we_found.summary_line(claims)
     assert "Of paper A's 5 findings in 1 columns (5 cells), 3 read reproduced or partly" in line
     assert "under exact E (1 reproduced) and 5 under the printed E (2 reproduced)" in line
-    assert "1 is (i), close to true by construction" in line
+    assert "1 is (i), true wherever the top-N weight mass does not vanish with L" in line
+    assert "observations shown as" not in line  # one column: (v) is one observation
+    two = pd.concat([claims, claims[claims["claim"].str.startswith("(v")].assign(x_source="h")])
+    assert "(6 cells; (v): 1 observations shown as 2)" in what_we_found.summary_line(two)
     assert "1 is judged by rules with a threshold set after earlier runs were public " in line
     assert "((v): `MIN_T`, `RISES`;" in line
     assert "1 by neither ((iv) partly for m x = values)" in line
