@@ -202,7 +202,8 @@ def test_the_theorem2_note_takes_its_numbers_from_iv_f_and_iv_g():
         }
     )
     (note,) = what_we_found._theorem2_note(rows)
-    assert "holds in 99.7–100.0 % of (head, N) at N ≥ 2 but at N = 1 in 0.0%" in note
+    assert "holds in 99.7–100.0 % of (head, N) at N ≥ 2, nearly vacuously" in note
+    assert "fails by arithmetic at N = 1 (0.0%: " in note and "shown, not judged (n/a)" in note
     assert "is 0.83–0.97, within ≈ 80 % (`ABOUT_80` = 0.85" in note and "only for a values." in note
     assert "four-fifths of the tokens it selects" in note
     assert what_we_found._theorem2_note(rows[rows["claim"].str.startswith("(iv.g)")]) == []
