@@ -50,8 +50,9 @@ def tiny_dirs(tmp_path_factory: pytest.TempPathFactory, book: str) -> dict[str, 
 
 #: claims rows per x source: (i) + 4, (ii) + 3 and (ii.d), (ii.e), (iii) + 3, (iv) + 7, (v) + 8
 #: ((v.h) the check on reading (c)), larger variants (n/a), Corollary 3, Assumption 2, Theorem
-#: 1.2's Jensen gap and Theorem 1's remark that its residual is small (round 4's point 20)
-ROWS = 5 + 6 + 4 + 8 + 9 + 1 + 4
+#: 1.2's Jensen gap and Theorem 1's remark that its residual is small (round 4's point 20),
+#: Lemma 1 / Corollary 1 and the discussion's H = 3 (round 5's point 11)
+ROWS = 5 + 6 + 4 + 8 + 9 + 1 + 4 + 2
 
 
 def _cfg(model: Path, book_path: Path, **kw: object) -> Config:

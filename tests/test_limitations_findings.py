@@ -41,8 +41,8 @@ def test_every_finding_reproduced_on_tables_built_to_the_papers_statements():
     got = claims(tables(), META)
     for c in ("(i) ", "(ii) ", "(iii) ", "(iv) ", "(v) "):
         assert verdict(got, c) == R, row(got, c).to_dict()
-    # n/a, not testable, checks that cannot fail, and Theorem 2 at N = 1 (below by construction)
-    shown = ("Larger", "(v.b)", "(v.h)", "(iv.d)", "(iv.f)")
+    # n/a, not testable, checks that cannot fail or cannot pass (Theorem 2 at N = 1)
+    shown = ("Larger", "(v.b)", "(v.h)", "(iv.d)", "(iv.f)", "Lemma", "Heads")
     rest = ~got["claim"].str.startswith(shown)
     statements = got[(got["role"] != "finding") & rest]
     assert (statements["verdict"] == R).all(), statements[statements["verdict"] != R]
@@ -50,7 +50,8 @@ def test_every_finding_reproduced_on_tables_built_to_the_papers_statements():
     assert verdict(got, "(v.b)") == NT  # the run's ε grid: no T < 0.1 has two ε below it
     assert verdict(got, "(v.h)") == NA  # reading (c) of the drop: near certain (max over heads)
     assert verdict(got, "(iv.d)") == NA  # the upper bound is ≥ e^(−1/4) whatever the tokens
-    assert verdict(got, "(iv.f)") == N  # Theorem 2's upper bound fails at N = 1 (errata)
+    assert verdict(got, "(iv.f)") == NA  # fails at N = 1 by arithmetic, vacuous at N ≥ 2
+    assert verdict(got, "Lemma") == NA and verdict(got, "Heads") == NA  # not stored; arithmetic
 
 
 def test_each_finding_names_its_headline_and_checks_are_never_evidence():
@@ -60,7 +61,17 @@ def test_each_finding_names_its_headline_and_checks_are_never_evidence():
     heads = {c.split(" ")[0] for c in got.index[got["role"] == "headline"]}
     assert heads == {"(i.a)", "(ii.c)", "(iii.b)", "(iv.c)", "(v.a)"}  # (i): the distance
     checks = {c.split(" ")[0] for c in got.index[got["role"] == "check"]}
-    assert checks == {"(i.c)", "(iii.a)", "(iv.d)", "(iv.f)", "(v.h)", "Corollary", "Assumption"}
+    assert checks == {
+        "(i.c)",
+        "(iii.a)",
+        "(iv.d)",
+        "(iv.f)",
+        "(v.h)",
+        "Corollary",
+        "Assumption",
+        "Lemma",
+        "Heads",
+    }
     assert "6 %" in got.loc[got.index.str.startswith("(iii.b)"), "paper"].iloc[0]
 
 
@@ -72,7 +83,7 @@ def test_a_finding_follows_its_headline_not_its_supporting_statements_or_checks(
     alg4.loc[alg4["N"] > 1, "upper"] = 1.0
     alg4.loc[alg4["N"] > 1, "lower"] = 2.0  # above N_s/N: Theorem 2's lower bound fails
     got = claims(tables(alg4=alg4), META)
-    assert verdict(got, "(iv.d)") == NA and verdict(got, "(iv.f)") == N
+    assert verdict(got, "(iv.d)") == NA and verdict(got, "(iv.f)") == NA
     assert verdict(got, "(iv) ") == R
     alg4 = alg4_table()
     alg4.loc[alg4["N"] >= 16, "ratio"] = 0.6  # below the band, the rest as the paper says
@@ -127,16 +138,21 @@ def test_iv_e_is_judged_where_the_lower_bound_says_something():
     assert r["verdict"] == NT and "the lower bound is ≤ 0 at every" in r["measured"]
 
 
-def test_iv_f_includes_n_1():
+def test_iv_f_shows_both_shares_and_judges_neither():
     """(iv.f) Theorem 2's bounds at every N: at N = 1 the upper bound is below N_s/N = 1 by
-    construction (docs/errata.md), so the check fails, whatever N ≥ 2 shows (round-4 referee,
-    point 7: it was judged over N ≥ 2)."""
+    arithmetic (docs/errata.md), at N ≥ 2 it is ≥ e^(−1/4) whatever the tokens: a check that
+    cannot pass at N = 1 and can barely fail at N ≥ 2, so both shares are shown and neither is
+    judged (n/a; round-5 referee, point 6: it read not reproduced on any data)."""
     r = _sub_row(claim_iv(alg4_table()), "(iv.f)")
-    assert r["verdict"] == N
+    assert r["verdict"] == NA and r["role"] == "check"
     assert "at N = 1: 0.0%" in r["measured"] and "at N ≥ 2: 100.0%" in r["measured"]
+    assert "fails by arithmetic" in r["measured"] and "lower bound ≤ 0 in" in r["measured"]
     alg4 = alg4_table()
     alg4.loc[alg4["N"] == 1, "upper"] = 1.0
-    assert _sub_verdict(claim_iv(alg4), "(iv.f)") == R
+    alg4.loc[alg4["N"] == 2, "upper"] = 0.0  # N ≥ 2 now fails at N = 2: shown, still n/a
+    r = _sub_row(claim_iv(alg4), "(iv.f)")
+    assert r["verdict"] == NA and "at N = 1: 100.0%" in r["measured"]
+    assert "at N ≥ 2: 100.0%" not in r["measured"]
 
 
 def test_iv_the_median_over_heads_not_the_mean():

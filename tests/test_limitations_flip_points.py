@@ -127,3 +127,40 @@ def test_tracks_law_flip_points_and_ties_name_the_first_column():
     empty = pd.DataFrame(columns=["model", "x_source", "e_form", "L", "critical_n"])
     got = flip_points.table(claims, empty).set_index("threshold")
     assert got.loc["`RISES`"].iloc[-1].startswith("-0.06 ((v.f) m, x = values: partly → not")
+
+
+def _grid() -> pd.DataFrame:
+    """d̃ over N at L = 100 (as grid_summary.csv holds it, text): peak 2 at N = 5; d̃ / peak
+    0.5 at N = 25 (= PROPORTIONAL·L), 0.2 at N = 50."""
+    ns, d = [1, 5, 10, 25, 50, 90], [1.0, 2.0, 1.6, 1.0, 0.4, 0.1]
+    return pd.DataFrame(
+        {"model": "m", "x_source": "values", "L": "100", "N": [str(n) for n in ns]}
+        | {"d̃": [str(x) for x in d]}
+    )
+
+
+def test_d_collapses_flip_points_from_the_committed_grid():
+    """(ii.e) re-judged from d̃ over N (round-5 referee, point 5): partly at N = 25 (0.5 of the
+    peak); PROPORTIONAL below 0.175 reads N = 10 (0.8: not reproduced), above 0.375 N = 50
+    (0.2: reproduced); D_COLLAPSED at 0.5 makes 0.5 reproduced."""
+    claims = pd.DataFrame(
+        {"claim": ["(ii.e) d"], "model": ["m"], "x_source": ["values"], "verdict": [P]}
+        | {"rule": [rules.d_collapses.text()], "measured": ["—"], "e_printed": ["—"]}
+    )
+    empty = pd.DataFrame(columns=["model", "x_source", "e_form", "L", "critical_n"])
+    (case,) = [c for c in flip_points.cases(claims, empty, _grid()) if c.rule == "d_collapses"]
+    assert case.judge() == P and case.where == "(ii.e) m, x = values"
+    x, then = flip_point(case, "PROPORTIONAL")
+    assert x == pytest.approx(0.175, abs=1e-6) and then == N
+    x, then = flip_point(case, "D_COLLAPSED")
+    assert x == pytest.approx(0.5, abs=1e-6) and then == R
+    got = flip_points.table(claims, empty, _grid()).set_index("threshold")
+    assert got.loc["`PROPORTIONAL`"].iloc[-1].startswith("0.175 ((ii.e) m, x = values: partly")
+
+
+def test_collapse_fractions_name_where_the_row_would_flip():
+    (row,) = flip_points.collapse_fractions(_grid()).to_dict("records")
+    assert row["d̃ peaks at N / L"] == "0.050"
+    assert row["c: d̃ / peak ≤ 0.5 from N = c·L"] == "0.250"
+    assert row["c: d̃ / peak ≤ 0.25 from N = c·L"] == "0.500"
+    assert row["d̃ / peak at N ≈ 0.25·L"] == "0.500 (N = 25)"

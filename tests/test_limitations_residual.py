@@ -30,6 +30,13 @@ def test_a_larger_residual_leaves_the_whenever_unjudged():
     assert row["verdict"] == NA and "in 50.0% of them" in row["measured"]
 
 
+def test_a_large_negative_residual_is_not_small():
+    """|ε|: ε < 0 is against Theorem 1.2's ε ≥ 0 and not 'small' (round-5 referee, point 9)."""
+    (row,) = claim_small_residual(_cells([0.5, -3.0]))
+    assert row["verdict"] == NA and "in 50.0% of them" in row["measured"]
+    assert "ε < 0 beyond 3 SE in 50.0%" in row["measured"] and "largest 0.3" in row["measured"]
+
+
 def test_a_run_without_exact_e_is_not_computed():
     (row,) = claim_small_residual(pd.DataFrame({"expectation": [1.0]}))
     assert row["verdict"] == NA and row["measured"] == "not computed in this run"

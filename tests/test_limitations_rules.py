@@ -64,11 +64,18 @@ CASES = [
     # (iii.b) paper A: '≈ 0.06L' needed at more than MOST_L = half the testable L (point 8)
     (rules.about_most, ([0.06, 0.03, 0.05],), R),  # in [0.03, 0.06]: both
     (rules.about_most, ([0.06, 0.03, 0.001],), P),  # 0.001: 'fewer than 6 %', not ≈ (point 5)
-    (rules.about_most, ([0.03 - E9, 0.06],), N),  # below the floor: neither
+    (rules.about_most, ([0.03 - E9, 0.06],), P),  # 'fewer than 6 %' at both (round 5, point 4)
+    (rules.about_most, ([0.03 - E9, 0.12 + E9],), N),  # below the floor, above the ≈: one of two
     (rules.about_most, ([0.03, 0.12, 0.5],), P),  # the floor itself is within the ≈
-    (rules.about_most, ([0.004, 0.004, 0.004, 0.004],), N),  # SmolLM2 hidden, printed E
+    # SmolLM2 hidden, printed E: 'fewer than 6 %' alone at every L (round 5, point 4: the ≈
+    # alone and 'fewer than 6 %' alone each give partly)
+    (rules.about_most, ([0.004, 0.004, 0.004, 0.004],), P),
+    (rules.about_most, ([0.001, 0.001, 0.5],), P),  # 'fewer than 6 %' at two of three
+    (rules.about_most, ([0.001, 0.12, 0.5],), N),  # each statement at one of three: neither
+    (rules.about_most, ([0.001, 0.001, 0.12, 0.12],), N),  # each at half: not more than half
     # at the grid's resolution: (limits), (floors); L = 128's floor: the first N ≥ 3.84, 4
-    (rules.about_most, ([2 / 128], [(0.0625, 0.125)], [4 / 128]), N),
+    (rules.about_most, ([2 / 128], [(0.0625, 0.125)], [4 / 128]), P),  # 'fewer than' alone
+    (rules.about_most, ([2 / 128], [(0.0625, 0.125)], [3 / 128]), P),  # below the floor
     (rules.about_most, ([4 / 128], [(0.0625, 0.125)], [4 / 128]), R),
     (rules.about_most, ([0.06, 0.12, 0.5],), P),  # two of three within ≈
     (rules.about_most, ([0.12, 0.12, None],), P),
@@ -236,6 +243,11 @@ CASES = [
     (rules.small_residual, ([1.3], [10.0], [0.1]), R),  # within 3 SE
     (rules.small_residual, ([1.3 + 1e-6], [10.0], [0.1]), NA),
     (rules.small_residual, ([math.nan], [10.0], [0.1]), NA),
+    # |ε| (round-5 referee, point 9): a large negative ε is not small
+    (rules.small_residual, ([-1.0] * 100, [10.0] * 100, [0.0] * 100), R),
+    (rules.small_residual, ([1.0] * 98 + [-5.0] * 2, [10.0] * 100, [0.0] * 100), NA),
+    (rules.small_residual, ([-1.3], [10.0], [0.1]), R),  # within 3 SE
+    (rules.small_residual, ([-1.3 - 1e-6], [10.0], [0.1]), NA),
     (rules.holds, (1.0,), R),
     (rules.holds, (1.0 - E9,), N),
     (rules.holds, (0.0,), N),
@@ -246,8 +258,6 @@ CASES = [
     (rules.share, ([],), NA),
     (rules.safe, (1.0,), R),
     (rules.safe, (1.0 - E9,), N),
-    (rules.bounds_hold, (1.0,), R),
-    (rules.bounds_hold, (0.5,), N),
     (rules.corollary3, (1.0,), R),
     (rules.corollary3, (0.0,), N),
     (rules.exists, ([True, False],), P),

@@ -16,7 +16,12 @@ import pandas as pd
 import pytest
 
 from attnlimits.experiments.limitations import rules
-from attnlimits.experiments.limitations.summaries import alg2_summary, alg4_summary, alg5_summary
+from attnlimits.experiments.limitations.summaries import (
+    alg2_summary,
+    alg4_summary,
+    alg5_summary,
+    grid_summary,
+)
 from conftest import REPO
 
 DATA = REPO / "docs" / "data" / "limitations"
@@ -120,3 +125,24 @@ def test_summaries_aggregate_as_the_claims_do():
     )
     got = alg2_summary(alg2).iloc[0]
     assert got["d̃"] == 2.0 and got["E exact"] == 1.0 and got["E exact SE"] == pytest.approx(0.25)
+
+
+def test_grid_summary_is_d_and_e_over_n_at_l_max():
+    """The whole N grid at L_max (round-5 referee, point 5): per-head means over windows first,
+    then the mean over heads; d̃ over its peak; the shorter L left out."""
+    grid = pd.DataFrame(
+        {
+            "L": [64, 128, 128, 128, 128, 128],
+            "N": [4, 4, 4, 4, 64, 64],
+            "window": [0, 0, 1, 0, 0, 0],
+            "layer": [0] * 6,
+            "head": [0, 0, 0, 1, 0, 1],
+            "distance": [9.0, 1.0, 3.0, 4.0, 1.0, 2.0],
+            "expectation_exact": [9.0, 0.5, 0.5, 1.5, 0.2, 0.2],
+        }
+    )
+    got = grid_summary(grid).set_index("N")
+    assert (got["L"] == 128).all()
+    assert got.loc[4, "d̃"] == pytest.approx(3.0)  # heads 2 and 4
+    assert got.loc[64, "d̃ / peak"] == pytest.approx(0.5)
+    assert got.loc[4, "E exact"] == pytest.approx(1.0)

@@ -202,7 +202,8 @@ def test_the_theorem2_note_takes_its_numbers_from_iv_f_and_iv_g():
         }
     )
     (note,) = what_we_found._theorem2_note(rows)
-    assert "holds in 99.7–100.0 % of (head, N) at N ≥ 2 but at N = 1 in 0.0%" in note
+    assert "holds in 99.7–100.0 % of (head, N) at N ≥ 2, nearly vacuously" in note
+    assert "fails by arithmetic at N = 1 (0.0%: " in note and "shown, not judged (n/a)" in note
     assert "is 0.83–0.97, within ≈ 80 % (`ABOUT_80` = 0.85" in note and "only for a values." in note
     assert "four-fifths of the tokens it selects" in note
     assert what_we_found._theorem2_note(rows[rows["claim"].str.startswith("(iv.g)")]) == []
@@ -405,7 +406,10 @@ def test_summary_line_counts_the_cells_and_says_what_the_exact_e_ones_rest_on():
     line = what_we_found.summary_line(claims)
     assert "Of paper A's 5 findings in 1 columns (5 cells), 3 read reproduced or partly" in line
     assert "under exact E (1 reproduced) and 5 under the printed E (2 reproduced)" in line
-    assert "1 is (i), close to true by construction" in line
+    assert "1 is (i), true wherever the top-N weight mass does not vanish with L" in line
+    assert "observations shown as" not in line  # one column: (v) is one observation
+    two = pd.concat([claims, claims[claims["claim"].str.startswith("(v")].assign(x_source="h")])
+    assert "(6 cells; (v): 1 observations shown as 2)" in what_we_found.summary_line(two)
     assert "1 is judged by rules with a threshold set after earlier runs were public " in line
     assert "((v): `MIN_T`, `RISES`;" in line
     assert "1 by neither ((iv) partly for m x = values)" in line

@@ -3,7 +3,8 @@ rule on the windows pooled, and again under each alternative reading.
 
 Each of paper A's reported findings (i–v, its Experiments section) becomes a finding row
 followed by its statement rows (:mod:`.findings`; roles and the paper's words in
-:mod:`.statements`), plus the checks Corollary 3, Assumption 2 and Theorem 1.2's Jensen gap.
+:mod:`.statements`), plus the checks Corollary 3, Assumption 2, Theorem 1.2's Jensen gap,
+Lemma 1 / Corollary 1 and the discussion's H = 3 (:mod:`.text_checks`).
 Columns: the statement, its role (finding, headline, supporting, check), the paper's words
 (``paper``, word for word) and our reading of them, the numbers measured here, the rule
 (:mod:`.rules`, thresholds printed), the verdict, how many windows alone agree with it, the form
@@ -64,6 +65,7 @@ from attnlimits.experiments.limitations.findings import (
     slopes_in_l,
 )
 from attnlimits.experiments.limitations.residual import claim_small_residual
+from attnlimits.experiments.limitations.text_checks import claim_heads, claim_lemma1
 
 __all__ = [
     "EVIDENCE",
@@ -315,6 +317,8 @@ def claims_for(
     blocks.append((_judged(claim_corollary3, alg5), {}, None, "—"))
     if "assumption2" in results["alg4"]:
         blocks.append((claim_assumption2(pick("alg4")), {}, None, "—"))
+    blocks.append((claim_lemma1(), {}, None, "—"))
+    blocks.append((_judged(claim_heads, pick("alg4")), {}, None, "—"))
     at_n = pd.concat([alg1, alg2]).drop_duplicates(
         subset=[c for c in ("window", "layer", "head", "L", "N") if c in alg1]
     )

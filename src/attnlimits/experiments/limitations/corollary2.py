@@ -39,6 +39,14 @@ def claim_ii_d(grid: pd.DataFrame, form: str) -> list[Row]:
         n = min(dist.index, key=lambda n: abs(n - fraction * top))
         return int(n), float(dist.loc[n] / dist.max())
 
+    def first(limit: float) -> str:
+        """The first N / L at or past the peak where d̃ / peak is at most ``limit``."""
+        if not len(dist) or not dist.max() > 0:
+            return "—"
+        curve = dist / dist.max()
+        past = curve[(curve.index >= curve.idxmax()) & (curve <= limit)]
+        return f"{past.index[0] / top:.3f}·L" if len(past) else "never on the grid"
+
     n_q, q_ratio = near(rules.PROPORTIONAL.value)
     n_6, ratio_6 = near(rules.PAPER_FRACTION.value)
     n_peak = int(dist.idxmax()) if len(dist) else 0
@@ -59,7 +67,9 @@ def claim_ii_d(grid: pd.DataFrame, form: str) -> list[Row]:
             f"{n_peak / top if top else math.nan:.3f}·L): {ratio_6:.2f} at N = {n_6} "
             f"(≈ 0.06·L), {q_ratio:.2f} at N = {n_q} (≈ {rules.PROPORTIONAL}·L); "
             f"{d_ratio:.2f} at the largest N {n_end} ({n_end / top if top else math.nan:.2f}·L: "
-            "d̃ = 0 at N = L by definition, not judged)",
+            f"d̃ = 0 at N = L by definition, not judged); d̃ / peak first ≤ {rules.VANISHES:g} "
+            f"from N = {first(rules.VANISHES.value)}, ≤ {rules.D_COLLAPSED:g} from "
+            f"N = {first(rules.D_COLLAPSED.value)}",
             rules.d_collapses,
             q_ratio,
         ),

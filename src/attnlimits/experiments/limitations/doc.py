@@ -39,6 +39,7 @@ from attnlimits.experiments.limitations.summaries import (
     alg2_summary,
     alg4_summary,
     alg5_summary,
+    grid_summary,
 )
 from attnlimits.experiments.report import (
     block,
@@ -84,7 +85,7 @@ def _runs(folder: Path) -> dict[str, Path]:
 def extract(folder: Path) -> Data:
     """The doc's tables from a finished run (a side-by-side folder or one model's run)."""
     claims, crit, run = [], [], []
-    summaries: dict[str, list[pd.DataFrame]] = {"alg2": [], "alg4": [], "alg5": []}
+    summaries: dict[str, list[pd.DataFrame]] = {"alg2": [], "alg4": [], "alg5": [], "grid": []}
     data: Data = {}
     for i, (model, path) in enumerate(_runs(folder).items()):
         meta = json.loads((path / "run.json").read_text())
@@ -111,6 +112,10 @@ def extract(folder: Path) -> Data:
             for name, summary in (("alg2", alg2_summary), ("alg4", alg4_summary)):
                 table = tables[name][tables[name]["x_source"] == source]
                 summaries[name].append(summary(table).assign(model=model, x_source=source))
+            if "distance_grid" in tables:  # (ii.d) and (ii.e): the whole N grid at L_max
+                grid = tables["distance_grid"]
+                grid = grid[grid["x_source"] == source]
+                summaries["grid"].append(grid_summary(grid).assign(model=model, x_source=source))
         summaries["alg5"].append(alg5_summary(tables["alg5"]).assign(model=model))
         alg3 = tables["alg3"]
         alg3 = alg3[alg3["window"] < 0] if "window" in alg3 else alg3
@@ -141,6 +146,8 @@ def extract(folder: Path) -> Data:
                 data["x_sources"] = fmt(x_source_comparison(tables, list(params["x_sources"])))
     data["claims"] = with_e_reading(pd.concat(claims, ignore_index=True))
     for name, frames in summaries.items():
+        if not frames:
+            continue
         table = pd.concat(frames, ignore_index=True)
         keys = [c for c in ("model", "x_source") if c in table]
         data[f"{name}_summary"] = table[[*keys, *(c for c in table if c not in keys)]]
@@ -385,10 +392,13 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
         out["windows"] = _windows(data["windows"])
     if "statistic" in claims:
         out["sensitivity"] = _sensitivity(claims)
+    grid = data.get("grid_summary")
     if {"critical_n", "alg4_summary"} <= set(data):
-        shapes = flip_points.table(claims, data["critical_n"])
+        shapes = flip_points.table(claims, data["critical_n"], grid)
         out["sensitivity_shapes"] = markdown_table(shapes)
-    for name in ("alg2", "alg4", "alg5"):
+    if grid is not None:
+        out["d_collapses"] = markdown_table(flip_points.collapse_fractions(grid))
+    for name in ("alg2", "alg4", "alg5", "grid"):
         if f"{name}_summary" in data:
             out[f"{name}_summary"] = _summary(data[f"{name}_summary"])
     return out

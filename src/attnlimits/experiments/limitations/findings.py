@@ -405,7 +405,8 @@ def claim_iv(alg4: pd.DataFrame) -> list[Row]:
     gap = float((informative["ratio"] - informative["lower"]).median())
     vacuous = f"{len(bounds) - len(informative)} of {len(bounds)}"
     # (iv.f): Theorem 2 is stated for every N; at N = 1 its upper bound is below N_s/N = 1 by
-    # construction (docs/errata.md), which is what the check shows there
+    # arithmetic (docs/errata.md), at N ≥ 2 it is ≥ e^(−1/4) and the lower bound mostly ≤ 0:
+    # both shares shown, not judged (the round-5 referee's point 6)
     every = ph[ph["assumption2"]]
     slack = 1e-6 * every["ratio"].abs()  # float rounding of the per-head means
     held = (every["lower"] <= every["ratio"] + slack) & (every["ratio"] <= every["upper"] + slack)
@@ -455,10 +456,11 @@ def claim_iv(alg4: pd.DataFrame) -> list[Row]:
             "(iv.f)",
             f"lower ≤ N_s/N ≤ upper in {np.mean(valid) if valid else math.nan:.1%} "
             f"of (head with δ > 0, N); at N = 1: {at_one.mean() if len(at_one) else math.nan:.1%} "
-            f"(N_s/N = 1 above the upper bound by construction); at N ≥ 2: "
-            f"{above_one.mean() if len(above_one) else math.nan:.1%}",
-            rules.bounds_hold,
-            float(np.mean(valid)) if valid else math.nan,
+            "(fails by arithmetic: there N_s/N = 1 and the upper bound is exp(−r²/16M²) < 1); "
+            f"at N ≥ 2: {above_one.mean() if len(above_one) else math.nan:.1%} (nearly "
+            f"vacuous: the upper bound is ≥ e^(−1/4) ≈ 0.78 whatever the tokens, the lower "
+            f"bound ≤ 0 in {vacuous})",
+            rules.by_construction,
             untested=no_delta,
         ),
         judged_row(

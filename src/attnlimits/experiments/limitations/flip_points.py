@@ -4,7 +4,8 @@ threshold of ours that a rule other than a one-number :class:`~attnlimits.claims
 alone would change a committed verdict, or that no value in the range scanned would.
 
 Each rule is re-judged by its own code on the numbers the committed tables hold for it
-(``claims.csv``'s measured text, ``critical_n.csv`` with Alg. 3's N grid)
+(``claims.csv``'s measured text, ``critical_n.csv`` with Alg. 3's N grid, ``grid_summary.csv``:
+d̃ over the whole N grid at L_max, for (ii.e)'s ``d_collapses``)
 with the one threshold moved (:func:`moved`: the rules read their thresholds at call time, as
 ``benchmarks/limitations_rule_mutants.py`` relies on too); a row whose verdict at the present
 thresholds differs from the committed one is left out and counted (its numbers are rounded in
@@ -32,7 +33,7 @@ from attnlimits.experiments import paper_a_readings
 from attnlimits.experiments.limitations import rules
 from attnlimits.experiments.limitations.config import LimitationsConfig
 
-__all__ = ["RANGES", "Case", "cases", "flip_point", "moved", "table"]
+__all__ = ["RANGES", "Case", "cases", "collapse_fractions", "flip_point", "moved", "table"]
 
 #: The range scanned per threshold (low, high, whole numbers only): a count of N or T in whole
 #: numbers, a share in [0, 1], a slope over the slopes a curve can have, a ratio over a
@@ -44,6 +45,7 @@ RANGES: dict[str, tuple[float, float, bool]] = {
     "ONE_OVER_T_LO": (-3.0, 0.0, False),
     "ONE_OVER_T_HI": (-3.0, 0.0, False),
     "RISES": (-1.0, 0.0, False),
+    "PROPORTIONAL": (0.01, 0.9, False),
 }
 _MODEL = {"smollm2-135m": "SmolLM2-135M", "minilm-l6": "MiniLM-L6"}
 
@@ -277,10 +279,71 @@ def _about_most(crit: pd.DataFrame, claims: pd.DataFrame) -> Iterator[Case]:
             yield Case(_where(r, label), "about_most", ("ABOUT", "MOST_L"), r[column], judge)
 
 
-def cases(claims: pd.DataFrame, crit: pd.DataFrame) -> list[Case]:
+def _curves(grid: pd.DataFrame) -> Iterator[tuple[str, str, int, pd.Series]]:
+    """Per (model, x source) of ``grid_summary.csv``: L_max and d̃ / its peak per N."""
+    for (model, source), sub in grid.groupby(["model", "x_source"], sort=False):
+        d = pd.Series(sub["d̃"].astype(float).to_numpy(), index=sub["N"].astype(int).to_numpy())
+        yield str(model), str(source), int(float(sub["L"].iloc[0])), d / d.max()
+
+
+def _d_collapses(grid: pd.DataFrame, claims: pd.DataFrame) -> Iterator[Case]:
+    """(ii.e) per column: d̃ / peak at the grid's N nearest PROPORTIONAL·L_max (as
+    ``corollary2.claim_ii_d`` reads it), judged by ``d_collapses`` at the thresholds of the
+    moment."""
+    rows = _rows(claims, "(ii.e)").set_index(["model", "x_source"])
+    for model, source, length, ratio in _curves(grid):
+        if (model, source) not in rows.index:
+            continue
+        row = rows.loc[(model, source)]
+
+        def judge(ratio: pd.Series = ratio, length: int = length) -> str:
+            n = min(ratio.index, key=lambda n: abs(n - rules.PROPORTIONAL.value * length))
+            return _call(rules.d_collapses.name, float(ratio.loc[n]))
+
+        where = f"(ii.e) {_MODEL.get(model, model)}, x = {source}"
+        names = ("PROPORTIONAL", "D_COLLAPSED", "VANISHES")
+        yield Case(where, "d_collapses", names, str(row["verdict"]), judge)
+
+
+def _first_below(ratio: pd.Series, peak: int, length: int, limit: float) -> str:
+    """The first N / L at or past the peak where d̃ / peak is at most ``limit``."""
+    past = ratio[(ratio.index >= peak) & (ratio <= limit)]
+    return f"{past.index[0] / length:.3f}" if len(past) else f"none up to N = {ratio.index[-1]}"
+
+
+def collapse_fractions(grid: pd.DataFrame) -> pd.DataFrame:
+    """model | x_i | L | where d̃ peaks | the first N / L past the peak at which d̃ / peak is at
+    most VANISHES and at most D_COLLAPSED (the fraction c at which (ii.e) would read partly and
+    reproduced were PROPORTIONAL set there), and d̃ / peak at PROPORTIONAL·L (the round-5
+    referee's point 5)."""
+    out = []
+    for model, source, length, ratio in _curves(grid):
+        peak = int(ratio.idxmax())
+
+        n_q = min(ratio.index, key=lambda n: abs(n - rules.PROPORTIONAL.value * length))
+        out.append(
+            {
+                "model": _MODEL.get(model, model),
+                "x_i": source,
+                "L": str(length),
+                "d̃ peaks at N / L": f"{peak / length:.3f}",
+                f"c: d̃ / peak ≤ {rules.VANISHES:g} from N = c·L": _first_below(
+                    ratio, peak, length, rules.VANISHES.value
+                ),
+                f"c: d̃ / peak ≤ {rules.D_COLLAPSED:g} from N = c·L": _first_below(
+                    ratio, peak, length, rules.D_COLLAPSED.value
+                ),
+                f"d̃ / peak at N ≈ {rules.PROPORTIONAL}·L": f"{ratio.loc[n_q]:.3f} (N = {n_q})",
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def cases(claims: pd.DataFrame, crit: pd.DataFrame, grid: pd.DataFrame | None = None) -> list[Case]:
     """Every committed verdict of a rule of another shape that the committed tables let us
-    re-judge."""
+    re-judge (``grid``: ``grid_summary.csv``, for (ii.e))."""
     return [
+        *(_d_collapses(grid, claims) if grid is not None else ()),
         *_converges(claims),
         *_about_most(crit, claims),
         *_sub_linear(claims),
@@ -291,12 +354,14 @@ def cases(claims: pd.DataFrame, crit: pd.DataFrame) -> list[Case]:
     ]
 
 
-def table(claims: pd.DataFrame, crit: pd.DataFrame) -> pd.DataFrame:
+def table(
+    claims: pd.DataFrame, crit: pd.DataFrame, grid: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """threshold | value | provenance | rule | verdicts it decides | closest to flipping: for
     each threshold of ours (not the paper's) the rules of other shapes read, the committed
     verdict nearest to flipping and the value the threshold would have to pass, or "no flip
     in [a, b]"; the rows whose verdict the committed numbers do not give back are counted."""
-    all_cases = cases(claims, crit)
+    all_cases = cases(claims, crit, grid)
     kept = [c for c in all_cases if c.judge() == c.verdict]
     out = []
     for name, t in rules.THRESHOLDS.items():

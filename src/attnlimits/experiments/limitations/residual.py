@@ -24,14 +24,16 @@ def claim_small_residual(df: pd.DataFrame) -> list[Row]:
     if cells.empty:
         return [judged_row("Jensen", "not computed in this run", rules.not_run)]
     eps = cells["expectation_exact"] - cells["expectation"]
-    ratio = eps / cells["expectation_exact"]
+    ratio = eps.abs() / cells["expectation_exact"]
     q = ratio.quantile([0.5, 0.9, 1.0])
     slack = 3 * cells["expectation_exact_se"]
-    small = float((eps <= rules.EPS_SMALL.value * cells["expectation_exact"] + slack).mean())
+    small = float((eps.abs() <= rules.EPS_SMALL.value * cells["expectation_exact"] + slack).mean())
+    negative = float((eps < -slack).mean())
     measured = (
-        f"ε / E exact over {len(cells)} (window, layer, head, L, N) at Alg. 1/2's N: median "
+        f"|ε| / E exact over {len(cells)} (window, layer, head, L, N) at Alg. 1/2's N: median "
         f"{q[0.5]:.3g}, 90th percentile {q[0.9]:.3g}, largest {q[1.0]:.3g}; "
-        f"≤ {rules.EPS_SMALL:g} (to 3 SE) in {small:.1%} of them"
+        f"≤ {rules.EPS_SMALL:g} (to 3 SE) in {small:.1%} of them; ε < 0 beyond 3 SE in "
+        f"{negative:.1%} (the weights' concentration is not stored)"
     )
     return [
         judged_row(

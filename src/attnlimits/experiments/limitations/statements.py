@@ -111,7 +111,10 @@ S: dict[str, Statement] = {
             "extension to about 0.9·L), its value at the grid's N nearest PROPORTIONAL·L (a "
             "fixed fraction of L, far from N = L) against its peak over N; beside it the value "
             "at 0.06·L and at the largest N (≈ 0.9·L, not judged: d̃ = 0 at N = L by "
-            "definition, where every token is selected)",
+            "definition, where every token is selected), and the fractions of L from which "
+            "d̃ / peak is at most VANISHES and D_COLLAPSED. The paper's own test of this "
+            "sentence is the plateau, (ii.a) ('Our GPT-2 experiment (Fig. 2, middle) confirms "
+            "the predicted plateau'); this row reads the sentence as written",
         ),
         # ---- (iii) ----
         Statement(
@@ -137,12 +140,12 @@ S: dict[str, Statement] = {
             "fewer than 6 % of the tokens need to be selected before the empirical and expected "
             "distances become statistically indistinguishable",
             "with finding (iii)'s '$\\approx 0.06L$': per L, critical N / L within the paper's "
-            "fraction meets both, within ABOUT times it only the ≈ (rule about_most: the ≈ "
-            "needed at more than MOST_L of the testable L for partly), each at the N grid's "
+            "fraction and at least its ABOUT-th part meets both; each statement alone, "
+            "'fewer than 6 %' (no floor) or the ≈ (within ABOUT times, either side), at more "
+            "than MOST_L of the testable L gives partly (rule about_most), each at the N grid's "
             "resolution (a true critical N of 0.06·L is measured at the first tested N above it); "
-            "the ≈ is two-sided, so a critical N more than ABOUT times below 0.06·L meets "
-            "neither (at the grid's resolution too); a length that never accepts up to 0.9·L "
-            "has critical N / L > 0.9 (censored, against)",
+            "a critical N more than ABOUT times below 0.06·L meets 'fewer than 6 %' only; a "
+            "length that never accepts up to 0.9·L has critical N / L > 0.9 (censored, against)",
         ),
         Statement(
             "(iii.c) the critical N grows sub-linearly in L",
@@ -200,9 +203,10 @@ S: dict[str, Statement] = {
             CHECK,
             _THM2,
             "lower ≤ N_s/N ≤ upper per head (δ > 0) and every N, the formula (Eq. 11) left out of "
-            "the quote; N = 1 included: the theorem is stated for every N, and there its upper "
-            "bound is below N_s/N = 1 by construction (docs/errata.md, Theorem 2); the share at "
-            "N ≥ 2 shown beside it",
+            "the quote, shown, not judged (n/a): at N = 1 it fails by arithmetic, whatever the "
+            "tokens (N_s/N = 1, the upper bound exp(−r²/16M²) < 1: docs/errata.md, Theorem 2 at "
+            "N = 1); at N ≥ 2 it is nearly vacuous (the upper bound ≥ e^(−1/4) ≈ 0.78 whenever "
+            "|r − ξ_i| ≤ 2M, the lower bound mostly ≤ 0); both shares shown",
         ),
         Statement(
             "(iv.g) no more than about 80 % of the tokens are distinguishable",
@@ -321,6 +325,25 @@ S: dict[str, Statement] = {
         ),
         # ---- checks outside the findings ----
         Statement(
+            "Lemma 1 / Corollary 1: C₁/L ≤ α_i ≤ C₂/L; e^(−2Δ/T)/L ≤ α_i ≤ e^(2Δ/T)/L",
+            CHECK,
+            "This lemma implies that for any normalization of function independent of token "
+            "count, the attention weights inevitably become uniformly small (on the order of "
+            "$1/L$) as the context size grows.",
+            "Eqs. 4 and 5 per head and row, from its logits, q and k (Δ = ‖q‖₂‖k‖₂): not "
+            "computable from the run folders, which keep no weights, queries or keys (n/a); for "
+            "softmax, Corollary 1 holds by arithmetic whatever the data",
+        ),
+        Statement(
+            "Heads (the discussion): H = 3 heads cover 99 % at p = 0.8, by arithmetic",
+            CHECK,
+            "Under our analysis, we see that for $p = 0.8$ it is needed approximately $H = 3$ "
+            "to cover up the 99% of information.",
+            "1 − (1 − p)^H, the paper's independent heads: arithmetic on the paper's own p, no "
+            "data; beside it the H this column's median N_s/N would need; shown, not judged "
+            "(n/a)",
+        ),
+        Statement(
             "Corollary 3: ‖∇α‖₂ ≤ min{1/(4T), √2} (docs/errata.md: the tight bound is 1/(2T))",
             CHECK,
             r"The dashed black curve is the theoretical bound $\min\{1/(4T), \sqrt{2}\}$ from "
@@ -348,11 +371,11 @@ S: dict[str, Statement] = {
             CHECK,
             "the residual ε captures the Jensen gap and is small whenever the individual weights "
             "α_i are not too concentrated",
-            "'small' as ε / E exact at most EPS_SMALL (to 3 SE of E exact) per (window, layer, "
+            "'small' as |ε| / E exact at most EPS_SMALL (to 3 SE of E exact) per (window, layer, "
             "head, L, N) at Alg. 1/2's N, E derived being the appendix's form (against the main "
             "text's printed E, ε is negative: docs/errata.md); the runs store no statistic of the "
-            "weights' concentration (max α_i, Σα_i²), so where ε is not small the 'whenever' "
-            "cannot be judged (n/a)",
+            "weights' concentration (top-N mass, max α_i, Σα_i²), so where ε is not small the "
+            "'whenever' cannot be judged (n/a): one-sided, a check",
         ),
     )
 }

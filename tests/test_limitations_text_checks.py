@@ -1,0 +1,49 @@
+"""Paper A's Lemma 1 / Corollary 1 and the discussion's H = 3 as check rows (round-5 referee,
+point 11)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from attnlimits.experiments.limitations.text_checks import claim_heads, claim_lemma1, heads_needed
+from limitations_tables import NA
+
+
+@pytest.mark.parametrize(
+    ("p", "cover", "want"),
+    [
+        (0.8, 0.99, 3),  # the discussion's: 1 − 0.2³ = 0.992
+        (0.8, 0.992, 3),  # at the edge
+        (0.8, 0.993, 4),
+        (0.9, 0.99, 2),  # 1 − 0.1² = 0.99 exactly, not 2.98… heads
+        (0.5, 0.99, 7),  # 1 − 0.5⁷ = 0.992
+        (0.99, 0.99, 1),
+    ],
+)
+def test_heads_needed_known_answers(p, cover, want):
+    assert heads_needed(p, cover) == want
+    assert 1 - (1 - p) ** want >= cover - 1e-12 and (want == 1 or 1 - (1 - p) ** (want - 1) < cover)
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, -0.1, 1.5])
+def test_heads_needed_refuses_a_level_outside_0_1(p):
+    with pytest.raises(ValueError, match="separability level"):
+        heads_needed(p)
+
+
+def test_heads_row_shows_the_arithmetic_and_this_columns_p():
+    alg4 = pd.DataFrame(
+        {"N": [16, 64, 64, 64], "layer": 0, "head": [0, 0, 1, 2], "ratio": [0.9, 0.5, 0.6, 0.7]}
+    )
+    (row,) = claim_heads(alg4)
+    assert row["verdict"] == NA and row["role"] == "check"
+    assert "H = 2: 0.960, H = 3: 0.992" in row["measured"]
+    assert "the least H with ≥ 99%: 3" in row["measured"]
+    assert "at N = 64 as p (0.60): H = 6" in row["measured"]  # 1 − 0.4⁶ = 0.9959
+
+
+def test_lemma1_row_is_n_a_and_says_why():
+    (row,) = claim_lemma1()
+    assert row["verdict"] == NA and row["role"] == "check"
+    assert "keep no attention weights" in row["measured"]
