@@ -115,6 +115,22 @@ def test_v_statements_of_the_discussion_each_verdict():
     assert _sub_verdict(claim_v(flat), "(v.g)") == N
 
 
+def test_v_e_reads_the_largest_ratio_over_t_below_0_1():
+    """(v.e) "close to the theoretical limit when T < 10⁻¹" is read at the T where g comes
+    closest (the largest g / bound), not the farthest: with g cut tenfold at every T < 0.1 but
+    one, the row keeps the paper-shaped table's verdict; cut at that one too, it fails."""
+    table = alg5_table()
+    below = sorted(t for t in table["T"].unique() if t < 0.1)
+    assert len(below) >= 2
+    cols = ["sensitivity", "sensitivity_row_max"]
+    keep = alg5_table()
+    keep.loc[keep["T"].isin(below[1:]), cols] *= 0.1
+    assert _sub_verdict(claim_v(keep), "(v.e)") == _sub_verdict(claim_v(table), "(v.e)") == R
+    cut = keep.copy()
+    cut.loc[cut["T"] == below[0], cols] *= 0.1
+    assert _sub_verdict(claim_v(cut), "(v.e)") == N
+
+
 def test_iv_g_no_more_than_four_fifths():
     got = claim_iv(alg4_table())  # maxima 0.81 at N ≥ 16
     assert _sub_verdict(got, "(iv.g)") == R
