@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnlimits.claims import AFTER_RUNS, Graded, Threshold
+from attnlimits.claims import AFTER_RUNS, BETTER, WORSE, Graded, Threshold
 from attnlimits.claims.verdicts import SHORT
 from attnlimits.experiments.limitations import rules as rules_a
 from attnlimits.experiments.limitations.findings import saturating_reading
@@ -493,7 +493,7 @@ def argmax_sentence(sizes: pd.DataFrame, argmax: pd.DataFrame) -> str:
     )
     paired = "argmax vs adaptive" in both.columns
     if paired:
-        above = both[both["argmax vs adaptive"] == "better"]
+        above = both[both["argmax vs adaptive"] == BETTER]
     else:
         above = both[both["argmax"] > both["adaptive"]]
     if above.empty:
@@ -512,8 +512,8 @@ def argmax_sentence(sizes: pd.DataFrame, argmax: pd.DataFrame) -> str:
     )
     if paired:
         rest = both[~both["size"].isin(above["size"])]
-        below = rest[rest["argmax vs adaptive"] == "worse"]
-        holds = rest[rest["argmax vs adaptive"] != "worse"]
+        below = rest[rest["argmax vs adaptive"] == WORSE]
+        holds = rest[rest["argmax vs adaptive"] != WORSE]
         how = (
             "by the paired 95 % interval of argmax − adaptive over seeds and test sets (the same "
             "sets) lying above 0; "

@@ -89,6 +89,9 @@ EVIDENCE = (
     (r"^\(v[.)]|^Corollary 3", ("fig4",), ("alg5",)),
     (r"^Assumption 2", (), ("alg4",)),
     (r"^Theorem 1\.2", ("fig2a", "fig2b"), ("alg1", "alg2")),
+    # the H = 3 check shows the H each column's own median N_s/N (Alg. 4) would need; Lemma 1 /
+    # Corollary 1 has none: no run keeps the weights, queries or keys
+    (r"^Heads \(the discussion\)", ("fig3",), ("alg4",)),
 )
 
 Row = dict[str, str]
