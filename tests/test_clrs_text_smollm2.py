@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from attnlimits.cli import app
 
-# 643 s for the quick run (2026-11-28, AVX2 kind, not niced, load 2-4), the tokenizer's 0.5 s
+# the quick run: 53.6 s as a whole process (median of 3, 2026-11-28, AVX2 kind, idle;
+# docs/clrs_text.md), the tokenizer's 0.5 s
 pytestmark = [pytest.mark.real_model, pytest.mark.slow]
 
 
@@ -43,9 +44,9 @@ def test_smollm2_quick_fine_tunes_both_arms(needs_smollm2_and_clrs, tmp_path):
     tables = next(out.rglob("tables"))
     answers = pd.read_parquet(tables / "answers.parquet")
     assert set(answers["arm"]) == {"softmax", "adaptive"}
-    assert set(answers["seed"]) == {0, 1}
+    assert set(answers["seed"]) == {0}
     training = pd.read_parquet(tables / "training.parquet")
-    assert (training["steps_taken"] <= 8).all() and training["loss"].notna().all()
+    assert (training["steps_taken"] <= 4).all() and training["loss"].notna().all()
 
 
 def test_smollm2_spells_a_clrs_float_digit_by_digit(needs_smollm2_and_clrs):
