@@ -239,3 +239,21 @@ def softmax_not_enough_tables(
         "entropy_vs_temperature": entropy_vs_temperature((1.0,), n=8),
         "training_log": log,
     }
+
+
+def paired_argmax(
+    diff: float, sizes: tuple[int, ...] = (16, 64, 256), seeds: int = 4, sets: int = 400
+) -> pd.DataFrame:
+    """An argmax_accuracy table with per-set hits (so argmax and softmax pair by set): softmax
+    hits at rate 0.6, argmax at 0.6 + ``diff``."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for n in sizes:
+        for norm, p in (("softmax", 0.6), ("argmax", 0.6 + diff)):
+            for s in range(seeds):
+                hits = rng.random(sets) < p
+                rows.append(
+                    {"norm": norm, "seed": s, "size": n, "n_sets": sets, "correct": int(hits.sum()),
+                     "accuracy": hits.mean(), "hits": pack_hits(hits)[0], "agree": 1.0}
+                )  # fmt: skip
+    return pd.DataFrame(rows)

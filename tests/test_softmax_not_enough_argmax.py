@@ -29,6 +29,7 @@ from attnlimits.experiments.softmax_not_enough.model import (
     set_generator,
 )
 from attnlimits.experiments.softmax_not_enough.uncertainty import pack_hits, unpack_hits
+from made_up_tables import paired_argmax
 
 
 @pytest.fixture(scope="module")
@@ -120,28 +121,13 @@ def test_disperse_without_entropy_is_na():
     assert row["verdict"] == NA and "add_tables" in row["measured"]
 
 
-def _arms(diff: float, sizes=(16, 64, 256), seeds: int = 4, sets: int = 400) -> pd.DataFrame:
-    """An argmax_accuracy table: softmax hits at rate 0.6, argmax at 0.6 + ``diff``."""
-    rng = np.random.default_rng(1)
-    rows = []
-    for n in sizes:
-        for norm, p in (("softmax", 0.6), ("argmax", 0.6 + diff)):
-            for s in range(seeds):
-                hits = rng.random(sets) < p
-                rows.append(
-                    {"norm": norm, "seed": s, "size": n, "n_sets": sets, "correct": int(hits.sum()),
-                     "accuracy": hits.mean(), "hits": pack_hits(hits)[0], "agree": 1.0}
-                )  # fmt: skip
-    return pd.DataFrame(rows)
-
-
 @pytest.mark.parametrize(("diff", "verdict"), [(-0.2, REPRODUCED), (0.2, NOT), (0.0, PARTLY)])
 def test_degrade_row(diff, verdict):
     summary = pd.DataFrame({"norm": ["adaptive"] * 3, "size": [16, 64, 256], "mean": 0.7})
-    rows = degrade({"argmax_accuracy": _arms(diff), "summary": summary}, id_size=16)
+    rows = degrade({"argmax_accuracy": paired_argmax(diff), "summary": summary}, id_size=16)
     assert rows[1]["verdict"] == verdict and rows[0]["verdict"] == verdict
     assert "n=64" in rows[1]["measured"] and "n=16:" not in rows[1]["measured"]
-    table = argmax_table(_arms(diff))
+    table = argmax_table(paired_argmax(diff))
     assert list(table["size"]) == [16, 64, 256] and OUTCOME in table
 
 
@@ -150,7 +136,7 @@ def test_argmax_table_pairs_argmax_with_adaptive_on_the_same_sets():
     adaptive hits (seed by seed, set by set): the argmax against itself relabelled adaptive
     differs by exactly 0; against a lower adaptive it is better; a size whose set count
     differs is not paired ("—")."""
-    arms = _arms(0.2)
+    arms = paired_argmax(0.2)
     same = arms[arms["norm"] == "argmax"].drop(columns="agree").assign(norm="adaptive")
     table = argmax_table(arms, same).set_index("size")
     assert (table[OUTCOME_ADAPTIVE] == "inconclusive").all()
@@ -167,7 +153,9 @@ def test_degrade_is_our_test_not_a_finding_of_the_paper():
     unconditional reading, listed with (F) apart from the paper's findings; the reading quotes
     App. F's "optimal" temperature of zero."""
     summary = pd.DataFrame({"norm": ["adaptive"] * 3, "size": [16, 64, 256], "mean": 0.7})
-    rows = pd.DataFrame(degrade({"argmax_accuracy": _arms(0.2), "summary": summary}, id_size=16))
+    rows = pd.DataFrame(
+        degrade({"argmax_accuracy": paired_argmax(0.2), "summary": summary}, id_size=16)
+    )
     assert own_tests(rows).all()
     assert Q_ZERO_OPTIMAL in rows["reading"].iloc[1] and "then degrade" in rows["paper"].iloc[0]
     others = pd.DataFrame({"claim": ["(2) adaptive temperature helps", "(2.e) our test? no"]})

@@ -10,14 +10,13 @@ import pytest
 
 from attnlimits.claims import CHECK, NA, NOT, PARTLY, REPRODUCED, SUPPORTING
 from attnlimits.experiments.softmax_not_enough.findings import claims
-from attnlimits.experiments.softmax_not_enough.uncertainty import pack_hits
 from attnlimits.experiments.softmax_not_enough.unjudged import (
     corollary_b1,
     escapes,
     gemma_spreads,
     stable_baseline,
 )
-from made_up_tables import softmax_not_enough_tables
+from made_up_tables import paired_argmax, softmax_not_enough_tables
 
 
 def _summary(arms: dict[str, dict[int, tuple[float, float, float]]]) -> dict[str, pd.DataFrame]:
@@ -56,19 +55,6 @@ def _entropies(arm: dict[int, float], seeds: int = 4, sets: int = 8) -> pd.DataF
     return pd.DataFrame(rows)
 
 
-def _argmax(diff: float, sizes=(16, 64, 256), seeds: int = 4, sets: int = 400) -> pd.DataFrame:
-    """An argmax_accuracy table: softmax hits at rate 0.6, argmax at 0.6 + ``diff``."""
-    rng = np.random.default_rng(1)
-    rows = []
-    for n in sizes:
-        for norm, p in (("softmax", 0.6), ("argmax", 0.6 + diff)):
-            for s in range(seeds):
-                hits = rng.random(sets) < p
-                hit = {"accuracy": hits.mean(), "hits": pack_hits(hits)[0]}
-                rows.append({"norm": norm, "seed": s, "size": n, "n_sets": sets} | hit)
-    return pd.DataFrame(rows)
-
-
 @pytest.mark.parametrize(
     ("entropy", "verdict"),
     [
@@ -100,7 +86,7 @@ def test_corollary_b1_is_judged_on_the_softmax_argmax_gap(diff, verdict):
     """Round 5's point 8: "due to the dispersion effect" read as softmax erring beyond the
     errors of its own largest logit (argmax above softmax); the accuracy's fall, which the
     argmax shows too, is a reading beside it."""
-    tables = _summary({"softmax": FALLS}) | {"argmax_accuracy": _argmax(diff)}
+    tables = _summary({"softmax": FALLS}) | {"argmax_accuracy": paired_argmax(diff)}
     b1 = corollary_b1(tables, 16)
     assert b1["verdict"] == verdict and b1["role"] == CHECK
     assert "argmax − softmax over n = 64…256 (2 sizes)" in b1["measured"]
