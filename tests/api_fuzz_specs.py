@@ -119,6 +119,16 @@ def _no_positive_weight(args: dict[str, Any], path: str, out: Any) -> Any:
     return ~(keep & (w > 0)).any(-1)
 
 
+def _top_mass_nan(args: dict[str, Any], path: str, out: Any) -> Any:
+    """top_mass: NaN where a row has fewer than N kept keys or no positive kept weight (the
+    grid of N last, sorted, each N once)."""
+    dim = args.get("dim", -1)
+    keep = _kept(args, "weights", dim)
+    w = args["weights"].movedim(dim, -1)
+    ns = torch.tensor(sorted({int(n) for n in args["ns"]}))
+    return (keep.sum(-1, keepdim=True) < ns) | ~(keep & (w > 0)).any(-1, keepdim=True)
+
+
 def _first(args: dict[str, Any]) -> str:
     return next(iter(args))
 
@@ -298,6 +308,9 @@ SPECS: dict[str, Spec] = {
     "metrics.logit_spread": Spec({"scores": SCORES, "dim": DIM3, "mask": MASK}, _wide_spread),
     "metrics.max_weight": Spec(
         {"weights": WEIGHTS, "dim": DIM3, "mask": MASK}, _no_positive_weight
+    ),
+    "metrics.top_mass": Spec(
+        {"weights": WEIGHTS, "ns": NS, "dim": DIM3, "mask": MASK}, _top_mass_nan
     ),
     "metrics.min_pairwise_distance": Spec({"x": X, "mask": KEY_MASK}, _few_keys),
     "metrics.min_pairwise_distances": Spec({"x": X, "mask": KEY_MASK}, _few_keys),

@@ -159,3 +159,53 @@ def test_bad_inputs():
         entropy_from_scores(w, -2.0)
     with pytest.raises(ValueError):
         max_weight(w, dim=3)
+
+
+def naive_top_mass(weights, mask, ns):
+    """Per row: sort the kept weights, sum the N largest (NaN below N kept keys)."""
+    out = torch.full((*weights.shape[:-1], len(ns)), math.nan, dtype=torch.float64)
+    for idx in itertools.product(*(range(n) for n in weights.shape[:-1])):
+        w = sorted(weights[idx][mask[idx]].double().tolist(), reverse=True)
+        if not w or max(w) <= 0:
+            continue
+        for j, n in enumerate(ns):
+            if len(w) >= n:
+                out[(*idx, j)] = sum(w[:n])
+    return out
+
+
+@given(st.integers(1, 4), st.integers(1, 12), st.floats(0.1, 20.0), st.floats(0.2, 1.0), seeds)
+def test_top_mass_against_naive(rows, length, scale, p_keep, seed):
+    """ᾱ_N equals the sorted-sum reference per row and N (masks that drop keys, rows with
+    fewer kept keys than N), ᾱ_1 is the max weight, and it never falls as N grows."""
+    from attnlimits.metrics.entropy import top_mass
+
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.randn(2, rows, length, generator=g) * scale
+    mask = torch.rand(2, rows, length, generator=g) < p_keep
+    weights = masked_softmax(scores, mask)
+    ns = sorted({1, 2, 3, length, length + 1})
+    got = top_mass(weights, ns, mask=mask)
+    want = naive_top_mass(weights, mask, ns)
+    assert torch.equal(got.isnan(), want.isnan())
+    torch.testing.assert_close(got.double().nan_to_num(-1), want.nan_to_num(-1), atol=1e-6, rtol=0)
+    torch.testing.assert_close(got[..., 0], max_weight(weights, mask=mask), equal_nan=True)
+    finite = got.nan_to_num(math.inf)
+    assert bool((finite[..., 1:] >= finite[..., :-1] - 1e-7).all())  # NaN (too few keys) last
+
+
+def test_top_mass_dim_half_precision_and_bad_inputs():
+    """Another key axis gives the same numbers; fp16 and bf16 rows give no NaN where the
+    row is scorable; an empty grid or N < 1 raises."""
+    from attnlimits.metrics.entropy import top_mass
+
+    w = torch.softmax(torch.randn(3, 5, 7), -1)
+    torch.testing.assert_close(top_mass(w.transpose(1, 2), [2, 4], dim=1), top_mass(w, [2, 4]))
+    for dt in (torch.float16, torch.bfloat16):
+        half = top_mass(w.to(dt), [1, 7])
+        assert not bool(half.isnan().any())
+        torch.testing.assert_close(half[..., 1].float(), torch.ones(3, 5), atol=1e-2, rtol=0)
+    with pytest.raises(ValueError, match="ns must hold at least one N"):
+        top_mass(w, [])
+    with pytest.raises(ValueError, match="ns must be whole numbers"):
+        top_mass(w, [0, 2])

@@ -28,6 +28,7 @@ from attnlimits.metrics.entropy import (
     logit_spread,
     max_weight,
     support_size,
+    top_mass,
 )
 from attnlimits.metrics.expectation import (
     expected_distance_curve_mc,
@@ -81,4 +82,5 @@ __all__ = [
     "softmax_jacobian_norm",
     "softmax_jacobian_norms",
     "support_size",
+    "top_mass",
 ]

@@ -13,6 +13,7 @@ temperature is a function of it.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -26,6 +27,7 @@ from attnlimits._checks import (
     keep_mask,
     normalize_dim,
 )
+from attnlimits.metrics._topn import n_grid
 
 __all__ = [
     "attention_entropy",
@@ -34,6 +36,7 @@ __all__ = [
     "logit_spread",
     "max_weight",
     "support_size",
+    "top_mass",
 ]
 
 
@@ -96,6 +99,35 @@ def max_weight(weights: Tensor, *, dim: int = -1, mask: Tensor | None = None) ->
     """
     w, _, scorable = _weights(weights, mask, dim)
     return torch.where(scorable, w.amax(dim=normalize_dim(dim, w.ndim, "weights")), math.nan)
+
+
+def top_mass(
+    weights: Tensor, ns: Sequence[int], *, dim: int = -1, mask: Tensor | None = None
+) -> Tensor:
+    """ᾱ_N = Σ_{i ∈ I_N} α_i, the weight the N largest kept weights of a row carry, for each N
+    of ``ns``: paper A, Theorem 1 ("the total weight (1 − ᾱ_N) carried by the remaining L − N
+    tokens" is its complement). With :func:`max_weight` (ᾱ_1), a measure of how concentrated
+    a row's weights are.
+
+    Returns ``[..., n_N]``: the rows (``dim`` removed), the grid of N last (``ns`` sorted,
+    each N once, as :func:`attnlimits.metrics.distance_curve` orders it); NaN where a row has
+    fewer than N kept keys or no positive kept weight. Ties do not matter: the sum of the N
+    largest values is the same whichever tied entries are taken.
+    """
+    grid = n_grid(ns)
+    if grid[0] < 1:
+        raise ValueError(f"ns must be whole numbers ≥ 1, got {list(ns)!r:.80}")
+    w, keep, scorable = _weights(weights, mask, dim)
+    dim = normalize_dim(dim, w.ndim, "weights")
+    w, keep = w.movedim(dim, -1), keep.expand_as(weights).movedim(dim, -1)
+    k = min(max(grid), w.shape[-1])
+    sums = w.topk(k, dim=-1).values.cumsum(-1)  # (..., k): the top-j sums, j = 1 … k
+    n_keys = keep.sum(-1, keepdim=True)
+    idx = torch.tensor([min(n, k) - 1 for n in grid], device=w.device)
+    at = sums.index_select(-1, idx)
+    need = torch.tensor(grid, device=w.device)
+    ok = (n_keys >= need) & scorable.unsqueeze(-1)
+    return torch.where(ok, at, math.nan)
 
 
 def support_size(
