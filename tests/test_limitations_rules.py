@@ -248,6 +248,19 @@ CASES = [
     (rules.small_residual, ([1.0] * 98 + [-5.0] * 2, [10.0] * 100, [0.0] * 100), NA),
     (rules.small_residual, ([-1.3], [10.0], [0.1]), R),  # within 3 SE
     (rules.small_residual, ([-1.3 - 1e-6], [10.0], [0.1]), NA),
+    # with max α_i per cell: judged on the cells at or below the (lower) median concentration
+    # only; a large ε where the weights are concentrated does not count, one where they are
+    # not reads not reproduced
+    (rules.small_residual, ([1.0, 1.0, 5.0, 5.0], [10.0] * 4, [0.0] * 4, [0.1, 0.2, 0.3, 0.4]), R),
+    (rules.small_residual, ([1.0, 5.0, 1.0, 1.0], [10.0] * 4, [0.0] * 4, [0.1, 0.2, 0.3, 0.4]), N),
+    (rules.small_residual, ([1.0, 1.0, 5.0], [10.0] * 3, [0.0] * 3, [0.1, 0.2, 0.3]), R),
+    (rules.small_residual, ([1.0, 5.0, 1.0], [10.0] * 3, [0.0] * 3, [0.1, 0.2, 0.3]), N),
+    (rules.small_residual, ([1.0, 1.0], [10.0] * 2, [0.0] * 2, [0.2, 0.2]), R),  # ties: both in
+    (rules.small_residual, ([1.0, 5.0], [10.0] * 2, [0.0] * 2, [0.2, 0.2]), N),
+    (rules.small_residual, ([1.0] * 99 + [5.0], [10.0] * 100, [0.0] * 100, [0.1] * 100), R),
+    (rules.small_residual, ([1.0] * 98 + [5.0] * 2, [10.0] * 100, [0.0] * 100, [0.1] * 100), N),
+    (rules.small_residual, ([1.0, 5.0], [10.0] * 2, [0.0] * 2, [0.1, math.nan]), R),
+    (rules.small_residual, ([1.0], [10.0], [0.0], [math.nan]), NA),
     (rules.holds, (1.0,), R),
     (rules.holds, (1.0 - E9,), N),
     (rules.holds, (0.0,), N),

@@ -373,9 +373,10 @@ S: dict[str, Statement] = {
             "α_i are not too concentrated",
             "'small' as |ε| / E exact at most EPS_SMALL (to 3 SE of E exact) per (window, layer, "
             "head, L, N) at Alg. 1/2's N, E derived being the appendix's form (against the main "
-            "text's printed E, ε is negative: docs/errata.md); the runs store no statistic of the "
-            "weights' concentration (top-N mass, max α_i, Σα_i²), so where ε is not small the "
-            "'whenever' cannot be judged (n/a): one-sided, a check",
+            "text's printed E, ε is negative: docs/errata.md); 'not too concentrated' as the "
+            "cell's row-mean max α_i at most the median over the cells (ours: the paper gives no "
+            "level); a run that stores no max α_i (before 2026-11-28) leaves the 'whenever' "
+            "unjudged where ε is not small (n/a); a check beside Theorem 1, no finding's evidence",
         ),
     )
 }
