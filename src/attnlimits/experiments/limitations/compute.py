@@ -40,11 +40,13 @@ from attnlimits.experiments.store import ResultStore
 from attnlimits.metrics import (
     distance_curve,
     finite_difference_sensitivity,
+    max_weight,
     min_pairwise_distances,
     normalize_to_sphere,
     row_mean,
     separability_curve,
     softmax_jacobian_norms,
+    top_mass,
 )
 from attnlimits.theory.distance import ExpectedForm, GapForm
 
@@ -87,6 +89,10 @@ def _distance_rows(
         attn, x, all_ns, mask=mask, forms=forms, bound_ns=sorted(bound_ns), gap_forms=gap_forms
     )
     cols = {"distance": curve.distance, "bound": curve.bound}
+    # how concentrated the weights are (Theorem 1's remark on ε; the round-4 referee's point
+    # 20): ᾱ_N, the top-N mass, and ᾱ_1 = max α_i, row means over the same rows as d̃
+    cols["top_mass"] = top_mass(attn, curve.n_values, mask=mask).expand_as(curve.distance)
+    cols["max_weight"] = max_weight(attn, mask=mask).unsqueeze(-1).expand_as(curve.distance)
     cols |= {f"gap_bound_{f}": g for f, g in (curve.gap or {}).items()}
     cols |= {c: curve.expected[f] for c, f in E_FORMS.items() if f in forms}
     # row means of the first L rows for every L at once: running sums along the rows, float64
