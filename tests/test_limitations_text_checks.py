@@ -47,3 +47,27 @@ def test_lemma1_row_is_n_a_and_says_why():
     (row,) = claim_lemma1()
     assert row["verdict"] == NA and row["role"] == "check"
     assert "keep no attention weights" in row["measured"]
+
+
+def test_lemma1_shows_how_the_weights_fall_with_l_where_the_run_stores_them():
+    """With Alg. 1's max α_i and ᾱ_N stored: the medians at the smallest and largest L and
+    their log-log slopes (weights of order 1/L give −1; a sink that holds its weight, 0); the
+    row stays n/a (the bounds need the logits' Δ)."""
+    import pandas as pd
+
+    ls = [32, 64, 128, 256]
+    alg1 = pd.DataFrame(
+        {
+            "L": ls * 2,
+            "N": 5,
+            "head": [0] * 4 + [1] * 4,
+            "max_weight": [4 / n for n in ls] * 2,
+            "top_mass": [0.6] * 8,
+        }
+    )
+    (row,) = claim_lemma1(alg1)
+    assert row["verdict"] == "n/a"
+    assert "max α_i 0.125 at L = 32, 0.0156 at L = 256 (log-log slope -1.00)" in row["measured"]
+    assert "ᾱ_5 (top-5 mass) 0.6 at L = 32, 0.6 at L = 256 (log-log slope 0.00)" in row["measured"]
+    (old,) = claim_lemma1(alg1.drop(columns=["max_weight", "top_mass"]))
+    assert "as L grows" not in old["measured"]

@@ -320,7 +320,7 @@ def claims_for(
     blocks.append((_judged(claim_corollary3, alg5), {}, None, "—"))
     if "assumption2" in results["alg4"]:
         blocks.append((claim_assumption2(pick("alg4")), {}, None, "—"))
-    blocks.append((claim_lemma1(), {}, None, "—"))
+    blocks.append((claim_lemma1(alg1), {}, None, "—"))
     blocks.append((_judged(claim_heads, pick("alg4")), {}, None, "—"))
     at_n = pd.concat([alg1, alg2]).drop_duplicates(
         subset=[c for c in ("window", "layer", "head", "L", "N") if c in alg1]

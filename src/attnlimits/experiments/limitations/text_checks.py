@@ -13,6 +13,7 @@ import math
 
 import pandas as pd
 
+from attnlimits.claims.statistics import loglog_slope
 from attnlimits.claims.verdicts import Row
 from attnlimits.experiments.limitations import rules
 from attnlimits.experiments.limitations.findings import judged_row
@@ -34,15 +35,46 @@ def heads_needed(p: float, cover: float = COVER) -> int:
     return h
 
 
-def claim_lemma1() -> list[Row]:
+def _weights_over_l(alg1: pd.DataFrame) -> str:
+    """What the weights do as L grows (description for Lemma 1's row and finding (i)'s note):
+    the median over (window, layer, head) of the row-mean max α_i and of the top-N mass ᾱ_N
+    at Alg. 1's N, at the smallest and the largest L, and the log-log slope in L of each
+    median (−1: of order 1/L, as Lemma 1 has the weights; 0: not falling); "" where the run
+    stores neither (before 2026-11-28)."""
+    if "max_weight" not in alg1 or not bool(alg1["max_weight"].notna().any()):
+        return ""
+    by_l = alg1.groupby("L")[["max_weight", "top_mass"]].median()
+    ls = by_l.index.to_numpy(float)
+    lo, hi = int(ls.min()), int(ls.max())
+    n = int(alg1["N"].iloc[0])
+    parts = []
+    for col, name in (("max_weight", "max α_i"), ("top_mass", f"ᾱ_{n} (top-{n} mass)")):
+        slope = loglog_slope(ls, by_l[col].to_numpy()).estimate
+        parts.append(
+            f"{name} {by_l[col].iloc[0]:.3g} at L = {lo}, {by_l[col].iloc[-1]:.3g} at L = {hi} "
+            f"(log-log slope {slope:.2f})"
+        )
+    return (
+        "row means, median over (window, layer, head): "
+        + "; ".join(parts)
+        + " (−1 would be the 1/L of Lemma 1)"
+    )
+
+
+def claim_lemma1(alg1: pd.DataFrame | None = None) -> list[Row]:
     """Lemma 1 (C₁/L ≤ α_i ≤ C₂/L) and Corollary 1 (e^(−2Δ/T)/L ≤ α_i ≤ e^(2Δ/T)/L): n/a, the
-    run keeps no weights, queries or keys."""
+    run keeps no queries or keys (Δ); where Alg. 1's table stores the weights' concentration,
+    what the largest weight and the top-N mass do as L grows is shown (description)."""
     measured = (
         "n/a: the run folders keep no attention weights, queries or keys (Alg. 1 extracts them "
-        "and stores d̃, the bounds and E only); for softmax with logits in [−Δ, Δ] Corollary 1 "
-        "holds by arithmetic (α_i = e^(l_i/T) / Σ_j e^(l_j/T), numerator ≥ e^(−Δ/T), "
-        "denominator ≤ L·e^(Δ/T)), so a row could show only how loose it is"
+        "and stores d̃, the bounds, E and, since 2026-11-28, max α_i and ᾱ_N only); for softmax "
+        "with logits in [−Δ, Δ] Corollary 1 holds by arithmetic (α_i = e^(l_i/T) / Σ_j "
+        "e^(l_j/T), numerator ≥ e^(−Δ/T), denominator ≤ L·e^(Δ/T)), so a row could show only "
+        "how loose it is"
     )
+    trend = _weights_over_l(alg1) if alg1 is not None and len(alg1) else ""
+    if trend:
+        measured += f"; the weights as L grows: {trend}"
     return [judged_row("Lemma", measured, rules.not_run)]
 
 
