@@ -146,3 +146,27 @@ def test_grid_summary_is_d_and_e_over_n_at_l_max():
     assert got.loc[4, "d̃"] == pytest.approx(3.0)  # heads 2 and 4
     assert got.loc[64, "d̃ / peak"] == pytest.approx(0.5)
     assert got.loc[4, "E exact"] == pytest.approx(1.0)
+
+
+def test_weights_summary_is_per_head_means_over_windows_then_median_and_max():
+    """Lemma 1's check and (i)'s note read it: per L, per-head means over windows first, then
+    the median and max over heads of max α_i and ᾱ_N; a run without them gives no table."""
+    from attnlimits.experiments.limitations.summaries import weights_summary
+
+    alg1 = pd.DataFrame(
+        {
+            "L": [32, 32, 32, 64, 64],
+            "N": 5,
+            "window": [0, 1, 0, 0, 0],
+            "layer": 0,
+            "head": [0, 0, 1, 0, 1],
+            "max_weight": [0.6, 0.8, 0.2, 0.5, 0.1],
+            "top_mass": [0.9, 1.0, 0.5, 0.8, 0.4],
+        }
+    )
+    got = weights_summary(alg1).set_index("L")
+    assert got.loc[32, "median max_weight"] == pytest.approx(0.45)  # heads 0.7 and 0.2
+    assert got.loc[32, "max max_weight"] == pytest.approx(0.7)
+    assert got.loc[64, "median top_mass"] == pytest.approx(0.6)
+    assert (got["N"] == 5).all()
+    assert weights_summary(alg1.drop(columns=["max_weight", "top_mass"])).empty

@@ -40,6 +40,7 @@ from attnlimits.experiments.limitations.summaries import (
     alg4_summary,
     alg5_summary,
     grid_summary,
+    weights_summary,
 )
 from attnlimits.experiments.report import (
     block,
@@ -85,7 +86,13 @@ def _runs(folder: Path) -> dict[str, Path]:
 def extract(folder: Path) -> Data:
     """The doc's tables from a finished run (a side-by-side folder or one model's run)."""
     claims, crit, run = [], [], []
-    summaries: dict[str, list[pd.DataFrame]] = {"alg2": [], "alg4": [], "alg5": [], "grid": []}
+    summaries: dict[str, list[pd.DataFrame]] = {
+        "alg2": [],
+        "alg4": [],
+        "alg5": [],
+        "grid": [],
+        "weights": [],
+    }
     data: Data = {}
     for i, (model, path) in enumerate(_runs(folder).items()):
         meta = json.loads((path / "run.json").read_text())
@@ -117,6 +124,10 @@ def extract(folder: Path) -> Data:
                 grid = grid[grid["x_source"] == source]
                 summaries["grid"].append(grid_summary(grid).assign(model=model, x_source=source))
         summaries["alg5"].append(alg5_summary(tables["alg5"]).assign(model=model))
+        first_x = tables["alg1"][tables["alg1"]["x_source"] == params["x_sources"][0]]
+        weights = weights_summary(first_x)
+        if len(weights):  # Lemma 1's check and (i)'s note: the weights as L grows
+            summaries["weights"].append(weights.assign(model=model))
         alg3 = tables["alg3"]
         alg3 = alg3[alg3["window"] < 0] if "window" in alg3 else alg3
         text = [

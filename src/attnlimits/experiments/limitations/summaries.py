@@ -15,7 +15,7 @@ import pandas as pd
 
 from attnlimits.experiments.limitations.findings import E_COLS, e_cols
 
-__all__ = ["alg2_summary", "alg4_summary", "alg5_summary", "grid_summary"]
+__all__ = ["alg2_summary", "alg4_summary", "alg5_summary", "grid_summary", "weights_summary"]
 
 
 def _per_head(df: pd.DataFrame, by: str, cols: list[str]) -> pd.DataFrame:
@@ -47,6 +47,19 @@ def grid_summary(grid: pd.DataFrame) -> pd.DataFrame:
     out = out.rename(columns={c: f"E {E_COLS[c]}" for c in forms} | {"distance": "d̃"})
     out.insert(0, "L", int(at["L"].max()) if len(at) else 0)
     out["d̃ / peak"] = out["d̃"] / out["d̃"].max()
+    return out.reset_index()
+
+
+def weights_summary(alg1: pd.DataFrame) -> pd.DataFrame:
+    """Per L at Alg. 1's N (one x source: the weights do not depend on it): the median and the
+    maximum over heads of the row-mean max α_i and of the top-N mass ᾱ_N, what Lemma 1's check
+    row and finding (i)'s note read; empty for a run that stores neither (before 2026-11-28)."""
+    cols = ["max_weight", "top_mass"]
+    if not set(cols) <= set(alg1) or not bool(alg1["max_weight"].notna().any()):
+        return pd.DataFrame()
+    per = _per_head(alg1, "L", cols).groupby("L")[cols]
+    out = per.median().add_prefix("median ").join(per.max().add_prefix("max "))
+    out.insert(0, "N", int(alg1["N"].iloc[0]))
     return out.reset_index()
 
 
