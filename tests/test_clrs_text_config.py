@@ -33,7 +33,7 @@ def test_lengths_are_trained_interpolated_or_extrapolated(n, expected):
         ({"lengths": "mine"}, "lengths must be"),
         ({"format": "hints"}, "format must be one of trace, answer"),
         ({"lrs": (0.0, 1e-3)}, "lrs must be numbers in"),
-        ({"lrs": ()}, "lrs must be numbers in"),
+        ({"lrs": (1e-3, True)}, "lrs must be numbers in"),
         ({"stop_at": 1.5}, "stop_at must be"),
     ],
 )
@@ -61,3 +61,14 @@ def test_quick_preset_and_all_algorithms():
     assert len(Config(algorithms=("all",)).algorithms) == 30
     train, test = Config(lengths="paper", algorithms=("bridges",)).split_lengths()
     assert train == {"bridges": (4, 5)} and test == {"bridges": (4, 5, 6, 7)}
+
+
+def test_the_learning_rates_default_per_model():
+    """No rate given: the tiny model's grid from scratch, a fine-tuning rate for a pretrained
+    model (a rate of 1e-3 or more would overwrite its weights); a given grid wins."""
+    from attnlimits.experiments.clrs_text.config import PRETRAINED_LRS, TINY_LRS
+
+    assert Config().lrs == TINY_LRS == Config(lrs=()).lrs
+    assert Config(model="smollm2-135m").lrs == PRETRAINED_LRS == (1e-4,)
+    assert Config(model="smollm2-135m", lrs=(3e-5,)).lrs == (3e-5,)
+    assert Config.quick(model="smollm2-135m").lrs == (1e-4,)

@@ -94,3 +94,30 @@ def test_the_report_states_how_the_thirty_would_scale():
         )
     )
     assert "1 thread;" in text and "the thirty algorithms at CLRS-Text's lengths" in text
+
+
+def test_a_pretrained_model_costs_its_measured_seconds_a_token():
+    """Fine-tuning SmolLM2 is costed from issue 57's probe 8 (s per padded token of a step, s
+    per answer made), not from the tiny model scaled: the estimate grows with the cap by the
+    steps' and the checks' cost, two one-thread processes' worth (budget's reference)."""
+    from attnlimits.experiments.clrs_text import cost
+
+    def seconds(steps: int) -> float:
+        cfg = Config(
+            model="smollm2-135m",
+            algorithms=("minimum",),
+            seeds=1,
+            steps=steps,
+            batch=4,
+            eval_every=40,
+            dataset=None,
+        )
+        return cost.estimate(cfg).seconds
+
+    cfg = Config(model="smollm2-135m", algorithms=("minimum",), batch=4)
+    padded = cost._padded_train_bytes(cfg)
+    per_step = 4 * padded * (cost._PRETRAINED_TOKEN["softmax"] + cost._PRETRAINED_TOKEN["other"])
+    val = cfg.validation_samples * len(cfg.train_lengths)
+    checks = 2 * val * cost._PRETRAINED_ANSWER / 40  # two arms, a check every 40 steps
+    assert seconds(480) - seconds(240) == pytest.approx(0.5 * 240 * (per_step + checks))
+    assert per_step > 10 * 4 * padded * cost._TOKEN_LAYER["softmax"] * 2  # not the tiny's

@@ -42,6 +42,12 @@ ARMS = ("softmax", "adaptive")
 #: ``tiny``: our Llama-style decoder from a config; ``smollm2-135m``: the pretrained SmolLM2
 #: fine-tuned (slow on CPU: for a GPU or a cluster).
 MODELS = ("tiny", "smollm2-135m")
+#: ours (issue 57): a pretrained ``model``'s learning rate where none is given, a fine-tuning
+#: rate (``--quick``'s, set before any learning was seen); the tiny model's grid (1e-3, 3e-3)
+#: is for training from scratch and would overwrite pretrained weights
+PRETRAINED_LRS = (1e-4,)
+#: ours: the tiny model's grid from scratch (docs/clrs_text.md, "Sizing the default")
+TINY_LRS = (1e-3, 3e-3)
 
 
 def attn_implementation(arm: str) -> str:
@@ -97,7 +103,8 @@ class Config:
     heads: int = 4
     steps: int = 800  # ours: a cap sized to 45 min on 2 CPU cores (docs/clrs_text.md, "Sizing")
     batch: int = 32
-    lrs: tuple[float, ...] = (1e-3, 3e-3)
+    #: empty: :data:`TINY_LRS` for the tiny model, :data:`PRETRAINED_LRS` for a pretrained one
+    lrs: tuple[float, ...] = ()
     stop_at: float = 0.98
     eval_every: int = 500
     #: ours (issue 57): also stop once the validation score has not improved over this many
@@ -166,6 +173,8 @@ class Config:
                 f"width must be a multiple of heads, got width {self.width}, heads {self.heads}"
             )
         set_(self, "lrs", tuple(self.lrs))
+        if not self.lrs:
+            set_(self, "lrs", TINY_LRS if self.model == "tiny" else PRETRAINED_LRS)
         bad = [
             v
             for v in self.lrs

@@ -39,6 +39,16 @@ _TOKEN_LAYER = {"softmax": 2.0e-5, "other": 2.4e-5}
 #: 14 units (2026-11-27, AVX2), 0.40 of what 1.5e-3 (measured when every answer ran to the
 #: set's longest) predicted
 _DECODE = 6.0e-4
+#: a pretrained model (SmolLM2-135M in float32, one thread), measured in issue 57's probe 8
+#: (2026-11-28, AVX2 kind, beside other jobs at load 6 to 8): s per padded token of a training
+#: step (5.65 s and 5.82 s of CPU a step of 4 minimum texts of about 103 padded tokens), and s
+#: per answer made or checked (the rest of a unit's CPU, about 250 s, over its 160 decoded and
+#: 300 teacher-forced answers, counted as decoded). The tiny model's coefficients scaled by
+#: width and layers said 1.0 and 1.2 s a step: 5 to 6 times too few.
+_PRETRAINED_TOKEN = {"softmax": 1.37e-2, "other": 1.41e-2}
+_PRETRAINED_ANSWER = 1.5
+#: parameters of a pretrained ``--model`` (SmolLM2-135M: 134.5 M, tied embeddings)
+_PRETRAINED_PARAMS = {"smollm2-135m": 1.345e8}
 _GENERATE = 2.0e-3  # s per generated question
 _START = 20.0  # imports, dataset checks, figures and report
 #: bytes of a question and its trace-format answer ≈ a + b·n + c·n² + d·n³, coefficients ≥ 0 so
@@ -122,18 +132,24 @@ def _mean_train_bytes(cfg: Config) -> float:
 def estimate(cfg: Config) -> budget.Estimate:
     """Peak memory and wall time of ``cfg``'s run."""
     train, test = cfg.split_lengths()
-    scale = (cfg.width / 64) ** 2 * cfg.layers * (60.0 if cfg.model != "tiny" else 1.0)
+    scale = (cfg.width / 64) ** 2 * cfg.layers
+    pretrained = cfg.model != "tiny"
     # a step runs as micro-batches, each padded to its own longest text (model.step_gradients)
     seconds, mean_bytes = 0.0, _padded_train_bytes(cfg)
     for arm in cfg.arms:
-        per_token = _TOKEN_LAYER["softmax" if arm == "softmax" else "other"] * scale
+        key = "softmax" if arm == "softmax" else "other"
+        per_token = _PRETRAINED_TOKEN[key] if pretrained else _TOKEN_LAYER[key] * scale
         seconds += cfg.seeds * cfg.steps * cfg.batch * mean_bytes * per_token
         questions = sum(len(ns) for ns in test.values()) * cfg.test_samples
+        checks = cfg.seeds * cfg.steps / cfg.eval_every  # validation checks, at most
+        val = len(cfg.algorithms) * cfg.validation_samples * max(map(len, train.values()))
+        if pretrained:
+            seconds += cfg.seeds * questions * _PRETRAINED_ANSWER
+            seconds += checks * val * _PRETRAINED_ANSWER
+            continue
         seconds += (
             cfg.seeds * questions * _DECODE * cfg.layers * 4 * (_mean_test_bytes(cfg) / 60)
         )  # the coefficient was measured on answers of about 60 bytes
-        checks = cfg.seeds * cfg.steps / cfg.eval_every  # validation checks, at most
-        val = len(cfg.algorithms) * cfg.validation_samples * max(map(len, train.values()))
         seconds += checks * val * _DECODE * cfg.layers * 4 * (_mean_train_bytes(cfg) / 60)
     # the grid's seed-0 models, apart from the compared seeds when the grid has two rates or more
     seconds *= (cfg.seeds + (len(cfg.lrs) if len(cfg.lrs) > 1 else 0)) / cfg.seeds
@@ -155,11 +171,16 @@ def estimate(cfg: Config) -> budget.Estimate:
         ),
         "the dataset": float(generated * 200),
     }
+    on_device: tuple[str, ...] = ()
+    if pretrained:  # float32 weights, gradients and AdamW's two moments, in each process
+        weights = "the pretrained model, its gradients and AdamW state in each process"
+        memory[weights] = processes * 16 * _PRETRAINED_PARAMS.get(cfg.model, 1.35e8)
+        on_device = (weights, "a training batch's activations in each process")
     what = (
         f"clrs-text ({len(cfg.algorithms)} algorithms × {len(cfg.arms)} arms × {cfg.seeds} seeds"
         f" × {cfg.steps:,} steps)"
     )
-    return budget.estimate(what, seconds, memory, device=cfg.device)
+    return budget.estimate(what, seconds, memory, device=cfg.device, on_device=on_device)
 
 
 def _padded_train_bytes(cfg: Config, draws: int = 512) -> float:
