@@ -470,3 +470,24 @@ def test_readme_and_limitations_doc_name_the_same_column_for_a_threshold():
     assert shared, (said, rows)
     for name in shared:
         assert said[name] == rows[name], name
+
+
+def test_the_i_note_says_which_case_the_stored_top_n_mass_shows():
+    """(i) rests on the top-N mass not vanishing with L: where Lemma 1's check row carries the
+    stored ᾱ_N (runs from 2026-11-28), the note quotes it per model; otherwise it says no run
+    keeps the weights."""
+    from attnlimits.experiments.what_we_found import _weights_note
+
+    lemma = "Lemma 1 / Corollary 1: C₁/L ≤ α_i ≤ C₂/L"
+    measured = (
+        "n/a: …; the weights as L grows: row means, median over (window, layer, head): max α_i "
+        "0.623 at L = 32, 0.407 at L = 1024 (log-log slope -0.12); ᾱ_5 (top-5 mass) 0.922 at "
+        "L = 32, 0.698 at L = 1024 (log-log slope -0.08) (−1 would be the 1/L of Lemma 1)"
+    )
+    claims = pd.DataFrame(
+        {"claim": [lemma, lemma], "model": ["smollm2-135m"] * 2, "measured": [measured] * 2}
+    )
+    got = _weights_note(claims)
+    assert "top-5 mass ᾱ_5, median over heads, goes from 0.922 to 0.698 for SmolLM2" in got
+    assert "log-log slope −0.08" in got and got.count("SmolLM2") == 1
+    assert "keep no weights" in _weights_note(claims.assign(measured="n/a: no weights"))

@@ -101,7 +101,7 @@ NOTES = (
     "wherever the top-N weight mass does not vanish with L (attention sinks): d̃ of Eq. 7 sums "
     "L − N terms of about ‖s‖ each, so it grows linearly while ‖s‖ holds up; were the weights of "
     "order 1/L, as Lemma 1 has them, ‖s‖ would fall like 1/L, d̃ stay bounded and (i.a) fail "
-    "(the runs keep no weights to show which: docs/limitations.md, Lemma 1). The paper's \"exactly "
+    "({weights}). The paper's \"exactly "
     'as Corollary 2(i) predicts" is about E, whose exact slopes are {e_lo:.2f}–{e_hi:.2f}. The '
     "verdict changed in round 3 (E no longer a headline), after the earlier runs' results were "
     "known ([docs](docs/limitations.md#how-verdicts-are-decided)).",
@@ -183,6 +183,7 @@ def notes(claims: pd.DataFrame) -> str:
     )
     v_from, v_to = (f"{x:.2f}".replace("-", "−") for x in (v_lo, v_hi))
     values = dict(
+        weights=_weights_note(claims),
         d_lo=d_lo,
         d_hi=d_hi,
         e_lo=e_lo,
@@ -194,6 +195,33 @@ def notes(claims: pd.DataFrame) -> str:
         split=said,
     )
     return "\n".join([*(line.format(**values) for line in NOTES), *_theorem2_note(claims)])
+
+
+_TOP_MASS = re.compile(
+    r"ᾱ_(\d+) \(top-\d+ mass\) ([0-9.]+) at L = (\d+), ([0-9.]+) at L = (\d+) "
+    r"\(log-log slope (-?[0-9.]+)\)"
+)
+
+
+def _weights_note(claims: pd.DataFrame) -> str:
+    """(i)'s note on which case holds: the top-N mass ᾱ_N as L grows, per model, from Lemma 1's
+    check row (the runs store it since 2026-11-28), or that no run keeps the weights."""
+    rows = claims[claims["claim"].str.startswith("Lemma 1")].drop_duplicates("model")
+    said = []
+    for r in rows.itertuples():
+        got = _TOP_MASS.search(str(r.measured))
+        if got:
+            n, a, l_lo, b, l_hi, slope = got.groups()
+            said.append(
+                f"from {a} to {b} for {_MODEL_NAMES.get(str(r.model), str(r.model))} "
+                f"(L = {l_lo} → {l_hi}, log-log slope {slope.replace('-', '−')})"
+            )
+    if not said:
+        return "the runs keep no weights to show which: docs/limitations.md, Lemma 1"
+    return (
+        f"the runs' top-{n} mass ᾱ_{n}, median over heads, goes {' and '.join(said)}: far "
+        "from 1/L, so the first case holds here (Lemma 1's check row in docs/limitations.md)"
+    )
 
 
 #: The (iv) note (round-4 referee's point 7): Theorem 2's bounds and the "≈ 80 %" limit, with
