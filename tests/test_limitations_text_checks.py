@@ -60,6 +60,7 @@ def test_lemma1_shows_how_the_weights_fall_with_l_where_the_run_stores_them():
         {
             "L": ls * 2,
             "N": 5,
+            "layer": 0,
             "head": [0] * 4 + [1] * 4,
             "max_weight": [4 / n for n in ls] * 2,
             "top_mass": [0.6] * 8,

@@ -17,6 +17,7 @@ from attnlimits.claims.statistics import loglog_slope
 from attnlimits.claims.verdicts import Row
 from attnlimits.experiments.limitations import rules
 from attnlimits.experiments.limitations.findings import judged_row
+from attnlimits.experiments.limitations.summaries import weights_summary
 
 __all__ = ["COVER", "SEPARABLE", "claim_heads", "claim_lemma1", "heads_needed"]
 
@@ -37,25 +38,25 @@ def heads_needed(p: float, cover: float = COVER) -> int:
 
 def _weights_over_l(alg1: pd.DataFrame) -> str:
     """What the weights do as L grows (description for Lemma 1's row and finding (i)'s note):
-    the median over (window, layer, head) of the row-mean max α_i and of the top-N mass ᾱ_N
-    at Alg. 1's N, at the smallest and the largest L, and the log-log slope in L of each
-    median (−1: of order 1/L, as Lemma 1 has the weights; 0: not falling); "" where the run
-    stores neither (before 2026-11-28)."""
-    if "max_weight" not in alg1 or not bool(alg1["max_weight"].notna().any()):
+    :func:`.summaries.weights_summary`'s medians over heads (each head's mean over windows) of
+    the row-mean max α_i and of the top-N mass ᾱ_N at Alg. 1's N, at the smallest and the
+    largest L, and the log-log slope in L of each median (−1: of order 1/L, as Lemma 1 has the
+    weights; 0: not falling); "" where the run stores neither (before 2026-11-28)."""
+    by_l = weights_summary(alg1)
+    if by_l.empty:
         return ""
-    by_l = alg1.groupby("L")[["max_weight", "top_mass"]].median()
-    ls = by_l.index.to_numpy(float)
-    lo, hi = int(ls.min()), int(ls.max())
-    n = int(alg1["N"].iloc[0])
+    ls = by_l["L"].to_numpy(float)
+    n = int(by_l["N"].iloc[0])
     parts = []
     for col, name in (("max_weight", "max α_i"), ("top_mass", f"ᾱ_{n} (top-{n} mass)")):
-        slope = loglog_slope(ls, by_l[col].to_numpy()).estimate
+        median = by_l[f"median {col}"]
+        slope = loglog_slope(ls, median.to_numpy()).estimate
         parts.append(
-            f"{name} {by_l[col].iloc[0]:.3g} at L = {lo}, {by_l[col].iloc[-1]:.3g} at L = {hi} "
-            f"(log-log slope {slope:.2f})"
+            f"{name} {median.iloc[0]:.3g} at L = {int(ls[0])}, {median.iloc[-1]:.3g} at "
+            f"L = {int(ls[-1])} (log-log slope {slope:.2f})"
         )
     return (
-        "row means, median over (window, layer, head): "
+        "row means, median over heads (each head's mean over windows; weights_summary.csv): "
         + "; ".join(parts)
         + " (−1 would be the 1/L of Lemma 1)"
     )
