@@ -122,3 +122,32 @@ def test_a_second_lambda_is_a_headline_not_run_so_three_is_at_most_partly():
         "time is not recorded"
         in untimed.set_index("claim").filter(like="(3.c)", axis=0)["measured"].item()
     )
+
+
+@pytest.mark.parametrize(
+    ("growth", "verdict", "three"),
+    [(2.0, REPRODUCED, REPRODUCED), (1.2, PARTLY, PARTLY), (0.8, NOT, NOT)],
+)
+def test_the_second_lambdas_run_judges_three_c_as_three_a(growth, verdict, three):
+    """With the second λ's training log in the run folder (benchmarks/second_lambda.py), (3.c)
+    reads (3.a)'s statistic on it by the growth rule (≥ 1.5, > 1, else), and (3) is judged on
+    all three headlines (rule written before that run, 2026-11-29)."""
+    meta = {"benchmark": {"train": {"max_size": 16, "weight_decay": 1e-3}}}
+    tables = softmax_not_enough_tables(0.1)
+    seeds = sorted(set(tables["training_log"]["seed"]))
+    second = pd.DataFrame(
+        {
+            "seed": [s for s in seeds for _ in (0, 1)],
+            "step": [100, 20000] * len(seeds),
+            "spread": [10.0, 10.0 * growth] * len(seeds),
+            "bound": [50.0, 60.0] * len(seeds),
+            "weight_decay": 1e-2,
+        }
+    )
+    got = claims(tables | {"second_lambda_log": second}, meta).set_index("claim")
+    lam = got.filter(like="(3.c)", axis=0).iloc[0]
+    assert lam["verdict"] == verdict and lam["role"] == "headline"
+    assert "λ = 0.01 (the default's λ = 0.001)" in lam["measured"]
+    assert f"× {growth:.2f} (the verdict reads it)" in lam["measured"]
+    assert "the bound (as (3.b)) × 1.20" in lam["measured"]
+    assert got.filter(like="(3) ", axis=0)["verdict"].item() == three
