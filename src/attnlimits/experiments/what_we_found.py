@@ -122,7 +122,7 @@ NOTES = (
     "below 0.1 and `MIN_T` also set after them; its slopes are {v_lo} to {v_hi} "
     "against 1/T's −1, and {split}. Gradient sensitivity reads the logits only, so within a "
     "model x = values and x = hidden give the same (v) numbers: (v) is judged once per model, "
-    'its verdict in the model\'s x = values column and "{same}" in its x = hidden column.',
+    "its verdict in the model's x = values column and *{same}* in its x = hidden column.",
 )
 
 
