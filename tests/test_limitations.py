@@ -48,11 +48,18 @@ def tiny_dirs(tmp_path_factory: pytest.TempPathFactory, book: str) -> dict[str, 
     return {f: tiny_model_dir(root, f, book) for f in ("llama", "gpt2", "bert")}
 
 
-#: claims rows per x source: (i) + 4, (ii) + 3 and (ii.d), (ii.e), (iii) + 3, (iv) + 7, (v) + 8
-#: ((v.h) the check on reading (c)), larger variants (n/a), Corollary 3, Assumption 2, Theorem
-#: 1.2's Jensen gap and Theorem 1's remark that its residual is small (round 4's point 20),
-#: Lemma 1 / Corollary 1 and the discussion's H = 3 (round 5's point 11)
+#: claims rows of a run with one x source: (i) + 4, (ii) + 3 and (ii.d), (ii.e), (iii) + 3,
+#: (iv) + 7, (v) + 8 ((v.h) the check on reading (c)), larger variants (n/a), Corollary 3,
+#: Assumption 2, Theorem 1.2's Jensen gap and Theorem 1's remark that its residual is small
+#: (round 4's point 20), Lemma 1 / Corollary 1 and the discussion's H = 3 (round 5's point 11)
 ROWS = 5 + 6 + 4 + 8 + 9 + 1 + 4 + 2
+#: of them once per model, whatever the x sources: (v) + 8 and Corollary 3 read the logits only
+ONCE = 9 + 1
+
+
+def _rows(sources: int) -> int:
+    """Claims rows of one model's run with ``sources`` x sources."""
+    return ONCE + (ROWS - ONCE) * sources
 
 
 def _cfg(model: Path, book_path: Path, **kw: object) -> Config:
@@ -91,7 +98,8 @@ def test_run_writes_every_output(tmp_path, tiny_dirs, book_path, family):
     alg5 = pd.read_parquet(tmp_path / "tables" / "alg5.parquet")
     assert (alg5["jacobian_norm_max"] * alg5["T"] <= 0.5 + 1e-9).all()  # corrected Corollary 3
     claims = pd.read_parquet(tmp_path / "tables" / "claims.parquet")
-    assert len(claims) == ROWS * sources  # findings i–v and their statements, three checks
+    assert len(claims) == _rows(sources)  # findings i–v and their statements, the checks
+    assert (claims["x_source"] == "—").sum() == ONCE  # (v) and Corollary 3: once
     assert set(claims["verdict"]) <= set(VERDICTS)
     assert {"role", "reading", "windows", "e_form", "alternatives", "robust"} <= set(claims)
     assert "sensitivity_row_max" in pd.read_parquet(tmp_path / "tables" / "alg5.parquet")
@@ -300,7 +308,7 @@ def test_quick_reproduction_on_smollm2(tmp_path, book_path):
     assert list(both.columns) == ["x_source", "claim", "role", "E form", *models, "paper"]
     for model in models:
         claims = pd.read_parquet(tmp_path / model / "tables" / "claims.parquet")
-        assert len(claims) == ROWS * 2 and set(claims["x_source"]) == {"values", "hidden"}
+        assert len(claims) == _rows(2) and set(claims["x_source"]) == {"values", "hidden", "—"}
         # On every real head the corrected bound holds and the printed Corollary 3 does not.
         alg5 = pd.read_parquet(tmp_path / model / "tables" / "alg5.parquet")
         assert (alg5["jacobian_norm_max"] * alg5["T"] <= 0.5 + 1e-9).all()
@@ -396,7 +404,7 @@ def test_cli_two_models_side_by_side(tmp_path, tiny_dirs, book_path):
     doc.save(data, tmp_path / "doc")
     blocks = doc.render(doc.load(tmp_path / "doc"))
     assert blocks == doc.render(data) and llama in blocks["verdicts"] and bert in blocks["run"]
-    assert len(data["claims"]) == 2 * ROWS * 2  # two models, two x sources
+    assert len(data["claims"]) == 2 * _rows(2)  # two models, two x sources
     # `attnlimits report` on the side-by-side folder redraws both runs and the joint table
     (tmp_path / "report.md").unlink()
     (runs[bert] / "figures" / "fig3.png").unlink()

@@ -92,7 +92,9 @@ def test_doc_numbers_are_the_saved_runs_tables():
     assert set(re.findall(r"<!-- generated: (.+?) -->", text)) == set(blocks)
     claims = doc.load(DOC_DATA)["claims"]
     assert set(claims["model"]) == {"smollm2-135m", "minilm-l6"}
-    assert set(claims["x_source"]) == {"values", "hidden"}
+    assert set(claims["x_source"]) == {"values", "hidden", "—"}  # "—": (v), once per model
+    per_x = claims[claims["claim"].str.match(r"^\(v[.)]|^Corollary 3")]
+    assert (per_x["x_source"] == "—").all() and len(per_x) == 2 * 10
     assert "hand measurement" not in text
 
 

@@ -510,3 +510,28 @@ def _sub_row(rows: list[dict[str, str]], prefix: str) -> dict[str, str]:
 
 def _sub_verdict(rows: list[dict[str, str]], prefix: str) -> str:
     return _sub_row(rows, prefix)["verdict"]
+
+
+def test_v_and_corollary3_are_judged_once_per_model_not_per_x_source():
+    """Issue 56 (the round-5 referee's point 10): (v), its statements and Corollary 3 read
+    Alg. 5 alone (the logits; no x_i enters), so a run with two x sources judges them once,
+    x_source "—", among the first source's rows; every other row once per x source. A
+    regression to a (v) row per x source fails here."""
+    from attnlimits.experiments.limitations.claims import LOGITS_ONLY, X_FREE
+
+    both = tables()
+    for name in ("alg1", "alg2", "alg3", "alg3_tests", "alg4"):
+        both[name] = pd.concat([both[name], both[name].assign(x_source="hidden")])
+    meta = {"params": {**META["params"], "x_sources": ["values", "hidden"]}}
+    got = claims(both, meta)
+    free = got["claim"].str.match(LOGITS_ONLY)
+    assert free.sum() == 10  # (v), (v.a) … (v.h), Corollary 3
+    assert (got.loc[free, "x_source"] == X_FREE).all()
+    assert got.loc[free, "claim"].is_unique  # once, not once per x source
+    assert (got.loc[~free, "x_source"].value_counts() == (~free).sum() // 2).all()
+    assert list(dict.fromkeys(got["x_source"])) == ["values", X_FREE, "hidden"]
+    # the same verdicts a one-source run gives, x_source aside
+    one = claims(tables(), META)
+    assert (one["x_source"] == got["x_source"].iloc[: len(one)]).all()
+    cols = [c for c in one.columns if c != "x_source"]
+    pd.testing.assert_frame_equal(one[cols], got[cols].iloc[: len(one)])

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from attnlimits.experiments import what_we_found
+from attnlimits.experiments.limitations.claims import SAME_OBSERVATION, X_FREE
 from attnlimits.experiments.report import block
 from conftest import REPO
 
@@ -142,7 +143,7 @@ def test_paper_a_notes_take_their_numbers_from_the_tables():
     claims = _claims(
         [
             ("(i) f", "finding", "reproduced", "m", "values"),
-            ("(v) k", "finding", "partly", "m", "values"),
+            ("(v) k", "finding", "partly", "m", X_FREE),
         ]
     )
     claims["windows"] = ["—", "P N: 1 of 2 windows agree"]
@@ -152,7 +153,7 @@ def test_paper_a_notes_take_their_numbers_from_the_tables():
             "role": ["headline", "supporting", "headline", "headline"],
             "verdict": ["reproduced", "not reproduced", "partly", "partly"],
             "model": "m",
-            "x_source": "values",
+            "x_source": ["values", "values", "values", X_FREE],
             "statistic": ["0.9", "0.05", "", ""],
             "measured": [
                 "",
@@ -181,7 +182,9 @@ def test_paper_a_notes_take_their_numbers_from_the_tables():
     assert "its slopes are −0.30 to −0.30" in text
     assert "exact E / d̃ at N = 100 is 0.21–0.21" in text and "`TOWARDS_N`" in text
     assert "now removed" in text  # the rung that gave (ii) its partly (round-4 point 1)
-    assert "the two windows split it for m values" in text
+    assert "the two windows split it for m (" not in text  # named by model alone
+    assert "the two windows split it for m. Gradient sensitivity" in text
+    assert "(v) is judged once per model" in text and "shown twice" not in text
     assert "No GPT-2 weights were run" in text and "Q4_1" in text
 
 
@@ -218,7 +221,7 @@ def test_thresholds_line_names_those_set_just_past_a_measured_value():
     near_some = next(r for r in rules_a.RULES if getattr(r, "name", "") == "near_limit").text()
     claims_a = pd.DataFrame(
         {"claim": ["(v.e) close"], "rule": [near_some], "statistic": ["0.116"],
-         "model": ["smollm2-135m"], "x_source": ["hidden"], "verdict": ["partly"]}
+         "model": ["smollm2-135m"], "x_source": [X_FREE], "verdict": ["partly"]}
     )  # fmt: skip
     claims_b = pd.DataFrame(
         {"claim": ["(1.a) sharp", "(3.a) grows"],
@@ -226,7 +229,11 @@ def test_thresholds_line_names_those_set_just_past_a_measured_value():
                       "…; the verdict flips if GROWN passes 5.41"]}
     )  # fmt: skip
     line = what_we_found.thresholds_line(claims_a, claims_b)
-    assert "paper A's `NEAR_SOME` = 0.1 ((v.e) SmolLM2-135M, x = hidden: flips at 0.116)" in line
+    # (v) reads the logits only: judged once per model, named by the model alone
+    assert "paper A's `NEAR_SOME` = 0.1 ((v.e) SmolLM2-135M: flips at 0.116)" in line
+    hidden = claims_a.assign(x_source="hidden")
+    said = what_we_found.thresholds_line(hidden, claims_b)
+    assert "((v.e) SmolLM2-135M, x = hidden: flips at 0.116)" in said
     assert "paper B's `SHARP` = 0.9 ((1.a): flips at 0.946)" in line
     assert "GROWN" not in line  # 5.41 is far from 1.5
     far = claims_b.assign(measured=["…; the verdict flips if SHARP passes 0.5"] * 2)
@@ -398,8 +405,8 @@ def test_summary_line_counts_the_cells_and_says_what_the_exact_e_ones_rest_on():
         ("(iii) k", "finding", "not reproduced", "m", "values", "exact", "partly", ""),
         ("(iv) n", "finding", "partly", "m", "values", "—", "—", ""),
         ("(iv.c) b", "headline", "partly", "m", "values", "—", "—", rules_a.in_band.text()),
-        ("(v) t", "finding", "partly", "m", "values", "—", "—", ""),
-        ("(v.a) s", "headline", "partly", "m", "values", "—", "—", rules_a.one_over_t.text()),
+        ("(v) t", "finding", "partly", "m", X_FREE, "—", "—", ""),
+        ("(v.a) s", "headline", "partly", "m", X_FREE, "—", "—", rules_a.one_over_t.text()),
     ]
     cols = ["claim", "role", "verdict", "model", "x_source", "e_form", "e_printed", "rule"]
     claims = pd.DataFrame(rows, columns=cols)
@@ -407,9 +414,6 @@ def test_summary_line_counts_the_cells_and_says_what_the_exact_e_ones_rest_on():
     assert "Of paper A's 5 findings in 1 columns (5 cells), 3 read reproduced or partly" in line
     assert "under exact E (1 reproduced) and 5 under the printed E (2 reproduced)" in line
     assert "1 is (i), true wherever the top-N weight mass does not vanish with L" in line
-    assert "observations shown as" not in line  # one column: (v) is one observation
-    two = pd.concat([claims, claims[claims["claim"].str.startswith("(v")].assign(x_source="h")])
-    assert "(6 cells; (v): 1 observations shown as 2)" in what_we_found.summary_line(two)
     assert "1 is judged by rules with a threshold set after earlier runs were public " in line
     assert "((v): `MIN_T`, `RISES`;" in line
     assert "1 by neither ((iv) partly for m x = values)" in line
@@ -426,6 +430,80 @@ def test_summary_line_counts_the_cells_and_says_what_the_exact_e_ones_rest_on():
     assert "other reading" not in line  # no alternatives column: no second count
 
 
+def _two_by_two() -> pd.DataFrame:
+    """Two models, two x sources: (i) to (iv) per column, (v) once per model (it reads the
+    logits only), with (i.a) and (v.a) their headlines."""
+    from attnlimits.experiments.limitations import rules as rules_a
+
+    said = {
+        "(i) f": ("reproduced", "—", "—"),
+        "(ii) g": ("not reproduced", "exact", "reproduced"),
+        "(iii) k": ("not reproduced", "exact", "partly"),
+        "(iv) n": ("not reproduced", "—", "—"),
+    }
+    rows = [
+        (claim, "finding", verdict, model, x, e, printed, "")
+        for model in ("smollm2-135m", "minilm-l6")
+        for x in ("values", "hidden")
+        for claim, (verdict, e, printed) in said.items()
+    ]
+    rows += [
+        (claim, role, verdict, model, X_FREE, "—", "—", rule)
+        for model, verdict in (("smollm2-135m", "partly"), ("minilm-l6", "not reproduced"))
+        for claim, role, rule in (
+            ("(v) t", "finding", ""),
+            ("(v.a) s", "headline", rules_a.one_over_t.text()),
+        )
+    ]
+    cols = ["claim", "role", "verdict", "model", "x_source", "e_form", "e_printed", "rule"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def test_v_is_one_cell_per_model_in_the_summary_line_and_the_table():
+    """Issue 56, the round-5 referee's point 10: (v) reads the logits only, so it is one
+    observation per model. Two models with two x sources each: 4 columns, 4 × 4 + 2 = 18 cells
+    (not 20); of the 18, (i)'s 4 and SmolLM2's (v) read reproduced or partly under exact E (5),
+    and under the printed E also (ii)'s 4 and (iii)'s 4 (13, of them (i)'s and (ii)'s 8
+    reproduced; (v) counted per x source gave 20 cells and 14). In the table (v)'s verdict
+    stands in each model's x = values column and an arrow, not a verdict, in its x = hidden
+    column."""
+    claims = _two_by_two()
+    line = what_we_found.summary_line(claims)
+    assert line.startswith(
+        "**In one line.** Of paper A's 5 findings in 4 columns (18 cells: (v) once per model, "
+        "no x_i entering it), 5 read reproduced or partly under exact E (4 reproduced) and 13 "
+        "under the printed E (8 reproduced)."
+    ), line
+    assert "1 is judged by rules with a threshold set after earlier runs were public" in line
+    table = what_we_found.limitations_block(claims).split("\n\n")[1].splitlines()
+    assert table[0] == (
+        "| finding (paper A) | E | SmolLM2-135M, x = values | SmolLM2-135M, x = hidden "
+        "| MiniLM-L6, x = values | MiniLM-L6, x = hidden |"
+    )
+    assert table[-1] == (
+        f"| (v) t | — | partly | {SAME_OBSERVATION} | not reproduced | {SAME_OBSERVATION} |"
+    )
+    assert sum(row.startswith("| (v) ") for row in table) == 1
+    # one x source: nothing to say about (v)'s columns
+    one = claims[claims["x_source"].isin(["values", X_FREE])]
+    assert "(10 cells), " in what_we_found.summary_line(one)
+
+
+def test_a_v_row_per_x_source_is_refused():
+    """A claims table that judges (v) (or Corollary 3) per x source again, as before issue 56,
+    is refused by the summary line and the README's table alike, not counted twice."""
+    claims = _two_by_two()
+    per_x = claims.assign(x_source=claims["x_source"].replace({X_FREE: "values"}))
+    for render in (what_we_found.summary_line, what_we_found.limitations_block):
+        with pytest.raises(ValueError, match=r"judges \(v\) for x = values: it reads the logits"):
+            render(per_x)
+    corollary = pd.concat(
+        [claims, claims.iloc[:1].assign(claim="Corollary 3: bound", role="check")]
+    )
+    with pytest.raises(ValueError, match="judges Corollary for x = values"):
+        what_we_found.summary_line(corollary)
+
+
 def test_summary_line_counts_again_under_the_other_reading_of_v_slopes():
     """The round-5 referee's point 1: the count under (v)'s alternative reading of its slopes
     (read from each finding's ``alternatives`` column), beside the headline's."""
@@ -437,10 +515,10 @@ def test_summary_line_counts_again_under_the_other_reading_of_v_slopes():
     rows = [  # claim, role, verdict, model, x_source, e_form, e_printed, rule, alternatives
         ("(ii) g", "finding", "not reproduced", "m", "values", "exact", "reproduced", "", "—"),
         ("(ii.c) c", "headline", "not reproduced", "m", "values", "exact", "—", "", "—"),
-        ("(v) t", "finding", "partly", "m", "values", "—", "—", "", f"x: P · {label}: N"),
-        ("(v.a) s", "headline", "partly", "m", "values", "—", "—", rules_a.one_over_t.text(), ""),
-        ("(v) t", "finding", "partly", "n", "values", "—", "—", "", f"{label}: P"),
-        ("(v.a) s", "headline", "partly", "n", "values", "—", "—", rules_a.one_over_t.text(), ""),
+        ("(v) t", "finding", "partly", "m", X_FREE, "—", "—", "", f"x: P · {label}: N"),
+        ("(v.a) s", "headline", "partly", "m", X_FREE, "—", "—", rules_a.one_over_t.text(), ""),
+        ("(v) t", "finding", "partly", "n", X_FREE, "—", "—", "", f"{label}: P"),
+        ("(v.a) s", "headline", "partly", "n", X_FREE, "—", "—", rules_a.one_over_t.text(), ""),
     ]
     cols = ["claim", "role", "verdict", "model", "x_source", "e_form", "e_printed", "rule"]
     claims = pd.DataFrame(rows, columns=[*cols, "alternatives"])

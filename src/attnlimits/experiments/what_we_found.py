@@ -32,6 +32,13 @@ import pandas as pd
 from attnlimits.claims import AFTER_RUNS, BETTER, WORSE, Graded, Threshold
 from attnlimits.claims.verdicts import SHORT
 from attnlimits.experiments.limitations import rules as rules_a
+from attnlimits.experiments.limitations.claims import (
+    LOGITS_ONLY,
+    SAME_OBSERVATION,
+    X_FREE,
+    per_source,
+    placed,
+)
 from attnlimits.experiments.limitations.findings import saturating_reading
 from attnlimits.experiments.report import fill, markdown_table
 from attnlimits.experiments.softmax_not_enough import rules as rules_b
@@ -114,8 +121,8 @@ NOTES = (
     "those runs (`RISES`: a curve rising as T falls, slower than 1/T), with the T grid widened "
     "below 0.1 and `MIN_T` also set after them; its slopes are {v_lo} to {v_hi} "
     "against 1/T's −1, and {split}. Gradient sensitivity reads the logits only, so within a "
-    "model x = values and x = hidden give the same (v) numbers: each (v) verdict is one "
-    "observation per model, shown twice.",
+    "model x = values and x = hidden give the same (v) numbers: (v) is judged once per model, "
+    "its verdict in the model's x = values column and *{same}* in its x = hidden column.",
 )
 
 
@@ -175,7 +182,7 @@ def notes(claims: pd.DataFrame) -> str:
     for r in v.itertuples():  # "P N: 1 of 2 windows agree": the windows split the verdict
         agree = re.search(r"(\d+) of (\d+) windows agree", str(r.windows))
         if agree and agree.group(1) != agree.group(2):
-            split.append(f"{_MODEL_NAMES.get(str(r.model), str(r.model))} {r.x_source}")
+            split.append(placed(_MODEL_NAMES.get(str(r.model), str(r.model)), r.x_source, " "))
     said = (
         "the two windows split it for " + " and ".join(split)
         if split
@@ -193,6 +200,7 @@ def notes(claims: pd.DataFrame) -> str:
         v_lo=v_from,
         v_hi=v_to,
         split=said,
+        same=SAME_OBSERVATION,
     )
     return "\n".join([*(line.format(**values) for line in NOTES), *_theorem2_note(claims)])
 
@@ -278,9 +286,6 @@ DEFINITIONAL = {
         "Eq. 7 sums L − N terms of about ‖s‖ each"
     )
 }
-#: The findings whose numbers do not depend on the x source (the round-5 referee's point 10):
-#: the summary line says how many observations their cells are.
-SHOWN_TWICE = {"(v)": "gradient sensitivity reads the logits only"}
 _HOLDS = ("reproduced", "partly")
 
 
@@ -342,12 +347,27 @@ def _other_reading(found: pd.DataFrame, printed: pd.Series, exact_n: int, printe
     )
 
 
+def _once_per_model(claims: pd.DataFrame) -> None:
+    """Refuse (``ValueError``) a claims table that judges a row reading Alg. 5 alone ((v) and
+    Corollary 3: no x_i enters them) per x source rather than once per model."""
+    per_x = claims["claim"].str.match(LOGITS_ONLY) & (claims["x_source"] != X_FREE)
+    if per_x.any():
+        first = claims[per_x].iloc[0]
+        raise ValueError(
+            f"limitations/claims.csv judges {_finding_id(str(first['claim']))} for x = "
+            f"{first['x_source']}: it reads the logits only, judged once per model (x_source "
+            f"{X_FREE!r}); re-derive the table"
+        )
+
+
 def summary_line(claims: pd.DataFrame) -> str:
     """One line above paper A's table (the round-4 referee's point 2): how many finding cells
-    (finding × model × x source) read reproduced or partly under exact E and under the printed
-    E, and what the exact-E ones rest on: a finding close to definitional
-    (:data:`DEFINITIONAL`), a headline judged through thresholds set after earlier runs were
-    public (:func:`_after_data`), or neither (named). Computed from the claims table alone."""
+    (finding × model × x source, a finding judged once per model (:data:`.claims.X_FREE`)
+    once) read reproduced or partly under exact E and under the printed E, and what the
+    exact-E ones rest on: a finding close to definitional (:data:`DEFINITIONAL`), a headline
+    judged through thresholds set after earlier runs were public (:func:`_after_data`), or
+    neither (named). Computed from the claims table alone."""
+    _once_per_model(claims)
     found = claims[claims["role"] == "finding"]
     uses_e = ~found["e_form"].isin(["", "—"])
     printed = found["verdict"].where(~uses_e, found["e_printed"])
@@ -373,18 +393,19 @@ def summary_line(claims: pd.DataFrame) -> str:
             count, seen = after.get(fid, (0, []))
             after[fid] = (count + 1, sorted(set(seen) | set(names)))
         else:
-            where = f"{_MODEL_NAMES.get(str(row['model']), row['model'])} x = {row['x_source']}"
+            name = _MODEL_NAMES.get(str(row["model"]), str(row["model"]))
+            where = placed(name, str(row["x_source"]), " x = ")
             plain.append(f"{fid} {row['verdict']} for {where}")
     reproduced = int((found["verdict"] == "reproduced").sum())
-    columns = len(found[["model", "x_source"]].drop_duplicates())
-    twice = []
-    for fid in SHOWN_TWICE:
-        cells = found[found["claim"].str.startswith(fid + " ")]
-        if len(cells) > cells["model"].nunique():
-            twice.append(f"{fid}: {cells['model'].nunique()} observations shown as {len(cells)}")
+    free = found["x_source"] == X_FREE
+    columns = len(found.loc[~free, ["model", "x_source"]].drop_duplicates())
+    once = list(dict.fromkeys(_finding_id(str(c)) for c in found.loc[free, "claim"]))
+    said_once = ""
+    if once and columns > found["model"].nunique():  # a model with two columns or more
+        said_once = f": {' and '.join(once)} once per model, no x_i entering it"
     said = (
         f"**In one line.** Of paper A's {found['claim'].nunique()} findings in "
-        f"{columns} columns ({total} cells{''.join('; ' + t for t in twice)}), {exact_n} read "
+        f"{columns} columns ({total} cells{said_once}), {exact_n} read "
         f"reproduced or partly under exact E ({reproduced} reproduced) and {printed_n} under "
         f"the printed E ({int((printed == 'reproduced').sum())} reproduced)"
     )
@@ -414,11 +435,16 @@ def limitations_block(
     """Paper A's findings as rows, one column per (model, x source), in the table's order: each
     finding whose verdict uses E (``e_form`` not "—") twice, under exact E (the verdict) and
     under the paper's printed E (its ``e_printed`` column), with :func:`e_forms_line` (given
-    ``e_forms`` and ``alg2``) and :func:`notes` below."""
+    ``e_forms`` and ``alg2``) and :func:`notes` below. A finding judged once per model ((v):
+    it reads the logits only) stands in the model's first column, and its other columns
+    read :data:`.claims.SAME_OBSERVATION` (:func:`.claims.per_source`): an arrow, not a
+    verdict, so that no reader counts one observation twice."""
+    _once_per_model(claims)
     found = claims[claims["role"] == "finding"]
     if found.empty:
         raise ValueError("limitations/claims.csv has no finding rows")
     models = list(dict.fromkeys(found["model"]))
+    found = per_source(found)  # a finding judged once per model: one cell, arrows beside it
     sources = list(dict.fromkeys(found["x_source"]))
     if "e_printed" not in found or "e_form" not in found:
         raise ValueError("limitations/claims.csv lacks the e_form and e_printed columns")
@@ -749,7 +775,7 @@ def _flips_a(claims: pd.DataFrame) -> list[tuple[Threshold, float, str]]:
         if rule is None:
             continue
         value = float(r.statistic)
-        where = f"{_MODEL_NAMES.get(str(r.model), r.model)}, x = {r.x_source}"
+        where = placed(_MODEL_NAMES.get(str(r.model), str(r.model)), str(r.x_source))
         for name, x in rule.flips(value).items():
             out.append((rules_a.THRESHOLDS[name], x, f"{str(r.claim).split(' ')[0]} {where}"))
     return out
@@ -797,8 +823,8 @@ def thresholds_line(claims_a: pd.DataFrame, claims_b: pd.DataFrame) -> str:
         "their flip points in a second table of its doc ([docs](docs/limitations.md)); paper "
         "B's (an interval's level such as `FIT_LEVEL`) are in its doc with their provenance, "
         "without a flip point. "
-        "Where two columns give the same number (paper A's (v) rows read the logits only, so "
-        "x = values and x = hidden agree), the first is named."
+        "Paper A's (v) rows read the logits only and are judged once per model, so they name "
+        "the model alone."
     )
 
 

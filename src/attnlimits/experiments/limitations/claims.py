@@ -34,10 +34,17 @@ and is the check (v.h)). The
 verdict under the paper's printed E is also its own column (``e_printed``), which the README
 shows beside the headline's; ``statistic`` is the
 number a one-number rule judged (the docs' sensitivity lines read it).
+
+**Once per model.** Finding (v), its statements and Corollary 3 read Alg. 5 alone: gradient
+sensitivity reads the logits, which no x_i enters, so a model's x = values and x = hidden give
+the same numbers. Those rows are judged once per model, their ``x_source`` :data:`X_FREE` ("—",
+as ``e_form`` is "—" for a row that uses no E), and stand where the first x source's rows have
+them (the round-5 referee's point 10: one observation, not one per x source).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -70,11 +77,16 @@ from attnlimits.experiments.limitations.text_checks import claim_heads, claim_le
 __all__ = [
     "EVIDENCE",
     "E_COLS",
+    "LOGITS_ONLY",
+    "SAME_OBSERVATION",
+    "X_FREE",
     "claims",
     "claims_for",
     "e_cols",
     "headline_form",
     "jensen_check",
+    "per_source",
+    "placed",
     "plateau_change",
     "slopes_in_l",
 ]
@@ -114,6 +126,37 @@ COLUMNS = [
 #: The alternative whose verdict the README shows beside the headline's: the paper's printed E.
 PRINTED = "E printed"
 SHORT = verdicts.SHORT
+#: The ``x_source`` of the rows judged once per model: they read Alg. 5 (the logits) alone.
+X_FREE = "—"
+#: Those rows' claims: finding (v), its statements (v.a)…(v.h) and Corollary 3.
+LOGITS_ONLY = re.compile(r"^\(v[.)]|^Corollary 3")
+#: A table's cell, per model, in each x source's column after the first for an :data:`X_FREE`
+#: row: the arrow points at the one verdict, in the first column (not another observation).
+SAME_OBSERVATION = "↤ same observation"
+
+
+def placed(model: str, x_source: str, joiner: str = ", x = ") -> str:
+    """Where a claims row stands, in words: ``model`` and its x source ("SmolLM2-135M, x =
+    values"), or ``model`` alone for a row judged once per model (:data:`X_FREE`)."""
+    return model if x_source == X_FREE else f"{model}{joiner}{x_source}"
+
+
+def per_source(claims: pd.DataFrame) -> pd.DataFrame:
+    """``claims`` (with ``model`` and ``x_source`` columns) as one row per (model, x source)
+    for a table with a column per (model, x source): each :data:`X_FREE` row stands in its
+    model's first x-source column as it is, and in the others as :data:`SAME_OBSERVATION`
+    (its ``verdict``, and ``e_printed`` and ``robust`` where present), so that a reader counts
+    one observation per model. A model with no x-source row keeps its rows as they are."""
+    free = claims["x_source"] == X_FREE
+    out = [claims[~free]]
+    for model, rows in claims[free].groupby("model", sort=False):
+        own = claims.loc[~free & (claims["model"] == model), "x_source"]
+        sources = list(dict.fromkeys(own)) or [X_FREE]
+        out.append(rows.assign(x_source=sources[0]))
+        marker = {c: SAME_OBSERVATION for c in ("verdict", "e_printed") if c in rows}
+        marker |= {"robust": "yes"} if "robust" in rows else {}
+        out += [rows.assign(x_source=s, **marker) for s in sources[1:]]
+    return pd.concat(out).sort_index(kind="stable").reset_index(drop=True)
 
 
 def headline_form(df: pd.DataFrame) -> str:
@@ -255,10 +298,15 @@ def _form_alternatives(df: pd.DataFrame, form: str) -> list[str]:
 
 
 def claims_for(
-    results: Mapping[str, pd.DataFrame], x_source: str, params: Mapping[str, Any] | None = None
+    results: Mapping[str, pd.DataFrame],
+    x_source: str,
+    params: Mapping[str, Any] | None = None,
+    logits: bool = True,
 ) -> pd.DataFrame:
-    """The claims table for one x source (Alg. 5 does not depend on x); ``params``: the run's
-    parameters (``run.json``), for the head count of the draws."""
+    """The claims table for one x source; ``params``: the run's parameters (``run.json``), for
+    the head count of the draws. ``logits``: with the rows that read Alg. 5 alone ((v) and
+    Corollary 3, which no x_i enters), their ``x_source`` :data:`X_FREE`, where the other
+    rows have them; without them, every row is this x source's."""
     params = params or {}
 
     def pick(name: str) -> pd.DataFrame:
@@ -277,19 +325,21 @@ def claims_for(
     def with_form(fn: Callable[[pd.DataFrame, str], list[Row]], form: str) -> Judge:
         return lambda d: fn(d, form)
 
-    blocks: list[tuple[list[Row], dict[str, list[Row]], Draws | None, str]] = []
+    # each block: its rows, their alternatives and draws, the form of E, whether it reads
+    # Alg. 5 alone
+    blocks: list[tuple[list[Row], dict[str, list[Row]], Draws | None, str, bool]] = []
     for fn, df in ((claim_i, alg1), (claim_ii, alg2)):
         alts = {
             f"E {E_COLS[c]}": _judged(with_form(fn, c), df) for c in _form_alternatives(df, form)
         }
-        blocks.append((_judged(with_form(fn, form), df), alts, None, E_COLS[form]))
+        blocks.append((_judged(with_form(fn, form), df), alts, None, E_COLS[form], False))
     if "distance_grid" in results:  # (ii.d): Corollary 2(ii) over the whole N grid at L_max
         grid = pick("distance_grid")
         alts = {
             f"E {E_COLS[c]}": _judged(with_form(claim_ii_d, c), grid)
             for c in _form_alternatives(grid, form)
         }
-        blocks.append((_judged(with_form(claim_ii_d, form), grid), alts, None, E_COLS[form]))
+        blocks.append((_judged(with_form(claim_ii_d, form), grid), alts, None, E_COLS[form], False))
     headline = _judged(iii(form, alpha), tests)
     alts = {f"E {E_COLS[c]}": _judged(iii(c, alpha), tests) for c in _form_alternatives(alg1, form)}
     alts[f"α = {other_alpha:g}"] = _judged(iii(form, other_alpha), tests)
@@ -305,42 +355,49 @@ def claims_for(
     elif params.get("alg3_heads"):  # no more heads than the paper's GPT-2: nothing to draw
         label = f"{params['alg3_heads']} heads (model has {int(pick('alg3')['heads'].max())})"
         alts[label] = [{"verdict": rules.NA} for _ in headline]
-    blocks.append((headline, alts, per_draw, E_COLS[form]))
-    blocks.append((_judged(claim_iv, pick("alg4")), {}, None, "—"))
-    v_alts = {
-        "smallest ε only": _judged(lambda d: claim_v(d, eps="smallest"), alg5),
-        saturating_reading(): _judged(lambda d: claim_v(d, saturating=True), alg5),
-    }
-    if "sensitivity_row_max" in alg5:
-        v_alts["max over rows"] = _judged(
-            lambda d: claim_v(d, statistic="sensitivity_row_max"), alg5
-        )
-    blocks.append((_judged(claim_v, alg5), v_alts, None, "—"))
-    blocks.append((claim_variants(), {}, None, "—"))
-    blocks.append((_judged(claim_corollary3, alg5), {}, None, "—"))
+    blocks.append((headline, alts, per_draw, E_COLS[form], False))
+    blocks.append((_judged(claim_iv, pick("alg4")), {}, None, "—", False))
+    if logits:
+        v_alts = {
+            "smallest ε only": _judged(lambda d: claim_v(d, eps="smallest"), alg5),
+            saturating_reading(): _judged(lambda d: claim_v(d, saturating=True), alg5),
+        }
+        if "sensitivity_row_max" in alg5:
+            v_alts["max over rows"] = _judged(
+                lambda d: claim_v(d, statistic="sensitivity_row_max"), alg5
+            )
+        blocks.append((_judged(claim_v, alg5), v_alts, None, "—", True))
+    blocks.append((claim_variants(), {}, None, "—", False))
+    if logits:
+        blocks.append((_judged(claim_corollary3, alg5), {}, None, "—", True))
     if "assumption2" in results["alg4"]:
-        blocks.append((claim_assumption2(pick("alg4")), {}, None, "—"))
-    blocks.append((claim_lemma1(alg1), {}, None, "—"))
-    blocks.append((_judged(claim_heads, pick("alg4")), {}, None, "—"))
+        blocks.append((claim_assumption2(pick("alg4")), {}, None, "—", False))
+    blocks.append((claim_lemma1(alg1), {}, None, "—", False))
+    blocks.append((_judged(claim_heads, pick("alg4")), {}, None, "—", False))
     at_n = pd.concat([alg1, alg2]).drop_duplicates(
         subset=[c for c in ("window", "layer", "head", "L", "N") if c in alg1]
     )
     if any(c.startswith("gap_bound_") for c in at_n):
         jensen = [r | {"uses_e": "yes"} for r in claim_jensen(at_n)]
-        blocks.append((jensen, {}, None, "exact − derived"))
+        blocks.append((jensen, {}, None, "exact − derived", False))
         small = [r | {"uses_e": "yes"} for r in claim_small_residual(at_n)]
-        blocks.append((small, {}, None, "exact − derived"))
-    rows = []
-    for headline, alts, draw_rows, e_form in blocks:
+        blocks.append((small, {}, None, "exact − derived", False))
+    rows, where = [], []
+    for headline, alts, draw_rows, e_form, free in blocks:
         for r in _with_alternatives(headline, alts, draw_rows):
             form_used = e_form if r.pop("uses_e", "") else "—"
             rows.append({"windows": "—", "statistic": ""} | r | {"e_form": form_used})
-    return pd.DataFrame(rows)[COLUMNS].assign(x_source=x_source)
+            where.append(X_FREE if free else x_source)
+    return pd.DataFrame(rows)[COLUMNS].assign(x_source=where)
 
 
 def claims(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> pd.DataFrame:
-    """Every claim for every x source of the run (the first source first)."""
+    """Every claim for every x source of the run (the first source first), the rows that read
+    Alg. 5 alone once (:data:`X_FREE`, among the first source's)."""
     sources = meta["params"]["x_sources"]
     params = meta["params"]
-    table = pd.concat([claims_for(tables, s, params) for s in sources], ignore_index=True)
+    table = pd.concat(
+        [claims_for(tables, s, params, logits=i == 0) for i, s in enumerate(sources)],
+        ignore_index=True,
+    )
     return table[["x_source", *COLUMNS]]

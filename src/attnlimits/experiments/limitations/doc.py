@@ -27,6 +27,7 @@ import pandas as pd
 
 from attnlimits.claims import PAPER, Graded
 from attnlimits.experiments.limitations import flip_points, rules
+from attnlimits.experiments.limitations.claims import X_FREE, per_source, placed
 from attnlimits.experiments.limitations.provenance import defaults
 from attnlimits.experiments.limitations.sections import (
     e_forms_table,
@@ -58,6 +59,7 @@ __all__ = [
     "fill",
     "load",
     "main",
+    "measured_block",
     "other_windows",
     "render",
     "save",
@@ -197,7 +199,9 @@ save, load = save_tables, load_tables
 
 def _verdicts(claims: pd.DataFrame) -> str:
     """claim | role | E form | a column per (model, x source): the verdict and what it hinges
-    on."""
+    on; a claim judged once per model in the model's first column, an arrow in its others
+    (:func:`.claims.per_source`)."""
+    claims = per_source(claims)
     cell = claims["verdict"] + claims["robust"].map(lambda r: "" if r == "yes" else f" ({r})")
     wide = claims.assign(cell=cell, col=claims["model"] + ", x = " + claims["x_source"])
     order = list(dict.fromkeys(wide["col"]))
@@ -221,6 +225,12 @@ def with_e_reading(claims: pd.DataFrame) -> pd.DataFrame:
         for r, f in zip(said, e, strict=True)
     ]
     return claims.assign(reading=[r or "—" for r in with_e])
+
+
+def measured_block(model: str, x_source: str) -> str:
+    """The doc's block of what was measured for ``model`` and ``x_source``; "logits" for the
+    rows judged once per model (:data:`.claims.X_FREE`: they read Alg. 5's logits alone)."""
+    return f"measured {model} {'logits' if x_source == X_FREE else x_source}"
 
 
 def _measured(claims: pd.DataFrame, model: str, x_source: str) -> str:
@@ -279,13 +289,13 @@ def _sensitivity(claims: pd.DataFrame) -> str:
             value = float(r.statistic)
             if t.name in rule.flips(value):
                 x = abs(value) if rule.magnitude else value
-                where = f"{_MODEL.get(r.model, r.model)}, x = {r.x_source}"
+                where = placed(_MODEL.get(r.model, r.model), r.x_source)
                 said = f"{r.claim.split(' ')[0]} {where}: {x:.3g} ({r.verdict})"
                 near.append((abs(x - t.value), said))
         if not decided:
             continue
-        # nearest first; of equal ones (two columns, one number: (v) reads the logits only) the
-        # first in the claims table's order, x = values, as the README's thresholds line names
+        # nearest first; of equal ones the first in the claims table's order, as the README's
+        # thresholds line names
         closest = (
             min(near, key=lambda n: n[0])[1] if near else "none (moving it alone flips no verdict)"
         )
@@ -390,7 +400,7 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
     }
     for model in run["model"]:
         for x in dict.fromkeys(claims.loc[claims["model"] == model, "x_source"]):
-            out[f"measured {model} {x}"] = _measured(claims, model, x)
+            out[measured_block(model, x)] = _measured(claims, model, x)
     out["critical_n"] = _critical(data["critical_n"])
     out["critical_fraction"] = _critical(data["critical_n"], fraction=True)
     if "e_forms" in data:

@@ -31,6 +31,7 @@ from attnlimits.claims import PAPER, Band, Graded, Threshold
 from attnlimits.claims.verdicts import NOT_TESTABLE
 from attnlimits.experiments import paper_a_readings
 from attnlimits.experiments.limitations import rules
+from attnlimits.experiments.limitations.claims import placed
 from attnlimits.experiments.limitations.config import LimitationsConfig
 
 __all__ = ["RANGES", "Case", "cases", "collapse_fractions", "flip_point", "moved", "table"]
@@ -155,8 +156,8 @@ def _rows(claims: pd.DataFrame, prefix: str) -> pd.DataFrame:
 
 
 def _where(row: pd.Series, extra: str = "") -> str:
-    said = f"{row['claim'].split(' ')[0]} {_MODEL.get(row['model'], row['model'])}, x = "
-    return said + str(row["x_source"]) + extra
+    model = _MODEL.get(row["model"], row["model"])
+    return f"{row['claim'].split(' ')[0]} {placed(model, str(row['x_source']))}{extra}"
 
 
 def _numbers(text: str) -> list[float]:

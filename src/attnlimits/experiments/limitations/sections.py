@@ -13,6 +13,7 @@ import pandas as pd
 
 from attnlimits.experiments.limitations.claims import (
     E_COLS,
+    X_FREE,
     claims,
     e_cols,
     plateau_change,
@@ -187,14 +188,16 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
     if len(sources) < 2:
         return lines
     table = claims(tables, meta)
-    pivot = table.pivot(index="claim", columns="x_source", values="verdict")
+    free = table["x_source"] == X_FREE
+    pivot = table[~free].pivot(index="claim", columns="x_source", values="verdict")
     same = int((pivot.nunique(axis=1) == 1).sum())
     return [
         *lines,
         "## How much the choice of x_i matters",
         "",
         f"{same} of {len(pivot)} verdicts agree across x sources "
-        f"({', '.join(sources)}). Alg. 5 and Corollary 3 use logits only.",
+        f"({', '.join(sources)}). (v) and Corollary 3 read Alg. 5's logits only, which no x_i "
+        f"enters: judged once ({int(free.sum())} rows, x_source {X_FREE}), not compared.",
         "",
         markdown_table(pivot.reset_index()),
         "",
