@@ -18,7 +18,10 @@ from attnlimits.claims.verdicts import (
     missing_quotes,
 )
 from attnlimits.experiments.softmax_not_enough.appf_match import (
+    CAP_WINDOW,
+    CAPPED,
     FIT_LEVEL,
+    FLOOR_RULE,
     FLOORS,
     H_AT,
     INTERVAL_RULE,
@@ -26,6 +29,7 @@ from attnlimits.experiments.softmax_not_enough.appf_match import (
     Q_FIT,
     SHOWN_FLOORS,
     appf_rows,
+    capped_shares,
     floor_table,
     floor_verdict,
     interval_table,
@@ -127,13 +131,44 @@ def test_the_seeds_spread_is_the_tolerance():
 
 
 def test_floor_verdict_known_answers():
-    def table(verdicts, rises):
-        return pd.DataFrame({"verdict": verdicts, "rise_matches": rises})
+    """Round 6's point 1: (G) reads the verdict on the H no cap decides (``counted``) and the
+    rise with neither H capped (``rise_counted``), not the verdict on every H."""
+
+    def table(counted, rises, every=None):
+        every = every or counted
+        return pd.DataFrame({"verdict": every, "counted": counted, "rise_counted": rises})
 
     assert floor_verdict(table([NOT, REPRODUCED], [False, False])) == "supported"
     assert floor_verdict(table([NOT, PARTLY], [False, False])) == "partly supported"
     assert floor_verdict(table([NOT, NOT], [False, True])) == "partly supported"
     assert floor_verdict(table([NOT, NOT_TESTABLE], [False, False])) == "not supported"
+    assert floor_verdict(table([NOT_TESTABLE] * 2, [False, False])) == NA
+    # a floor partly on every H but not on the H its cap leaves: not supported (20,000 steps)
+    assert floor_verdict(table([NOT, NOT], [False, False], [NOT, PARTLY])) == "not supported"
+    assert FLOOR_RULE(table([NOT, PARTLY], [False, False])) == "partly supported"
+
+
+def test_a_match_the_cap_makes_is_not_counted():
+    """β* = 3H from H = 1 on, θ* raised to 0.4: every point is on the floor (β* ≥ 3 > 2.5), so
+    the cap decides every H (shares 1) and (G) has nothing left to test: n/a; a floor of 0.2
+    caps none of published-shaped points (β* < 5): shares 0, and it reproduces."""
+    t = floor_table(_points(lambda H: 3 * H, lo=1.0), floors=(0.4,))
+    assert t[[f"capped_H{h:g}" for h in H_AT]].to_numpy().min() == 1.0
+    assert t["counted"].iloc[0] == NOT_TESTABLE and not t["rise_counted"].iloc[0]
+    assert floor_verdict(t) == NA
+    under = floor_table(_points(published), floors=(0.2,))
+    assert under[[f"capped_H{h:g}" for h in H_AT]].to_numpy().max() == 0.0
+    assert under["counted"].iloc[0] == REPRODUCED and floor_verdict(under) == "supported"
+
+
+def test_capped_shares_count_the_points_near_each_h():
+    pts = pd.DataFrame(
+        {"entropy": [0.9, 1.1, 1.2, 2.0, 3.5], "theta_star": [0.1, 0.5, 0.2, 0.3, 0.1]}
+    )
+    shares = capped_shares(pts, 0.25)
+    assert shares[1.0] == pytest.approx(2 / 3) and shares[2.0] == 0.0
+    assert np.isnan(shares[3.0]) and np.isnan(shares[4.0])  # 3.5 is 0.5 nats from either
+    assert CAPPED.value == 0.5 and CAP_WINDOW.value == 0.25
 
 
 def test_a_floor_that_caps_a_rising_curve_makes_a_plateau():

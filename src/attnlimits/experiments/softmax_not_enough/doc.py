@@ -43,7 +43,11 @@ from attnlimits.experiments.report import (
 from attnlimits.experiments.rule_tables import rules_table, thresholds_table
 from attnlimits.experiments.softmax_not_enough import rules
 from attnlimits.experiments.softmax_not_enough.ablation_row import with_row, wrong_top_by_length
-from attnlimits.experiments.softmax_not_enough.appf_match import INTERVAL_RULE, own_tests
+from attnlimits.experiments.softmax_not_enough.appf_match import (
+    FLOOR_RULE,
+    INTERVAL_RULE,
+    own_tests,
+)
 from attnlimits.experiments.softmax_not_enough.argmax_arm import TABLE, argmax_table
 from attnlimits.experiments.softmax_not_enough.claims import held_out_refits, size_table
 from attnlimits.experiments.softmax_not_enough.config import Config
@@ -193,8 +197,8 @@ def extract_ablation(folder: Path, date: str | None = None) -> Data:
 save, load = save_tables, load_tables
 
 
-#: The rules the claims table prints: paper B's, then App. F's (our own test's) rule.
-_ALL_RULES = (*rules.RULES, INTERVAL_RULE)
+#: The rules the claims table prints: paper B's, then App. F's (our own test's) rules.
+_ALL_RULES = (*rules.RULES, INTERVAL_RULE, FLOOR_RULE)
 
 
 def _rules() -> str:
