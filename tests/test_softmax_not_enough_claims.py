@@ -207,6 +207,20 @@ def test_stable_baseline(low, verdict):
 
 
 @pytest.mark.parametrize(
+    ("low", "verdict"),
+    [(0.993, PARTLY), (0.95, PARTLY), (0.949, NOT), (0.5, NOT), (math.nan, NA)],
+)
+def test_stable_methods(low, verdict):
+    """Round 6's point 11: (1.d)'s sentence is that both methods are effective, which no run
+    tests, so a stable baseline reads at most partly."""
+    assert rules.stable_methods(low) == verdict
+    assert "≥ 0.95: partly (at most: that both methods make it so is not tested)" in (
+        rules.stable_methods.text()
+    )
+    assert rules.stable_methods in rules.RULES and rules.stable_baseline not in rules.RULES
+
+
+@pytest.mark.parametrize(
     ("train_low", "largest_high", "verdict"),
     [
         (0.993, 0.291, REPRODUCED),

@@ -35,7 +35,7 @@ FLAT = {16: (0.996, 0.993, 1.0), 16384: (0.99, 0.98, 1.0)}
 
 def test_stable_baseline_reads_the_training_sizes_interval():
     row = stable_baseline(_summary({"softmax": FALLS}), 16)
-    assert row["verdict"] == REPRODUCED and row["role"] == SUPPORTING
+    assert row["verdict"] == PARTLY and row["role"] == SUPPORTING  # at most partly (round 6)
     assert "99.6 [99.3, 100.0]" in row["measured"] and "not tested" in row["reading"]
     wobbly = stable_baseline(_summary({"softmax": {16: (0.96, 0.9, 1.0)}}), 16)
     assert wobbly["verdict"] == NOT  # the mean near 100 %, its interval not
