@@ -69,6 +69,10 @@ def test_escapes_is_judged_on_adaptive_dispersing(entropy, verdict):
     tables = _summary({"adaptive": FLAT}) | {"set_attention": _entropies(entropy)}
     row = escapes(tables, 16)
     assert row["verdict"] == verdict and row["claim"].startswith("(2.h)")
+    assert (
+        "all but guaranteed, like (1.b): β = max(poly(H), 1) stays within [1, 2.42]"
+        in (row["measured"])
+    )  # the listing's maximum, at H = 4.41 nats
     assert "adaptive's normalised entropy" in row["measured"]
     assert "not reproduced by the accuracy-falls rule" in row["measured"]
 
