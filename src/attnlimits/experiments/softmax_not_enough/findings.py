@@ -236,6 +236,7 @@ def _fig7(tables: Mapping[str, pd.DataFrame], id_size: int) -> Row:
         "adaptive / softmax mean attention on the max item where it lacks the top logit, with "
         "its 95 % interval: "
         + ("; ".join(said) or "no such set above the training sizes")
+        + rules.higher_flip(ratios, lows, highs)
         + f"; reading (not deciding): the ratio alone ≥ {rules.HIGHER}: "
         + rules.higher_on_target(ratios)
     )
@@ -409,6 +410,9 @@ def _second_lambda(lam: float | None, train_s: float | None) -> Row:
 #: An upper end of Lemma 2.1's bound this close to 1 allows every α_max (a bound that cannot
 #: fail at these spreads: "vacuous" in the row, referee point 17); a reading, not a rule.
 _VACUOUS = 1e-3
+#: log of float32's smallest positive (subnormal) number, 1.4e-45: a lower end of Lemma 2.1's
+#: bound under it no float32 α could reach (round 6, point 8; the run stores log α).
+_LOG_TINY = float(np.log(np.finfo(np.float32).smallest_subnormal))
 
 
 def _bound_share(sets: pd.DataFrame) -> tuple[float, str]:
@@ -428,13 +432,23 @@ def _bound_share(sets: pd.DataFrame) -> tuple[float, str]:
         f"n = {int(n_):,}: {int(loose[n == n_].sum())} of {int((n == n_).sum())}"
         for n_ in sorted(set(n.tolist()))
     ]
+    # round 6, point 8: how many lower ends a float32 α could even reach; the run stores
+    # log α (log_softmax), so the check compares logs and a lower end under float32's
+    # smallest number is still checked, not vacuous by underflow
+    above = log_lower > _LOG_TINY
+    lower = (
+        f"the lower end's median {np.exp(np.median(log_lower)):.2g}, above float32's smallest "
+        f"number ({np.exp(_LOG_TINY):.2g}) on {int(above.sum())} of {len(above)} sets; the "
+        f"check compares log α (stored log α_min down to {soft['log_min'].min():.0f}), so the "
+        "other lower ends are checked too; either end holds for any logits (the lemma is "
+        "algebra), so the check tests our computation of α and Δ, not the model"
+    )
     said = (
         f"{int(ok.sum())} of {len(ok)} sets (sizes "
         + ", ".join(f"{int(s):,}" for s in sorted(soft["size"].unique()))
         + f"); spread Δ median {np.median(spread):.3g}; the upper end's median "
         f"{np.median(upper):.3g}: vacuous (≥ {1 - _VACUOUS:g}, it allows any α_max, so it "
-        f"cannot fail) on {int(loose.sum())} of {len(loose)} sets ({'; '.join(where)}); the "
-        "lower end is the check's part that can fail"
+        f"cannot fail) on {int(loose.sum())} of {len(loose)} sets ({'; '.join(where)}); {lower}"
     )
     return float(ok.mean()) if len(ok) else math.nan, said
 
