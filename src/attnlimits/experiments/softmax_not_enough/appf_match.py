@@ -451,19 +451,6 @@ def _shown(m: pd.DataFrame) -> str:
     )
 
 
-def _in_range(points: pd.DataFrame) -> str:
-    """App. F's "definitely in this range" beside our points (round 6, point 1): how many
-    optima sit on our grid's ends, and how many lie below the floors."""
-    theta = points["theta_star"].to_numpy(float)
-    edge = points["edge"].astype(str) if "edge" in points else pd.Series([""] * len(points))
-    return (
-        f"App. F: '{Q_RANGE}' (its grid's bounds lost in our copy); on our grid 0.005 … 2, "
-        f"{int((edge != '').sum())} of {len(points)} optima on an end, and "
-        f"{(theta < 0.2).mean():.1%} / {(theta < 0.39).mean():.1%} / {(theta < 0.5).mean():.1%} "
-        "below 0.20 / 0.39 / 0.50, which a floor there would raise to it"
-    )
-
-
 def appf_rows(tables: Mapping[str, pd.DataFrame], degree: int = 4) -> list[dict[str, str]]:
     """App. F's row, one of our own tests (:data:`OWN_TEST`; the paper does not claim its
     procedure transfers to other models): :data:`INTERVAL_RULE` on the run's own points (the
@@ -507,7 +494,7 @@ def appf_rows(tables: Mapping[str, pd.DataFrame], degree: int = 4) -> list[dict[
             for r in floors.itertuples()
             if r.floor in SHOWN_FLOORS
         )
-        + f"; {_in_range(points)}"
+        + "; App. F's 'definitely in this range' beside our points: (2.k)"
     )
     reason = "" if verdict != NOT_TESTABLE else "fewer seeds with a fit, or no H inside the data"
     return finding(head, [row.judged(shown, _say_interval(), verdict, reason)])

@@ -59,6 +59,7 @@ from attnlimits.experiments.softmax_not_enough.unjudged import (
     stable_baseline,
     unjudged_rows,
 )
+from attnlimits.experiments.softmax_not_enough.unstated import dispersion_rows, retrieval_rows
 
 __all__ = ["adaptive", "checks", "claims", "degrade", "disperse", "weights"]
 
@@ -145,7 +146,8 @@ def disperse(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]:
         NA,
     )
     head = Statement("(1) softmax is sharp in distribution, then disperses", FINDING, Q_SHARP)
-    return finding(head, [sharp, uniform_row, gemma, stable_baseline(tables, id_size)])
+    rows = [sharp, uniform_row, gemma, stable_baseline(tables, id_size)]
+    return finding(head, [*rows, *dispersion_rows(tables)])
 
 
 def _per_size(summary: pd.DataFrame, id_size: int, p: str) -> tuple[list[str], str]:
@@ -198,6 +200,7 @@ def adaptive(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]:
         rows = [head.judged(measured, rules.pooled_gain.text(), verdict)]
     rows.append(_fig7(tables, id_size))
     rows += [*unjudged_rows(tables, id_size), escapes(tables, id_size)]
+    rows += retrieval_rows(tables, id_size)  # round 6, points 2 and 9: n/a, readings beside
     return finding(
         Statement("(2) adaptive temperature helps on larger inputs", FINDING, Q_ADAPTIVE), rows
     )
