@@ -27,7 +27,9 @@ from attnlimits.experiments.softmax_not_enough.appf_match import (
     INTERVAL_RULE,
     PUBLISHED_RULE,
     Q_FIT,
+    Q_RANGE,
     SHOWN_FLOORS,
+    T_PLACE,
     appf_rows,
     capped_shares,
     floor_table,
@@ -36,6 +38,7 @@ from attnlimits.experiments.softmax_not_enough.appf_match import (
     judge_published,
     match_table,
     rise_interval,
+    training_inputs,
 )
 from attnlimits.experiments.softmax_not_enough.fits import poly_beta
 from attnlimits.normalizers.adaptive import POLY_COEFFS
@@ -231,7 +234,35 @@ def test_the_claims_row():
 
 
 def test_the_quote_is_word_for_word(paper_texts):
-    assert missing_quotes([Q_FIT], paper_texts) == []
+    assert missing_quotes([Q_FIT, Q_RANGE], paper_texts) == []
+
+
+def test_t_outcome_for_the_claims_row():
+    """Round 6's point 6: (T)'s verdict and its tested H's intervals, the longest run first;
+    the row names the place the doc module fills."""
+    inputs = pd.DataFrame(
+        {
+            "entropy": ["1.0", "2.0", "1.0"],
+            "tested": ["True", "False", "True"],
+            "published": ["1.27", "2.099", "1.27"],
+            "seeds_mean": ["3.74", "-500", "3.8"],
+            "low": ["3.21", "-9", "3.17"],
+            "high": ["4.28", "9", "4.43"],
+            "steps": ["20000", "20000", "5000"],
+            "inputs": ["training sizes: n = 2 … 16"] * 3,
+            "entropy_range": ["0.54–1.21", "0.54–1.21", "0.64–1.34"],
+        }
+    )
+    verdicts = pd.DataFrame(
+        {"steps": ["20000", "5000"], "explanation": ["(T) rule"] * 2, "verdict": [NOT, PARTLY]}
+    )
+    said = training_inputs(inputs, verdicts)
+    assert said.index("20,000 steps: not reproduced (H = 1: seeds' mean fit 3.74 [3.21, 4.28]") < (
+        said.index("5,000 steps: partly (H = 1: seeds' mean fit 3.80 [3.17, 4.43]")
+    )
+    assert "1 H outside the points' entropies 0.54–1.21" in said
+    assert training_inputs(inputs.iloc[:0], verdicts) == T_PLACE
+    assert T_PLACE in appf_rows({"temperature_fit_points": _points(published)})[1]["measured"]
 
 
 def test_interval_rule_known_answers():

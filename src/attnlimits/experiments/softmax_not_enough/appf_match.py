@@ -96,6 +96,7 @@ __all__ = [
     "SHOWN_FLOORS",
     "TRAINING_SETS",
     "TRAINING_SIZES",
+    "T_PLACE",
     "appf_rows",
     "capped_shares",
     "floor_table",
@@ -105,6 +106,7 @@ __all__ = [
     "match_table",
     "own_tests",
     "rise_interval",
+    "training_inputs",
 ]
 
 #: The entropies (nats) where the docs compare the fits with the published polynomial; the
@@ -451,6 +453,45 @@ def _shown(m: pd.DataFrame) -> str:
     )
 
 
+#: Where (F.a)'s row names (T)'s outcome; the doc module puts the outcome in its place
+#: (:func:`training_inputs`), from tables no run holds.
+T_PLACE = "(T) training-size inputs: docs/max_retrieval.md"
+
+
+def training_inputs(inputs: pd.DataFrame, verdicts: pd.DataFrame) -> str:
+    """(T)'s outcome for (F.a)'s row (referee round 6, point 6), from
+    ``appf_sensitivity/inputs.csv`` and ``verdicts.csv`` (benchmarks/appf_sensitivity.py
+    ``--rule`` on the default run's and the 5,000-step run's models), the longest run first:
+    its verdict, each tested H's seeds' mean fit and interval against the published value, and
+    the points' entropy range (H outside it is not tested)."""
+    t = inputs[inputs["inputs"].astype(str).str.startswith("training sizes")]
+    said = []
+    for steps in sorted({int(s) for s in t["steps"]}, reverse=True):
+        at = t[t["steps"].astype(int) == steps]
+        v = verdicts[
+            (verdicts["steps"].astype(int) == steps)
+            & verdicts["explanation"].astype(str).str.startswith("(T)")
+        ]
+        tested = at[at["tested"].astype(str) == "True"]
+        fits = "; ".join(
+            f"H = {float(r.entropy):g}: seeds' mean fit {float(r.seeds_mean):.2f} "
+            f"[{float(r.low):.2f}, {float(r.high):.2f}] vs published {float(r.published):.2f}"
+            for r in tested.itertuples()
+        )
+        said.append(
+            f"{steps:,} steps: {v['verdict'].iloc[0] if len(v) else 'no verdict'} ({fits}; "
+            f"{len(at) - len(tested)} H outside the points' entropies "
+            f"{at['entropy_range'].iloc[0]})"
+        )
+    if not said:
+        return T_PLACE
+    return (
+        "(T) training-size inputs (n = 2 … 16, 10,000 sets per size, on the default run's "
+        "models and the 5,000-step run's; "
+        "docs/data/appf_sensitivity): " + "; ".join(said)
+    )
+
+
 def appf_rows(tables: Mapping[str, pd.DataFrame], degree: int = 4) -> list[dict[str, str]]:
     """App. F's row, one of our own tests (:data:`OWN_TEST`; the paper does not claim its
     procedure transfers to other models): :data:`INTERVAL_RULE` on the run's own points (the
@@ -494,7 +535,7 @@ def appf_rows(tables: Mapping[str, pd.DataFrame], degree: int = 4) -> list[dict[
             for r in floors.itertuples()
             if r.floor in SHOWN_FLOORS
         )
-        + "; App. F's 'definitely in this range' beside our points: (2.k)"
+        + f"; App. F's 'definitely in this range' beside our points: (2.k); {T_PLACE}"
     )
     reason = "" if verdict != NOT_TESTABLE else "fewer seeds with a fit, or no H inside the data"
     return finding(head, [row.judged(shown, _say_interval(), verdict, reason)])

@@ -46,7 +46,9 @@ from attnlimits.experiments.softmax_not_enough.ablation_row import with_row, wro
 from attnlimits.experiments.softmax_not_enough.appf_match import (
     FLOOR_RULE,
     INTERVAL_RULE,
+    T_PLACE,
     own_tests,
+    training_inputs,
 )
 from attnlimits.experiments.softmax_not_enough.argmax_arm import TABLE, argmax_table
 from attnlimits.experiments.softmax_not_enough.claims import (
@@ -278,7 +280,20 @@ def _with_ablation_row(data: Data, folder: Path) -> pd.DataFrame:
     if loss is None or not sensitivity.is_file():
         return data["claims"]
     row = wrong_top_by_length(pd.read_csv(sensitivity, dtype=str), loss)
-    return as_text(with_row(data["claims"], row))
+    return _with_t_outcome(as_text(with_row(data["claims"], row)), folder)
+
+
+def _with_t_outcome(claims: pd.DataFrame, folder: Path) -> pd.DataFrame:
+    """(F.a)'s row with (T)'s outcome in its place (referee round 6, point 6), from
+    ``appf_sensitivity/inputs.csv`` and ``verdicts.csv`` beside ``folder``; unchanged without
+    them."""
+    side = folder.parent / "appf_sensitivity"
+    if not (side / "inputs.csv").is_file() or not (side / "verdicts.csv").is_file():
+        return claims
+    said = training_inputs(
+        pd.read_csv(side / "inputs.csv", dtype=str), pd.read_csv(side / "verdicts.csv", dtype=str)
+    )
+    return claims.assign(measured=claims["measured"].str.replace(T_PLACE, said, regex=False))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
