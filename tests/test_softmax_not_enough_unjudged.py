@@ -117,7 +117,8 @@ def test_a_second_lambda_is_a_headline_not_run_so_three_is_at_most_partly():
     got = claims(softmax_not_enough_tables(0.1), meta).set_index("claim")
     lam = got.filter(like="(3.c)", axis=0).iloc[0]
     assert lam["verdict"] == NA and lam["role"] == "headline"
-    assert "λ = 0.001 only" in lam["measured"] and "about 4,412 s (1.2 h)" in lam["measured"]
+    assert "λ = 0.001 only" in lam["measured"] and "took 4,412 s (1.2 h) here" in lam["measured"]
+    assert "as loaded as it was" in lam["measured"]  # round 6, point 4
     three = got.filter(like="(3) ", axis=0).iloc[0]
     assert three["verdict"] == "partly"
     assert got.filter(like="(3.a)", axis=0)["verdict"].item() == REPRODUCED

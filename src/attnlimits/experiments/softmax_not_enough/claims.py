@@ -123,8 +123,11 @@ Q_ESCAPE = (
     "adaptive temperature is merely an ad-hoc method and it does not escape the conclusions of "
     "our theory"
 )
+#: The sentence that carries (3.d)'s claim (round 6, point 15; the spread's symbol after
+#: "values of" is lost in our copy); the Gemma example follows it.
 Q_PRACTICAL = (
-    "when feeding Gemma 2B and 7B models with an entire code sample of Gemma’s Modules file"
+    "However, it can easily be observed that empirical values of do not reach those theoretical "
+    "limits"
 )
 Q_COROLLARY = "it will necessarily start to make prediction errors beyond a certain number of items"
 QUOTES = (

@@ -388,9 +388,10 @@ def weights(
 def _second_lambda(lam: float | None, train_s: float | None) -> Row:
     """(3.c): n/a in any one run, with what the missing run would cost."""
     cost = (
-        f"about {train_s:,.0f} s ({train_s / 3600:.1f} h), this run's training stage: the same "
-        "ten seeds and steps at another λ, training only (the spread and bound are logged "
-        "during training)"
+        "one more training stage of this run (the same ten seeds and steps at another λ, "
+        "training only: the spread and bound are logged during training), which took "
+        f"{train_s:,.0f} s ({train_s / 3600:.1f} h) here, on this run's machine as loaded as it "
+        "was (a loaded machine's time overstates a quiet one's; docs/max_retrieval.md#speed)"
         if train_s is not None and math.isfinite(train_s)
         else "one more training stage of this run (its time is not recorded)"
     )

@@ -232,7 +232,9 @@ def gemma_spreads() -> Row:
         "(3.d) §2: Gemma 2B and 7B keep their spreads far below the theoretical limits",
         SUPPORTING,
         Q_PRACTICAL,
-        "the paper's illustration on pretrained models; its numbers are lost in our copy",
+        "the paper's illustration on pretrained models (the spread's symbol after 'values of' "
+        "is lost in our copy; the next sentence's example feeds Gemma 2B and 7B a code file); "
+        "its numbers are lost in our copy",
     ).judged(
         "not run: no Gemma 2B or 7B model here (this experiment trains App. A's single head), "
         "and the spreads the paper reports for them are lost in our copy; our head's own "
