@@ -28,11 +28,18 @@ points collected at the training sizes 2 … 16 only, beside the default procedu
         --out docs/data/appf_sensitivity
 
 RESULTS may be any folder with the default combination's checkpoints (the default run's too).
+
+``--rejudge DIR`` re-judges (G) on the points a ``--rule`` run committed (``DIR/points.csv``,
+θ* on the default grid, exact to its step), with no model: it rewrites ``floors.csv`` and the
+(G) rows of ``verdicts.csv`` under the rule as it stands (round 6's point 1)::
+
+    python benchmarks/appf_sensitivity.py --rejudge docs/data/appf_sensitivity
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -125,7 +132,34 @@ def _rule(
     return floors, pd.concat(inputs, ignore_index=True), pd.DataFrame(verdicts), points
 
 
+def rejudge(folder: Path) -> pd.DataFrame:
+    """(G) re-judged on ``folder``'s committed points: floors.csv rewritten, the (G) rows of
+    verdicts.csv replaced; returns the verdicts."""
+    points = pd.read_csv(folder / "points.csv")
+    points = points[points["inputs"] == "default"].assign(
+        beta_star=lambda p: 1.0 / p["theta_star"], edge=""
+    )
+    floors, rows = [], []
+    for steps, pts in points.groupby("steps", sort=True):
+        table = floor_table(pts).assign(steps=steps)
+        floors.append(table)
+        rows.append({"steps": steps, "verdict": floor_verdict(table)})
+    pd.concat(floors, ignore_index=True).to_csv(folder / "floors.csv", index=False)
+    verdicts = pd.read_csv(folder / "verdicts.csv")
+    for r in rows:
+        at = (verdicts["steps"] == r["steps"]) & verdicts["explanation"].str.startswith("(G)")
+        verdicts.loc[at, "verdict"] = r["verdict"]
+    verdicts.to_csv(folder / "verdicts.csv", index=False)
+    return verdicts
+
+
 def main(argv: list[str] | None = None) -> pd.DataFrame:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["--rejudge"] and len(argv) == 2:
+        verdicts = rejudge(Path(argv[1]))
+        print(verdicts.to_markdown(index=False))
+        return verdicts
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", type=Path, help="the folder of benchmarks/steps_ablation.py")
     ap.add_argument("--seeds", type=int, default=10)

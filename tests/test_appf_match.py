@@ -18,20 +18,27 @@ from attnlimits.claims.verdicts import (
     missing_quotes,
 )
 from attnlimits.experiments.softmax_not_enough.appf_match import (
+    CAP_WINDOW,
+    CAPPED,
     FIT_LEVEL,
+    FLOOR_RULE,
     FLOORS,
     H_AT,
     INTERVAL_RULE,
     PUBLISHED_RULE,
     Q_FIT,
+    Q_RANGE,
     SHOWN_FLOORS,
+    T_PLACE,
     appf_rows,
+    capped_shares,
     floor_table,
     floor_verdict,
     interval_table,
     judge_published,
     match_table,
     rise_interval,
+    training_inputs,
 )
 from attnlimits.experiments.softmax_not_enough.fits import poly_beta
 from attnlimits.normalizers.adaptive import POLY_COEFFS
@@ -127,13 +134,44 @@ def test_the_seeds_spread_is_the_tolerance():
 
 
 def test_floor_verdict_known_answers():
-    def table(verdicts, rises):
-        return pd.DataFrame({"verdict": verdicts, "rise_matches": rises})
+    """Round 6's point 1: (G) reads the verdict on the H no cap decides (``counted``) and the
+    rise with neither H capped (``rise_counted``), not the verdict on every H."""
+
+    def table(counted, rises, every=None):
+        every = every or counted
+        return pd.DataFrame({"verdict": every, "counted": counted, "rise_counted": rises})
 
     assert floor_verdict(table([NOT, REPRODUCED], [False, False])) == "supported"
     assert floor_verdict(table([NOT, PARTLY], [False, False])) == "partly supported"
     assert floor_verdict(table([NOT, NOT], [False, True])) == "partly supported"
     assert floor_verdict(table([NOT, NOT_TESTABLE], [False, False])) == "not supported"
+    assert floor_verdict(table([NOT_TESTABLE] * 2, [False, False])) == NA
+    # a floor partly on every H but not on the H its cap leaves: not supported (20,000 steps)
+    assert floor_verdict(table([NOT, NOT], [False, False], [NOT, PARTLY])) == "not supported"
+    assert FLOOR_RULE(table([NOT, PARTLY], [False, False])) == "partly supported"
+
+
+def test_a_match_the_cap_makes_is_not_counted():
+    """β* = 3H from H = 1 on, θ* raised to 0.4: every point is on the floor (β* ≥ 3 > 2.5), so
+    the cap decides every H (shares 1) and (G) has nothing left to test: n/a; a floor of 0.2
+    caps none of published-shaped points (β* < 5): shares 0, and it reproduces."""
+    t = floor_table(_points(lambda H: 3 * H, lo=1.0), floors=(0.4,))
+    assert t[[f"capped_H{h:g}" for h in H_AT]].to_numpy().min() == 1.0
+    assert t["counted"].iloc[0] == NOT_TESTABLE and not t["rise_counted"].iloc[0]
+    assert floor_verdict(t) == NA
+    under = floor_table(_points(published), floors=(0.2,))
+    assert under[[f"capped_H{h:g}" for h in H_AT]].to_numpy().max() == 0.0
+    assert under["counted"].iloc[0] == REPRODUCED and floor_verdict(under) == "supported"
+
+
+def test_capped_shares_count_the_points_near_each_h():
+    pts = pd.DataFrame(
+        {"entropy": [0.9, 1.1, 1.2, 2.0, 3.5], "theta_star": [0.1, 0.5, 0.2, 0.3, 0.1]}
+    )
+    shares = capped_shares(pts, 0.25)
+    assert shares[1.0] == pytest.approx(2 / 3) and shares[2.0] == 0.0
+    assert np.isnan(shares[3.0]) and np.isnan(shares[4.0])  # 3.5 is 0.5 nats from either
+    assert CAPPED.value == 0.5 and CAP_WINDOW.value == 0.25
 
 
 def test_a_floor_that_caps_a_rising_curve_makes_a_plateau():
@@ -196,7 +234,35 @@ def test_the_claims_row():
 
 
 def test_the_quote_is_word_for_word(paper_texts):
-    assert missing_quotes([Q_FIT], paper_texts) == []
+    assert missing_quotes([Q_FIT, Q_RANGE], paper_texts) == []
+
+
+def test_t_outcome_for_the_claims_row():
+    """Round 6's point 6: (T)'s verdict and its tested H's intervals, the longest run first;
+    the row names the place the doc module fills."""
+    inputs = pd.DataFrame(
+        {
+            "entropy": ["1.0", "2.0", "1.0"],
+            "tested": ["True", "False", "True"],
+            "published": ["1.27", "2.099", "1.27"],
+            "seeds_mean": ["3.74", "-500", "3.8"],
+            "low": ["3.21", "-9", "3.17"],
+            "high": ["4.28", "9", "4.43"],
+            "steps": ["20000", "20000", "5000"],
+            "inputs": ["training sizes: n = 2 … 16"] * 3,
+            "entropy_range": ["0.54–1.21", "0.54–1.21", "0.64–1.34"],
+        }
+    )
+    verdicts = pd.DataFrame(
+        {"steps": ["20000", "5000"], "explanation": ["(T) rule"] * 2, "verdict": [NOT, PARTLY]}
+    )
+    said = training_inputs(inputs, verdicts)
+    assert said.index("20,000 steps: not reproduced (H = 1: seeds' mean fit 3.74 [3.21, 4.28]") < (
+        said.index("5,000 steps: partly (H = 1: seeds' mean fit 3.80 [3.17, 4.43]")
+    )
+    assert "1 H outside the points' entropies 0.54–1.21" in said
+    assert training_inputs(inputs.iloc[:0], verdicts) == T_PLACE
+    assert T_PLACE in appf_rows({"temperature_fit_points": _points(published)})[1]["measured"]
 
 
 def test_interval_rule_known_answers():

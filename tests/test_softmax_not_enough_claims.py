@@ -124,6 +124,19 @@ def test_higher_with_interval():
     assert hw([math.nan], [math.nan], [math.nan]) == NA
 
 
+def test_higher_flip():
+    """Round 6's point 10: (2.b)'s flip point, the smallest ratio a size counts higher with,
+    where HIGHER moved past it changes the verdict; "" where it would not, or none counts."""
+    run = ([1.07, 1.67, 2.16], [1.03, 1.62, 2.14], [1.11, 1.71, 2.18])  # the committed run
+    assert rules.higher_flip(*run) == "; the verdict flips if HIGHER passes 1.07"
+    assert rules.higher_flip([1.07, 1.5], [0.9, 1.2], [1.2, 1.8]) == (
+        "; the verdict flips if HIGHER passes 1.5"  # partly (one left out) → not reproduced
+    )
+    some = ([1.07, 1.67, 1.01], [1.03, 1.62, 1.005], [1.11, 1.71, 1.02])
+    assert rules.higher_with_interval(*some) == PARTLY and rules.higher_flip(*some) == ""
+    assert rules.higher_flip([1.07], [0.9], [1.2]) == ""  # nothing counted
+
+
 def test_significant_sizes_counts_a_size_where_adaptive_is_higher_with_p_below_alpha():
     assert rules.significant_sizes([0.1, 0.2], [0.01, 0.049]) == REPRODUCED
     assert rules.significant_sizes([0.1, 0.2], [0.01, 0.05]) == PARTLY  # p = α is not below it
@@ -204,6 +217,20 @@ def test_stable_baseline(low, verdict):
     assert "interval's lower end ≥ 0.95: reproduced; else not reproduced" in (
         rules.stable_baseline.text()
     )
+
+
+@pytest.mark.parametrize(
+    ("low", "verdict"),
+    [(0.993, PARTLY), (0.95, PARTLY), (0.949, NOT), (0.5, NOT), (math.nan, NA)],
+)
+def test_stable_methods(low, verdict):
+    """Round 6's point 11: (1.d)'s sentence is that both methods are effective, which no run
+    tests, so a stable baseline reads at most partly."""
+    assert rules.stable_methods(low) == verdict
+    assert "≥ 0.95: partly (at most: that both methods make it so is not tested)" in (
+        rules.stable_methods.text()
+    )
+    assert rules.stable_methods in rules.RULES and rules.stable_baseline not in rules.RULES
 
 
 @pytest.mark.parametrize(

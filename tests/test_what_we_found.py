@@ -362,6 +362,22 @@ def _floors(steps: int, match_h4_at: float | None) -> pd.DataFrame:
     return pd.DataFrame(rows).astype(str)
 
 
+def test_app_f_driver_says_a_match_the_cap_makes_does_not_count():
+    """Round 6's point 1: with floors.csv's capped shares, a match where most points near H sit
+    on the floor is the cap's; App. F's own sentence and the shares at that floor beside it."""
+    verdicts = pd.DataFrame(
+        {"steps": ["20000"], "explanation": ["(G) grid floor 0.20 … 0.50"], "verdict": ["x"]}
+    )
+    beta = pd.DataFrame({"fit": ["paper"], "β(H=1)": ["1.27"], "β(H=4)": ["2.389"]})
+    floors = _floors(20000, 0.4).assign(capped_H1=["0.1", "0.25"], capped_H4=["0.9", "1.0"])
+    said = what_we_found.app_f_driver(verdicts, floors, beta)
+    assert "holds the published 2.39, with 100 % of the points near H = 4 on that floor" in said
+    assert "is the cap's and does not count (none left)" in said
+    assert "was definitely in this range" in said and "at floor 0.40 25 / 100 % of our" in said
+    left = floors.assign(capped_H4=["0.9", "0.4"])
+    assert "does not count (1 left)" in what_we_found.app_f_driver(verdicts, left, beta)
+
+
 def test_app_f_driver_says_what_the_floor_explanation_rests_on():
     """The round-5 referee's point 7: from floors.csv and the published β(H), the matching
     (floor, H) of all, the cap that makes a match near-automatic, and what fails (the rise,
@@ -383,7 +399,10 @@ def test_app_f_driver_says_what_the_floor_explanation_rests_on():
     )
     floors = pd.concat([_floors(5000, None), _floors(20000, 0.4)])
     said = what_we_found.app_f_driver(verdicts, floors, beta)
-    assert "*partly supported*" in said and "on 1 (floor, H) of 6: floor 0.40 at H = 4" in said
+    assert "*partly supported*" in said
+    assert "hold the published β(H) at 1 (floor, H) of 6: floor 0.40 at H = 4" in said
+    assert "0.20 … 0.50, a range set after earlier runs were public, 20,000 steps" in said
+    assert "since round 6" not in said  # an older floors.csv without the capped shares
     assert "[2.34, 2.44] holds the published 2.39" in said and "caps β* at 1/f (2.5–5.0" in said
     assert "reproduces the plateau's height only, by its cap" in said
     assert "no floor's rise fit(4)/fit(2) holds the published 1.14" in said

@@ -10,7 +10,7 @@ alike:
 - *paper* (:data:`PAPER`): the paper states it (its words, where quoted, are in our copy);
 - *lost in our copy* (:data:`LOST`): the paper gave a value that our copy of its text lost;
   the value is our choice, and the reason starts "our choice, because";
-- *ours* (:data:`OURS`): the paper has no such setting, or we depart from it;
+- *ours* (:data:`OURS`): the paper does not state it, or we depart from it;
 - *ours, set after earlier runs were public* (:data:`AFTER_RUNS`).
 
 From that one tuple come the set-up table every report prints (:func:`table`), the table in

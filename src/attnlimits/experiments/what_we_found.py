@@ -42,7 +42,7 @@ from attnlimits.experiments.limitations.claims import (
 from attnlimits.experiments.limitations.findings import saturating_reading
 from attnlimits.experiments.report import fill, markdown_table
 from attnlimits.experiments.softmax_not_enough import rules as rules_b
-from attnlimits.experiments.softmax_not_enough.appf_match import own_tests
+from attnlimits.experiments.softmax_not_enough.appf_match import CAPPED, Q_RANGE, own_tests
 from attnlimits.experiments.store import atomic_write_text
 
 __all__ = [
@@ -602,6 +602,27 @@ def _floor_matches(floors: pd.DataFrame, published: dict[int, float]) -> list[tu
     ]
 
 
+def _cap_rule(g: pd.DataFrame, hit: list[tuple[float, int]], hs: list[int]) -> str:
+    """Round 6's point 1: a match where most points near H sit on the floor is the cap's and
+    no longer counts for (G); App. F's own sentence on its grid, beside the shares at the
+    floor of the first match (or the middle floor)."""
+    counted = [(f, h) for f, h in hit if float(_row(g, f)[f"capped_H{h}"]) < CAPPED.value]
+    f = hit[0][0] if hit else float(g["floor"].astype(float).median())
+    shares = " / ".join(f"{100 * float(_row(g, f)[f'capped_H{h}']):.0f}" for h in hs)
+    return (
+        f"; since round 6 such a match (at least {100 * CAPPED.value:.0f} % of the points near H "
+        f"on the floor) is the cap's and does not count ({len(counted) or 'none'} left). App. F "
+        f'says of its grid search "{Q_RANGE}" (the optimum\'s symbol lost in our copy), while at '
+        f"floor {f:.2f} {shares} % of our points near H = "
+        + " / ".join(str(h) for h in hs)
+        + " lie below the floor: our data contradict the floor explanation"
+    )
+
+
+def _row(g: pd.DataFrame, f: float) -> pd.Series:
+    return g[g["floor"].astype(float) == f].iloc[0]
+
+
 def _floor_detail(g: pd.DataFrame, short: pd.DataFrame, short_said: str, beta: pd.DataFrame) -> str:
     """What (G)'s outcome rests on (the round-5 referee's point 7), from floors.csv's rows at
     the longest run (``g``) and the shortest (``short``, its verdict ``short_said``) and the
@@ -613,14 +634,22 @@ def _floor_detail(g: pd.DataFrame, short: pd.DataFrame, short_said: str, beta: p
     hit = _floor_matches(g, published)
     total = len(g) * len(hs)
     caps = 1 / g["floor"].astype(float)
+    capped = f"capped_H{hs[-1]}" in g  # round 6's point 1: the floors' capped shares
+
+    def on_floor(f: float, h: int) -> str:
+        if not capped:
+            return ""
+        share = float(g[g["floor"].astype(float) == f][f"capped_H{h}"].iloc[0])
+        return f", with {100 * share:.0f} % of the points near H = {h} on that floor"
+
     said = (
-        f"on {len(hit)} (floor, H) of {total}"
+        f"the seeds' intervals hold the published β(H) at {len(hit)} (floor, H) of {total}"
         + (
             ": "
             + "; ".join(
                 f"floor {f:.2f} at H = {h}, whose interval "
                 f"[{float(r[f'low_H{h}']):.2f}, {float(r[f'high_H{h}']):.2f}] holds the published "
-                f"{published[h]:.2f}"
+                f"{published[h]:.2f}{on_floor(f, h)}"
                 for f, h in hit
                 for _, r in g[g["floor"].astype(float) == f].iterrows()
             )
@@ -629,7 +658,9 @@ def _floor_detail(g: pd.DataFrame, short: pd.DataFrame, short_said: str, beta: p
         )
         + f". A floor f caps β* at 1/f ({caps.min():.1f}–{caps.max():.1f} over these floors), "
         "so some floor is bound to put the plateau at the published height: a floor reproduces "
-        "the plateau's height only, by its cap. The rest fails: "
+        "the plateau's height only, by its cap"
+        + (_cap_rule(g, hit, hs) if capped else "")
+        + ". The rest fails: "
     )
     fails = []
     if {2, 4} <= set(hs) and "rise_low" in g:
@@ -671,15 +702,15 @@ def app_f_driver(
     said = (
         "The fit depends most on the θ grid's lower end, whose value our copy lost (ours: "
         f"0.005); the explanation that a floor near 0.2–0.5 caps β* into the published plateau "
-        f"is *{row['verdict']}* ({row['explanation'].removeprefix('(G) ')}, "
-        f"{int(row['steps']):,} steps"
+        f"is *{row['verdict']}* ({row['explanation'].removeprefix('(G) ')}, a range set after "
+        f"earlier runs were public, {int(row['steps']):,} steps"
     )
     if floors is not None and beta is not None and len(floors):
         at = floors["steps"].astype(int)
         first = grid.loc[steps.idxmin()]
         short = floors[at == int(first["steps"])] if len(grid) > 1 else floors.iloc[:0]
         detail = _floor_detail(floors[at == int(row["steps"])], short, first["verdict"], beta)
-        return said + f") {detail} ([docs]({_APP_F}))."
+        return said + f"): {detail} ([docs]({_APP_F}))."
     return said + f"; [docs]({_APP_F}))."
 
 

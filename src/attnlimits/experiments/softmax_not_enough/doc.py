@@ -43,9 +43,20 @@ from attnlimits.experiments.report import (
 from attnlimits.experiments.rule_tables import rules_table, thresholds_table
 from attnlimits.experiments.softmax_not_enough import rules
 from attnlimits.experiments.softmax_not_enough.ablation_row import with_row, wrong_top_by_length
-from attnlimits.experiments.softmax_not_enough.appf_match import INTERVAL_RULE, own_tests
+from attnlimits.experiments.softmax_not_enough.appf_match import (
+    FLOOR_RULE,
+    INTERVAL_RULE,
+    T_PLACE,
+    own_tests,
+    training_inputs,
+)
 from attnlimits.experiments.softmax_not_enough.argmax_arm import TABLE, argmax_table
-from attnlimits.experiments.softmax_not_enough.claims import held_out_refits, size_table
+from attnlimits.experiments.softmax_not_enough.claims import (
+    FEW_SETS,
+    NEAR_CEILING,
+    held_out_refits,
+    size_table,
+)
 from attnlimits.experiments.softmax_not_enough.config import Config
 from attnlimits.experiments.softmax_not_enough.prose import prose_blocks
 from attnlimits.experiments.softmax_not_enough.provenance import defaults
@@ -193,8 +204,8 @@ def extract_ablation(folder: Path, date: str | None = None) -> Data:
 save, load = save_tables, load_tables
 
 
-#: The rules the claims table prints: paper B's, then App. F's (our own test's) rule.
-_ALL_RULES = (*rules.RULES, INTERVAL_RULE)
+#: The rules the claims table prints: paper B's, then App. F's (our own test's) rules.
+_ALL_RULES = (*rules.RULES, INTERVAL_RULE, FLOOR_RULE)
 
 
 def _rules() -> str:
@@ -205,7 +216,12 @@ def _rules() -> str:
 def _thresholds() -> str:
     """Every threshold once: its value, provenance, reason and the rules that use it."""
     every = {t.name: t for rule in _ALL_RULES for t in rule.thresholds}
-    return thresholds_table(every, _ALL_RULES)
+    # round 6, point 10: the size table's two constants are named in STABLE's reason
+    return thresholds_table(every, _ALL_RULES) + (
+        f"\n\nNot in the table, since they decide no verdict: `NEAR_CEILING` = {NEAR_CEILING:g} "
+        f"and `FEW_SETS` = {FEW_SETS} (ours), which word the size table's likely-reason column "
+        "(both arms near 100 %; few test sets)."
+    )
 
 
 def _run_line(run: pd.DataFrame, what: str) -> str:
@@ -264,7 +280,20 @@ def _with_ablation_row(data: Data, folder: Path) -> pd.DataFrame:
     if loss is None or not sensitivity.is_file():
         return data["claims"]
     row = wrong_top_by_length(pd.read_csv(sensitivity, dtype=str), loss)
-    return as_text(with_row(data["claims"], row))
+    return _with_t_outcome(as_text(with_row(data["claims"], row)), folder)
+
+
+def _with_t_outcome(claims: pd.DataFrame, folder: Path) -> pd.DataFrame:
+    """(F.a)'s row with (T)'s outcome in its place (referee round 6, point 6), from
+    ``appf_sensitivity/inputs.csv`` and ``verdicts.csv`` beside ``folder``; unchanged without
+    them."""
+    side = folder.parent / "appf_sensitivity"
+    if not (side / "inputs.csv").is_file() or not (side / "verdicts.csv").is_file():
+        return claims
+    said = training_inputs(
+        pd.read_csv(side / "inputs.csv", dtype=str), pd.read_csv(side / "verdicts.csv", dtype=str)
+    )
+    return claims.assign(measured=claims["measured"].str.replace(T_PLACE, said, regex=False))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -59,6 +59,7 @@ from attnlimits.experiments.softmax_not_enough.unjudged import (
     stable_baseline,
     unjudged_rows,
 )
+from attnlimits.experiments.softmax_not_enough.unstated import dispersion_rows, retrieval_rows
 
 __all__ = ["adaptive", "checks", "claims", "degrade", "disperse", "weights"]
 
@@ -145,7 +146,8 @@ def disperse(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]:
         NA,
     )
     head = Statement("(1) softmax is sharp in distribution, then disperses", FINDING, Q_SHARP)
-    return finding(head, [sharp, uniform_row, gemma, stable_baseline(tables, id_size)])
+    rows = [sharp, uniform_row, gemma, stable_baseline(tables, id_size)]
+    return finding(head, [*rows, *dispersion_rows(tables)])
 
 
 def _per_size(summary: pd.DataFrame, id_size: int, p: str) -> tuple[list[str], str]:
@@ -198,6 +200,7 @@ def adaptive(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]:
         rows = [head.judged(measured, rules.pooled_gain.text(), verdict)]
     rows.append(_fig7(tables, id_size))
     rows += [*unjudged_rows(tables, id_size), escapes(tables, id_size)]
+    rows += retrieval_rows(tables, id_size)  # round 6, points 2 and 9: n/a, readings beside
     return finding(
         Statement("(2) adaptive temperature helps on larger inputs", FINDING, Q_ADAPTIVE), rows
     )
@@ -236,6 +239,7 @@ def _fig7(tables: Mapping[str, pd.DataFrame], id_size: int) -> Row:
         "adaptive / softmax mean attention on the max item where it lacks the top logit, with "
         "its 95 % interval: "
         + ("; ".join(said) or "no such set above the training sizes")
+        + rules.higher_flip(ratios, lows, highs)
         + f"; reading (not deciding): the ratio alone ≥ {rules.HIGHER}: "
         + rules.higher_on_target(ratios)
     )
@@ -426,9 +430,10 @@ def _second_lambda_run(log: pd.DataFrame, lam: float | None) -> Row:
 def _second_lambda(lam: float | None, train_s: float | None) -> Row:
     """(3.c): n/a in a run without the second λ's training log, with what that run costs."""
     cost = (
-        f"about {train_s:,.0f} s ({train_s / 3600:.1f} h), this run's training stage: the same "
-        "ten seeds and steps at another λ, training only (the spread and bound are logged "
-        "during training)"
+        "one more training stage of this run (the same ten seeds and steps at another λ, "
+        "training only: the spread and bound are logged during training), which took "
+        f"{train_s:,.0f} s ({train_s / 3600:.1f} h) here, on this run's machine as loaded as it "
+        "was (a loaded machine's time overstates a quiet one's; docs/max_retrieval.md#speed)"
         if train_s is not None and math.isfinite(train_s)
         else "one more training stage of this run (its time is not recorded)"
     )
@@ -443,6 +448,9 @@ def _second_lambda(lam: float | None, train_s: float | None) -> Row:
 #: An upper end of Lemma 2.1's bound this close to 1 allows every α_max (a bound that cannot
 #: fail at these spreads: "vacuous" in the row, referee point 17); a reading, not a rule.
 _VACUOUS = 1e-3
+#: log of float32's smallest positive (subnormal) number, 1.4e-45: a lower end of Lemma 2.1's
+#: bound under it no float32 α could reach (round 6, point 8; the run stores log α).
+_LOG_TINY = float(np.log(np.finfo(np.float32).smallest_subnormal))
 
 
 def _bound_share(sets: pd.DataFrame) -> tuple[float, str]:
@@ -462,13 +470,23 @@ def _bound_share(sets: pd.DataFrame) -> tuple[float, str]:
         f"n = {int(n_):,}: {int(loose[n == n_].sum())} of {int((n == n_).sum())}"
         for n_ in sorted(set(n.tolist()))
     ]
+    # round 6, point 8: how many lower ends a float32 α could even reach; the run stores
+    # log α (log_softmax), so the check compares logs and a lower end under float32's
+    # smallest number is still checked, not vacuous by underflow
+    above = log_lower > _LOG_TINY
+    lower = (
+        f"the lower end's median {np.exp(np.median(log_lower)):.2g}, above float32's smallest "
+        f"number ({np.exp(_LOG_TINY):.2g}) on {int(above.sum())} of {len(above)} sets; the "
+        f"check compares log α (stored log α_min down to {soft['log_min'].min():.0f}), so the "
+        "other lower ends are checked too; either end holds for any logits (the lemma is "
+        "algebra), so the check tests our computation of α and Δ, not the model"
+    )
     said = (
         f"{int(ok.sum())} of {len(ok)} sets (sizes "
         + ", ".join(f"{int(s):,}" for s in sorted(soft["size"].unique()))
         + f"); spread Δ median {np.median(spread):.3g}; the upper end's median "
         f"{np.median(upper):.3g}: vacuous (≥ {1 - _VACUOUS:g}, it allows any α_max, so it "
-        f"cannot fail) on {int(loose.sum())} of {len(loose)} sets ({'; '.join(where)}); the "
-        "lower end is the check's part that can fail"
+        f"cannot fail) on {int(loose.sum())} of {len(loose)} sets ({'; '.join(where)}); {lower}"
     )
     return float(ok.mean()) if len(ok) else math.nan, said
 

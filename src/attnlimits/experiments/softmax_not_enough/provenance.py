@@ -352,8 +352,12 @@ _FIT = (
             "max item lacks the top attention logit"
         ),
         OURS,
-        "App. F does not say which inputs or how many; our choice, because they span the "
-        "training size to 128× beyond it in about 10 s (which inputs are kept: App. F)",
+        "our reading: App. F computes the entropy 'for any particular sampled training "
+        "example', and §4.2 speaks of 'the largest contexts over which the polynomial fit of our "
+        "adaptive temperature was derived', so the inputs span a range of sizes; which sizes and "
+        "how many sets it does not state (training sizes alone: (T), docs/max_retrieval.md); our "
+        "choice, because they span the training size to 128× beyond it in about 10 s (which "
+        "inputs are kept: App. F)",
     ),
     Setting(
         "App. F grid",
