@@ -147,6 +147,7 @@ def test_the_second_lambdas_run_judges_three_c_as_three_a(growth, verdict, three
             "spread": [10.0, 10.0 * growth] * len(seeds),
             "bound": [50.0, 60.0] * len(seeds),
             "weight_decay": 1e-2,
+            "acc": [0.5, 0.25] * len(seeds),
         }
     )
     got = claims(tables | {"second_lambda_log": second}, meta).set_index("claim")
@@ -155,4 +156,5 @@ def test_the_second_lambdas_run_judges_three_c_as_three_a(growth, verdict, three
     assert "λ = 0.01 (the default's λ = 0.001)" in lam["measured"]
     assert f"× {growth:.2f} (the verdict reads it)" in lam["measured"]
     assert "the bound (as (3.b)) × 1.20" in lam["measured"]
+    assert "training accuracy at the last step, median over seeds, 0.25" in lam["measured"]
     assert got.filter(like="(3) ", axis=0)["verdict"].item() == three

@@ -422,6 +422,10 @@ def _second_lambda_run(log: pd.DataFrame, lam: float | None) -> Row:
         + flip_text(rules.grows, ratio)
         + f"; the bound (as (3.b)) × {bound:.2f}"
     )
+    if "acc" in log:  # description: whether the model learnt the task at this λ at all
+        measured += (
+            f"; training accuracy at the last step, median over seeds, {last['acc'].median():.2f}"
+        )
     return Statement(_SECOND_LAMBDA_CLAIM, HEADLINE, Q_NORMS, _SECOND_LAMBDA_READING).judged(
         measured, rules.grows.text() + " (on the second λ's training log)", rules.grows(ratio)
     )
