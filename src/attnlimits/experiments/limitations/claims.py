@@ -71,7 +71,11 @@ from attnlimits.experiments.limitations.findings import (
     saturating_reading,
     slopes_in_l,
 )
-from attnlimits.experiments.limitations.residual import claim_small_residual
+from attnlimits.experiments.limitations.residual import (
+    cells_at_n,
+    claim_small_residual,
+    residual_alternatives,
+)
 from attnlimits.experiments.limitations.text_checks import claim_heads, claim_lemma1
 
 __all__ = [
@@ -374,14 +378,16 @@ def claims_for(
         blocks.append((claim_assumption2(pick("alg4")), {}, None, "—", False))
     blocks.append((claim_lemma1(alg1), {}, None, "—", False))
     blocks.append((_judged(claim_heads, pick("alg4")), {}, None, "—", False))
-    at_n = pd.concat([alg1, alg2]).drop_duplicates(
-        subset=[c for c in ("window", "layer", "head", "L", "N") if c in alg1]
-    )
+    at_n = cells_at_n(alg1, alg2)
     if any(c.startswith("gap_bound_") for c in at_n):
         jensen = [r | {"uses_e": "yes"} for r in claim_jensen(at_n)]
         blocks.append((jensen, {}, None, "exact − derived", False))
         small = [r | {"uses_e": "yes"} for r in claim_small_residual(at_n)]
-        blocks.append((small, {}, None, "exact − derived", False))
+        alts = {
+            label: [r | {"uses_e": "yes"} for r in rows]
+            for label, rows in residual_alternatives(at_n).items()
+        }
+        blocks.append((small, alts, None, "exact − derived", False))
     rows, where = [], []
     for headline, alts, draw_rows, e_form, free in blocks:
         for r in _with_alternatives(headline, alts, draw_rows):

@@ -331,8 +331,9 @@ S: dict[str, Statement] = {
             "count, the attention weights inevitably become uniformly small (on the order of "
             "$1/L$) as the context size grows.",
             "Eqs. 4 and 5 per head and row, from its logits, q and k (Δ = ‖q‖₂‖k‖₂): not "
-            "computable from the run folders, which keep no weights, queries or keys (n/a); for "
-            "softmax, Corollary 1 holds by arithmetic whatever the data",
+            "computable from the run folders, which keep no logits, queries or keys (n/a); for "
+            "softmax, Corollary 1 holds by arithmetic whatever the data; the quoted sentence "
+            "shown through the stored max α_i and top-N mass, not judged",
         ),
         Statement(
             "Heads (the discussion): H = 3 heads cover 99 % at p = 0.8, by arithmetic",
