@@ -360,7 +360,7 @@ def _once_per_model(claims: pd.DataFrame) -> None:
         first = claims[per_x].iloc[0]
         raise ValueError(
             f"limitations/claims.csv judges {_finding_id(str(first['claim']))} for x = "
-            f"{first['x_source']}: it reads the logits only, judged once per model (x_source "
+            f"{first['x_source']}: no x_i enters it, judged once per model (x_source "
             f"{X_FREE!r}); re-derive the table"
         )
 

@@ -39,7 +39,9 @@ number a one-number rule judged (the docs' sensitivity lines read it).
 sensitivity reads the logits, which no x_i enters, so a model's x = values and x = hidden give
 the same numbers. Those rows are judged once per model, their ``x_source`` :data:`X_FREE` ("—",
 as ``e_form`` is "—" for a row that uses no E), and stand where the first x source's rows have
-them (the round-5 referee's point 10: one observation, not one per x source).
+them (the round-5 referee's point 10: one observation, not one per x source). So are Lemma 1's
+row (the weights' statistics, the same in every x source) and the sentences no run has the
+numbers for (the round-7 referee's points 10 and 12).
 """
 
 from __future__ import annotations
@@ -76,7 +78,11 @@ from attnlimits.experiments.limitations.residual import (
     claim_small_residual,
     residual_alternatives,
 )
-from attnlimits.experiments.limitations.text_checks import claim_heads, claim_lemma1
+from attnlimits.experiments.limitations.text_checks import (
+    claim_heads,
+    claim_lemma1,
+    claim_unmeasured,
+)
 
 __all__ = [
     "EVIDENCE",
@@ -130,10 +136,12 @@ COLUMNS = [
 #: The alternative whose verdict the README shows beside the headline's: the paper's printed E.
 PRINTED = "E printed"
 SHORT = verdicts.SHORT
-#: The ``x_source`` of the rows judged once per model: they read Alg. 5 (the logits) alone.
+#: The ``x_source`` of the rows judged once per model: no x_i enters them.
 X_FREE = "—"
-#: Those rows' claims: finding (v), its statements (v.a)…(v.h) and Corollary 3.
-LOGITS_ONLY = re.compile(r"^\(v[.)]|^Corollary 3")
+#: Those rows' claims: finding (v), its statements (v.a)…(v.h) and Corollary 3 (Alg. 5's
+#: logits), Lemma 1 (the weights' statistics, the same in every x source) and the sentences no
+#: run has the numbers for (:func:`.text_checks.claim_unmeasured`).
+LOGITS_ONLY = re.compile(r"^\(v[.)]|^Corollary 3|^Lemma 1|^Normalisers:|^Selectivity:|^Noise:")
 #: A table's cell, per model, in each x source's column after the first for an :data:`X_FREE`
 #: row: the arrow points at the one verdict, in the first column (not another observation).
 SAME_OBSERVATION = "↤ same observation"
@@ -308,9 +316,10 @@ def claims_for(
     logits: bool = True,
 ) -> pd.DataFrame:
     """The claims table for one x source; ``params``: the run's parameters (``run.json``), for
-    the head count of the draws. ``logits``: with the rows that read Alg. 5 alone ((v) and
-    Corollary 3, which no x_i enters), their ``x_source`` :data:`X_FREE`, where the other
-    rows have them; without them, every row is this x source's."""
+    the head count of the draws. ``logits``: with the rows no x_i enters ((v) and Corollary 3,
+    which read Alg. 5 alone, Lemma 1 and the sentences with no numbers), their ``x_source``
+    :data:`X_FREE`, where the other rows have them; without them, every row is this x
+    source's."""
     params = params or {}
 
     def pick(name: str) -> pd.DataFrame:
@@ -376,7 +385,9 @@ def claims_for(
         blocks.append((_judged(claim_corollary3, alg5), {}, None, "—", True))
     if "assumption2" in results["alg4"]:
         blocks.append((claim_assumption2(pick("alg4")), {}, None, "—", False))
-    blocks.append((claim_lemma1(alg1), {}, None, "—", False))
+    if logits:  # the weights' statistics, no x_i (the round-7 referee's point 12)
+        blocks.append((claim_lemma1(alg1), {}, None, "—", True))
+        blocks.append((claim_unmeasured(), {}, None, "—", True))
     blocks.append((_judged(claim_heads, pick("alg4")), {}, None, "—", False))
     at_n = cells_at_n(alg1, alg2)
     if any(c.startswith("gap_bound_") for c in at_n):

@@ -239,7 +239,7 @@ def with_e_reading(claims: pd.DataFrame) -> pd.DataFrame:
 
 def measured_block(model: str, x_source: str) -> str:
     """The doc's block of what was measured for ``model`` and ``x_source``; "logits" for the
-    rows judged once per model (:data:`.claims.X_FREE`: they read Alg. 5's logits alone)."""
+    rows judged once per model (:data:`.claims.X_FREE`: no x_i enters them)."""
     return f"measured {model} {'logits' if x_source == X_FREE else x_source}"
 
 
