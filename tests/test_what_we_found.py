@@ -514,7 +514,7 @@ def test_a_v_row_per_x_source_is_refused():
     claims = _two_by_two()
     per_x = claims.assign(x_source=claims["x_source"].replace({X_FREE: "values"}))
     for render in (what_we_found.summary_line, what_we_found.limitations_block):
-        with pytest.raises(ValueError, match=r"judges \(v\) for x = values: it reads the logits"):
+        with pytest.raises(ValueError, match=r"judges \(v\) for x = values: no x_i enters it"):
             render(per_x)
     corollary = pd.concat(
         [claims, claims.iloc[:1].assign(claim="Corollary 3: bound", role="check")]
