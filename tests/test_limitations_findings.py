@@ -48,6 +48,11 @@ def test_every_finding_reproduced_on_tables_built_to_the_papers_statements():
     statements = got[(got["role"] != "finding") & rest]
     assert (statements["verdict"] == R).all(), statements[statements["verdict"] != R]
     assert verdict(got, "Larger") == NA  # no run of ours has a larger variant
+    # round 7's point 8: the slope over T ≥ 10ε beside, in a form the slope parsers skip
+    assert (
+        "over T ≥ 10ε only (shown, not judged): -1.00 at ε = 0.001 (2 T)"
+        in (row(got, "(v.a)")["measured"])
+    )
     for key in unmeasured:
         assert verdict(got, key) == NA and "n/a: " in row(got, key)["measured"]
     assert verdict(got, "(v.b)") == NT  # the run's ε grid: no T < 0.1 has two ε below it

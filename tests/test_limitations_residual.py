@@ -131,3 +131,18 @@ def test_the_binned_table_recounts_the_halves():
     assert table["small_at_or_below"].sum() == 0
     assert table["median_eps_over_d"].tolist() == pytest.approx([0.0175, 0.0175])
     assert residual_summary(_cells([0.5])).empty
+
+
+def test_theorem_12_row_places_its_negative_cells():
+    """Round-7 referee, point 7: the cells with ε < 0 beyond 3 SE, how many at the largest L
+    and by N there, named as estimation artefacts (Jensen gives ε ≥ 0); none: nothing added."""
+    from attnlimits.experiments.limitations.claims import claim_jensen
+
+    cells = _cells([-3.0, 0.5, -3.0, 0.5]).assign(
+        L=[32, 32, 64, 64], N=[5, 5, 1, 5], gap_bound_appendix=100.0
+    )
+    (row,) = claim_jensen(cells)
+    assert "the 2 cells with ε < 0 beyond 3 SE: 1 at L = 64 (N = 1: 1)" in row["measured"]
+    assert "estimation artefacts (our reading)" in row["measured"]
+    (row,) = claim_jensen(cells.assign(expectation=cells["expectation_exact"] - 0.5))
+    assert "beyond 3 SE:" not in row["measured"]
