@@ -514,7 +514,7 @@ def test_a_v_row_per_x_source_is_refused():
     claims = _two_by_two()
     per_x = claims.assign(x_source=claims["x_source"].replace({X_FREE: "values"}))
     for render in (what_we_found.summary_line, what_we_found.limitations_block):
-        with pytest.raises(ValueError, match=r"judges \(v\) for x = values: it reads the logits"):
+        with pytest.raises(ValueError, match=r"judges \(v\) for x = values: no x_i enters it"):
             render(per_x)
     corollary = pd.concat(
         [claims, claims.iloc[:1].assign(claim="Corollary 3: bound", role="check")]
@@ -579,12 +579,14 @@ def test_the_i_note_says_which_case_the_stored_top_n_mass_shows():
     measured = (
         "n/a: …; the weights as L grows: row means, median over (window, layer, head): max α_i "
         "0.623 at L = 32, 0.407 at L = 1024 (log-log slope -0.12); ᾱ_5 (top-5 mass) 0.922 at "
-        "L = 32, 0.698 at L = 1024 (log-log slope -0.08) (−1 would be the 1/L of Lemma 1)"
+        "L = 32, 0.698 at L = 1024 (log-log slope -0.08; between neighbouring L -0.06, -0.45) "
+        "(−1 would be the 1/L of Lemma 1)"
     )
     claims = pd.DataFrame(
         {"claim": [lemma, lemma], "model": ["smollm2-135m"] * 2, "measured": [measured] * 2}
     )
     got = _weights_note(claims)
     assert "top-5 mass ᾱ_5, median over heads, goes from 0.922 to 0.698 for SmolLM2" in got
-    assert "log-log slope −0.08" in got and got.count("SmolLM2") == 1
+    assert "log-log slope −0.08; between neighbouring L −0.06, −0.45)" in got
+    assert got.count("SmolLM2-135M") == 1 and "slower than 1/L" in got
     assert "keep no weights" in _weights_note(claims.assign(measured="n/a: no weights"))

@@ -207,28 +207,33 @@ def notes(claims: pd.DataFrame) -> str:
 
 _TOP_MASS = re.compile(
     r"ᾱ_(\d+) \(top-\d+ mass\) ([0-9.]+) at L = (\d+), ([0-9.]+) at L = (\d+) "
-    r"\(log-log slope (-?[0-9.]+)\)"
+    r"\(log-log slope (-?[0-9.]+)(?:; between neighbouring L ([-0-9., ]+))?\)"
 )
 
 
 def _weights_note(claims: pd.DataFrame) -> str:
     """(i)'s note on which case holds: the top-N mass ᾱ_N as L grows, per model, from Lemma 1's
-    check row (the runs store it since 2026-11-28), or that no run keeps the weights."""
+    check row (the runs store it since 2026-11-28), with the slopes between neighbouring L where
+    the row gives them (the round-7 referee's point 6: the mass falls, slower than 1/L), or that
+    no run keeps the weights."""
     rows = claims[claims["claim"].str.startswith("Lemma 1")].drop_duplicates("model")
     said = []
     for r in rows.itertuples():
         got = _TOP_MASS.search(str(r.measured))
         if got:
-            n, a, l_lo, b, l_hi, slope = got.groups()
+            n, a, l_lo, b, l_hi, slope, local = got.groups()
+            steps = f"; between neighbouring L {local}" if local else ""
             said.append(
                 f"from {a} to {b} for {_MODEL_NAMES.get(str(r.model), str(r.model))} "
-                f"(L = {l_lo} → {l_hi}, log-log slope {slope.replace('-', '−')})"
+                f"(L = {l_lo} → {l_hi}, log-log slope {(slope + steps).replace('-', '−')})"
             )
     if not said:
         return "the runs keep no weights to show which: docs/limitations.md, Lemma 1"
     return (
-        f"the runs' top-{n} mass ᾱ_{n}, median over heads, goes {' and '.join(said)}: far "
-        "from 1/L, so the first case holds here (Lemma 1's check row in docs/limitations.md)"
+        f"the runs' top-{n} mass ᾱ_{n}, median over heads, goes {' and '.join(said)}: it falls "
+        "with L, but slower than 1/L (slope −1), so over the lengths run it has not vanished; "
+        "whether it would at larger L these runs cannot say (Lemma 1's check row in "
+        "docs/limitations.md)"
     )
 
 
@@ -355,7 +360,7 @@ def _once_per_model(claims: pd.DataFrame) -> None:
         first = claims[per_x].iloc[0]
         raise ValueError(
             f"limitations/claims.csv judges {_finding_id(str(first['claim']))} for x = "
-            f"{first['x_source']}: it reads the logits only, judged once per model (x_source "
+            f"{first['x_source']}: no x_i enters it, judged once per model (x_source "
             f"{X_FREE!r}); re-derive the table"
         )
 

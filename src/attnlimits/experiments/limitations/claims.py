@@ -39,7 +39,9 @@ number a one-number rule judged (the docs' sensitivity lines read it).
 sensitivity reads the logits, which no x_i enters, so a model's x = values and x = hidden give
 the same numbers. Those rows are judged once per model, their ``x_source`` :data:`X_FREE` ("—",
 as ``e_form`` is "—" for a row that uses no E), and stand where the first x source's rows have
-them (the round-5 referee's point 10: one observation, not one per x source).
+them (the round-5 referee's point 10: one observation, not one per x source). So are Lemma 1's
+row (the weights' statistics, the same in every x source) and the sentences no run has the
+numbers for (the round-7 referee's points 10 and 12).
 """
 
 from __future__ import annotations
@@ -71,8 +73,16 @@ from attnlimits.experiments.limitations.findings import (
     saturating_reading,
     slopes_in_l,
 )
-from attnlimits.experiments.limitations.residual import claim_small_residual
-from attnlimits.experiments.limitations.text_checks import claim_heads, claim_lemma1
+from attnlimits.experiments.limitations.residual import (
+    cells_at_n,
+    claim_small_residual,
+    residual_alternatives,
+)
+from attnlimits.experiments.limitations.text_checks import (
+    claim_heads,
+    claim_lemma1,
+    claim_unmeasured,
+)
 
 __all__ = [
     "EVIDENCE",
@@ -126,10 +136,12 @@ COLUMNS = [
 #: The alternative whose verdict the README shows beside the headline's: the paper's printed E.
 PRINTED = "E printed"
 SHORT = verdicts.SHORT
-#: The ``x_source`` of the rows judged once per model: they read Alg. 5 (the logits) alone.
+#: The ``x_source`` of the rows judged once per model: no x_i enters them.
 X_FREE = "—"
-#: Those rows' claims: finding (v), its statements (v.a)…(v.h) and Corollary 3.
-LOGITS_ONLY = re.compile(r"^\(v[.)]|^Corollary 3")
+#: Those rows' claims: finding (v), its statements (v.a)…(v.h) and Corollary 3 (Alg. 5's
+#: logits), Lemma 1 (the weights' statistics, the same in every x source) and the sentences no
+#: run has the numbers for (:func:`.text_checks.claim_unmeasured`).
+LOGITS_ONLY = re.compile(r"^\(v[.)]|^Corollary 3|^Lemma 1|^Normalisers:|^Selectivity:|^Noise:")
 #: A table's cell, per model, in each x source's column after the first for an :data:`X_FREE`
 #: row: the arrow points at the one verdict, in the first column (not another observation).
 SAME_OBSERVATION = "↤ same observation"
@@ -220,6 +232,23 @@ def jensen_check(df: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
+def _negative_cells(rows: pd.DataFrame) -> str:
+    """Where ε < 0 beyond 3 SE (the round-7 referee's point 7): how many of those cells are at
+    the largest L, by N there, and what they are (Jensen's inequality gives ε ≥ 0 exactly)."""
+    neg = rows[~rows["eps_nonnegative"]]
+    if neg.empty or not {"L", "N"} <= set(rows):
+        return ""
+    top = neg[neg["L"] == rows["L"].max()]
+    by_n = ", ".join(f"N = {n}: {c}" for n, c in top["N"].value_counts().sort_index().items())
+    return (
+        f"; the {len(neg)} cells with ε < 0 beyond 3 SE: {len(top)} at L = {rows['L'].max()} "
+        f"({by_n or 'none'}); Jensen's inequality gives ε ≥ 0 exactly (docs/errata.md), so "
+        "these are estimation artefacts (our reading): E exact is a Monte Carlo mean over "
+        "sampled rows, E derived a mean over every row, and each SE is estimated from the "
+        "same samples"
+    )
+
+
 def claim_jensen(df: pd.DataFrame) -> list[Row]:
     """Theorem 1.2's ε: 0 ≤ E_exact − E_derived ≤ the printed bounds (main text; Eq. 25)."""
     rows = jensen_check(df)
@@ -238,7 +267,7 @@ def claim_jensen(df: pd.DataFrame) -> list[Row]:
         judged_row(
             "Theorem",
             f"over {len(rows)} (window, layer, head, L, N) at Alg. 1/2's N: ε ≥ 0 in {pos:.1%}; "
-            f"{within} (all to 3 SE of E exact)",
+            f"{within} (all to 3 SE of E exact){_negative_cells(rows)}",
             rules.within_noise,
             [pos, *held.values()],
         )
@@ -304,9 +333,10 @@ def claims_for(
     logits: bool = True,
 ) -> pd.DataFrame:
     """The claims table for one x source; ``params``: the run's parameters (``run.json``), for
-    the head count of the draws. ``logits``: with the rows that read Alg. 5 alone ((v) and
-    Corollary 3, which no x_i enters), their ``x_source`` :data:`X_FREE`, where the other
-    rows have them; without them, every row is this x source's."""
+    the head count of the draws. ``logits``: with the rows no x_i enters ((v) and Corollary 3,
+    which read Alg. 5 alone, Lemma 1 and the sentences with no numbers), their ``x_source``
+    :data:`X_FREE`, where the other rows have them; without them, every row is this x
+    source's."""
     params = params or {}
 
     def pick(name: str) -> pd.DataFrame:
@@ -372,16 +402,20 @@ def claims_for(
         blocks.append((_judged(claim_corollary3, alg5), {}, None, "—", True))
     if "assumption2" in results["alg4"]:
         blocks.append((claim_assumption2(pick("alg4")), {}, None, "—", False))
-    blocks.append((claim_lemma1(alg1), {}, None, "—", False))
+    if logits:  # the weights' statistics, no x_i (the round-7 referee's point 12)
+        blocks.append((claim_lemma1(alg1), {}, None, "—", True))
+        blocks.append((claim_unmeasured(), {}, None, "—", True))
     blocks.append((_judged(claim_heads, pick("alg4")), {}, None, "—", False))
-    at_n = pd.concat([alg1, alg2]).drop_duplicates(
-        subset=[c for c in ("window", "layer", "head", "L", "N") if c in alg1]
-    )
+    at_n = cells_at_n(alg1, alg2)
     if any(c.startswith("gap_bound_") for c in at_n):
         jensen = [r | {"uses_e": "yes"} for r in claim_jensen(at_n)]
         blocks.append((jensen, {}, None, "exact − derived", False))
         small = [r | {"uses_e": "yes"} for r in claim_small_residual(at_n)]
-        blocks.append((small, {}, None, "exact − derived", False))
+        alts = {
+            label: [r | {"uses_e": "yes"} for r in rows]
+            for label, rows in residual_alternatives(at_n).items()
+        }
+        blocks.append((small, alts, None, "exact − derived", False))
     rows, where = [], []
     for headline, alts, draw_rows, e_form, free in blocks:
         for r in _with_alternatives(headline, alts, draw_rows):

@@ -29,6 +29,7 @@ from attnlimits.claims import PAPER, Graded
 from attnlimits.experiments.limitations import flip_points, rules
 from attnlimits.experiments.limitations.claims import X_FREE, per_source, placed
 from attnlimits.experiments.limitations.provenance import defaults
+from attnlimits.experiments.limitations.residual import cells_at_n, residual_summary
 from attnlimits.experiments.limitations.sections import (
     e_forms_table,
     fmt,
@@ -94,6 +95,7 @@ def extract(folder: Path) -> Data:
         "alg5": [],
         "grid": [],
         "weights": [],
+        "residual": [],
     }
     data: Data = {}
     for i, (model, path) in enumerate(_runs(folder).items()):
@@ -125,6 +127,11 @@ def extract(folder: Path) -> Data:
                 grid = tables["distance_grid"]
                 grid = grid[grid["x_source"] == source]
                 summaries["grid"].append(grid_summary(grid).assign(model=model, x_source=source))
+            # Theorem 1's residual row, binned per (L, N) so that its halves can be recounted
+            cells = cells_at_n(*(tables[a][tables[a]["x_source"] == source] for a in ALG12))
+            residual = residual_summary(cells)
+            if len(residual):
+                summaries["residual"].append(residual.assign(model=model, x_source=source))
         summaries["alg5"].append(alg5_summary(tables["alg5"]).assign(model=model))
         first_x = tables["alg1"][tables["alg1"]["x_source"] == params["x_sources"][0]]
         weights = weights_summary(first_x)
@@ -193,6 +200,9 @@ def other_windows(folder: Path, other: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)[cols]
 
 
+#: the tables whose cells Theorem 1's residual row judges
+ALG12 = ("alg1", "alg2")
+
 #: The doc's tables saved as CSV and read back as text (one helper for every doc module).
 save, load = save_tables, load_tables
 
@@ -229,7 +239,7 @@ def with_e_reading(claims: pd.DataFrame) -> pd.DataFrame:
 
 def measured_block(model: str, x_source: str) -> str:
     """The doc's block of what was measured for ``model`` and ``x_source``; "logits" for the
-    rows judged once per model (:data:`.claims.X_FREE`: they read Alg. 5's logits alone)."""
+    rows judged once per model (:data:`.claims.X_FREE`: no x_i enters them)."""
     return f"measured {model} {'logits' if x_source == X_FREE else x_source}"
 
 

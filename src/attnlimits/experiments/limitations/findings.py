@@ -555,6 +555,14 @@ def claim_v(
         f"ε={e:g}: " + (f"not testable ({len(d)} such T)" if f else f"{s:.2f} ({len(d)} T)")
         for e, s, f, d in zip(top.columns, slopes, few, deriv, strict=True)
     )
+    # the round-7 referee's point 8: near T = ε the finite difference is far from the derivative
+    # (a curve can rise, then fall at the lowest T), so the slope over T ≥ 10ε is shown beside
+    far = [(e, d[d.index >= 10 * e]) for e, d in zip(top.columns, deriv, strict=True)]
+    far_txt = ", ".join(
+        f"{_slope_over(d):.2f} at ε = {e:g} ({len(d)} T)" for e, d in far if len(d) >= 2
+    )
+    if far_txt:
+        slopes_txt += f"; over T ≥ 10ε only (shown, not judged): {far_txt}"
     few_note = (
         f"no ε has {rules.MIN_T:g} T in (ε, 0.1) (the finite difference is not the derivative)"
     )

@@ -196,8 +196,9 @@ def sections(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> lis
         "## How much the choice of x_i matters",
         "",
         f"{same} of {len(pivot)} verdicts agree across x sources "
-        f"({', '.join(sources)}). (v) and Corollary 3 read Alg. 5's logits only, which no x_i "
-        f"enters: judged once ({int(free.sum())} rows, x_source {X_FREE}), not compared.",
+        f"({', '.join(sources)}). (v) and Corollary 3 read Alg. 5's logits only, Lemma 1 the "
+        "weights' statistics, and three sentences have no numbers; no x_i enters them: judged "
+        f"once ({int(free.sum())} rows, x_source {X_FREE}), not compared.",
         "",
         markdown_table(pivot.reset_index()),
         "",
