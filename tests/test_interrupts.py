@@ -131,6 +131,9 @@ def test_a_real_sigint_in_report_is_one_line_exit_130(tmp_path):
     """The signal itself, delivered to the process while ``report`` works."""
     code = """
         import os, signal, sys, threading, time, types
+        # as at a terminal: a shell's background job (`cmd &`, CI harnesses) starts with SIGINT
+        # ignored, and Python then never raises KeyboardInterrupt (the stub slept 60 s)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         # report's work stood in for (no torch to import: the test stays fast)
         for name in ("experiments", "experiments.limitations", "experiments.skeleton",
                      "experiments.limitations.side_by_side"):
@@ -156,6 +159,7 @@ def test_ctrl_c_after_the_command_printed_its_result_prints_nothing(tmp_path):
     Here the signal lands in the last exit hook, after the command is over."""
     code = """
         import atexit, os, signal, sys, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal (above)
         from attnlimits.cli import app
         def late():
             os.kill(os.getpid(), signal.SIGINT)
