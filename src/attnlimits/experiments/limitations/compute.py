@@ -69,6 +69,15 @@ def _head_rows(values: Tensor, valid: Tensor) -> tuple[np.ndarray, np.ndarray, n
     return rm.mean.cpu().numpy(), rm.n_rows.cpu().numpy(), rm.n_excluded.cpu().numpy()
 
 
+def _weight_concentration(
+    attn: Tensor, mask: Tensor, plan: dict[int, set[int]]
+) -> tuple[Tensor, Tensor]:
+    """(ᾱ_N per row over the plan's N grid, sorted as :func:`_distance_rows` grids it; max α_i
+    per row): how concentrated a layer's weights are, whatever the x source."""
+    ns = sorted(set().union(*plan.values()))
+    return top_mass(attn, ns, mask=mask), max_weight(attn, mask=mask)
+
+
 def _distance_rows(
     attn: Tensor,
     x: Tensor,
@@ -76,9 +85,12 @@ def _distance_rows(
     plan: dict[int, set[int]],
     bound_ns: set[int],
     forms: tuple[ExpectedForm, ...],
-    gap_forms: tuple[GapForm, ...] = (),
+    gap_forms: tuple[GapForm, ...],
+    concentration: tuple[Tensor, Tensor],
 ) -> pd.DataFrame:
     """Row-mean d̃, E (each form) and, for N in ``bound_ns``, the Thm 1.1 bound, per head.
+    ``concentration``: :func:`_weight_concentration` of ``attn`` on the same grid of N (it does
+    not depend on x, so a layer computes it once for every x source).
 
     ``plan`` maps each L to its N values. The grid is computed once over all rows; the row
     means at L average the first L rows, which is exact under a causal mask: row t's weights
@@ -91,8 +103,9 @@ def _distance_rows(
     cols = {"distance": curve.distance, "bound": curve.bound}
     # how concentrated the weights are (Theorem 1's remark on ε; the round-4 referee's point
     # 20): ᾱ_N, the top-N mass, and ᾱ_1 = max α_i, row means over the same rows as d̃
-    cols["top_mass"] = top_mass(attn, curve.n_values, mask=mask).expand_as(curve.distance)
-    cols["max_weight"] = max_weight(attn, mask=mask).unsqueeze(-1).expand_as(curve.distance)
+    mass, largest = concentration
+    cols["top_mass"] = mass.expand_as(curve.distance)
+    cols["max_weight"] = largest.unsqueeze(-1).expand_as(curve.distance)
     cols |= {f"gap_bound_{f}": g for f, g in (curve.gap or {}).items()}
     cols |= {c: curve.expected[f] for c, f in E_FORMS.items() if f in forms}
     # row means of the first L rows for every L at once: running sums along the rows, float64
@@ -143,9 +156,10 @@ def compute_layer(
     grid: list[pd.DataFrame] = []
     sep: list[dict[str, object]] = []
     forms = cast(tuple[ExpectedForm, ...], tuple(f for f in cfg.e_forms if f != "exact"))
+    weights = _weight_concentration(attn, mask, plan)  # the same for every x source
     for si, source in enumerate(cfg.x_sources):
         x = per_key_vectors(cap, source)
-        rows = _distance_rows(attn, x, mask, plan, bound_ns, forms, cfg.gap_forms)
+        rows = _distance_rows(attn, x, mask, plan, bound_ns, forms, cfg.gap_forms, weights)
         rows["rows_sampled"] = False
         if ext:
             more = extension_means(attn, x, mask, ext, cfg, forms).assign(rows_sampled=True)
