@@ -73,8 +73,13 @@ def stage_parts(cap: Any, cfg: Config, source: str, length: int) -> dict[str, Ca
     ns4 = [n for n in cfg.ns_alg4 if n < top]
     gen = torch.Generator().manual_seed(0)
     return {
-        "distance grid (d̃, E printed + derived, bound, row means)": partial(
-            compute._distance_rows, attn, x, mask, plan, bound_ns, forms
+        # a run computes the weights' concentration once per layer and shares it between the x
+        # sources; timed here inside each source's grid (an upper bound on its share)
+        "distance grid (d̃, E printed + derived, bound, Jensen gap, top-N mass, row means)": (
+            lambda: compute._distance_rows(
+                attn, x, mask, plan, bound_ns, forms, cfg.gap_forms,
+                compute._weight_concentration(attn, mask, plan),
+            )  # fmt: skip
         ),
         "E exact (Monte Carlo)": partial(exact_means, attn, x, mask, plan, cfg, gen),
         "δ (Assumption 2)": partial(min_pairwise_distances, xs),
