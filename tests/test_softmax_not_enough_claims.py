@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnlimits.claims import AFTER_RUNS, NA, NOT, PARTLY, PROVENANCES, REPRODUCED
+from attnlimits.claims import AFTER_RUNS, NA, NOT, NOT_TESTABLE, PARTLY, PROVENANCES, REPRODUCED
 from attnlimits.experiments.softmax_not_enough import rules
 
 
@@ -167,6 +167,29 @@ def test_higher_on_target():
 )
 def test_grows(ratio, verdict):
     assert rules.grows(ratio) == verdict
+
+
+@pytest.mark.parametrize(
+    ("accuracy", "ratio", "verdict"),
+    [
+        (1.0, 2.0, REPRODUCED),
+        (0.9, 1.5, REPRODUCED),  # at LEARNT: learnt
+        (0.95, 1.2, PARTLY),
+        (0.95, 0.0, NOT),
+        (0.8999, 2.0, NOT_TESTABLE),  # the precondition decides whatever the growth
+        (0.22, 0.0, NOT_TESTABLE),  # the λ = 1e-2 run: nothing learnt
+        (math.nan, 2.0, NA),
+        (0.95, math.nan, NA),
+    ],
+)
+def test_grows_if_learnt(accuracy, ratio, verdict):
+    """Round 8's point 1 (after the λ = 1e-2 run, more lenient): (3.c)'s growth is judged only
+    where the model learnt the task at the second λ (training accuracy ≥ LEARNT)."""
+    assert rules.grows_if_learnt(accuracy, ratio) == verdict
+    assert rules.LEARNT.provenance == AFTER_RUNS and "more lenient" in rules.LEARNT.reason
+    assert rules.grows_if_learnt.text().startswith(
+        "the training accuracy at the last step, median over seeds, < 0.9: not testable"
+    )
 
 
 @pytest.mark.parametrize(

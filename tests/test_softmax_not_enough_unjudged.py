@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnlimits.claims import CHECK, NA, NOT, PARTLY, REPRODUCED, SUPPORTING
+from attnlimits.claims import CHECK, NA, NOT, NOT_TESTABLE, PARTLY, REPRODUCED, SUPPORTING
 from attnlimits.experiments.softmax_not_enough.findings import claims
 from attnlimits.experiments.softmax_not_enough.unjudged import (
     corollary_b1,
@@ -130,13 +130,22 @@ def test_a_second_lambda_is_a_headline_not_run_so_three_is_at_most_partly():
 
 
 @pytest.mark.parametrize(
-    ("growth", "verdict", "three"),
-    [(2.0, REPRODUCED, REPRODUCED), (1.2, PARTLY, PARTLY), (0.8, NOT, NOT)],
+    ("growth", "acc", "verdict", "three"),
+    [
+        (2.0, 0.95, REPRODUCED, REPRODUCED),
+        (1.2, 0.95, PARTLY, PARTLY),
+        (0.8, 0.95, NOT, NOT),
+        (0.8, 0.9, NOT, NOT),  # at LEARNT: learnt
+        (0.8, 0.89, NOT_TESTABLE, PARTLY),  # round 8, point 1: nothing learnt, nothing tested
+        (2.0, 0.25, NOT_TESTABLE, PARTLY),
+    ],
 )
-def test_the_second_lambdas_run_judges_three_c_as_three_a(growth, verdict, three):
+def test_the_second_lambdas_run_judges_three_c_as_three_a(growth, acc, verdict, three):
     """With the second λ's training log in the run folder (benchmarks/second_lambda.py), (3.c)
-    reads (3.a)'s statistic on it by the growth rule (≥ 1.5, > 1, else), and (3) is judged on
-    all three headlines (rule written before that run, 2026-11-29)."""
+    reads (3.a)'s statistic on it by the growth rule (≥ 1.5, > 1, else; written before that
+    run, 2026-11-29) where the model learnt the task at that λ (training accuracy at the last
+    step, median over seeds, ≥ 0.9; round 8's point 1, after the run), else not testable and
+    (3) reads at most partly on (3.a) and (3.b)."""
     meta = {"benchmark": {"train": {"max_size": 16, "weight_decay": 1e-3}}}
     tables = softmax_not_enough_tables(0.1)
     seeds = sorted(set(tables["training_log"]["seed"]))
@@ -147,7 +156,7 @@ def test_the_second_lambdas_run_judges_three_c_as_three_a(growth, verdict, three
             "spread": [10.0, 10.0 * growth] * len(seeds),
             "bound": [50.0, 60.0] * len(seeds),
             "weight_decay": 1e-2,
-            "acc": [0.5, 0.25] * len(seeds),
+            "acc": [0.5, acc] * len(seeds),
         }
     )
     got = claims(tables | {"second_lambda_log": second}, meta).set_index("claim")
@@ -156,5 +165,8 @@ def test_the_second_lambdas_run_judges_three_c_as_three_a(growth, verdict, three
     assert "λ = 0.01 (the default's λ = 0.001)" in lam["measured"]
     assert f"× {growth:.2f} (the verdict reads it)" in lam["measured"]
     assert "the bound (as (3.b)) × 1.20" in lam["measured"]
-    assert "training accuracy at the last step, median over seeds, 0.25" in lam["measured"]
+    assert f"training accuracy at the last step, median over seeds, {acc:.2f}" in lam["measured"]
+    said = "(< 0.9: the model did not learn the task at this λ; the rule written before the run"
+    assert (said in lam["measured"]) == (verdict == NOT_TESTABLE)
+    assert lam["rule"].startswith("the training accuracy at the last step, median over seeds,")
     assert got.filter(like="(3) ", axis=0)["verdict"].item() == three
