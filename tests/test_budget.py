@@ -138,16 +138,15 @@ AVX2 = 1 / 1.6
 #: Measured runs (2-vCPU, medians of 3; Zen 4 unless scaled from AVX2): default and --quick wall
 #: seconds, peak GB. The README's table gives the AVX2 kind's; docs/benchmarks.md both.
 README = {
-    "limitations": (227 * AVX2, 18.1, 1.74),  # 2 windows: 3 min 47 s on AVX2 (2026-11-26)
-    "softmax-not-enough": (361 * AVX2, 19.6, 1.21),  # 6 min 1 s on AVX2 with the refits (11-27)
+    "limitations": (212 * AVX2, 18.1, 1.71),  # 2 windows: 3 min 32 s on AVX2 (2026-11-29)
+    "softmax-not-enough": (1148 * AVX2, 19.6, 1.27),  # 20,000 steps: 19 min 8 s on AVX2 (11-29)
     "long-context": (290, 24.2, 3.0),
     "scan": (120, 13.9, 1.56),
     "compare": (1331, 10.0, 7.1),  # peak: 7.1 GB on AVX2 (2026-11-27); time: Zen 4 (11-25)
 }
-#: The measured default run's options where today's default differs: paper B's default now
-#: trains 20,000 steps, whose median of 3 on a quiet machine is not yet measured (one run under
-#: load, docs/max_retrieval.md#speed), so its estimate is checked at the timed 5,000 steps.
-MEASURED_WITH = {"softmax-not-enough": {"steps": 5000}}
+#: The measured default run's options where today's default differs from it (none now: paper
+#: B's 20,000-step default was timed on 2026-11-29).
+MEASURED_WITH: dict[str, dict[str, object]] = {}
 
 
 def _config(name: str, quick: bool = False, **given):
