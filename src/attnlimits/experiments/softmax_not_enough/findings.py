@@ -22,7 +22,6 @@ from attnlimits.claims import (
     HEADLINE,
     NA,
     NOT,
-    NOT_TESTABLE,
     PARTLY,
     REPRODUCED,
     SUPPORTING,
@@ -32,7 +31,7 @@ from attnlimits.claims import (
     finite,
 )
 from attnlimits.claims.statistics import difference_interval
-from attnlimits.experiments.softmax_not_enough import rules
+from attnlimits.experiments.softmax_not_enough import rules, second_lambda
 from attnlimits.experiments.softmax_not_enough.appf_match import appf_rows
 from attnlimits.experiments.softmax_not_enough.argmax_arm import OUTCOME, TABLE, argmax_table
 from attnlimits.experiments.softmax_not_enough.claims import (
@@ -384,82 +383,10 @@ def weights(
     )
     second = tables.get("second_lambda_log")
     if second is not None and len(second):
-        rows.append(_second_lambda_run(second, lam))
+        rows.append(second_lambda.run_row(second, lam))
     else:
-        rows.append(_second_lambda(lam, train_s))
+        rows.append(second_lambda.not_run(lam, train_s))
     return finding(head, [*rows, gemma_spreads()])
-
-
-#: (3.c)'s reading, shared by the row with and without the second λ's run
-_SECOND_LAMBDA_READING = (
-    "ours (round 4, point 10; set after earlier runs were public, stricter): (3.a) and (3.b) "
-    "judge a growth our choice of λ allowed (it was chosen because the spread still grows with "
-    "it), so the finding needs the growth at a λ not chosen for it: (3.a)'s statistic on a "
-    "training run identical but for λ (`benchmarks/second_lambda.py`; λ = 1e-2, ours, set "
-    "before that run: a decade above the default's, where the L2 term pulls hardest against "
-    "growth); where the model did not learn the task at that λ, not testable (round 8, point "
-    "1: a precondition set after the λ = 1e-2 run, more lenient); in a run without that log "
-    "this headline is n/a and the finding rule reads (3) at most partly"
-)
-_SECOND_LAMBDA_CLAIM = "(3.c) the growth holds at a second weight decay λ, not chosen for it"
-
-
-def _second_lambda_run(log: pd.DataFrame, lam: float | None) -> Row:
-    """(3.c) on the second λ's training log (``tables["second_lambda_log"]``, written into the
-    run's folder by ``benchmarks/second_lambda.py``): the median over seeds of the per-seed
-    ratio of the last logged logit spread to the first, as (3.a), judged by
-    :data:`.rules.grows_if_learnt` on the training accuracy at the last step (median over
-    seeds; NaN where the log has none); the bound's ratio, as (3.b), is shown beside it
-    (description). :data:`.rules.grows` was written before that run (2026-11-29); the
-    precondition after it (round 8, point 1), and the row shows what the rule alone read."""
-    log = log.sort_values("step")
-    per_seed = log.groupby("seed")
-    first, last = per_seed.first(), per_seed.last()
-    ratio = float((last["spread"] / first["spread"]).median())
-    bound = float((last["bound"] / first["bound"]).median())
-    lam2 = float(log["weight_decay"].iloc[0]) if "weight_decay" in log else math.nan
-    measured = (
-        f"λ = {lam2:g} (the default's λ = {lam if lam is not None else math.nan:g}), "
-        f"{len(first)} seeds, step {int(log['step'].min()):,} → {int(log['step'].max()):,}: "
-        f"logit spread {first['spread'].median():.3g} → {last['spread'].median():.3g}, the "
-        f"median of the per-seed ratios × {ratio:.2f} (the verdict reads it)"
-        + flip_text(rules.grows, ratio)
-        + f"; the bound (as (3.b)) × {bound:.2f}"
-    )
-    accuracy = float(last["acc"].median()) if "acc" in log else math.nan
-    measured += f"; training accuracy at the last step, median over seeds, {accuracy:.2f}"
-    verdict = rules.grows_if_learnt(accuracy, ratio)
-    reason = ""
-    if verdict == NOT_TESTABLE:  # the precondition decided: say what the rule alone read
-        reason = f"the model did not learn the task at λ = {lam2:g}"
-        measured += (
-            f" (< {rules.LEARNT}: the model did not learn the task at this λ; the rule written "
-            f"before the run, {rules.grows.name} alone, read it {rules.grows(ratio)})"
-        )
-    return Statement(_SECOND_LAMBDA_CLAIM, HEADLINE, Q_NORMS, _SECOND_LAMBDA_READING).judged(
-        measured,
-        rules.grows_if_learnt.text() + " (on the second λ's training log)",
-        verdict,
-        reason,
-    )
-
-
-def _second_lambda(lam: float | None, train_s: float | None) -> Row:
-    """(3.c): n/a in a run without the second λ's training log, with what that run costs."""
-    cost = (
-        "one more training stage of this run (the same ten seeds and steps at another λ, "
-        "training only: the spread and bound are logged during training), which took "
-        f"{train_s:,.0f} s ({train_s / 3600:.1f} h) here, on this run's machine as loaded as it "
-        "was (a loaded machine's time overstates a quiet one's; docs/max_retrieval.md#speed)"
-        if train_s is not None and math.isfinite(train_s)
-        else "one more training stage of this run (its time is not recorded)"
-    )
-    said = f"λ = {lam:g}" if lam is not None else "one λ"
-    return Statement(_SECOND_LAMBDA_CLAIM, HEADLINE, Q_NORMS, _SECOND_LAMBDA_READING).judged(
-        f"not run: this run trains {said} only; a second λ would cost {cost}",
-        rules.grows.text() + " (on the second λ's training log)",
-        NA,
-    )
 
 
 #: An upper end of Lemma 2.1's bound this close to 1 allows every α_max (a bound that cannot
