@@ -128,3 +128,23 @@ def test_the_readme_notes_agree_with_the_table_above_them():
     else:
         assert f"(3.c), the growth at a λ not chosen for it, reads *{c}*" in readme
     assert f"(the plain reading): *{verdict['(4)']}*" in readme
+
+
+def test_a_split_among_seeds_is_said_beside_the_median():
+    """At λ = 1e-2 three of ten seeds learnt the task while the median did not: the row and
+    the note say so (description; the verdict stays the precondition's)."""
+    log = pd.concat(
+        [
+            _log(1e-2, 0.0, 0.2).assign(seed=lambda d: d["seed"] + 10 * k)
+            for k in range(2)  # four seeds that learn nothing
+        ]
+        + [_log(1e-2, 9.0, 1.0).assign(seed=lambda d: d["seed"] + 20)]  # two that do
+    )
+    row = second_lambda.run_row(log, 1e-3)
+    assert row["verdict"] == NOT_TESTABLE
+    assert (
+        "(2 of 6 seeds reach 0.9 alone; their logit spread 10–10 → 90–90, × 9–9)"
+        in (row["measured"])
+    )
+    note = note_three(_claims(PARTLY, row))
+    assert "(2 of 6 seeds did, their spread growing from 10–10 to 90–90)" in note

@@ -61,12 +61,24 @@ def note_three(claims: pd.DataFrame) -> str:
                 raise ValueError(f"claims.csv's (3.c) row does not state its λ: {part[:80]}")
             lam, first, last, ratio, acc = found.groups()
             alone = re.search(r"alone, read it ([a-z ]+?)[,)]", part)
+            split = re.search(
+                r"\((\d+) of (\d+) seeds reach [\d.]+ alone"
+                r"(?:; their logit spread (\S+) → (\S+),)?",
+                part,
+            )
+            some = ""
+            if split and split.group(1) != "0":
+                some = f" ({split.group(1)} of {split.group(2)} seeds did"
+                if split.group(3):
+                    some += f", their spread growing from {split.group(3)} to {split.group(4)}"
+                some += ")"
             parts.append(
                 f"at λ = {lam} the logit spread went {first} → {last} (× {ratio}) and the "
                 f"training accuracy at the last step was {acc} (median over seeds)"
                 + (
-                    f": below {rules.LEARNT} the model did not learn the task, so the growth "
-                    f"is not tested there (a precondition set after that run, more lenient; "
+                    f": below {rules.LEARNT} the median seed did not learn the task{some}, so "
+                    f"the growth is not tested there (a precondition set after that run, more "
+                    "lenient; "
                     f"the rule written before it read {alone.group(1)})"
                     if alone
                     else ""

@@ -75,6 +75,7 @@ def _one(log: pd.DataFrame, lam: float | None) -> tuple[str, str, str]:
         + f"; the bound (as (3.b)) × {bound:.2f}"
         + f"; training accuracy at the last step, median over seeds, {accuracy:.2f}"
     )
+    measured += _learnt_seeds(first, last)
     reason = ""
     if verdict == NOT_TESTABLE:  # the precondition decided: say what the rule alone read
         reason = f"the model did not learn the task at λ = {lam2:g}"
@@ -85,6 +86,24 @@ def _one(log: pd.DataFrame, lam: float | None) -> tuple[str, str, str]:
             + ")"
         )
     return measured, verdict, reason
+
+
+def _learnt_seeds(first: pd.DataFrame, last: pd.DataFrame) -> str:
+    """Description, not deciding (round 8): how many seeds learnt the task at this λ (their
+    own last-step accuracy at least LEARNT) and how their spread moved, since a median over
+    seeds can hide a split."""
+    if "acc" not in last:
+        return ""
+    learnt = last["acc"] >= rules.LEARNT.value
+    said = f" ({int(learnt.sum())} of {len(last)} seeds reach {rules.LEARNT} alone"
+    if learnt.any():
+        ratio = last.loc[learnt, "spread"] / first.loc[learnt, "spread"]
+        said += (
+            f"; their logit spread {first.loc[learnt, 'spread'].min():.3g}–"
+            f"{first.loc[learnt, 'spread'].max():.3g} → {last.loc[learnt, 'spread'].min():.3g}–"
+            f"{last.loc[learnt, 'spread'].max():.3g}, × {ratio.min():.3g}–{ratio.max():.3g}"
+        )
+    return said + ")"
 
 
 def run_row(log: pd.DataFrame, lam: float | None) -> Row:
