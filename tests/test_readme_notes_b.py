@@ -135,7 +135,7 @@ def test_a_split_among_seeds_is_said_beside_the_median():
     the note say so (description; the verdict stays the precondition's)."""
     log = pd.concat(
         [
-            _log(1e-2, 0.0, 0.2).assign(seed=lambda d: d["seed"] + 10 * k)
+            _log(1e-2, 0.0, 0.2).assign(seed=[10 * k, 10 * k, 10 * k + 1, 10 * k + 1])
             for k in range(2)  # four seeds that learn nothing
         ]
         + [_log(1e-2, 9.0, 1.0).assign(seed=lambda d: d["seed"] + 20)]  # two that do
@@ -148,3 +148,20 @@ def test_a_split_among_seeds_is_said_beside_the_median():
     )
     note = note_three(_claims(PARTLY, row))
     assert "(2 of 6 seeds did, their spread growing from 10–10 to 90–90)" in note
+
+
+def test_app_f_sentence_names_our_choice_of_inputs():
+    """Round 8, point 6: the README's App. F sentence says the inputs are ours (their sizes
+    from fit_sizes.csv), not "App. F's procedure as our copy states it"."""
+    from attnlimits.experiments import what_we_found
+
+    beta = pd.DataFrame({"fit": ["paper", "refit"], "theta_min": ["—", "0.005"],
+                         "β(H=1)": ["1.27", "3.66"], "β(H=2)": ["2.10", "8.78"]})  # fmt: skip
+    sizes = pd.DataFrame({"size": ["16", "32", "2048"]})
+    said = what_we_found.app_f_sentence(
+        beta, pd.DataFrame(columns=["fit", "evaluated on seeds"]), sizes
+    )
+    assert "App. F's procedure, with our choice of inputs (n = 16 … 2,048), on our models" in said
+    assert "as our copy states it" not in said
+    bare = what_we_found.app_f_sentence(beta, pd.DataFrame(columns=["fit", "evaluated on seeds"]))
+    assert "with our choice of inputs, on our models" in bare
