@@ -784,7 +784,7 @@ def max_retrieval_block(
         markdown_table(sizes[_SIZE_COLUMNS]),
         markdown_table(findings.rename(columns={"claim": "finding (paper B)"})),
     ]
-    # under the table, what findings (2) and (3) rest on, read from their rows (round 8, 2, 13)
+    # under the table, what findings (2) and (3) rest on, from their rows (round 8: 2, 13)
     notes = [note_two(claims, sizes), note_three(claims)]
     if any(notes):
         parts.append("\n".join(n for n in notes if n))
