@@ -217,3 +217,32 @@ def test_prose_blocks_follow_the_tables():
     )
     assert "7 of 10" in after["prose_per_size_reading"]
     assert "at every size from 128 to 8,192" in after["prose_per_size"]  # no longer from 64
+
+
+def test_the_data_behind_finding_three_and_fig7_are_committed(tmp_path):
+    """Round 8, points 4 and 12: the per-seed first/last spread, bound and accuracy of both λ
+    (training_log and second_lambda_log) and (2.b)'s paired rows are saved tables; the first is
+    a block of the doc."""
+    log = pd.DataFrame({"step": [100, 200] * 2, "seed": [0, 0, 1, 1],
+                        "spread": [2.0, 6.0, 4.0, 8.0], "bound": [10.0, 20.0, 10.0, 30.0],
+                        "acc": [0.5, 1.0, 0.5, 0.75]})  # fmt: skip
+    second = log.assign(spread=[2.0, 0.0, 4.0, 0.0], weight_decay=0.01)
+    sets = pd.DataFrame({"norm": ["softmax", "adaptive"] * 3, "seed": 0,
+                         "size": [16, 16, 128, 128, 128, 128], "set": [0, 0, 0, 0, 1, 1],
+                         "top": [False, False, False, False, True, True],
+                         "target": [0.1, 0.2, 0.25, 0.5, 0.9, 0.95]})  # fmt: skip
+    tables = {"summary": _summary([16, 32]), "claims": pd.DataFrame(columns=doc._CLAIMS),
+              "training_log": log, "second_lambda_log": second, "set_attention": sets}  # fmt: skip
+    main = _run(tmp_path / "main", tables)
+    data = doc.extract(main, "2026-01-02")
+    doc.save(data, tmp_path / "data")
+    saved = doc.load(tmp_path / "data")
+    per = saved["weights_per_seed"]
+    assert per["λ"].tolist() == ["nan", "nan", "0.01", "0.01"]  # the tiny run names no λ
+    assert per["spread ratio"].tolist() == ["3", "2", "0", "0"]
+    assert per["bound ratio"].tolist() == ["2", "3", "2", "3"] and per["acc last"][1] == "0.750"
+    assert "| 0.01 | 1 | 100 | 200 | 4 | 0 | 0 |" in doc.render(saved)["weights_per_seed"]
+    fig7 = saved["fig7_sets"]  # above the training size, where the max item lacks the top logit
+    assert fig7.to_dict("records") == [
+        {"size": "128", "seed": "0", "set": "0", "adaptive": "0.5", "softmax": "0.25"}
+    ]

@@ -170,3 +170,67 @@ def test_the_second_lambdas_run_judges_three_c_as_three_a(growth, acc, verdict, 
     assert (said in lam["measured"]) == (verdict == NOT_TESTABLE)
     assert lam["rule"].startswith("the training accuracy at the last step, median over seeds,")
     assert got.filter(like="(3) ", axis=0)["verdict"].item() == three
+
+
+def _lambda_log(lam, growth, acc, seeds=(0, 1, 2)):
+    return pd.DataFrame(
+        {
+            "seed": [s for s in seeds for _ in (0, 1)],
+            "step": [100, 20000] * len(seeds),
+            "spread": [10.0, 10.0 * growth] * len(seeds),
+            "bound": [50.0, 60.0] * len(seeds),
+            "acc": [0.5, acc] * len(seeds),
+            "weight_decay": lam,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("third", "verdict"),
+    [
+        ((2.0, 0.95), PARTLY),  # 1e-2 not testable is left out, and then at most partly
+        ((1.2, 0.95), PARTLY),
+        ((0.8, 0.95), NOT),
+        ((2.0, 0.5), NOT_TESTABLE),  # nothing learnt at either λ
+    ],
+)
+def test_several_lambdas_combine_as_a_findings_headlines(third, verdict):
+    """Round 8 (2026-11-29, before any λ but 1e-2 was run): the pre-registered third λ, 3e-3,
+    is judged by grows_if_learnt like the second, and (3.c) combines the λ's verdicts as a
+    finding's headlines (a not testable λ left out, and then at most partly)."""
+    from attnlimits.experiments.softmax_not_enough import second_lambda
+
+    assert second_lambda.PREREGISTERED == (1e-2, 3e-3)
+    log = pd.concat([_lambda_log(1e-2, 0.0, 0.22), _lambda_log(3e-3, *third)])
+    row = second_lambda.run_row(log, 1e-3)
+    assert row["verdict"] == verdict
+    assert "λ = 0.01 (the default's λ = 0.001)" in row["measured"]
+    assert "λ = 0.003 (the default's λ = 0.001)" in row["measured"]
+    assert f"the λ combined as a finding's headlines: {verdict}" in row["measured"]
+
+
+def test_a_ratio_of_zero_or_the_precondition_names_its_own_flip_point():
+    """Round 8, point 4: no meaningless flip point (GROWN or RISES passing 0)."""
+    from attnlimits.experiments.softmax_not_enough import second_lambda
+
+    untestable = second_lambda.run_row(_lambda_log(1e-2, 0.0, 0.22), 1e-3)["measured"]
+    assert "the verdict flips if LEARNT passes 0.22" in untestable
+    assert "GROWN or RISES passes 0" not in untestable
+    assert "a ratio of 0 cannot flip it" in untestable
+    zero = second_lambda.run_row(_lambda_log(1e-2, 0.0, 0.95), 1e-3)["measured"]
+    assert "cannot flip (ratio 0)" in zero and "passes" not in zero
+    grown = second_lambda.run_row(_lambda_log(1e-2, 2.0, 0.95), 1e-3)["measured"]
+    assert "the verdict flips if GROWN passes 2" in grown
+
+
+def test_per_seed_holds_both_lambdas_first_and_last():
+    """Round 8, point 4: the committed table behind (3.a)–(3.c), one row per λ and seed."""
+    from attnlimits.experiments.softmax_not_enough import second_lambda
+
+    default = _lambda_log(1e-3, 5.0, 1.0).drop(columns="weight_decay")
+    table = second_lambda.per_seed(default, _lambda_log(1e-2, 0.0, 0.22), 1e-3)
+    assert list(table["λ"].unique()) == ["0.001", "0.01"] and len(table) == 6
+    one = table[table["λ"] == "0.001"].iloc[0]
+    assert (one["spread first"], one["spread last"], one["spread ratio"]) == ("10", "50", "5")
+    assert one["bound ratio"] == "1.2" and one["acc last"] == "1.000"
+    assert second_lambda.per_seed(default, None, 1e-3)["λ"].unique().tolist() == ["0.001"]

@@ -321,10 +321,10 @@ def test_a_verdict_waiting_for_a_run_is_marked():
 
 
 def test_finding_3_carries_its_note_when_it_is_shown():
-    """The round-4 referee's point 10: the README says what finding (3) rests on."""
-    assert "λ = 1e-3" in what_we_found.NOTE_3
+    """The round-4 referee's point 10: the README says what finding (3) rests on (since round
+    8's point 2 generated from its rows: tests/test_readme_notes_b.py)."""
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    assert what_we_found.NOTE_3 in readme
+    assert "- **(3)** reads *" in readme and "λ = 1e-3" in readme
 
 
 def test_app_f_driver_names_the_grid_floor_and_its_outcome_at_the_longest_run():
@@ -374,6 +374,10 @@ def test_app_f_driver_says_a_match_the_cap_makes_does_not_count():
     assert "holds the published 2.39, with 100 % of the points near H = 4 on that floor" in said
     assert "is the cap's and does not count (none left)" in said
     assert "was definitely in this range" in said and "at floor 0.40 25 / 100 % of our" in said
+    # round 8, points 8 and 9: no contradiction claimed; the H judged and the H the cap decides
+    assert "speaks against such a floor if the paper's optima resembled ours" in said
+    assert "contradict" not in said
+    assert "(judged at H = 1 only; at H = 4 the cap decides; grid floor" in said
     left = floors.assign(capped_H4=["0.9", "0.4"])
     assert "does not count (1 left)" in what_we_found.app_f_driver(verdicts, left, beta)
 
@@ -404,7 +408,7 @@ def test_app_f_driver_says_what_the_floor_explanation_rests_on():
     assert "0.20 … 0.50, a range set after earlier runs were public, 20,000 steps" in said
     assert "since round 6" not in said  # an older floors.csv without the capped shares
     assert "[2.34, 2.44] holds the published 2.39" in said and "caps β* at 1/f (2.5–5.0" in said
-    assert "reproduces the plateau's height only, by its cap" in said
+    assert "makes a plateau of the published height by construction (its cap 1/f)" in said
     assert "no floor's rise fit(4)/fit(2) holds the published 1.14" in said
     assert "no floor's H = 1 interval holds the published 1.27 (fits 2.20–2.40)" in said
     assert "at 5,000 steps (G) is *not supported* (no (floor, H) of 6 matching)" in said

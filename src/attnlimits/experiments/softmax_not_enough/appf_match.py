@@ -419,8 +419,9 @@ FLOOR_RULE = Rule(
 
 #: The label of our own tests, after a claim's id ("(F) our test: …"): rows that judge
 #: something the paper does not claim, App. F's procedure transferring to our models (referee
-#: point 1) and §3's temperature zero read unconditionally (the round-5 referee's point 2),
-#: shown apart from the paper's findings, in the docs and the README.
+#: point 1), or one reading of a sentence it does claim, §3's temperature zero read plainly,
+#: as aggregate accuracy (the round-5 referee's point 2; round 8's point 7): shown apart from
+#: the paper's findings, in the docs and the README.
 OWN_TEST = "our test:"
 
 

@@ -58,8 +58,10 @@ from attnlimits.experiments.softmax_not_enough.claims import (
     size_table,
 )
 from attnlimits.experiments.softmax_not_enough.config import Config
+from attnlimits.experiments.softmax_not_enough.findings import fig7_sets
 from attnlimits.experiments.softmax_not_enough.prose import prose_blocks
 from attnlimits.experiments.softmax_not_enough.provenance import defaults
+from attnlimits.experiments.softmax_not_enough.second_lambda import per_seed
 from attnlimits.experiments.softmax_not_enough.sections import (
     fit_tables,
     length_tables,
@@ -171,6 +173,16 @@ def extract(folder: Path, date: str | None = None) -> Data:
         "claims": claims[[*_CLAIMS]],
         "sizes": size_table(summary, id_size),
     }
+    if "training_log" in tables:  # round 8, point 4: the data behind finding (3)
+        lam = float(bench["train"].get("weight_decay", "nan"))
+        data["weights_per_seed"] = per_seed(
+            tables["training_log"], tables.get("second_lambda_log"), lam
+        )
+    if "set_attention" in tables:  # round 8, point 12: the paired rows behind (2.b)
+        wide = fig7_sets(tables["set_attention"], id_size)
+        data["fig7_sets"] = wide.assign(
+            **{c: wide[c].map(lambda v: f"{v:.6g}") for c in ("softmax", "adaptive")}
+        )
     if TABLE in tables:  # the argmax arm (§3's temperature zero), inference only
         data["argmax"] = argmax_table(tables[TABLE], tables.get("accuracy"))
     folds = tables.get("temperature_fit_folds")
@@ -260,6 +272,8 @@ def render(data: Mapping[str, pd.DataFrame]) -> dict[str, str]:
     out |= {name: markdown_table(df) for name, df in data.items() if name.startswith("fit_")}
     if "held_out" in data:
         out["held_out"] = markdown_table(data["held_out"])
+    if "weights_per_seed" in data:
+        out["weights_per_seed"] = markdown_table(data["weights_per_seed"])
     if "argmax" in data:
         out["argmax"] = markdown_table(data["argmax"])
     if "ablation_run" in data:

@@ -8,8 +8,8 @@ and (2); supporting rows never decide a finding.
 - (1.f) §5, hard or local attention escapes the theory: true by construction for the hard
   argmax (all attention on one item at every size); its accuracy is the reading.
 - (1.g) Remark B.2 and (1.h) Remark C.1: deep Transformers, not App. A's single head.
-- (2.i) §3 as written (conditional): on the sets where a wrong item has the largest logit the
-  argmax answers with that item; which *test* sets have it is not stored (set_attention's
+- (2.i) §3, the conditional reading (ours): on the sets where a wrong item has the largest
+  logit the argmax answers with that item; which *test* sets have it is not stored (set_attention's
   ``top`` flag covers the profile's sets, which carry no hits), so softmax against argmax on
   them cannot be computed; App. F's kept sets (exactly those sets) give a reading.
 - (2.j) §5, adaptive temperature holds dispersion "at bay" "to a certain extent": no rule (one
@@ -177,15 +177,16 @@ def _range_reading(tables: Mapping[str, pd.DataFrame]) -> str:
 
 
 def retrieval_rows(tables: Mapping[str, pd.DataFrame], id_size: int) -> list[Row]:
-    """(2.i) §3 as written, (2.j) §5's "at bay", (2.k) App. F's "definitely in this range"."""
+    """(2.i) §3 read conditionally, (2.j) §5's "at bay", (2.k) App. F's "definitely in this
+    range"."""
     return [
         Statement(
-            "(2.i) §3 as written: on sets whose largest logit is a wrong item's, θ = 0 degrades "
-            "accuracy",
+            "(2.i) §3, the conditional reading (ours): on sets whose largest logit is a wrong "
+            "item's, θ = 0 degrades accuracy",
             SUPPORTING,
             Q_CONDITIONAL,
-            "the paper's conditional sentence ((4) is our unconditional test of it): on those "
-            "sets, softmax against the hard argmax",
+            "the conditional reading of §3's sentence (ours; (4) tests the plain reading, "
+            "aggregate accuracy): on those sets, softmax against the hard argmax",
         ).judged(
             "not judged: the run stores each test set's hits for both arms, but not which test "
             "sets have a wrong item on the largest logit (set_attention's flag covers the "
