@@ -141,7 +141,10 @@ X_FREE = "—"
 #: Those rows' claims: finding (v), its statements (v.a)…(v.h) and Corollary 3 (Alg. 5's
 #: logits), Lemma 1 (the weights' statistics, the same in every x source) and the sentences no
 #: run has the numbers for (:func:`.text_checks.claim_unmeasured`).
-LOGITS_ONLY = re.compile(r"^\(v[.)]|^Corollary 3|^Lemma 1|^Normalisers:|^Selectivity:|^Noise:")
+LOGITS_ONLY = re.compile(
+    r"^\(v[.)]|^Corollary 3|^Lemma 1|^Normalisers:|^Selectivity:|^Noise:|^Dilution:|^Outside:"
+    r"|^Capacity:"
+)
 #: A table's cell, per model, in each x source's column after the first for an :data:`X_FREE`
 #: row: the arrow points at the one verdict, in the first column (not another observation).
 SAME_OBSERVATION = "↤ same observation"
