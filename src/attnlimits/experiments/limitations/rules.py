@@ -198,7 +198,10 @@ _WITHIN_SE_WHY = (
     "about 7× the 0.135 % that one one-sided check at 3 standard errors leaves out by chance "
     "on independent normal errors; it is not tied to that rate because the cells are not "
     "independent (one head's cells at each N of a length share its keys and logits) and each SE "
-    "is itself estimated; its flip point is in docs/limitations.md's second sensitivity table"
+    "is itself estimated; its flip points are in docs/limitations.md's second sensitivity "
+    "table, for within_noise and for small_residual. The 99 % level was set before the runs; "
+    "its use by small_residual was not (2026-11-28, after the round-3 run, and ε / E exact with "
+    "it, was public: the round-8 referee's point 2)"
 )
 #: on one line, so that benchmarks/limitations_rule_mutants.py moves its value
 WITHIN_SE = _ours("WITHIN_SE", 0.99, _WITHIN_SE_WHY, ".0%")
