@@ -346,6 +346,12 @@ def test_ii_converge_shows_a_ratio_moving_towards_one_without_judging_it():
     assert _sub_verdict(rows, "(ii.c)") == N and rows[0]["verdict"] == N
     measured = _sub_row(rows, "(ii.c)")["measured"]
     assert "; over N: 1: 0.0" in measured and "(towards 1 at every step; shown, not" in measured
+    # round 8's point 7: E derived (a proven lower bound on E) beside exact E's ratio, 0.994
+    # here (the made-up E derived is the unscaled E), not beside E derived's own row
+    assert measured.endswith(
+        "a lower bound on E / d̃ free of E exact's sampling; shown, not judged): 0.994"
+    )
+    assert "lower bound" not in _sub_row(claim_ii(alg2, "expectation"), "(ii.c)")["measured"]
     alg2.loc[alg2["N"] == 20, "expectation_exact"] *= 3  # up past N = 100's ratio, then back
     rows = claim_ii(alg2, "expectation_exact")
     assert _sub_verdict(rows, "(ii.c)") == N

@@ -248,7 +248,11 @@ def _negative_cells(rows: pd.DataFrame) -> str:
         f"({by_n or 'none'}); Jensen's inequality gives ε ≥ 0 exactly (docs/errata.md), so "
         "these are estimation artefacts (our reading): E exact is a Monte Carlo mean over "
         "sampled rows, E derived a mean over every row, and each SE is estimated from the "
-        "same samples"
+        "same samples (why E exact falls short there is untested: rare keys of very large "
+        "norm that few sampled N-sets draw is one cause consistent with it, and the runs keep "
+        "no keys to test it; E derived is a proven lower bound on E (Jensen), and raising "
+        "these cells to it would leave (ii.c)'s E / d̃ far below its band: (ii.c) shows E "
+        "derived / d̃ beside it)"
     )
 
 
