@@ -572,7 +572,7 @@ _d_band = Graded(
     Band(hi=D_COLLAPSED),
     Band(hi=VANISHES),
 )
-#: contribution 1's "the representation distance collapses once N grows proportionally to L":
+#: the conclusions' "the representation distance collapses once N grows proportionally to L":
 #: d̃ (mean over heads) at L_max at the grid's N nearest PROPORTIONAL·L over its peak over N at
 #: most D_COLLAPSED; up to VANISHES partly (it falls, not to a quarter); else not reproduced.
 #: Rule change on the round-4 referee's point 6 (2026-11-28, after the round-3 run was public;
