@@ -546,8 +546,8 @@ def test_v_and_corollary3_are_judged_once_per_model_not_per_x_source():
     meta = {"params": {**META["params"], "x_sources": ["values", "hidden"]}}
     got = claims(both, meta)
     free = got["claim"].str.match(LOGITS_ONLY)
-    # (v), (v.a) … (v.h), Corollary 3, Lemma 1 and the three sentences with no numbers
-    assert free.sum() == 14
+    # (v), (v.a) … (v.h), Corollary 3, Lemma 1 and the six sentences with no numbers
+    assert free.sum() == 17
     assert (got.loc[free, "x_source"] == X_FREE).all()
     assert got.loc[free, "claim"].is_unique  # once, not once per x source
     assert (got.loc[~free, "x_source"].value_counts() == (~free).sum() // 2).all()
