@@ -161,3 +161,26 @@ def test_a_rows_reading_names_its_form_of_e():
     )
     got = list(with_e_reading(claims)["reading"])
     assert got == ["slope of d̃", "E / d̃ at N = 100; E exact", "—", "E exact"]
+
+
+_COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+
+
+def prose_counts(prose: str) -> list[int]:
+    """The present-tense counts of moving sub-claims a hand-written paragraph states ("five
+    sub-claims move"; a past "moved" is history and left out)."""
+    found = re.findall(r"\b(\w+)\s+sub-claims?\s+moves?\b", prose)
+    return [_COUNTS.get(w.lower(), int(w) if w.isdigit() else -1) for w in found]
+
+
+def test_hand_written_counts_match_the_windows_block():
+    """The round-8 referee's point 5: the paragraph above the windows block said "five
+    sub-claims move" while the block listed four. A count it states now must be the block's
+    row count (the paragraph states none: it points at the block)."""
+    from attnlimits.experiments.limitations import doc
+
+    text = DOC.read_text(encoding="utf-8")
+    rows = [line for line in doc.block(text, "windows").splitlines() if line.startswith("| ")]
+    paragraph = text.split("<!-- generated: windows -->")[0].rsplit("\n\n", 2)[-2:]
+    assert all(n == len(rows) - 1 for n in prose_counts(" ".join(paragraph)))
+    assert prose_counts("five sub-claims\nmove, each one step; three sub-claims moved") == [5]

@@ -164,3 +164,40 @@ def test_collapse_fractions_name_where_the_row_would_flip():
     assert row["c: d̃ / peak ≤ 0.5 from N = c·L"] == "0.250"
     assert row["c: d̃ / peak ≤ 0.25 from N = c·L"] == "0.500"
     assert row["d̃ / peak at N ≈ 0.25·L"] == "0.500 (N = 25)"
+
+
+def test_small_residual_rows_read_the_rows_own_flip_points():
+    """Round-8 referee, point 4: WITHIN_SE and EPS_SMALL as small_residual reads them, and the
+    median cut (ours, not a Threshold), from the flip points the row's measured text prints
+    (residual.claim_small_residual on made-up cells); the one nearest each threshold named."""
+    from attnlimits.experiments.limitations.residual import claim_small_residual
+
+    def column(eps: list[float], source: str) -> dict[str, str]:
+        cells = pd.DataFrame(
+            {
+                "expectation_exact": 10.0,
+                "expectation_exact_se": 0.0,
+                "expectation": [10.0 - e for e in eps],
+                "L": [32, 32, 64, 64],
+                "N": 5,
+                "max_weight": [0.1, 0.6, 0.2, 0.7],
+            }
+        )
+        (row,) = claim_small_residual(cells)
+        return {**row, "claim": "Jensen gap", "model": "m", "x_source": source}
+
+    # spread cells (max α_i 0.1, 0.2) with |ε| / E 0.3 and 0.05: share 0.5, EPS_SMALL needs 0.3;
+    # with 0.2 and 0.05 it needs 0.2, nearer 0.1
+    claims = pd.DataFrame(
+        [column([3.0, 0.5, 0.5, 0.5], "values"), column([2.0, 0.5, 0.5, 0.5], "hidden")]
+    )
+    assert set(claims["verdict"]) == {N}
+    rows = {r["threshold"]: r for r in flip_points.residual_rows(claims)}
+    last = "closest to flipping (the value the threshold would have to pass)"
+    assert rows["`WITHIN_SE`"][last] == "0.5 (Jensen m, x = values: not reproduced → reproduced)"
+    assert "after earlier runs were public" in rows["`WITHIN_SE`"]["provenance"]
+    assert rows["`EPS_SMALL`"][last] == "0.2 (Jensen m, x = hidden: not reproduced → reproduced)"
+    cut = rows["the median cut (ours, a constant of the rule, not a Threshold)"][last]
+    # the least concentrated cell (max α_i 0.1) is the one with the large ε
+    assert cut.startswith("Jensen m, x = values: reproduced at no quantile")
+    assert flip_points.residual_rows(claims.assign(measured="no flip points")) == []

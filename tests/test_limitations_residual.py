@@ -12,6 +12,7 @@ from attnlimits.experiments.limitations.residual import (
     BY_TOP_MASS,
     claim_small_residual,
     residual_alternatives,
+    residual_quantiles,
     residual_summary,
 )
 from limitations_tables import NA, N, R
@@ -131,6 +132,41 @@ def test_the_binned_table_recounts_the_halves():
     assert table["small_at_or_below"].sum() == 0
     assert table["median_eps_over_d"].tolist() == pytest.approx([0.0175, 0.0175])
     assert residual_summary(_cells([0.5])).empty
+
+
+def test_the_binned_table_recounts_the_halves_without_the_allowance_and_within_each_l():
+    """Round-8 referee, point 3: the spread half's cells small without the 3-SE allowance, and
+    the split at each L's own median (here the global cut, 0.2, puts both cells of L = 32 and
+    none of L = 64 at or below it; each L's own median puts one cell of each)."""
+    made = _cells([0.5, 3.0, 3.0, 0.5], se=0.5).assign(
+        L=[32, 32, 64, 64], N=5, max_weight=[0.1, 0.2, 0.3, 0.4], top_mass=0.5, distance=100.0
+    )
+    table = residual_summary(made).set_index("L")
+    assert table["at_or_below_median"].tolist() == [2, 0]
+    assert table["small_at_or_below"].tolist() == [1, 0]
+    assert table["small_without_se_at_or_below"].tolist() == [1, 0]
+    assert table["at_or_below_L_median"].tolist() == [1, 1]
+    assert table["small_at_or_below_L_median"].tolist() == [1, 0]  # L = 64: its ε = 3 cell
+    # ε = 1.3 against a limit of 0.1·10 = 1: small only through the 3·0.15 allowance
+    point = residual_summary(made.assign(expectation_exact_se=0.15, expectation=8.7))
+    assert point["small_without_se"].sum() == 0 and point["small"].sum() == 4
+
+
+def test_the_quantiles_give_each_halfs_median_and_the_eps_small_flip_point():
+    """Round-8 referee, point 3: per half, the quantiles of |ε| / E exact and of the EPS_SMALL
+    each cell needs ((|ε| − 3 SE) / E exact); the spread half's q = WITHIN_SE row is the row's
+    EPS_SMALL flip point (0.3 here, as the measured text says)."""
+    table = residual_quantiles(_spread())
+    assert set(table["half"]) == {"spread", "concentrated", "all"}
+    spread = table[table["half"] == "spread"].set_index("q")
+    assert spread["cells"].iloc[0] == 2 and len(spread) == 101
+    assert spread.loc[0.99, "eps_small_needed"] == pytest.approx(0.3)
+    assert spread.loc[0.5, "eps_over_e"] == pytest.approx(0.3)  # both spread cells: ε = 3
+    low = table[table["half"] == "concentrated"].set_index("q")
+    assert low.loc[0.0, "eps_over_e"] == pytest.approx(0.05)
+    (row,) = claim_small_residual(_spread())
+    assert "EPS_SMALL 0.3 (reproduced at or above it)" in row["measured"]
+    assert residual_quantiles(_cells([0.5])).empty
 
 
 def test_theorem_12_row_places_its_negative_cells():

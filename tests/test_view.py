@@ -27,6 +27,7 @@ from attnlimits.cli import app
 from attnlimits.corpus import load_text
 from attnlimits.experiments import skeleton
 from attnlimits.experiments._owned import MANIFEST
+from attnlimits.experiments.limitations import text_checks
 from attnlimits.experiments.pages import RunPage, page_html, write_page
 from attnlimits.experiments.scan.config import Config
 from attnlimits.experiments.scan.page import scan, scan_data
@@ -394,10 +395,10 @@ def test_every_verdict_links_to_the_plots_and_tables_that_decide_it(name):
         # δ > 0, the wrong-top share per size ((2.e)) and the argmax arm ((4)): no figure
         # shows them
         table_only = claim.startswith(("Assumption 2", "(2.e)", "(4)", "(4.a)"))
-        # n/a by design: no larger model is run, no run keeps the logits Lemma 1 bounds, three
-        # sentences have no numbers (paper A); Gemma 2B not run, a statement true by
-        # construction (paper B)
-        unmeasured = ("Normalisers:", "Selectivity:", "Noise:")
+        # n/a by design: no larger model is run, no run keeps the logits Lemma 1 bounds, six
+        # sentences have no numbers (paper A: text_checks.UNMEASURED); Gemma 2B not run, a
+        # statement true by construction (paper B)
+        unmeasured = text_checks.UNMEASURED
         if claim.startswith(("Larger variants", "Lemma 1", *unmeasured, *NO_EVIDENCE)):
             assert not links
             continue

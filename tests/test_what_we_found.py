@@ -594,3 +594,30 @@ def test_the_i_note_says_which_case_the_stored_top_n_mass_shows():
     assert "log-log slope −0.08; between neighbouring L −0.06, −0.45)" in got
     assert got.count("SmolLM2-135M") == 1 and "slower than 1/L" in got
     assert "keep no weights" in _weights_note(claims.assign(measured="n/a: no weights"))
+
+
+def test_edges_line_names_other_shape_thresholds_near_their_flip_point():
+    """Round-8 referee, point 10: thresholds of rules of other shapes, of any provenance,
+    within NEAR of their closest flip point (COLLAPSED 1.1 against 1.09; MOST_L exactly on its
+    edge), each with its row's role; one far away (CONVERGED 0.25 against 0.736) is left out,
+    and a headline under exact E among them is said."""
+    shapes = (
+        "| threshold | value | provenance | rule | verdicts it decides | closest |\n"
+        "|---|---|---|---|---|---|\n"
+        "| `CONVERGED` | 0.25 | ours | `converges` | 4 | 0.736 ((ii.c) m, x = v: not → partly) |\n"
+        "| `MOST_L` | 50% | ours, set after | `about_most` | 8 | 0.5 ((iii.b) m, x = v "
+        "(printed E): not reproduced → partly) |\n"
+        "| `COLLAPSED` | 1.1 | ours | `collapses` | 2 | 1.09 ((v.d) m: reproduced → partly) |"
+    )
+    claims_a = pd.DataFrame(
+        {"claim": ["(ii.c) c", "(iii.b) b", "(v.d) d"],
+         "role": ["headline", "headline", "supporting"]}
+    )  # fmt: skip
+    line = what_we_found.edges_line_a(shapes, claims_a)
+    assert "`COLLAPSED` = 1.1 (ours; (v.d) m, supporting: flips at 1.09)" in line
+    assert "headline under printed E: flips at 0.5, exactly on its edge" in line
+    assert "CONVERGED" not in line and line.endswith("under exact E.")
+    assert "none of them" in line
+    near = shapes.replace("0.736 ((ii.c)", "0.26 ((ii.c)")
+    assert "one of them decides" in what_we_found.edges_line_a(near, claims_a)
+    assert what_we_found.edges_line_a("", claims_a) == ""

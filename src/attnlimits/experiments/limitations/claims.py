@@ -141,7 +141,10 @@ X_FREE = "—"
 #: Those rows' claims: finding (v), its statements (v.a)…(v.h) and Corollary 3 (Alg. 5's
 #: logits), Lemma 1 (the weights' statistics, the same in every x source) and the sentences no
 #: run has the numbers for (:func:`.text_checks.claim_unmeasured`).
-LOGITS_ONLY = re.compile(r"^\(v[.)]|^Corollary 3|^Lemma 1|^Normalisers:|^Selectivity:|^Noise:")
+LOGITS_ONLY = re.compile(
+    r"^\(v[.)]|^Corollary 3|^Lemma 1|^Normalisers:|^Selectivity:|^Noise:|^Dilution:|^Outside:"
+    r"|^Capacity:"
+)
 #: A table's cell, per model, in each x source's column after the first for an :data:`X_FREE`
 #: row: the arrow points at the one verdict, in the first column (not another observation).
 SAME_OBSERVATION = "↤ same observation"
@@ -245,7 +248,11 @@ def _negative_cells(rows: pd.DataFrame) -> str:
         f"({by_n or 'none'}); Jensen's inequality gives ε ≥ 0 exactly (docs/errata.md), so "
         "these are estimation artefacts (our reading): E exact is a Monte Carlo mean over "
         "sampled rows, E derived a mean over every row, and each SE is estimated from the "
-        "same samples"
+        "same samples (why E exact falls short there is untested: rare keys of very large "
+        "norm that few sampled N-sets draw is one cause consistent with it, and the runs keep "
+        "no keys to test it; E derived is a proven lower bound on E (Jensen), and raising "
+        "these cells to it would leave (ii.c)'s E / d̃ far below its band: (ii.c) shows E "
+        "derived / d̃ beside it)"
     )
 
 

@@ -1,5 +1,5 @@
 """Corollary 2(ii)'s collapse over the whole N grid at L_max (Alg. 3's extension to about
-0.9·L): paper A's rows (ii.d), E → 0 as N → L, and (ii.e), contribution 1's "the representation
+0.9·L): paper A's rows (ii.d), E → 0 as N → L, and (ii.e), the conclusions' "the representation
 distance collapses once N grows proportionally to L", each judged by a rule of :mod:`.rules`:
 (ii.d) a check (E = 0 at N = L by definition), (ii.e) supporting, read at N ≈ PROPORTIONAL·L,
 where it can fail (the round-4 referee's point 6).
@@ -20,7 +20,7 @@ __all__ = ["claim_ii_d"]
 def claim_ii_d(grid: pd.DataFrame, form: str) -> list[Row]:
     """(ii.d) Corollary 2(ii): E → 0 as N → L, at L_max over the whole N grid (Alg. 3's extension
     included): E (``form``, mean over heads) at the largest N over its peak over N (a check);
-    (ii.e) contribution 1's "the representation distance collapses once N grows proportionally
+    (ii.e) the conclusions' "the representation distance collapses once N grows proportionally
     to L": d̃ at the grid's N nearest PROPORTIONAL·L over its peak (supporting; at the largest N,
     shown beside it, d̃ → 0 by definition)."""
     at = grid[grid["L"] == grid["L"].max()]

@@ -29,7 +29,11 @@ from attnlimits.claims import PAPER, Graded
 from attnlimits.experiments.limitations import flip_points, rules
 from attnlimits.experiments.limitations.claims import X_FREE, per_source, placed
 from attnlimits.experiments.limitations.provenance import defaults
-from attnlimits.experiments.limitations.residual import cells_at_n, residual_summary
+from attnlimits.experiments.limitations.residual import (
+    cells_at_n,
+    residual_quantiles,
+    residual_summary,
+)
 from attnlimits.experiments.limitations.sections import (
     e_forms_table,
     fmt,
@@ -97,6 +101,7 @@ def extract(folder: Path) -> Data:
         "weights": [],
         "residual": [],
     }
+    quantiles: list[pd.DataFrame] = []  # the residual's per-half quantiles (round 8, point 3)
     data: Data = {}
     for i, (model, path) in enumerate(_runs(folder).items()):
         meta = json.loads((path / "run.json").read_text())
@@ -132,6 +137,7 @@ def extract(folder: Path) -> Data:
             residual = residual_summary(cells)
             if len(residual):
                 summaries["residual"].append(residual.assign(model=model, x_source=source))
+                quantiles.append(residual_quantiles(cells).assign(model=model, x_source=source))
         summaries["alg5"].append(alg5_summary(tables["alg5"]).assign(model=model))
         first_x = tables["alg1"][tables["alg1"]["x_source"] == params["x_sources"][0]]
         weights = weights_summary(first_x)
@@ -171,6 +177,9 @@ def extract(folder: Path) -> Data:
         table = pd.concat(frames, ignore_index=True)
         keys = [c for c in ("model", "x_source") if c in table]
         data[f"{name}_summary"] = table[[*keys, *(c for c in table if c not in keys)]]
+    if quantiles:
+        table = pd.concat(quantiles, ignore_index=True)
+        data["residual_quantiles"] = table[["model", "x_source", *table.columns[:-2]]]
     data["critical_n"] = pd.concat(crit, ignore_index=True)
     data["run"] = pd.DataFrame(run)
     return data

@@ -191,6 +191,20 @@ def converge_interval(alg2: pd.DataFrame, form: str, n: int) -> tuple[float, flo
     return e / d, float(r.low) / d, float(r.high) / d
 
 
+def _derived_beside(alg2: pd.DataFrame, form: str, n: int) -> str:
+    """Beside exact E's (ii.c): E derived / d̃ at ``n`` (the round-8 referee's point 7). E
+    derived ≤ E (Jensen: docs/errata.md, Theorem 1.2), so it is a lower bound on E / d̃ free of
+    E exact's Monte Carlo sampling: lifting E exact's negative-ε cells to it cannot lift E / d̃
+    above it (a bias of E exact where ε ≥ 0 it does not rule out)."""
+    if form != "expectation_exact" or "expectation" not in alg2:
+        return ""
+    low = converge_interval(alg2, "expectation", n)[0]
+    return (
+        f"; E derived / d̃ at N = {n} (E derived ≤ E by Jensen, docs/errata.md: a lower bound "
+        f"on E / d̃ free of E exact's sampling; shown, not judged): {low:.3f}"
+    )
+
+
 def claim_ii(alg2: pd.DataFrame, form: str) -> list[Row]:
     """(ii) at L_max, as N approaches 100 the true and expected distances converge (headline,
     at N = 100 or the largest N of the run's grid, with its interval); the bound tightens; d̃
@@ -225,7 +239,8 @@ def claim_ii(alg2: pd.DataFrame, form: str) -> list[Row]:
             + "; over N: "
             + ", ".join(f"{int(n)}: {v:.3f}" for n, v in e_over_d.items())
             + (" (towards 1 at every step" if towards else " (not towards 1 at every step")
-            + "; shown, not judged: E / d̃ → 1 as N → L on any head)",
+            + "; shown, not judged: E / d̃ → 1 as N → L on any head)"
+            + _derived_beside(alg2, form, n_at),
             rules.converges,
             r_lo,
             r_hi,

@@ -198,7 +198,10 @@ _WITHIN_SE_WHY = (
     "about 7× the 0.135 % that one one-sided check at 3 standard errors leaves out by chance "
     "on independent normal errors; it is not tied to that rate because the cells are not "
     "independent (one head's cells at each N of a length share its keys and logits) and each SE "
-    "is itself estimated; its flip point is in docs/limitations.md's second sensitivity table"
+    "is itself estimated; its flip points are in docs/limitations.md's second sensitivity "
+    "table, for within_noise and for small_residual. The 99 % level was set before the runs; "
+    "its use by small_residual was not (2026-11-28, after the round-3 run, and ε / E exact with "
+    "it, was public: the round-8 referee's point 2)"
 )
 #: on one line, so that benchmarks/limitations_rule_mutants.py moves its value
 WITHIN_SE = _ours("WITHIN_SE", 0.99, _WITHIN_SE_WHY, ".0%")
@@ -569,7 +572,7 @@ _d_band = Graded(
     Band(hi=D_COLLAPSED),
     Band(hi=VANISHES),
 )
-#: contribution 1's "the representation distance collapses once N grows proportionally to L":
+#: the conclusions' "the representation distance collapses once N grows proportionally to L":
 #: d̃ (mean over heads) at L_max at the grid's N nearest PROPORTIONAL·L over its peak over N at
 #: most D_COLLAPSED; up to VANISHES partly (it falls, not to a quarter); else not reproduced.
 #: Rule change on the round-4 referee's point 6 (2026-11-28, after the round-3 run was public;

@@ -107,7 +107,9 @@ S: dict[str, Statement] = {
             "(ii.e) d̃ collapses once N grows proportionally to L",
             SUPPORTING,
             "the representation distance collapses once N grows proportionally to L",
-            "contribution 1 (Fig. 2, middle): d̃ over the whole N grid at L_max (Alg. 3's "
+            "the conclusions' first bullet (contribution 1 says 'once the top- N set grows "
+            "proportionally to L'; §4's bullet cites Fig. 2, middle): d̃ over the whole N grid "
+            "at L_max (Alg. 3's "
             "extension to about 0.9·L), its value at the grid's N nearest PROPORTIONAL·L (a "
             "fixed fraction of L, far from N = L) against its peak over N; beside it the value "
             "at 0.06·L and at the largest N (≈ 0.9·L, not judged: d̃ = 0 at N = L by "
@@ -366,6 +368,36 @@ S: dict[str, Statement] = {
             "larger N values chiefly add noise",
             "'noise' names no statistic of the paper's or ours; the nearest rows are (ii)'s "
             "convergence of d̃ and E as N grows and (iv)'s N_s/N, which read other words (n/a)",
+        ),
+        Statement(
+            "Dilution: adding tokens past the saturation dilutes the representation without "
+            "improving geometric resolution (§3.2)",
+            CHECK,
+            "adding further tokens mainly dilutes the representation without improving "
+            "geometric resolution",
+            "neither the paper nor the run names a statistic for 'geometric resolution' or "
+            "'dilutes'; the nearest rows, (iv.b) and (iv.c), show N_s/N past N = 16 (flat or "
+            "falling), which reads the sentence before it, not these words (n/a)",
+        ),
+        Statement(
+            "Outside: roughly one-fifth of the selected tokens remain outside B_r(s) (Fig. 3's "
+            "caption)",
+            CHECK,
+            "roughly one-fifth of selected tokens remain outside $B_r(s)$",
+            "a point value (N_s/N ≈ 0.8) with no tolerance of the paper's: (iv.c) reads the "
+            "Experiments' band for the median over heads (N_s/N in [0.70, 0.85], 15–30 % "
+            "outside) and (iv.g) the limit 'no more than ≈ 80 %' for the maximum; a tolerance "
+            "for 'roughly' set now would be a rule written after the data, so none is (n/a)",
+        ),
+        Statement(
+            "Capacity: separability at 70–80 % means the head has saturated its geometric "
+            "capacity (the conclusions' diagnostic)",
+            CHECK,
+            "When the level of geometrical separability drops to 70 – 80%, this signifies that "
+            "the head has saturated its geometric capacity",
+            "a diagnostic offered to practitioners, not a measured claim: 'saturated its "
+            "geometric capacity' names no statistic beyond the N_s/N level itself, which (iv.c) "
+            "and (iv.g) read (n/a)",
         ),
         Statement(
             "Corollary 3: ‖∇α‖₂ ≤ min{1/(4T), √2} (docs/errata.md: the tight bound is 1/(2T))",
