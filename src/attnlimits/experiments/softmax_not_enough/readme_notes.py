@@ -14,7 +14,7 @@ import re
 
 import pandas as pd
 
-from attnlimits.claims import NA, NOT_TESTABLE
+from attnlimits.claims import BETTER, NA, NOT_TESTABLE
 from attnlimits.experiments.softmax_not_enough import rules
 
 __all__ = ["DOCS", "note_four", "note_three", "note_two"]
@@ -114,7 +114,7 @@ def note_two(claims: pd.DataFrame, sizes: pd.DataFrame) -> str:
         off = [
             f"{int(n):,}"
             for n, o in zip(above["size"], above[outcome], strict=True)
-            if o != "better"
+            if o != BETTER
         ]
     where = f" ({' and '.join(off)}: intervals that hold 0)" if off else ""
     return (

@@ -153,7 +153,7 @@ LEARNT = Threshold(
     0.9,
     AFTER_RUNS,
     "written 2026-11-29 (referee round 8, point 1), after the second λ's run was public "
-    "(λ = 1e-2: training accuracy 0.22, the logit spread 0.013 → 0, read 'not reproduced' by "
+    "(λ = 1e-2: training accuracy 0.22, the logit spread 0.013 → 0, read not reproduced by "
     "the rule written before it); more lenient: App. D's growth 'in spite of our weight decay "
     "loss' is said of a model that learnt the task (App. A: 'a stable baseline model'), so a "
     "λ at which the model does not learn it tests nothing: the training accuracy at the last "
