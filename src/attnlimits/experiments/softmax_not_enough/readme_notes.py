@@ -112,9 +112,7 @@ def note_two(claims: pd.DataFrame, sizes: pd.DataFrame) -> str:
     if outcome in sizes:
         above = sizes.iloc[1:]  # the sizes above the training size, as the row counts them
         off = [
-            f"{int(n):,}"
-            for n, o in zip(above["size"], above[outcome], strict=True)
-            if o != BETTER
+            f"{int(n):,}" for n, o in zip(above["size"], above[outcome], strict=True) if o != BETTER
         ]
     where = f" ({' and '.join(off)}: intervals that hold 0)" if off else ""
     return (
