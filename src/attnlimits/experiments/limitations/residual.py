@@ -194,6 +194,18 @@ def residual_alternatives(df: pd.DataFrame) -> dict[str, list[Row]]:
     }
 
 
+def _halves(cells_df: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series] | None:
+    """(the column's cells, True where a cell's max α_i is at or below the column's lower
+    median: the spread half the rule judges), or None where the run stores no max α_i or
+    lacks E exact."""
+    if not set(_NEED) <= set(cells_df) or "max_weight" not in cells_df:
+        return None
+    cells = _cells(cells_df)
+    if cells.empty:
+        return None
+    return cells, cells["max_weight"] <= _lower_median(cells["max_weight"])
+
+
 def residual_summary(cells_df: pd.DataFrame) -> pd.DataFrame:
     """Per (L, N) of one column's cells (:func:`cells_at_n`): the counts and medians the
     residual row reads (the round-7 referee's point 2), so that its halves can be recounted
@@ -204,12 +216,10 @@ def residual_summary(cells_df: pd.DataFrame) -> pd.DataFrame:
     and how many of them are small (the round-8 referee's point 3: the row's halves without
     the allowance and within each L recount from these); empty where the run stores no max α_i
     or lacks E exact."""
-    if not set(_NEED) <= set(cells_df) or "max_weight" not in cells_df:
+    halves = _halves(cells_df)
+    if halves is None:
         return pd.DataFrame()
-    cells = _cells(cells_df)
-    if cells.empty:
-        return pd.DataFrame()
-    low = cells["max_weight"] <= _lower_median(cells["max_weight"])
+    cells, low = halves
     # each L's own lower median (the round-7 referee's point 3; recountable since round 8)
     low_l = cells["max_weight"] <= cells.groupby("L")["max_weight"].transform(_lower_median)
     cells = cells.assign(
@@ -254,12 +264,10 @@ def residual_quantiles(cells_df: pd.DataFrame) -> pd.DataFrame:
     exact is its q = 0.5 row, the share small at any EPS_SMALL the share of the second column
     at or below it, and the row's EPS_SMALL flip point the spread half's q = WITHIN_SE row.
     Empty where the run stores no max α_i or lacks E exact."""
-    if not set(_NEED) <= set(cells_df) or "max_weight" not in cells_df:
+    halves = _halves(cells_df)
+    if halves is None:
         return pd.DataFrame()
-    cells = _cells(cells_df)
-    if cells.empty:
-        return pd.DataFrame()
-    low = cells["max_weight"] <= _lower_median(cells["max_weight"])
+    cells, low = halves
     need = (cells["eps"].abs() - cells["slack"]) / cells["expectation_exact"]
     frames = []
     for half, keep in (("spread", low), ("concentrated", ~low), ("all", low | ~low)):
