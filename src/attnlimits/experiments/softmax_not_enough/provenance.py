@@ -181,8 +181,8 @@ _TRAIN = (
         "our choice, because with it the logit spread still grows with training (the "
         "parameter norms table), as the paper reports 'in spite of our weight decay loss', "
         "while the model fits the task in distribution; a second λ, 1e-2, was run after "
-        "(claims row (3.c): the median seed learnt nothing there), and a third, 3e-3, is "
-        "pre-registered, not run (docs/max_retrieval.md, A second λ)",
+        "(claims row (3.c): the median seed learnt nothing there), and a third, 3e-3, "
+        "pre-registered before its run (docs/max_retrieval.md, A second λ)",
     ),
     Setting(
         "learning rate",
