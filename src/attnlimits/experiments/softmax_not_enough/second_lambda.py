@@ -146,6 +146,10 @@ def not_run(lam: float | None, train_s: float | None) -> Row:
     )
 
 
+def _fmt(values: pd.Series, spec: str) -> pd.Series:
+    return values.map(f"{{:{spec}}}".format)
+
+
 def per_seed(training_log: pd.DataFrame, second: pd.DataFrame | None, lam: float) -> pd.DataFrame:
     """Per λ and seed, the first and last logged step's logit spread, bound and batch accuracy
     with the two ratios (3.a), (3.b) and (3.c) read: the default's ``training_log`` at ``lam``
@@ -153,25 +157,26 @@ def per_seed(training_log: pd.DataFrame, second: pd.DataFrame | None, lam: float
     logs = [training_log.assign(weight_decay=lam)]
     if second is not None and len(second):
         logs += [g for _, g in second.groupby("weight_decay")]
-    rows = []
-    for log in logs:
+    frames = []
+    for log in logs:  # one frame per λ, the seeds in columns
         first, last = _ends(log)
-        for seed in first.index:
-            f, a = first.loc[seed], last.loc[seed]
-            rows.append(
+        has_acc = "acc" in log
+        frames.append(
+            pd.DataFrame(
                 {
                     "λ": f"{float(log['weight_decay'].iloc[0]):g}",
-                    "seed": int(seed),
-                    "first step": int(f["step"]),
-                    "last step": int(a["step"]),
-                    "spread first": f"{f['spread']:.4g}",
-                    "spread last": f"{a['spread']:.4g}",
-                    "spread ratio": f"{a['spread'] / f['spread']:.3g}",
-                    "bound first": f"{f['bound']:.4g}",
-                    "bound last": f"{a['bound']:.4g}",
-                    "bound ratio": f"{a['bound'] / f['bound']:.3g}",
-                    "acc first": f"{f['acc']:.3f}" if "acc" in log else "",
-                    "acc last": f"{a['acc']:.3f}" if "acc" in log else "",
+                    "seed": first.index.astype(int),
+                    "first step": first["step"].astype(int),
+                    "last step": last["step"].astype(int),
+                    "spread first": _fmt(first["spread"], ".4g"),
+                    "spread last": _fmt(last["spread"], ".4g"),
+                    "spread ratio": _fmt(last["spread"] / first["spread"], ".3g"),
+                    "bound first": _fmt(first["bound"], ".4g"),
+                    "bound last": _fmt(last["bound"], ".4g"),
+                    "bound ratio": _fmt(last["bound"] / first["bound"], ".3g"),
+                    "acc first": _fmt(first["acc"], ".3f") if has_acc else "",
+                    "acc last": _fmt(last["acc"], ".3f") if has_acc else "",
                 }
             )
-    return pd.DataFrame(rows)
+        )
+    return pd.concat(frames, ignore_index=True)
