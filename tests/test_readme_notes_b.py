@@ -71,6 +71,15 @@ def test_note_three_says_the_verdicts_of_its_rows(growth, acc, c, three):
     assert ("the rule written before it read not reproduced" in note) == (c == NOT_TESTABLE)
 
 
+def test_note_three_names_a_pre_registered_lambda_only_while_it_is_not_run():
+    """Each λ of second_lambda.PREREGISTERED missing from (3.c)'s row is said to be not run."""
+    one = second_lambda.run_row(_log(1e-2, 0.0, 0.22), 1e-3)
+    assert "; λ = 0.003 is pre-registered and not run" in note_three(_claims(PARTLY, one))
+    both = pd.concat([_log(1e-2, 0.0, 0.22), _log(3e-3, 2.0, 1.0)], ignore_index=True)
+    note = note_three(_claims(PARTLY, second_lambda.run_row(both, 1e-3)))
+    assert "at λ = 0.003 the logit spread went" in note and "not run" not in note
+
+
 def test_note_three_without_the_second_run_says_so():
     row = second_lambda.not_run(1e-3, 100.0)
     note = note_three(_claims(PARTLY, row))

@@ -16,6 +16,7 @@ import pandas as pd
 
 from attnlimits.claims import BETTER, NA, NOT_TESTABLE
 from attnlimits.experiments.softmax_not_enough import rules
+from attnlimits.experiments.softmax_not_enough.second_lambda import PREREGISTERED
 
 __all__ = ["DOCS", "note_four", "note_three", "note_two"]
 
@@ -49,7 +50,7 @@ def note_three(claims: pd.DataFrame) -> str:
     if c["verdict"] in ("", NA):
         said += "No second λ is run, so (3.c) is n/a and (3) reads at most partly until one is"
     else:
-        parts = []
+        parts, run = [], set()
         for part in measured.split(" | "):
             found = re.search(
                 r"λ = ([\d.e-]+) \(the default's.*?logit spread (\S+) → (\S+), the median of "
@@ -60,6 +61,7 @@ def note_three(claims: pd.DataFrame) -> str:
             if found is None:
                 raise ValueError(f"claims.csv's (3.c) row does not state its λ: {part[:80]}")
             lam, first, last, ratio, acc = found.groups()
+            run.add(lam)
             alone = re.search(r"alone, read it ([a-z ]+?)[,)]", part)
             split = re.search(
                 r"\((\d+) of (\d+) seeds reach [\d.]+ alone"
@@ -89,8 +91,9 @@ def note_three(claims: pd.DataFrame) -> str:
         )
         if c["verdict"] == NOT_TESTABLE:
             said += ", so (3) rests on (3.a) and (3.b) alone and reads at most partly"
-        if "λ = 0.003" not in str(c["measured"]):
-            said += "; a third λ, 3e-3, is pre-registered and not run"
+        waiting = [f"{x:g}" for x in PREREGISTERED if f"{x:g}" not in run]
+        if waiting:  # a λ whose rule was written before its run, not run yet
+            said += f"; λ = {', '.join(waiting)} is pre-registered and not run"
     return said + f" ([docs]({DOCS}))."
 
 
